@@ -1,0 +1,92 @@
+// The report model: plain data that the scanners fill in, diagnose/ classifies and output/
+// renders. No behaviour here beyond trivial helpers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuclean {
+
+using Pid = std::int32_t;  // as the kernel's pid_t
+using Uid = std::uint32_t;
+using Bytes = std::uint64_t;
+
+struct ThreadInfo {
+  Pid tid = 0;
+  char state = '?';   // as in /proc/PID/task/TID/stat: R S D Z T t X I …
+  std::string wchan;  // kernel wait channel; empty when running or unknown
+};
+
+// Everything /proc says about one thread group. Optional members are data that could not be
+// read (permission, vanished mid-read); they are never filled with sentinels.
+struct ProcessInfo {
+  Pid pid = 0;
+  Pid ppid = 0;
+  Pid pgid = 0;
+  Pid sid = 0;
+  char state = '?';
+  std::string comm;                   // untrusted: any bytes but NUL, up to 15
+  std::vector<std::string> cmdline;   // argv; untrusted; empty for kernel threads and Zl leaders
+  std::optional<Uid> uid;             // effective uid
+  std::string user;                   // name for uid, or the number when it has none
+  std::uint64_t start_ticks = 0;      // stat field 22: clock ticks since boot (identity check)
+  std::optional<double> start_time;   // seconds since the Unix epoch
+  bool kernel_thread = false;         // PF_KTHREAD
+  std::vector<ThreadInfo> threads;    // leader first
+  std::vector<Pid> nspid;             // NSpid: outermost first; >1 entry = nested PID namespace
+  std::optional<std::string> cgroup;  // cgroup v2 path ("0::" line)
+};
+
+// A file selected as "the device" (by --device-glob or the NVIDIA defaults).
+struct DeviceFile {
+  std::string path;                      // canonical (symlinks resolved), as fd links show it
+  std::optional<unsigned> nvidia_minor;  // N when the file is the char device (195, N), N < 255
+};
+
+// One device file a process holds, and how.
+struct HeldFile {
+  std::string path;                    // canonical path of the device file
+  std::vector<int> fds;                // descriptor numbers in the holder's table
+  bool readable = false;               // some fd open for reading
+  bool writable = false;               // some fd open for writing
+  bool mapped = false;                 // referenced in /proc/PID/maps
+  bool deleted = false;                // the kernel reported the path as "(deleted)"
+  std::optional<Pid> via_thread;       // seen only through task/TID (zombie-led group)
+  std::optional<unsigned> nvidia_minor;  // N for /dev/nvidiaN (195,N): that GPU's file
+};
+
+enum class HolderClass {
+  kActive,
+  kOrphan,
+  kHeir,
+  kZombieLeader,
+  kStuck,
+  kForeign,
+  kMonitor,
+  kZombie,
+};
+
+// SPEC.md's spelling of the class ("zombie-leader", …).
+const char* to_string(HolderClass klass);
+
+struct Holder {
+  ProcessInfo process;
+  std::vector<HeldFile> devices;
+  HolderClass klass = HolderClass::kActive;
+  std::map<unsigned, Bytes> gpu_memory;  // GPU index → bytes NVML attributes (to it or its dead owner)
+};
+
+// How complete a /proc scan was: vanished and unreadable processes are normal and are
+// summarised, never reported one by one.
+struct ScanStats {
+  std::size_t processes = 0;      // /proc entries looked at
+  std::size_t vanished = 0;       // exited while being read
+  std::size_t denied = 0;         // some part unreadable (EACCES/EPERM)
+  std::vector<Pid> denied_pids;   // the first few, for the summary line
+  double seconds = 0;             // wall time of the scan
+};
+
+}  // namespace gpuclean

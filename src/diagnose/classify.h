@@ -1,0 +1,20 @@
+// Classification of a holder from what /proc alone shows. Pure: no syscalls.
+// The GPU-aware classes (heir, monitor, foreign) need NVML's view and are decided on top of
+// this by the GPU diagnosis.
+#pragma once
+
+#include "core/model.h"
+
+namespace gpuclean::diagnose {
+
+// True when some thread other than a zombie leader is alive (not Z or X).
+bool has_live_thread(const ProcessInfo& process);
+
+// stuck      some thread in uninterruptible sleep (D): signals will not help
+// zombie-leader  leader Z, other threads alive (ps "Zl")
+// zombie     leader Z, nothing alive: holds no GPU memory
+// orphan     re-parented to init (ppid 1); the original parent is gone
+// active     everything else
+HolderClass classify_from_proc(const ProcessInfo& process);
+
+}  // namespace gpuclean::diagnose

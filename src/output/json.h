@@ -1,0 +1,29 @@
+// JSON renderings of the report model (SPEC.md "JSON"), built with nlohmann::json.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model.h"
+
+namespace gpuclean::output {
+
+constexpr int kSchemaVersion = 1;
+
+// "2026-11-30T12:43:18Z" (UTC, whole seconds).
+std::string rfc3339(double unix_seconds);
+
+// The fields every document starts with: schema, host, time.
+nlohmann::json document_header(const std::string& host, double now);
+
+nlohmann::json to_json(const Holder& holder);
+nlohmann::json to_json(const ScanStats& stats);
+nlohmann::json to_json(const DeviceFile& file);
+
+// Writes one document and a newline. Bytes that are not UTF-8 (command lines are arbitrary
+// bytes) become U+FFFD so the output is always valid JSON.
+void write_json(std::ostream& out, const nlohmann::json& document);
+
+}  // namespace gpuclean::output

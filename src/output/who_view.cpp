@@ -1,0 +1,117 @@
+#include "output/who_view.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "output/escape.h"
+#include "output/json.h"
+
+namespace gpuclean::output {
+namespace {
+
+std::string access_label(const HeldFile& file) {
+  std::string access;
+  access += file.readable ? 'r' : '-';
+  access += file.writable ? 'w' : '-';
+  access += file.mapped ? 'm' : '-';
+  return access;
+}
+
+std::string file_heading(const DeviceFile& file) {
+  std::string heading = escape_terminal(file.path);
+  if (file.nvidia_minor) heading += fmt::format(" (GPU minor {})", *file.nvidia_minor);
+  return heading;
+}
+
+const HeldFile* find_held(const Holder& holder, const std::string& path) {
+  for (const HeldFile& held : holder.devices) {
+    if (held.path == path) return &held;
+  }
+  return nullptr;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string state_label(const ProcessInfo& process) {
+  std::string label(1, process.state);
+  if (process.threads.size() > 1) label += 'l';
+  return label;
+}
+
+std::string command_label(const ProcessInfo& process, std::size_t max_bytes) {
+  if (process.cmdline.empty()) return "[" + escape_terminal(process.comm) + "]";
+  return display_command(process.cmdline, max_bytes);
+}
+
+void render_who_text(std::ostream& out, const WhoReport& report) {
+  std::size_t user_width = 4;
+  std::size_t class_width = 5;
+  for (const Holder& holder : report.holders) {
+    user_width = std::max(user_width, escape_terminal(holder.process.user).size());
+    class_width = std::max(class_width, std::string(to_string(holder.klass)).size());
+  }
+  std::size_t held_files = 0;
+  for (const DeviceFile& file : report.files) {
+    bool heading_printed = false;
+    for (const Holder& holder : report.holders) {
+      const HeldFile* held = find_held(holder, file.path);
+      if (held == nullptr) continue;
+      if (!heading_printed) {
+        out << file_heading(file) << ":\n";
+        out << fmt::format("  {:<{}} {:>8} {:<5} {:<6} {:<{}} {}\n", "USER", user_width, "PID",
+                           "STATE", "ACCESS", "CLASS", class_width, "COMMAND");
+        heading_printed = true;
+        ++held_files;
+      }
+      std::string command = command_label(holder.process);
+      if (held->via_thread) command += fmt::format("  (held through thread {})", *held->via_thread);
+      if (held->deleted) command += "  (file deleted)";
+      out << fmt::format("  {:<{}} {:>8} {:<5} {:<6} {:<{}} {}\n",
+                         escape_terminal(holder.process.user), user_width, holder.process.pid,
+                         state_label(holder.process), access_label(*held),
+                         to_string(holder.klass), class_width, command);
+    }
+  }
+  if (report.holders.empty()) {
+    out << fmt::format("No process holds the {} selected ({} processes scanned).\n",
+                       plural(report.files.size(), "file", "files"), report.stats.processes);
+  } else {
+    out << fmt::format("{} {} of the {} selected ({} processes scanned in {:.2f} s).\n",
+                       plural(report.holders.size(), "process holds", "processes hold"),
+                       plural(held_files, "file", "files"), report.files.size(),
+                       report.stats.processes, report.stats.seconds);
+  }
+}
+
+void render_who_json(std::ostream& out, const WhoReport& report) {
+  nlohmann::json doc = document_header(report.host, report.time);
+  doc["verdict"] = report.holders.empty() ? "clean" : "dirty";
+  nlohmann::json files = nlohmann::json::array();
+  for (const DeviceFile& file : report.files) files.push_back(to_json(file));
+  doc["files"] = std::move(files);
+  nlohmann::json holders = nlohmann::json::array();
+  for (const Holder& holder : report.holders) holders.push_back(to_json(holder));
+  doc["holders"] = std::move(holders);
+  doc["scan"] = to_json(report.stats);
+  write_json(out, doc);
+}
+
+std::string unreadable_summary(const ScanStats& stats) {
+  if (stats.denied == 0) return {};
+  std::string sample;
+  for (Pid pid : stats.denied_pids) {
+    if (!sample.empty()) sample += ", ";
+    sample += std::to_string(pid);
+  }
+  if (stats.denied > stats.denied_pids.size()) sample += ", …";
+  return fmt::format(
+      "gpuclean: {} could not be read (permission denied: {} {}); their files are unknown",
+      plural(stats.denied, "process", "processes"), stats.denied == 1 ? "pid" : "pids", sample);
+}
+
+}  // namespace gpuclean::output

@@ -1,0 +1,37 @@
+// `gpuclean who`: the holders of a set of files, as text (like a well-made `fuser -v`) or JSON.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace gpuclean::output {
+
+struct WhoReport {
+  std::string host;
+  double time = 0;                 // seconds since the epoch
+  std::vector<DeviceFile> files;   // the selection that was scanned
+  std::vector<Holder> holders;     // ascending by pid
+  ScanStats stats;
+};
+
+// Sections per held file, a row per holder: USER PID STATE ACCESS CLASS COMMAND. Files nobody
+// holds are not listed. Ends with one summary line.
+void render_who_text(std::ostream& out, const WhoReport& report);
+
+void render_who_json(std::ostream& out, const WhoReport& report);
+
+// One line for processes that could not be read, or empty when there were none:
+// "gpuclean: 3 processes could not be read (permission denied: pids 1, 7, 9); …"
+std::string unreadable_summary(const ScanStats& stats);
+
+// "Sl": leader state, plus 'l' when the group has more than one thread (as ps prints it).
+std::string state_label(const ProcessInfo& process);
+
+// The command to show for a process: its argv, or "[comm]" when argv is empty (kernel threads,
+// zombie leaders), escaped for the terminal.
+std::string command_label(const ProcessInfo& process, std::size_t max_bytes = 200);
+
+}  // namespace gpuclean::output

@@ -1,0 +1,103 @@
+#include "procfs/device_files.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+namespace gpuclean::procfs {
+namespace {
+
+// The NVIDIA driver's fixed character-device major; minor 255 is nvidiactl, 0..254 the GPUs.
+constexpr unsigned kNvidiaMajor = 195;
+constexpr unsigned kNvidiactlMinor = 255;
+
+std::optional<unsigned> nvidia_minor_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
+  if (major(st.st_rdev) != kNvidiaMajor || minor(st.st_rdev) >= kNvidiactlMinor) {
+    return std::nullopt;
+  }
+  return minor(st.st_rdev);
+}
+
+// glob(3) matches; an empty list when nothing matches.
+std::vector<std::string> glob_matches(const std::string& pattern) {
+  std::vector<std::string> out;
+  glob_t result{};
+  if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &result) == 0) {
+    for (std::size_t i = 0; i < result.gl_pathc; ++i) out.emplace_back(result.gl_pathv[i]);
+  }
+  ::globfree(&result);
+  return out;
+}
+
+std::string canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) != nullptr) return resolved;
+  return path;
+}
+
+}  // namespace
+
+const std::vector<std::string>& default_nvidia_globs() {
+  static const std::vector<std::string> globs = {
+      "/dev/nvidia[0-9]*", "/dev/nvidiactl", "/dev/nvidia-uvm*", "/dev/nvidia-caps/*"};
+  return globs;
+}
+
+std::optional<std::string> glob_syntax_error(const std::string& pattern) {
+  if (pattern.empty()) return "empty pattern";
+  bool in_class = false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      ++i;
+    } else if (!in_class && c == '[') {
+      in_class = true;
+      // "[]…]" and "[!]…]": a ']' right after the opening is a literal member.
+      if (i + 1 < pattern.size() && (pattern[i + 1] == '!' || pattern[i + 1] == '^')) ++i;
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') ++i;
+    } else if (in_class && c == ']') {
+      in_class = false;
+    }
+  }
+  if (in_class) return "unbalanced '['";
+  return std::nullopt;
+}
+
+Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selection) {
+  std::vector<std::string> paths;
+  auto add_matches = [&paths](const std::string& pattern, bool must_match) -> Status {
+    if (auto problem = glob_syntax_error(pattern)) {
+      return Error{0, "device pattern '" + pattern + "': " + *problem};
+    }
+    auto matches = glob_matches(pattern);
+    if (matches.empty() && must_match) {
+      return Error{0, "'" + pattern + "': no such file"};
+    }
+    for (auto& match : matches) paths.push_back(canonical(match));
+    return Ok{};
+  };
+  for (const auto& pattern : selection.patterns) {
+    if (auto status = add_matches(pattern, false); !status.ok()) return status.error();
+  }
+  for (const auto& pattern : selection.must_match) {
+    if (auto status = add_matches(pattern, true); !status.ok()) return status.error();
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+
+  std::vector<DeviceFile> files;
+  files.reserve(paths.size());
+  for (auto& path : paths) {
+    auto minor = nvidia_minor_of(path);
+    files.push_back(DeviceFile{std::move(path), minor});
+  }
+  return files;
+}
+
+}  // namespace gpuclean::procfs

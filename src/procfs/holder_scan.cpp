@@ -1,0 +1,274 @@
+#include "procfs/holder_scan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+#include "procfs/parse.h"
+
+namespace gpuclean::procfs {
+namespace {
+
+constexpr std::size_t kDeniedSampleSize = 5;
+constexpr std::size_t kPidsPerChunk = 16;
+constexpr std::size_t kMaxMapsBytes = 64u << 20;  // a huge address space still ends somewhere
+
+// Looks up a path among the selected files: a sorted vector beats hashing for the handful of
+// device files, and every candidate is first cut by its first byte ('/').
+class FileMatcher {
+ public:
+  explicit FileMatcher(const std::vector<DeviceFile>& files) : files_(files) {}
+
+  [[nodiscard]] std::optional<std::size_t> find(std::string_view path) const {
+    auto it = std::lower_bound(files_.begin(), files_.end(), path,
+                               [](const DeviceFile& f, std::string_view p) { return f.path < p; });
+    if (it == files_.end() || it->path != path) return std::nullopt;
+    return static_cast<std::size_t>(it - files_.begin());
+  }
+  [[nodiscard]] const DeviceFile& file(std::size_t index) const { return files_[index]; }
+
+ private:
+  const std::vector<DeviceFile>& files_;
+};
+
+// How reading one /proc directory went. Vanishing and denial are normal, never errors.
+enum class Open { kOk, kVanished, kDenied };
+
+Open open_result(int err) {
+  return (err == EACCES || err == EPERM) ? Open::kDenied : Open::kVanished;
+}
+
+class Worker {
+ public:
+  Worker(const FileMatcher& matcher, int root_fd) : matcher_(matcher), root_fd_(root_fd) {}
+
+  void scan(Pid pid);
+
+  std::vector<FileHolding> holdings;
+  ScanStats stats;
+
+ private:
+  // Reads the fd table under dir_fd/"fd" into current_; entries counts descriptors seen.
+  Open scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_t& entries);
+  Open scan_maps(int dir_fd);
+  // Finds the first non-leader thread of a zombie-led group whose fd table is not empty.
+  Open scan_threads(int pid_dir_fd, Pid pid);
+  HeldFile& held(std::size_t file_index);
+  void note_denied(Pid pid);
+
+  const FileMatcher& matcher_;
+  const int root_fd_;
+  FileHolding current_;
+  std::vector<std::size_t> current_index_;  // file index of each entry in current_.files
+  std::string maps_;
+};
+
+HeldFile& Worker::held(std::size_t file_index) {
+  for (std::size_t i = 0; i < current_index_.size(); ++i) {
+    if (current_index_[i] == file_index) return current_.files[i];
+  }
+  current_index_.push_back(file_index);
+  HeldFile& file = current_.files.emplace_back();
+  file.path = matcher_.file(file_index).path;
+  file.nvidia_minor = matcher_.file(file_index).nvidia_minor;
+  return file;
+}
+
+void Worker::note_denied(Pid pid) {
+  ++stats.denied;
+  if (stats.denied_pids.size() < kDeniedSampleSize) stats.denied_pids.push_back(pid);
+}
+
+Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread,
+                                   std::size_t& entries) {
+  entries = 0;
+  const int fd_dir = ::openat(dir_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_dir < 0) return open_result(errno);
+  DIR* dir = ::fdopendir(fd_dir);
+  if (dir == nullptr) {
+    ::close(fd_dir);
+    return Open::kVanished;
+  }
+  char target[PATH_MAX];
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    ++entries;
+    const ssize_t length = ::readlinkat(fd_dir, entry->d_name, target, sizeof(target));
+    // Most descriptors are pipes, sockets and anon inodes: not paths, cut at the first byte.
+    if (length <= 0 || target[0] != '/') continue;
+    const LinkTarget link = split_deleted(std::string_view(target, static_cast<std::size_t>(length)));
+    auto index = matcher_.find(link.path);
+    if (!index) continue;
+    int fd_number = 0;
+    std::from_chars(entry->d_name, entry->d_name + std::strlen(entry->d_name), fd_number);
+    HeldFile& file = held(*index);
+    file.fds.push_back(fd_number);
+    file.deleted = file.deleted || link.deleted;
+    if (via_thread) file.via_thread = via_thread;
+  }
+  ::closedir(dir);
+  return Open::kOk;
+}
+
+Open Worker::scan_maps(int dir_fd) {
+  if (!read_file_at(dir_fd, "maps", maps_, kMaxMapsBytes)) return open_result(errno);
+  std::string_view text(maps_);
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const std::string_view path = maps_line_path(line);
+    if (path.empty()) continue;
+    const LinkTarget link = split_deleted(path);
+    if (auto index = matcher_.find(link.path)) {
+      HeldFile& file = held(*index);
+      file.mapped = true;
+      file.deleted = file.deleted || link.deleted;
+    }
+  }
+  return Open::kOk;
+}
+
+Open Worker::scan_threads(int pid_dir_fd, Pid pid) {
+  const int task_fd = ::openat(pid_dir_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (task_fd < 0) return open_result(errno);
+  DIR* dir = ::fdopendir(task_fd);
+  if (dir == nullptr) {
+    ::close(task_fd);
+    return Open::kVanished;
+  }
+  Open result = Open::kOk;
+  char own[16];
+  *std::to_chars(own, own + sizeof(own) - 1, pid).ptr = '\0';
+  while (dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.' || std::strcmp(entry->d_name, own) == 0) continue;
+    const int tid_fd = ::openat(task_fd, entry->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (tid_fd < 0) continue;  // that thread just exited; try the next
+    Pid tid = 0;
+    std::from_chars(entry->d_name, entry->d_name + std::strlen(entry->d_name), tid);
+    std::size_t entries = 0;
+    const Open fds = scan_fd_table(tid_fd, tid, entries);
+    if (fds == Open::kOk && entries > 0) {
+      // The group's fd table and mm are shared by its live threads: one thread tells all.
+      scan_maps(tid_fd);
+      ::close(tid_fd);
+      break;
+    }
+    if (fds == Open::kDenied) result = Open::kDenied;
+    ::close(tid_fd);
+  }
+  ::closedir(dir);
+  return result;
+}
+
+void Worker::scan(Pid pid) {
+  ++stats.processes;
+  char name[16];
+  *std::to_chars(name, name + sizeof(name) - 1, pid).ptr = '\0';
+  const int pid_fd = ::openat(root_fd_, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (pid_fd < 0) {
+    if (open_result(errno) == Open::kDenied) {
+      note_denied(pid);
+    } else {
+      ++stats.vanished;
+    }
+    return;
+  }
+  current_.pid = pid;
+  current_.files.clear();
+  current_index_.clear();
+
+  std::size_t entries = 0;
+  Open fds = scan_fd_table(pid_fd, std::nullopt, entries);
+  if (fds == Open::kOk && entries == 0) {
+    // Empty table: a kernel thread, a process with every fd closed, or a zombie leader whose
+    // other threads still hold the group's files (FACTS.md: fuser and lsof miss these).
+    fds = scan_threads(pid_fd, pid);
+  }
+  const Open maps = scan_maps(pid_fd);
+  ::close(pid_fd);
+
+  if (fds == Open::kDenied || maps == Open::kDenied) {
+    note_denied(pid);
+  } else if (fds == Open::kVanished && current_.files.empty()) {
+    ++stats.vanished;
+  }
+  if (!current_.files.empty()) holdings.push_back(std::move(current_));
+  current_ = FileHolding{};
+}
+
+}  // namespace
+
+HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files,
+                        const ScanOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  HolderScan result;
+  auto pids = proc.list_pids();
+  if (!pids.ok()) return result;
+
+  const FileMatcher matcher(files);
+  const unsigned thread_count = std::max(1u, options.threads);
+  std::vector<Worker> workers;
+  workers.reserve(thread_count);
+  for (unsigned i = 0; i < thread_count; ++i) workers.emplace_back(matcher, proc.root_fd());
+
+  std::atomic<std::size_t> next{0};
+  const std::vector<Pid>& all = *pids;
+  auto run = [&all, &next](Worker& worker) {
+    while (true) {
+      const std::size_t begin = next.fetch_add(kPidsPerChunk, std::memory_order_relaxed);
+      if (begin >= all.size()) break;
+      const std::size_t end = std::min(all.size(), begin + kPidsPerChunk);
+      for (std::size_t i = begin; i < end; ++i) worker.scan(all[i]);
+    }
+  };
+  if (thread_count == 1) {
+    run(workers[0]);
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(thread_count - 1);
+    for (unsigned i = 1; i < thread_count; ++i) threads.emplace_back(run, std::ref(workers[i]));
+    run(workers[0]);
+    for (auto& thread : threads) thread.join();
+  }
+
+  for (Worker& worker : workers) {
+    ScanStats& s = result.stats;
+    s.processes += worker.stats.processes;
+    s.vanished += worker.stats.vanished;
+    s.denied += worker.stats.denied;
+    for (Pid pid : worker.stats.denied_pids) {
+      if (s.denied_pids.size() < kDeniedSampleSize) s.denied_pids.push_back(pid);
+    }
+    for (auto& holding : worker.holdings) result.holdings.push_back(std::move(holding));
+  }
+  std::sort(result.holdings.begin(), result.holdings.end(),
+            [](const FileHolding& a, const FileHolding& b) { return a.pid < b.pid; });
+  std::sort(result.stats.denied_pids.begin(), result.stats.denied_pids.end());
+  result.stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+void fill_access(const ProcFs& proc, FileHolding& holding) {
+  for (HeldFile& file : holding.files) {
+    for (int fd : file.fds) {
+      auto flags = proc.fd_flags(holding.pid, file.via_thread, fd);
+      if (!flags) continue;
+      const std::uint32_t mode = *flags & O_ACCMODE;
+      file.readable = file.readable || mode == O_RDONLY || mode == O_RDWR;
+      file.writable = file.writable || mode == O_WRONLY || mode == O_RDWR;
+    }
+  }
+}
+
+}  // namespace gpuclean::procfs

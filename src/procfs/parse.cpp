@@ -1,0 +1,169 @@
+#include "procfs/parse.h"
+
+#include <charconv>
+
+namespace gpuclean::procfs {
+namespace {
+
+template <typename T>
+std::optional<T> to_number(std::string_view text, int base = 10) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value, base);
+  if (ec != std::errc{} || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+
+// Splits on runs of blanks (stat's fields are single-space separated, status's tab separated).
+std::vector<std::string_view> split_fields(std::string_view text) {
+  std::vector<std::string_view> fields;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_blank(text[i])) ++i;
+    const std::size_t start = i;
+    while (i < text.size() && !is_blank(text[i])) ++i;
+    if (i > start) fields.push_back(text.substr(start, i - start));
+  }
+  return fields;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// Calls fn(line) for each '\n'-separated line.
+template <typename Fn>
+void for_each_line(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    fn(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+}  // namespace
+
+Result<StatFields> parse_stat(std::string_view text) {
+  const std::size_t open = text.find('(');
+  const std::size_t close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    return Error{0, "stat: no (comm)"};
+  }
+  StatFields out;
+  auto pid = to_number<Pid>(trim(text.substr(0, open)));
+  if (!pid) return Error{0, "stat: bad pid"};
+  out.pid = *pid;
+  out.comm = std::string(text.substr(open + 1, close - open - 1));
+
+  // Fields after comm, numbered from 3 (state) as in proc(5).
+  const auto rest = split_fields(text.substr(close + 1));
+  auto field = [&rest](std::size_t number) -> std::optional<std::string_view> {
+    const std::size_t index = number - 3;
+    if (index >= rest.size()) return std::nullopt;
+    return rest[index];
+  };
+  auto state = field(3);
+  if (!state || state->size() != 1) return Error{0, "stat: bad state"};
+  out.state = (*state)[0];
+  auto number_at = [&](std::size_t n, auto& dest) -> bool {
+    auto f = field(n);
+    if (!f) return false;
+    auto v = to_number<std::remove_reference_t<decltype(dest)>>(*f);
+    if (!v) return false;
+    dest = *v;
+    return true;
+  };
+  if (!number_at(4, out.ppid) || !number_at(5, out.pgid) || !number_at(6, out.sid) ||
+      !number_at(9, out.flags) || !number_at(20, out.num_threads) ||
+      !number_at(22, out.start_ticks)) {
+    return Error{0, "stat: truncated or malformed"};
+  }
+  return out;
+}
+
+StatusFields parse_status(std::string_view text) {
+  StatusFields out;
+  for_each_line(text, [&out](std::string_view line) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return;
+    const std::string_view key = line.substr(0, colon);
+    const std::string_view value = line.substr(colon + 1);
+    if (key == "Uid") {
+      // real, effective, saved, fs
+      const auto ids = split_fields(value);
+      if (ids.size() >= 2) out.euid = to_number<Uid>(ids[1]);
+    } else if (key == "NSpid") {
+      for (std::string_view id : split_fields(value)) {
+        if (auto pid = to_number<Pid>(id)) out.nspid.push_back(*pid);
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<std::string> parse_cmdline(std::string_view text) {
+  std::vector<std::string> argv;
+  if (text.empty()) return argv;
+  if (text.back() == '\0') text.remove_suffix(1);
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t nul = text.find('\0', start);
+    argv.emplace_back(text.substr(start, nul - start));
+    if (nul == std::string_view::npos) break;
+    start = nul + 1;
+  }
+  return argv;
+}
+
+std::optional<std::string> parse_cgroup_v2(std::string_view text) {
+  std::optional<std::string> out;
+  for_each_line(text, [&out](std::string_view line) {
+    if (line.substr(0, 3) == "0::") out = std::string(line.substr(3));
+  });
+  return out;
+}
+
+std::string_view maps_line_path(std::string_view line) {
+  // "start-end perms offset dev inode   path": the five fields before the path hold no '/',
+  // so the path starts at the first '/'. Pseudo paths ("[heap]") are not files.
+  const std::size_t slash = line.find('/');
+  if (slash == std::string_view::npos) return {};
+  std::string_view path = line.substr(slash);
+  if (!path.empty() && path.back() == '\n') path.remove_suffix(1);
+  return path;
+}
+
+std::optional<std::uint32_t> parse_fdinfo_flags(std::string_view text) {
+  std::optional<std::uint32_t> out;
+  for_each_line(text, [&out](std::string_view line) {
+    if (line.substr(0, 6) == "flags:") out = to_number<std::uint32_t>(trim(line.substr(6)), 8);
+  });
+  return out;
+}
+
+std::optional<std::int64_t> parse_btime(std::string_view text) {
+  std::optional<std::int64_t> out;
+  for_each_line(text, [&out](std::string_view line) {
+    if (line.substr(0, 6) == "btime ") out = to_number<std::int64_t>(trim(line.substr(6)));
+  });
+  return out;
+}
+
+LinkTarget split_deleted(std::string_view target) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (target.size() > kDeleted.size() &&
+      target.substr(target.size() - kDeleted.size()) == kDeleted) {
+    return {target.substr(0, target.size() - kDeleted.size()), true};
+  }
+  return {target, false};
+}
+
+}  // namespace gpuclean::procfs

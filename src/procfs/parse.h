@@ -1,0 +1,64 @@
+// Pure parsers for /proc text formats. Every function takes the raw file contents (which may be
+// truncated, empty or hostile: comm is any bytes the process chose) and never reads anything.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+
+namespace gpuclean::procfs {
+
+// The fields of /proc/PID/stat (or task/TID/stat) that gpuclean uses.
+struct StatFields {
+  Pid pid = 0;
+  std::string comm;
+  char state = '?';
+  Pid ppid = 0;
+  Pid pgid = 0;
+  Pid sid = 0;
+  std::uint32_t flags = 0;         // field 9; PF_KTHREAD = 0x00200000
+  std::uint32_t num_threads = 0;   // field 20
+  std::uint64_t start_ticks = 0;   // field 22
+};
+
+constexpr std::uint32_t kPfKthread = 0x00200000;
+
+// comm may contain spaces and ')', so it ends at the *last* ')' (htop does the same).
+Result<StatFields> parse_stat(std::string_view text);
+
+struct StatusFields {
+  std::optional<Uid> euid;
+  std::vector<Pid> nspid;  // outermost namespace first
+};
+StatusFields parse_status(std::string_view text);
+
+// argv split on NUL. A process may rewrite its argv area (setproctitle); whatever is there is
+// returned as is, with a trailing NUL dropped.
+std::vector<std::string> parse_cmdline(std::string_view text);
+
+// The cgroup v2 path from /proc/PID/cgroup (the "0::" line), if any.
+std::optional<std::string> parse_cgroup_v2(std::string_view text);
+
+// Path of a /proc/PID/maps line, or empty for anonymous mappings. Paths may contain spaces.
+std::string_view maps_line_path(std::string_view line);
+
+// "flags:\t0100002" from /proc/PID/fdinfo/N, as a number.
+std::optional<std::uint32_t> parse_fdinfo_flags(std::string_view text);
+
+// "btime 1764500000" from /proc/stat: boot time in seconds since the epoch.
+std::optional<std::int64_t> parse_btime(std::string_view text);
+
+// A readlink target of /proc/PID/fd/N or a maps path, split into the path and whether the
+// kernel marked it " (deleted)".
+struct LinkTarget {
+  std::string_view path;
+  bool deleted = false;
+};
+LinkTarget split_deleted(std::string_view target);
+
+}  // namespace gpuclean::procfs

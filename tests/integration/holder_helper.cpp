@@ -1,0 +1,166 @@
+// A process that holds a file the way GPU programs hold /dev/nvidia*, in one of several shapes.
+// Integration tests start it; it reports the PIDs to look for in READY_FILE (written atomically)
+// and ends itself after kLifetimeSeconds in any case, so a crashed test leaves nothing behind.
+//
+//   holder_helper MODE FILE READY_FILE [ignored args…]
+//   hold      open FILE and wait
+//   heir      open FILE, fork; the parent exits; the child (re-parented) keeps the file
+//   zombie-leader  open FILE; main thread pthread_exit()s while a second thread keeps running
+//   zombie    a child opens FILE and exits on SIGUSR1; the parent never reaps it
+//   daemon    double fork + setsid; the grandchild holds FILE
+//   map       mmap FILE, close the descriptor, wait (held through maps only)
+// READY_FILE gets the PIDs as seen in the host /proc (readlink /proc/self), space separated.
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr unsigned kLifetimeSeconds = 90;
+
+std::string self_pid() {
+  // /proc/self resolves in the namespace of the proc mount, so inside `unshare --pid` with the
+  // host's /proc this is the host PID the test can see.
+  char buf[32] = {};
+  const ssize_t n = ::readlink("/proc/self", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::to_string(::getpid());
+}
+
+void report(const char* ready_file, const std::string& pids) {
+  const std::string tmp = std::string(ready_file) + ".tmp" + std::to_string(::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) _exit(3);
+  std::fprintf(f, "%s\n", pids.c_str());
+  std::fclose(f);
+  if (::rename(tmp.c_str(), ready_file) != 0) _exit(3);
+}
+
+int open_or_die(const char* file) {
+  const int fd = ::open(file, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    std::perror(file);
+    _exit(3);
+  }
+  return fd;
+}
+
+[[noreturn]] void wait_forever() {
+  ::alarm(kLifetimeSeconds);
+  for (;;) ::pause();
+}
+
+const char* g_ready = nullptr;
+
+void* zombie_leader_worker(void* arg) {
+  const auto leader = static_cast<pid_t>(reinterpret_cast<std::intptr_t>(arg));
+  // Report only once the leader really is a zombie, so the test sees the "Zl" shape.
+  const std::string stat = "/proc/" + std::to_string(leader) + "/stat";
+  for (int i = 0; i < 5000; ++i) {
+    char buf[512] = {};
+    FILE* f = std::fopen(stat.c_str(), "r");
+    if (f != nullptr) {
+      const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+      std::fclose(f);
+      const char* close = std::strrchr(buf, ')');
+      if (n > 0 && close != nullptr && close[1] == ' ' && close[2] == 'Z') break;
+    }
+    ::usleep(1000);
+  }
+  report(g_ready, std::to_string(leader));
+  wait_forever();
+}
+
+void on_usr1(int) { _exit(0); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: holder_helper MODE FILE READY_FILE\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const char* file = argv[2];
+  g_ready = argv[3];
+  ::alarm(kLifetimeSeconds);
+
+  if (mode == "hold") {
+    open_or_die(file);
+    report(g_ready, self_pid());
+    wait_forever();
+  }
+  if (mode == "heir") {
+    open_or_die(file);
+    const pid_t child = ::fork();
+    if (child < 0) return 3;
+    if (child == 0) {
+      // Wait until the parent is gone, as after "fork after CUDA init, parent exits".
+      const pid_t parent = ::getppid();
+      while (::getppid() == parent) ::usleep(1000);
+      report(g_ready, self_pid());
+      wait_forever();
+    }
+    return 0;
+  }
+  if (mode == "zombie-leader") {
+    open_or_die(file);
+    pthread_t thread;
+    const auto pid = static_cast<std::intptr_t>(std::stol(self_pid()));
+    if (::pthread_create(&thread, nullptr, zombie_leader_worker, reinterpret_cast<void*>(pid)) != 0) {
+      return 3;
+    }
+    ::pthread_exit(nullptr);
+  }
+  if (mode == "zombie") {
+    int ready_pipe[2];
+    if (::pipe(ready_pipe) != 0) return 3;
+    const pid_t child = ::fork();
+    if (child < 0) return 3;
+    if (child == 0) {
+      ::signal(SIGUSR1, on_usr1);
+      open_or_die(file);
+      const std::string pid = self_pid();
+      if (::write(ready_pipe[1], pid.data(), pid.size()) < 0) _exit(3);
+      wait_forever();
+    }
+    ::close(ready_pipe[1]);
+    char buf[32] = {};
+    if (::read(ready_pipe[0], buf, sizeof(buf) - 1) <= 0) return 3;
+    report(g_ready, std::string(buf) + " " + self_pid());  // child, then the non-reaping parent
+    wait_forever();  // never calls wait(): the child stays a zombie after it exits
+  }
+  if (mode == "daemon") {
+    const pid_t first = ::fork();
+    if (first < 0) return 3;
+    if (first == 0) {
+      ::setsid();
+      const pid_t second = ::fork();
+      if (second != 0) _exit(0);
+      ::alarm(kLifetimeSeconds);
+      open_or_die(file);
+      report(g_ready, self_pid());
+      wait_forever();
+    }
+    ::waitpid(first, nullptr, 0);
+    return 0;
+  }
+  if (mode == "map") {
+    const int fd = open_or_die(file);
+    if (::ftruncate(fd, 4096) != 0) return 3;
+    void* map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) return 3;
+    ::close(fd);
+    report(g_ready, self_pid());
+    wait_forever();
+  }
+  std::fprintf(stderr, "holder_helper: unknown mode %s\n", mode.c_str());
+  return 2;
+}

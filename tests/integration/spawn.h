@@ -1,0 +1,71 @@
+// Test support: start processes from an argv, run gpuclean and capture its output, wait with
+// deadlines, and kill exactly the processes a test started (through pidfds, never by name).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpuclean::testing {
+
+struct CommandResult {
+  int exit_code = -1;  // exit status, or 128+N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (bounded by timeout) and captures stdout/stderr.
+CommandResult run_command(const std::vector<std::string>& argv,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Starts argv in the background; returns its PID. The caller reaps it with reap().
+pid_t spawn(const std::vector<std::string>& argv);
+// Waits for a child started with spawn(); returns its exit code (or 128+signal).
+int reap(pid_t pid);
+
+// Polls predicate until it holds or the deadline passes.
+bool wait_until(const std::function<bool()>& predicate,
+                std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+// Reads "pid pid …" from a file a helper wrote, waiting for it to appear.
+std::vector<pid_t> wait_for_pids(const std::string& ready_file,
+                                 std::chrono::milliseconds deadline = std::chrono::seconds(20));
+
+// The state letter from /proc/PID/stat, or '\0' when the process is gone.
+char proc_state(pid_t pid);
+
+// A scratch directory removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+  // Creates an empty file in the directory and returns its path.
+  [[nodiscard]] std::string file(const std::string& name) const;
+
+ private:
+  std::string path_;
+};
+
+// Kills, at destruction, the processes registered with it — only those, identified by pidfds
+// opened while they were known to be the test's own — and waits until they are gone.
+class ProcessReaper {
+ public:
+  ProcessReaper() = default;
+  ~ProcessReaper();
+  ProcessReaper(const ProcessReaper&) = delete;
+  ProcessReaper& operator=(const ProcessReaper&) = delete;
+  void adopt(pid_t pid);
+  // SIGKILLs every adopted process and waits (bounded) until each has exited.
+  void kill_all();
+
+ private:
+  std::vector<int> pidfds_;
+};
+
+}  // namespace gpuclean::testing

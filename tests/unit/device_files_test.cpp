@@ -1,0 +1,69 @@
+#include "procfs/device_files.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpuclean::procfs {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DeviceFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gpuclean-devfiles-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (const char* name : {"dev0", "dev1", "ctl"}) std::ofstream(dir_ / name) << "";
+    fs::create_symlink(dir_ / "dev1", dir_ / "alias");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(DeviceFilesTest, ExpandsCanonicalisesAndDeduplicates) {
+  DeviceSelection selection;
+  selection.must_match = {(dir_ / "dev*").string(), (dir_ / "alias").string()};
+  auto files = expand_device_files(selection);
+  ASSERT_TRUE(files.ok()) << files.error().message();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].path, fs::canonical(dir_ / "dev0").string());
+  EXPECT_EQ((*files)[1].path, fs::canonical(dir_ / "dev1").string());
+  EXPECT_FALSE((*files)[0].nvidia_minor.has_value());  // a regular file is no GPU
+}
+
+TEST_F(DeviceFilesTest, NamedPathThatDoesNotExistIsAnError) {
+  DeviceSelection selection;
+  selection.must_match = {(dir_ / "missing").string()};
+  auto files = expand_device_files(selection);
+  ASSERT_FALSE(files.ok());
+  EXPECT_NE(files.error().message().find("no such file"), std::string::npos);
+}
+
+TEST_F(DeviceFilesTest, DefaultPatternsMayMatchNothing) {
+  DeviceSelection selection;
+  selection.patterns = {(dir_ / "nvidia[0-9]*").string()};
+  auto files = expand_device_files(selection);
+  ASSERT_TRUE(files.ok());
+  EXPECT_TRUE(files->empty());
+}
+
+TEST(GlobSyntax, CatchesWhatGlobSilentlyAccepts) {
+  EXPECT_TRUE(glob_syntax_error("").has_value());
+  EXPECT_TRUE(glob_syntax_error("/dev/nvidia[0-9").has_value());
+  EXPECT_FALSE(glob_syntax_error("/dev/nvidia[0-9]*").has_value());
+  EXPECT_FALSE(glob_syntax_error("/dev/[]]x").has_value());
+  EXPECT_FALSE(glob_syntax_error("/dev/[!]]x").has_value());
+  EXPECT_FALSE(glob_syntax_error("/dev/\\[x").has_value());
+}
+
+TEST(DefaultGlobs, AreTheSpecsNvidiaFiles) {
+  const auto& globs = default_nvidia_globs();
+  EXPECT_NE(std::find(globs.begin(), globs.end(), "/dev/nvidiactl"), globs.end());
+  EXPECT_NE(std::find(globs.begin(), globs.end(), "/dev/nvidia-caps/*"), globs.end());
+}
+
+}  // namespace
+}  // namespace gpuclean::procfs
