@@ -12,8 +12,9 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
   command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3 or all")
       ->default_str("all");
-  command.add_option("--device-glob", options.device_globs,
-                     "Device files to scan (repeatable); default the NVIDIA device files")
+  command
+      .add_option("--device-glob", options.device_globs,
+                  "Device files to scan (repeatable); default the NVIDIA device files")
       ->allow_extra_args(false);
   command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");
   command.add_option("--threads", options.threads, "Threads for the /proc scan (default: cores)")
@@ -35,8 +36,7 @@ std::string host_name() {
 }
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace gpuclean::cli

@@ -10,10 +10,10 @@
 namespace gpuclean::cli {
 
 enum ExitCode : int {
-  kExitClean = 0,     // clean / done
-  kExitDirty = 1,     // dirty, targets remain, timed out
-  kExitUsage = 2,     // usage error
-  kExitRuntime = 3,   // runtime failure (e.g. NVML present but failing)
+  kExitClean = 0,    // clean / done
+  kExitDirty = 1,    // dirty, targets remain, timed out
+  kExitUsage = 2,    // usage error
+  kExitRuntime = 3,  // runtime failure (e.g. NVML present but failing)
 };
 
 struct CommonOptions {
@@ -21,8 +21,8 @@ struct CommonOptions {
   std::string gpus = "all";
   std::vector<std::string> device_globs;  // empty: SPEC.md's NVIDIA defaults
   bool no_nvml = false;
-  unsigned threads = 0;                   // 0: one per core, at most 16
-  std::string proc_root = "/proc";        // hidden; tests point it at fixture trees
+  unsigned threads = 0;             // 0: one per core, at most 16
+  std::string proc_root = "/proc";  // hidden; tests point it at fixture trees
 };
 
 void add_common_options(CLI::App& command, CommonOptions& options);

@@ -6,7 +6,9 @@
 #include "cli/common.h"
 #include "cli/who_command.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace gpuclean::cli;
   CLI::App app{"gpuclean: find, explain and clean up whatever holds your GPUs", "gpuclean"};
   app.require_subcommand(0, 1);
@@ -32,4 +34,19 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("who")) return run_who(who, io);
   std::cerr << "gpuclean: status is not built yet; use `gpuclean who`\n";
   return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Exceptions are for bugs (DESIGN.md); one escaping still gets a message and exit 3, not an
+  // abort with a core dump in someone's Slurm epilog.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gpuclean: internal error: " << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "gpuclean: internal error\n";
+  }
+  return gpuclean::cli::kExitRuntime;
 }

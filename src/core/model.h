@@ -48,13 +48,13 @@ struct DeviceFile {
 
 // One device file a process holds, and how.
 struct HeldFile {
-  std::string path;                    // canonical path of the device file
-  std::vector<int> fds;                // descriptor numbers in the holder's table
-  bool readable = false;               // some fd open for reading
-  bool writable = false;               // some fd open for writing
-  bool mapped = false;                 // referenced in /proc/PID/maps
-  bool deleted = false;                // the kernel reported the path as "(deleted)"
-  std::optional<Pid> via_thread;       // seen only through task/TID (zombie-led group)
+  std::string path;                      // canonical path of the device file
+  std::vector<int> fds;                  // descriptor numbers in the holder's table
+  bool readable = false;                 // some fd open for reading
+  bool writable = false;                 // some fd open for writing
+  bool mapped = false;                   // referenced in /proc/PID/maps
+  bool deleted = false;                  // the kernel reported the path as "(deleted)"
+  std::optional<Pid> via_thread;         // seen only through task/TID (zombie-led group)
   std::optional<unsigned> nvidia_minor;  // N for /dev/nvidiaN (195,N): that GPU's file
 };
 
@@ -76,17 +76,18 @@ struct Holder {
   ProcessInfo process;
   std::vector<HeldFile> devices;
   HolderClass klass = HolderClass::kActive;
-  std::map<unsigned, Bytes> gpu_memory;  // GPU index → bytes NVML attributes (to it or its dead owner)
+  std::map<unsigned, Bytes>
+      gpu_memory;  // GPU index → bytes NVML attributes (to it or its dead owner)
 };
 
 // How complete a /proc scan was: vanished and unreadable processes are normal and are
 // summarised, never reported one by one.
 struct ScanStats {
-  std::size_t processes = 0;      // /proc entries looked at
-  std::size_t vanished = 0;       // exited while being read
-  std::size_t denied = 0;         // some part unreadable (EACCES/EPERM)
-  std::vector<Pid> denied_pids;   // the first few, for the summary line
-  double seconds = 0;             // wall time of the scan
+  std::size_t processes = 0;     // /proc entries looked at
+  std::size_t vanished = 0;      // exited while being read
+  std::size_t denied = 0;        // some part unreadable (EACCES/EPERM)
+  std::vector<Pid> denied_pids;  // the first few, for the summary line
+  double seconds = 0;            // wall time of the scan
 };
 
 }  // namespace gpuclean

@@ -9,6 +9,8 @@ std::string Error::message() const {
   return context + ": " + std::strerror(errnum);
 }
 
-Error errno_error(std::string context) { return Error{errno, std::move(context)}; }
+Error errno_error(std::string context) {
+  return Error{errno, std::move(context)};
+}
 
 }  // namespace gpuclean

@@ -27,8 +27,8 @@ Error errno_error(std::string context);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}            // NOLINT(google-explicit-constructor)
-  Result(Error error) : data_(std::move(error)) {}        // NOLINT(google-explicit-constructor)
+  Result(T value) : data_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : data_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool ok() const { return std::holds_alternative<T>(data_); }
   explicit operator bool() const { return ok(); }

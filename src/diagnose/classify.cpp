@@ -5,7 +5,9 @@
 namespace gpuclean::diagnose {
 namespace {
 
-bool is_dead_state(char state) { return state == 'Z' || state == 'X' || state == 'x'; }
+bool is_dead_state(char state) {
+  return state == 'Z' || state == 'X' || state == 'x';
+}
 
 }  // namespace
 
@@ -16,9 +18,9 @@ bool has_live_thread(const ProcessInfo& process) {
 }
 
 HolderClass classify_from_proc(const ProcessInfo& process) {
-  const bool any_d = process.state == 'D' ||
-                     std::any_of(process.threads.begin(), process.threads.end(),
-                                 [](const ThreadInfo& t) { return t.state == 'D'; });
+  const bool any_d =
+      process.state == 'D' || std::any_of(process.threads.begin(), process.threads.end(),
+                                          [](const ThreadInfo& t) { return t.state == 'D'; });
   if (any_d) return HolderClass::kStuck;
   if (is_dead_state(process.state)) {
     return has_live_thread(process) ? HolderClass::kZombieLeader : HolderClass::kZombie;

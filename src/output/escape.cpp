@@ -67,9 +67,7 @@ std::string escape_terminal(std::string_view text) {
       out += "\\e";
     } else if (cp < 0x20 || cp == 0x7F) {
       out += fmt::format("\\x{:02x}", cp);
-    } else if (cp >= 0x80 && cp <= 0x9F) {  // C1 controls (CSI is U+009B)
-      out += fmt::format("\\u{{{:04x}}}", cp);
-    } else if (is_bidi_control(cp)) {
+    } else if ((cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp)) {  // C1 (CSI is U+009B)
       out += fmt::format("\\u{{{:04x}}}", cp);
     } else {
       out.append(text.substr(i, length));
@@ -84,7 +82,7 @@ std::string display_command(const std::vector<std::string>& argv, std::size_t ma
   for (const std::string& arg : argv) {
     if (!out.empty()) out += ' ';
     std::string escaped = escape_terminal(arg);
-    if (arg.empty() || arg.find(' ') != std::string::npos) escaped = "'" + escaped + "'";
+    if (arg.empty() || arg.find(' ') != std::string::npos) escaped = fmt::format("'{}'", escaped);
     out += escaped;
     if (out.size() > max_bytes) break;
   }

@@ -18,10 +18,10 @@ std::string access_letters(const HeldFile& file) {
 std::string rfc3339(double unix_seconds) {
   const std::time_t seconds = static_cast<std::time_t>(std::floor(unix_seconds));
   std::tm utc{};
-  gmtime_r(&seconds, &utc);
+  if (gmtime_r(&seconds, &utc) == nullptr) return "";
   char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buffer;
+  const std::size_t length = std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string(buffer, length);
 }
 
 nlohmann::json document_header(const std::string& host, double now) {
@@ -36,15 +36,9 @@ nlohmann::json to_json(const DeviceFile& file) {
 
 nlohmann::json to_json(const Holder& holder) {
   const ProcessInfo& p = holder.process;
-  nlohmann::json out{{"pid", p.pid},
-                     {"ppid", p.ppid},
-                     {"pgid", p.pgid},
-                     {"sid", p.sid},
-                     {"user", p.user},
-                     {"state", std::string(1, p.state)},
-                     {"comm", p.comm},
-                     {"cmdline", p.cmdline},
-                     {"class", to_string(holder.klass)},
+  nlohmann::json out{{"pid", p.pid},    {"ppid", p.ppid},       {"pgid", p.pgid},
+                     {"sid", p.sid},    {"user", p.user},       {"state", std::string(1, p.state)},
+                     {"comm", p.comm},  {"cmdline", p.cmdline}, {"class", to_string(holder.klass)},
                      {"nspid", p.nspid}};
   out["uid"] = p.uid ? nlohmann::json(*p.uid) : nlohmann::json();
   out["start_time"] = p.start_time ? nlohmann::json(rfc3339(*p.start_time)) : nlohmann::json();

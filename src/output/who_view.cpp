@@ -73,8 +73,8 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
       if (held->deleted) command += "  (file deleted)";
       out << fmt::format("  {:<{}} {:>8} {:<5} {:<6} {:<{}} {}\n",
                          escape_terminal(holder.process.user), user_width, holder.process.pid,
-                         state_label(holder.process), access_label(*held),
-                         to_string(holder.klass), class_width, command);
+                         state_label(holder.process), access_label(*held), to_string(holder.klass),
+                         class_width, command);
     }
   }
   if (report.holders.empty()) {

@@ -11,9 +11,9 @@ namespace gpuclean::output {
 
 struct WhoReport {
   std::string host;
-  double time = 0;                 // seconds since the epoch
-  std::vector<DeviceFile> files;   // the selection that was scanned
-  std::vector<Holder> holders;     // ascending by pid
+  double time = 0;                // seconds since the epoch
+  std::vector<DeviceFile> files;  // the selection that was scanned
+  std::vector<Holder> holders;    // ascending by pid
   ScanStats stats;
 };
 

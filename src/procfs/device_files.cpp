@@ -44,8 +44,8 @@ std::string canonical(const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& default_nvidia_globs() {
-  static const std::vector<std::string> globs = {
-      "/dev/nvidia[0-9]*", "/dev/nvidiactl", "/dev/nvidia-uvm*", "/dev/nvidia-caps/*"};
+  static const std::vector<std::string> globs = {"/dev/nvidia[0-9]*", "/dev/nvidiactl",
+                                                 "/dev/nvidia-uvm*", "/dev/nvidia-caps/*"};
   return globs;
 }
 

@@ -20,8 +20,8 @@ const std::vector<std::string>& default_nvidia_globs();
 // Errors (Error::errnum 0, context says which pattern): an empty or malformed pattern
 // (unbalanced '['); a pattern in `must_match` that matches nothing.
 struct DeviceSelection {
-  std::vector<std::string> patterns;     // globs that may match nothing (the defaults)
-  std::vector<std::string> must_match;   // globs or paths the user named: must match something
+  std::vector<std::string> patterns;    // globs that may match nothing (the defaults)
+  std::vector<std::string> must_match;  // globs or paths the user named: must match something
 };
 Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selection);
 

@@ -88,8 +88,7 @@ void Worker::note_denied(Pid pid) {
   if (stats.denied_pids.size() < kDeniedSampleSize) stats.denied_pids.push_back(pid);
 }
 
-Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread,
-                                   std::size_t& entries) {
+Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_t& entries) {
   entries = 0;
   const int fd_dir = ::openat(dir_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd_dir < 0) return open_result(errno);
@@ -105,7 +104,8 @@ Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread,
     const ssize_t length = ::readlinkat(fd_dir, entry->d_name, target, sizeof(target));
     // Most descriptors are pipes, sockets and anon inodes: not paths, cut at the first byte.
     if (length <= 0 || target[0] != '/') continue;
-    const LinkTarget link = split_deleted(std::string_view(target, static_cast<std::size_t>(length)));
+    const LinkTarget link =
+        split_deleted(std::string_view(target, static_cast<std::size_t>(length)));
     auto index = matcher_.find(link.path);
     if (!index) continue;
     int fd_number = 0;

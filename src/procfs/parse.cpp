@@ -14,7 +14,9 @@ std::optional<T> to_number(std::string_view text, int base = 10) {
   return value;
 }
 
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n';
+}
 
 // Splits on runs of blanks (stat's fields are single-space separated, status's tab separated).
 std::vector<std::string_view> split_fields(std::string_view text) {

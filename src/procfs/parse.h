@@ -21,9 +21,9 @@ struct StatFields {
   Pid ppid = 0;
   Pid pgid = 0;
   Pid sid = 0;
-  std::uint32_t flags = 0;         // field 9; PF_KTHREAD = 0x00200000
-  std::uint32_t num_threads = 0;   // field 20
-  std::uint64_t start_ticks = 0;   // field 22
+  std::uint32_t flags = 0;        // field 9; PF_KTHREAD = 0x00200000
+  std::uint32_t num_threads = 0;  // field 20
+  std::uint64_t start_ticks = 0;  // field 22
 };
 
 constexpr std::uint32_t kPfKthread = 0x00200000;

@@ -98,7 +98,9 @@ Result<ProcFs> ProcFs::open(const std::string& root) {
   return proc;
 }
 
-Result<std::vector<Pid>> ProcFs::list_pids() const { return numeric_entries(root_fd(), root_); }
+Result<std::vector<Pid>> ProcFs::list_pids() const {
+  return numeric_entries(root_fd(), root_);
+}
 
 Result<ProcessInfo> ProcFs::read_process(Pid pid) const {
   const std::string name = std::to_string(pid);

@@ -18,8 +18,7 @@ namespace gpuclean::procfs {
 
 // Reads a whole file relative to dir_fd into out (cleared first), at most max_bytes.
 // Returns false with errno set on failure. Shared by the scanners; no allocation beyond out.
-bool read_file_at(int dir_fd, const char* name, std::string& out,
-                  std::size_t max_bytes = 1 << 20);
+bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t max_bytes = 1 << 20);
 
 class ProcFs {
  public:

@@ -78,7 +78,9 @@ void* zombie_leader_worker(void* arg) {
   wait_forever();
 }
 
-void on_usr1(int) { _exit(0); }
+void on_usr1(int) {
+  _exit(0);
+}
 
 }  // namespace
 
@@ -99,11 +101,12 @@ int main(int argc, char** argv) {
   }
   if (mode == "heir") {
     open_or_die(file);
+    const pid_t parent = ::getpid();  // before fork: the parent may be gone before the child runs
     const pid_t child = ::fork();
     if (child < 0) return 3;
     if (child == 0) {
+      ::alarm(kLifetimeSeconds);  // alarms are not inherited across fork
       // Wait until the parent is gone, as after "fork after CUDA init, parent exits".
-      const pid_t parent = ::getppid();
       while (::getppid() == parent) ::usleep(1000);
       report(g_ready, self_pid());
       wait_forever();
@@ -114,7 +117,8 @@ int main(int argc, char** argv) {
     open_or_die(file);
     pthread_t thread;
     const auto pid = static_cast<std::intptr_t>(std::stol(self_pid()));
-    if (::pthread_create(&thread, nullptr, zombie_leader_worker, reinterpret_cast<void*>(pid)) != 0) {
+    if (::pthread_create(&thread, nullptr, zombie_leader_worker, reinterpret_cast<void*>(pid)) !=
+        0) {
       return 3;
     }
     ::pthread_exit(nullptr);
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
     const pid_t child = ::fork();
     if (child < 0) return 3;
     if (child == 0) {
+      ::alarm(kLifetimeSeconds);
       ::signal(SIGUSR1, on_usr1);
       open_or_die(file);
       const std::string pid = self_pid();

@@ -48,8 +48,10 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   pid_t pid = 0;
   auto args = c_argv(argv);
   CommandResult result;
@@ -97,7 +99,8 @@ bool wait_until(const std::function<bool()>& predicate, std::chrono::millisecond
   return predicate();
 }
 
-std::vector<pid_t> wait_for_pids(const std::string& ready_file, std::chrono::milliseconds deadline) {
+std::vector<pid_t> wait_for_pids(const std::string& ready_file,
+                                 std::chrono::milliseconds deadline) {
   std::vector<pid_t> pids;
   wait_until([&] { return std::filesystem::exists(ready_file); }, deadline);
   std::istringstream in(slurp(ready_file));
@@ -135,7 +138,9 @@ void ProcessReaper::adopt(pid_t pid) {
   if (fd >= 0) pidfds_.push_back(fd);
 }
 
-ProcessReaper::~ProcessReaper() { kill_all(); }
+ProcessReaper::~ProcessReaper() {
+  kill_all();
+}
 
 void ProcessReaper::kill_all() {
   for (int fd : pidfds_) ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);

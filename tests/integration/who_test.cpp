@@ -20,6 +20,9 @@ using nlohmann::json;
 
 class WhoTest : public ::testing::Test {
  protected:
+  // Declared first: the members below are initialised from it.
+  TempDir dir_;
+  ProcessReaper reaper_;
   std::string held_ = dir_.file("device");
   std::string other_ = dir_.file("other-device");
   std::string ready_ = dir_.path() + "/ready";
@@ -64,8 +67,6 @@ class WhoTest : public ::testing::Test {
     for (pid_t pid : launchers_) reap(pid);  // they are gone now: no wait
   }
 
-  TempDir dir_;
-  ProcessReaper reaper_;
   std::vector<pid_t> launchers_;
 };
 
@@ -84,7 +85,7 @@ TEST_F(WhoTest, PlainHolderIsFoundAndABystanderIsNot) {
   EXPECT_EQ(h->at("devices")[0]["access"], "rw");
   EXPECT_EQ(h->at("class"), "active");
   EXPECT_EQ(find_holder(doc, bystander), nullptr) << "holder of another file reported";
-  EXPECT_EQ(doc["holders"].size(), 1u);
+  EXPECT_EQ(doc["holders"].size(), 1u) << result.out;
 
   // Negative control: the bystander *is* found when its own file is asked for.
   EXPECT_NE(find_holder(who_json(other_), bystander), nullptr);
@@ -162,7 +163,8 @@ TEST_F(WhoTest, SetsidDaemonIsFound) {
 TEST_F(WhoTest, HolderThroughMapsOnlyIsFound) {
   const pid_t mapper = start("map", held_).at(0);
   // Negative control: no descriptor points at the file any more.
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(mapper) + "/fd")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(mapper) + "/fd")) {
     std::error_code ec;
     EXPECT_NE(std::filesystem::read_symlink(entry.path(), ec).string(),
               std::filesystem::canonical(held_).string());
@@ -181,7 +183,8 @@ TEST_F(WhoTest, HolderInItsOwnPidNamespace) {
   if (probe.exit_code != 0) GTEST_SKIP() << "unshare --pid is not permitted: " << probe.err;
 
   const pid_t holder =
-      start_argv({"/usr/bin/unshare", "--pid", "--fork", HOLDER_HELPER, "hold", held_, ready_}).at(0);
+      start_argv({"/usr/bin/unshare", "--pid", "--fork", HOLDER_HELPER, "hold", held_, ready_})
+          .at(0);
   json doc = who_json(held_);
   const json* h = find_holder(doc, holder);
   ASSERT_NE(h, nullptr) << doc.dump();

@@ -24,15 +24,19 @@ TEST(EscapeTerminal, ControlSequencesAreNeutralised) {
   EXPECT_EQ(escape_terminal("\x1b[2J\x1b]0;pwned\x07"), "\\e[2J\\e]0;pwned\\x07");
   EXPECT_EQ(escape_terminal("a\nb\tc\rd"), "a\\nb\\tc\\x0dd");
   EXPECT_EQ(escape_terminal("\x7f"), "\\x7f");
-  EXPECT_EQ(escape_terminal("\xc2\x9b" "31m"), "\\u{009b}31m");
-  EXPECT_EQ(escape_terminal("\xe2\x80\xae" "txt.exe"), "\\u{202e}txt.exe");
+  EXPECT_EQ(escape_terminal("\xc2\x9b"
+                            "31m"),
+            "\\u{009b}31m");
+  EXPECT_EQ(escape_terminal("\xe2\x80\xae"
+                            "txt.exe"),
+            "\\u{202e}txt.exe");
 }
 
 TEST(EscapeTerminal, InvalidUtf8BecomesHex) {
   EXPECT_EQ(escape_terminal("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(escape_terminal("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(escape_terminal("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(escape_terminal("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
-  EXPECT_EQ(escape_terminal("\xe2\x82"), "\\xe2\\x82");          // truncated sequence
+  EXPECT_EQ(escape_terminal("\xe2\x82"), "\\xe2\\x82");           // truncated sequence
 }
 
 TEST(EscapeTerminal, BackslashIsEscapedSoTheOutputIsUnambiguous) {

@@ -11,8 +11,9 @@ using namespace std::string_literals;
 using namespace std::string_view_literals;
 
 TEST(ParseStat, ReadsTheFieldsAroundComm) {
-  auto stat = parse_stat("4242 (python3) S 1 4242 4200 34816 4242 4194304 0 0 0 0 0 0 0 0 20 0 "
-                         "7 0 987654 0 0\n");
+  auto stat = parse_stat(
+      "4242 (python3) S 1 4242 4200 34816 4242 4194304 0 0 0 0 0 0 0 0 20 0 "
+      "7 0 987654 0 0\n");
   ASSERT_TRUE(stat.ok()) << stat.error().message();
   EXPECT_EQ(stat->pid, 4242);
   EXPECT_EQ(stat->comm, "python3");
@@ -48,8 +49,8 @@ TEST(ParseStat, KernelThreadFlag) {
 
 TEST(ParseStat, RejectsTruncatedAndMalformed) {
   EXPECT_FALSE(parse_stat("").ok());
-  EXPECT_FALSE(parse_stat("12 (cut").ok());            // no closing ')'
-  EXPECT_FALSE(parse_stat("12 (cut) S 1 12").ok());    // fields missing
+  EXPECT_FALSE(parse_stat("12 (cut").ok());          // no closing ')'
+  EXPECT_FALSE(parse_stat("12 (cut) S 1 12").ok());  // fields missing
   EXPECT_FALSE(parse_stat("x (a) S 1 2 3 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0").ok());
   EXPECT_FALSE(parse_stat("12 (a) SS 1 2 3 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0").ok());
   EXPECT_FALSE(parse_stat("12 (a) S 1 2 3 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 3z 0 0").ok());
@@ -75,7 +76,8 @@ TEST(ParseCmdline, SplitsOnNulAndKeepsEmptyArguments) {
             (std::vector<std::string>{"python3", "-c", "", "x"}));
   EXPECT_TRUE(parse_cmdline("").empty());
   // setproctitle-style: one string with spaces, no NULs.
-  EXPECT_EQ(parse_cmdline("sglang::scheduler TP0"), (std::vector<std::string>{"sglang::scheduler TP0"}));
+  EXPECT_EQ(parse_cmdline("sglang::scheduler TP0"),
+            (std::vector<std::string>{"sglang::scheduler TP0"}));
 }
 
 TEST(ParseCmdline, KeepsNonUtf8BytesAndHugeArguments) {

@@ -39,7 +39,8 @@ TEST(ProcFs, ReadsAFullRecord) {
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_EQ(p->comm, "python3");
   EXPECT_EQ(p->ppid, 1);
-  EXPECT_EQ(p->cmdline, (std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--tp", "4"}));
+  EXPECT_EQ(p->cmdline,
+            (std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--tp", "4"}));
   ASSERT_TRUE(p->uid.has_value());
   EXPECT_EQ(*p->uid, 1001u);
   EXPECT_EQ(p->cgroup, std::optional<std::string>("/user.slice/user-1000.slice/session-3.scope"));
@@ -105,7 +106,8 @@ TEST(ProcFs, HugeCmdlineIsReadWhole) {
   const auto root = std::filesystem::temp_directory_path() / "gpuclean-huge-cmdline";
   std::filesystem::remove_all(root);
   std::filesystem::create_directories(root / "42" / "task" / "42");
-  std::ofstream(root / "42" / "stat") << "42 (big) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0\n";
+  std::ofstream(root / "42" / "stat")
+      << "42 (big) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0\n";
   std::string argv = "prog";
   argv += '\0';
   argv += std::string(300 * 1024, 'z');
@@ -145,7 +147,8 @@ TEST(HolderScan, FindsFdAndMapsHoldersIncludingZombieLeaders) {
     const FileHolding* python = holding_of(scan, 100);
     ASSERT_NE(python, nullptr);
     ASSERT_EQ(python->files.size(), 2u);
-    const HeldFile& gpu0 = python->files[0].path == "/dev/nvidia0" ? python->files[0] : python->files[1];
+    const HeldFile& gpu0 =
+        python->files[0].path == "/dev/nvidia0" ? python->files[0] : python->files[1];
     EXPECT_EQ(gpu0.fds, (std::vector<int>{5}));
     EXPECT_TRUE(gpu0.mapped);
     EXPECT_EQ(gpu0.nvidia_minor, std::optional<unsigned>(0));

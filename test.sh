@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets everything up on a fresh Debian machine and runs the whole test suite:
+# packages, a -Werror build, clang-format + clang-tidy, the tests, and the tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer. GPU tests are separate: tests/gpu/run.sh.
+#   ./test.sh              everything
+#   ./test.sh --quick      skip lint and the sanitizer pass
+set -euo pipefail
+cd "$(dirname "$0")"
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/setup.sh
+BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON
+if [ $quick -eq 0 ]; then
+  BUILD_DIR=build scripts/lint.sh
+fi
+echo "== tests"
+(cd build && ctest --output-on-failure -j "$(nproc)")
+if [ $quick -eq 0 ]; then
+  echo "== tests under ASan+UBSan"
+  BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON
+  (cd build-asan && ctest --output-on-failure -j "$(nproc)")
+fi
