@@ -21,6 +21,8 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::Range(1u, 256u));
   command.add_option("--proc-root", options.proc_root, "procfs to read (for tests)")
       ->group("");  // hidden
+  command.add_option("--test-gpu-source", options.test_gpu_source, "JSON GPU view (for tests)")
+      ->group("");  // hidden
 }
 
 unsigned scan_threads(const CommonOptions& options) {

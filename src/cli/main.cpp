@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/common.h"
+#include "cli/status_command.h"
 #include "cli/who_command.h"
+
+#include <unistd.h>
 
 namespace {
 
@@ -14,8 +17,17 @@ int run(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", GPUCLEAN_VERSION);
 
+  // `gpuclean` alone is `gpuclean status`: the top-level app takes status's flags too.
+  StatusOptions status;
+  add_status_command(app, status);
+  StatusOptions check;
+  add_check_command(app, check);
+  ExplainOptions explain;
+  add_explain_command(app, explain);
   WhoOptions who;
   add_who_command(app, who);
+  StatusOptions bare;
+  add_common_options(app, bare.common);
 
   try {
     app.parse(argc, argv);
@@ -31,9 +43,12 @@ int run(int argc, char** argv) {
   }
 
   const Io io{std::cout, std::cerr};
+  const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   if (app.got_subcommand("who")) return run_who(who, io);
-  std::cerr << "gpuclean: status is not built yet; use `gpuclean who`\n";
-  return kExitUsage;
+  if (app.got_subcommand("check")) return run_check(check, io);
+  if (app.got_subcommand("explain")) return run_explain(explain, io);
+  if (app.got_subcommand("status")) return run_status(status, io, terminal);
+  return run_status(bare, io, terminal);
 }
 
 }  // namespace

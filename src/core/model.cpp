@@ -24,4 +24,13 @@ const char* to_string(HolderClass klass) {
   return "unknown";
 }
 
+const char* to_string(GpuProcess::Kind kind) {
+  switch (kind) {
+    case GpuProcess::Kind::kCompute: return "compute";
+    case GpuProcess::Kind::kGraphics: return "graphics";
+    case GpuProcess::Kind::kMps: return "mps";
+  }
+  return "unknown";
+}
+
 }  // namespace gpuclean

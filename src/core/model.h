@@ -76,8 +76,20 @@ struct Holder {
   ProcessInfo process;
   std::vector<HeldFile> devices;
   HolderClass klass = HolderClass::kActive;
-  std::map<unsigned, Bytes>
-      gpu_memory;  // GPU index → bytes NVML attributes (to it or its dead owner)
+  // GPU index → bytes NVML attributes to it (or, for an heir, to its dead owner).
+  std::map<unsigned, Bytes> gpu_memory;
+  std::optional<Pid> inherited_from;  // heir: the dead owner NVML still names
+  bool visible = true;                // false: known only from NVML (foreign); /proc lacks it
+};
+
+// Something wrong with the GPUs, and the command that fixes it.
+struct Problem {
+  // "in-use", "orphan", "heir", "zombie-leader", "stuck", "foreign", "unattributed", "holder"
+  std::string kind;
+  std::optional<unsigned> gpu;  // NVML index, when the problem is on one GPU
+  std::optional<Pid> pid;
+  std::string message;  // one line, no trailing period: "GPU 3: 76.0 GiB held by …"
+  std::string fix;      // the exact command (or action) to run
 };
 
 // How complete a /proc scan was: vanished and unreadable processes are normal and are
@@ -88,6 +100,64 @@ struct ScanStats {
   std::size_t denied = 0;        // some part unreadable (EACCES/EPERM)
   std::vector<Pid> denied_pids;  // the first few, for the summary line
   double seconds = 0;            // wall time of the scan
+};
+
+}  // namespace gpuclean
+
+namespace gpuclean {
+
+// One process in NVML's per-device lists.
+struct GpuProcess {
+  enum class Kind { kCompute, kGraphics, kMps };
+  Pid pid = 0;                       // as NVML reports it: a host PID, possibly dead
+  std::optional<Bytes> used_memory;  // absent when NVML says "not available" (MIG, WDDM)
+  Kind kind = Kind::kCompute;
+};
+
+// "compute", "graphics", "mps".
+const char* to_string(GpuProcess::Kind kind);
+
+struct GpuMemory {
+  Bytes total = 0;
+  Bytes used = 0;
+  Bytes free = 0;
+  std::optional<Bytes> reserved;  // driver/firmware reserve, when NVML's v2 query reports it
+};
+
+// What NVML says about one GPU. Optional fields are those the driver did not answer.
+struct Gpu {
+  unsigned index = 0;
+  std::string uuid;
+  std::string name;
+  std::string pci_bus_id;
+  std::optional<unsigned> minor;  // /dev/nvidiaN
+  std::optional<GpuMemory> memory;
+  std::optional<bool> persistence_mode;
+  std::optional<std::string> compute_mode;  // "default", "exclusive_process", "prohibited"
+  std::optional<bool> mig_enabled;
+  std::vector<GpuProcess> processes;  // compute, graphics and MPS lists, one entry per pid+kind
+};
+
+struct GpuView {
+  std::string driver_version;
+  std::string nvml_version;
+  std::optional<int> cuda_driver_version;  // e.g. 13000 for 13.0
+  std::vector<Gpu> gpus;
+};
+
+// One GPU as the diagnosis sees it.
+struct GpuReport {
+  Gpu gpu;
+  Bytes attributed = 0;    // used memory explained by live holders (heirs included)
+  Bytes unattributed = 0;  // used − attributed, never negative
+};
+
+// What diagnose() concludes: the model every renderer draws.
+struct Diagnosis {
+  std::vector<GpuReport> gpus;   // selected GPUs, NVML index order
+  std::vector<Holder> holders;   // ascending by pid; holders not visible here (foreign) last
+  std::vector<Problem> problems;
+  bool clean = true;             // no problems
 };
 
 }  // namespace gpuclean

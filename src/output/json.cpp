@@ -13,6 +13,11 @@ std::string access_letters(const HeldFile& file) {
   return access;
 }
 
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
 }  // namespace
 
 std::string rfc3339(double unix_seconds) {
@@ -30,7 +35,7 @@ nlohmann::json document_header(const std::string& host, double now) {
 
 nlohmann::json to_json(const DeviceFile& file) {
   nlohmann::json out{{"path", file.path}};
-  out["nvidia_minor"] = file.nvidia_minor ? nlohmann::json(*file.nvidia_minor) : nlohmann::json();
+  out["nvidia_minor"] = or_null(file.nvidia_minor);
   return out;
 }
 
@@ -40,9 +45,10 @@ nlohmann::json to_json(const Holder& holder) {
                      {"sid", p.sid},    {"user", p.user},       {"state", std::string(1, p.state)},
                      {"comm", p.comm},  {"cmdline", p.cmdline}, {"class", to_string(holder.klass)},
                      {"nspid", p.nspid}};
-  out["uid"] = p.uid ? nlohmann::json(*p.uid) : nlohmann::json();
+  out["uid"] = or_null(p.uid);
   out["start_time"] = p.start_time ? nlohmann::json(rfc3339(*p.start_time)) : nlohmann::json();
-  out["cgroup"] = p.cgroup ? nlohmann::json(*p.cgroup) : nlohmann::json();
+  out["cgroup"] = or_null(p.cgroup);
+  out["inherited_from"] = or_null(holder.inherited_from);
 
   nlohmann::json devices = nlohmann::json::array();
   for (const HeldFile& file : holder.devices) {
@@ -51,8 +57,8 @@ nlohmann::json to_json(const Holder& holder) {
                      {"access", access_letters(file)},
                      {"mapped", file.mapped},
                      {"deleted", file.deleted}};
-    d["via_thread"] = file.via_thread ? nlohmann::json(*file.via_thread) : nlohmann::json();
-    d["nvidia_minor"] = file.nvidia_minor ? nlohmann::json(*file.nvidia_minor) : nlohmann::json();
+    d["via_thread"] = or_null(file.via_thread);
+    d["nvidia_minor"] = or_null(file.nvidia_minor);
     devices.push_back(std::move(d));
   }
   out["devices"] = std::move(devices);
@@ -67,6 +73,48 @@ nlohmann::json to_json(const Holder& holder) {
   }
   out["threads"] = std::move(threads);
   return out;
+}
+
+nlohmann::json to_json(const Gpu& gpu) {
+  nlohmann::json out{{"index", gpu.index}, {"uuid", gpu.uuid}, {"name", gpu.name},
+                     {"pci_bus_id", gpu.pci_bus_id}};
+  out["minor"] = or_null(gpu.minor);
+  if (gpu.memory) {
+    out["memory"] = {{"total", gpu.memory->total},
+                     {"used", gpu.memory->used},
+                     {"free", gpu.memory->free},
+                     {"reserved", or_null(gpu.memory->reserved)}};
+  } else {
+    out["memory"] = nullptr;
+  }
+  out["persistence_mode"] = or_null(gpu.persistence_mode);
+  out["compute_mode"] = or_null(gpu.compute_mode);
+  out["mig_enabled"] = or_null(gpu.mig_enabled);
+  nlohmann::json processes = nlohmann::json::array();
+  for (const GpuProcess& p : gpu.processes) {
+    processes.push_back({{"pid", p.pid}, {"used_memory", or_null(p.used_memory)},
+                         {"kind", to_string(p.kind)}});
+  }
+  out["processes"] = std::move(processes);
+  return out;
+}
+
+nlohmann::json to_json(const GpuView& view) {
+  nlohmann::json out{{"driver_version", view.driver_version},
+                     {"nvml_version", view.nvml_version},
+                     {"cuda_driver_version", or_null(view.cuda_driver_version)}};
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const Gpu& gpu : view.gpus) gpus.push_back(to_json(gpu));
+  out["gpus"] = std::move(gpus);
+  return out;
+}
+
+nlohmann::json to_json(const Problem& problem) {
+  return {{"kind", problem.kind},
+          {"gpu", or_null(problem.gpu)},
+          {"pid", or_null(problem.pid)},
+          {"message", problem.message},
+          {"fix", problem.fix}};
 }
 
 nlohmann::json to_json(const ScanStats& stats) {

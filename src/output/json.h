@@ -20,7 +20,12 @@ nlohmann::json document_header(const std::string& host, double now);
 
 nlohmann::json to_json(const Holder& holder);
 nlohmann::json to_json(const ScanStats& stats);
+nlohmann::json to_json(const Problem& problem);
 nlohmann::json to_json(const DeviceFile& file);
+// NVML's fields of one GPU (index, uuid, name, pci_bus_id, minor, memory, modes, processes).
+nlohmann::json to_json(const Gpu& gpu);
+// driver_version, nvml_version, cuda_driver_version and "gpus".
+nlohmann::json to_json(const GpuView& view);
 
 // Writes one document and a newline. Bytes that are not UTF-8 (command lines are arbitrary
 // bytes) become U+FFFD so the output is always valid JSON.

@@ -1,0 +1,138 @@
+#include "cli/gather.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <future>
+
+#include "diagnose/classify.h"
+#include "nvml/fake_source.h"
+#include "nvml/nvml_source.h"
+#include "procfs/device_files.h"
+#include "procfs/holder_scan.h"
+
+namespace gpuclean::cli {
+namespace {
+
+struct NvmlOutcome {
+  std::string state = "disabled";
+  std::string message;
+  std::optional<GpuView> view;
+};
+
+NvmlOutcome query_gpus(const CommonOptions& options) {
+  NvmlOutcome outcome;
+  if (options.no_nvml) return outcome;
+  nvml::OpenedSource opened = options.test_gpu_source.empty()
+                                  ? nvml::open_nvml()
+                                  : nvml::open_fake_source(options.test_gpu_source);
+  outcome.message = opened.message;
+  switch (opened.state) {
+    case nvml::OpenedSource::State::kAbsent: outcome.state = "absent"; return outcome;
+    case nvml::OpenedSource::State::kFailed: outcome.state = "failed"; return outcome;
+    case nvml::OpenedSource::State::kPresent: break;
+  }
+  auto view = opened.source->query();
+  if (!view.ok()) {
+    outcome.state = "failed";
+    outcome.message = view.error().message();
+    return outcome;
+  }
+  outcome.state = "present";
+  outcome.view = std::move(view).value();
+  return outcome;
+}
+
+Holder make_holder(ProcessInfo process, std::vector<HeldFile> devices) {
+  Holder holder;
+  holder.process = std::move(process);
+  holder.devices = std::move(devices);
+  holder.klass = diagnose::classify_from_proc(holder.process);
+  return holder;
+}
+
+}  // namespace
+
+Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text) {
+  if (text == "all") return std::optional<std::set<unsigned>>();
+  std::set<unsigned> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto number = [](std::string_view s) -> std::optional<unsigned> {
+      unsigned v = 0;
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v > 1023) return std::nullopt;
+      return v;
+    };
+    const std::size_t dash = part.find('-');
+    if (dash == std::string::npos) {
+      auto v = number(part);
+      if (!v) return Error{0, "--gpus: '" + part + "' is not a GPU index (use 0,2 or 0-3 or all)"};
+      out.insert(*v);
+    } else {
+      auto lo = number(std::string_view(part).substr(0, dash));
+      auto hi = number(std::string_view(part).substr(dash + 1));
+      if (!lo || !hi || *lo > *hi) {
+        return Error{0, "--gpus: '" + part + "' is not a range (use 0-3)"};
+      }
+      for (unsigned i = *lo; i <= *hi; ++i) out.insert(i);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return std::optional<std::set<unsigned>>(std::move(out));
+}
+
+std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
+  procfs::DeviceSelection selection;
+  selection.must_match = options.device_globs;
+  if (selection.must_match.empty()) selection.patterns = procfs::default_nvidia_globs();
+  auto files = procfs::expand_device_files(selection);
+  if (!files.ok()) return GatherError{kExitUsage, files.error().message()};
+  auto proc = procfs::ProcFs::open(options.proc_root);
+  if (!proc.ok()) return GatherError{kExitRuntime, proc.error().message()};
+
+  auto nvml_future = std::async(std::launch::async, query_gpus, std::cref(options));
+  const procfs::HolderScan scan =
+      procfs::scan_holders(*proc, *files, {.threads = scan_threads(options)});
+  NvmlOutcome nvml = nvml_future.get();
+
+  Gathered out;
+  out.files = *files;
+  out.stats = scan.stats;
+  out.nvml_state = nvml.state;
+  out.nvml_message = nvml.message;
+  out.input.self = ::getpid();
+  std::set<Pid> seen;
+  for (procfs::FileHolding holding : scan.holdings) {
+    auto process = proc->read_process(holding.pid);
+    if (!process.ok()) {
+      if (process.error().is_vanished()) ++out.stats.vanished;
+      continue;
+    }
+    procfs::fill_access(*proc, holding);
+    seen.insert(holding.pid);
+    out.input.holders.push_back(make_holder(std::move(process).value(), std::move(holding.files)));
+  }
+  if (nvml.view) {
+    // Processes NVML names that hold no (readable) device file: read them too; the ones
+    // /proc lacks are dead owners or live in another PID namespace.
+    for (const Gpu& gpu : nvml.view->gpus) {
+      for (const GpuProcess& p : gpu.processes) {
+        if (!seen.insert(p.pid).second) continue;
+        auto process = proc->read_process(p.pid);
+        if (process.ok()) {
+          out.input.holders.push_back(make_holder(std::move(process).value(), {}));
+        } else {
+          out.input.missing_pids.insert(p.pid);
+        }
+      }
+    }
+    out.input.gpu_view = std::move(nvml.view);
+  }
+  return out;
+}
+
+}  // namespace gpuclean::cli

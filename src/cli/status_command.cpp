@@ -1,0 +1,200 @@
+#include "cli/status_command.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "cli/gather.h"
+#include "core/units.h"
+#include "diagnose/diagnosis.h"
+#include "output/escape.h"
+#include "output/explain_view.h"
+#include "output/status_view.h"
+#include "procfs/proc_fs.h"
+#include "output/who_view.h"
+
+namespace gpuclean::cli {
+namespace {
+
+void add_diagnosis_options(CLI::App& command, StatusOptions& options) {
+  add_common_options(command, options.common);
+  command.add_option("--max-used", options.max_used_mib,
+                     "Used MiB per GPU that no process accounts for and is still clean")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("1024");
+  command.add_option("--allow-user", options.allow_users, "Holders of this user are fine");
+  command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine");
+}
+
+struct Prepared {
+  output::StatusReport report;
+  int exit_code = kExitClean;
+  bool usable = false;
+};
+
+Prepared prepare(const StatusOptions& options, const Io& io) {
+  Prepared prepared;
+  auto gpus = parse_gpu_list(options.common.gpus);
+  if (!gpus.ok()) {
+    io.err << "gpuclean: " << gpus.error().message() << '\n';
+    prepared.exit_code = kExitUsage;
+    return prepared;
+  }
+  auto gathered_or_error = gather(options.common);
+  if (auto* error = std::get_if<GatherError>(&gathered_or_error)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    prepared.exit_code = error->exit_code;
+    return prepared;
+  }
+  Gathered& gathered = std::get<Gathered>(gathered_or_error);
+  if (gathered.nvml_state != "present" && gpus->has_value()) {
+    io.err << "gpuclean: --gpus needs NVML (which GPU a process uses is known only from NVML's "
+              "process lists), and NVML is "
+           << gathered.nvml_state << '\n';
+    prepared.exit_code = kExitUsage;
+    return prepared;
+  }
+
+  diagnose::Options diagnose_options;
+  diagnose_options.max_unattributed = static_cast<Bytes>(options.max_used_mib * static_cast<double>(kMiB));
+  diagnose_options.gpus = *gpus;
+  diagnose_options.allow_users.insert(options.allow_users.begin(), options.allow_users.end());
+  diagnose_options.ignore_pids.insert(options.ignore_pids.begin(), options.ignore_pids.end());
+
+  output::StatusReport& report = prepared.report;
+  report.host = host_name();
+  report.time = unix_now();
+  report.nvml_state = gathered.nvml_state;
+  report.nvml_message = gathered.nvml_message;
+  if (gathered.input.gpu_view) {
+    report.driver_version = gathered.input.gpu_view->driver_version;
+    report.cuda_driver_version = gathered.input.gpu_view->cuda_driver_version;
+  }
+  report.files = gathered.files;
+  report.stats = gathered.stats;
+  report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
+  if (gpus->has_value()) {
+    for (unsigned index : **gpus) {
+      const auto& g = report.diagnosis.gpus;
+      if (std::none_of(g.begin(), g.end(), [index](const GpuReport& r) { return r.gpu.index == index; })) {
+        io.err << "gpuclean: --gpus: there is no GPU " << index << '\n';
+        prepared.exit_code = kExitUsage;
+        return prepared;
+      }
+    }
+  }
+  prepared.usable = true;
+  // NVML present but failing: the memory answer would be wrong, so say so with exit 3.
+  if (report.nvml_state == "failed") {
+    prepared.exit_code = kExitRuntime;
+  } else {
+    prepared.exit_code = report.diagnosis.clean ? kExitClean : kExitDirty;
+  }
+  return prepared;
+}
+
+// A machine without the driver is a fact, not a problem: only a failing NVML is worth a line
+// from the quiet commands.
+void warn_nvml(const output::StatusReport& report, const Io& io) {
+  if (report.nvml_state == "failed") {
+    io.err << "gpuclean: NVML " << report.nvml_state << ": "
+           << output::escape_terminal(report.nvml_message) << '\n';
+  }
+}
+
+int terminal_width() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 100;
+}
+
+}  // namespace
+
+void add_status_command(CLI::App& app, StatusOptions& options) {
+  CLI::App* status = app.add_subcommand(
+      "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
+  add_diagnosis_options(*status, options);
+}
+
+void add_check_command(CLI::App& app, StatusOptions& options) {
+  CLI::App* check = app.add_subcommand(
+      "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
+  add_diagnosis_options(*check, options);
+}
+
+void add_explain_command(CLI::App& app, ExplainOptions& options) {
+  CLI::App* explain =
+      app.add_subcommand("explain", "Everything known about one PID and why it holds GPU memory");
+  add_common_options(*explain, options.common);
+  explain->add_option("pid", options.pid, "The process (it may be one NVML names that is gone)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+}
+
+int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
+  Prepared prepared = prepare(options, io);
+  if (!prepared.usable) return prepared.exit_code;
+  if (options.common.json) {
+    output::render_status_json(io.out, prepared.report);
+  } else {
+    const bool no_color = std::getenv("NO_COLOR") != nullptr && *std::getenv("NO_COLOR") != '\0';
+    output::render_status_text(io.out, prepared.report,
+                               {.color = is_terminal && !no_color,
+                                .width = is_terminal ? terminal_width() : 100});
+    if (auto line = output::unreadable_summary(prepared.report.stats); !line.empty()) {
+      io.err << line << '\n';
+    }
+  }
+  return prepared.exit_code;
+}
+
+int run_check(const StatusOptions& options, const Io& io) {
+  Prepared prepared = prepare(options, io);
+  if (!prepared.usable) return prepared.exit_code;
+  if (options.common.json) {
+    output::render_status_json(io.out, prepared.report);
+  } else {
+    warn_nvml(prepared.report, io);
+    output::render_check_lines(io.out, prepared.report);
+  }
+  return prepared.exit_code;
+}
+
+int run_explain(const ExplainOptions& options, const Io& io) {
+  StatusOptions status;
+  status.common = options.common;
+  Prepared prepared = prepare(status, io);
+  if (!prepared.usable) return prepared.exit_code;
+
+  output::ExplainSubject subject;
+  subject.pid = options.pid;
+  for (const Holder& h : prepared.report.diagnosis.holders) {
+    if (h.process.pid == options.pid) subject.holder = h;
+  }
+  // Not a holder: read it anyway (a plain zombie, a parent, a process holding nothing).
+  if (auto proc = procfs::ProcFs::open(options.common.proc_root); proc.ok()) {
+    if (!subject.holder) {
+      if (auto p = proc->read_process(options.pid); p.ok()) subject.process = std::move(p).value();
+    }
+    const ProcessInfo* info = subject.holder ? &subject.holder->process
+                              : subject.process ? &*subject.process
+                                                : nullptr;
+    if (info != nullptr && info->ppid > 0) {
+      if (auto parent = proc->read_process(info->ppid); parent.ok()) subject.parent = std::move(parent).value();
+    }
+  }
+  const bool known = subject.holder || subject.process;
+  if (options.common.json) {
+    output::render_explain_json(io.out, prepared.report, subject);
+  } else {
+    warn_nvml(prepared.report, io);
+    output::render_explain_text(io.out, prepared.report, subject);
+  }
+  return known ? kExitClean : kExitDirty;
+}
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,36 @@
+// `gpuclean` / `gpuclean status`, `gpuclean check` and `gpuclean explain PID`: the GPU
+// diagnosis for people, for scripts, and for one process.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "core/model.h"
+
+namespace gpuclean::cli {
+
+struct StatusOptions {
+  CommonOptions common;
+  double max_used_mib = 1024;         // tolerated unattributed memory per GPU
+  std::vector<std::string> allow_users;
+  std::vector<Pid> ignore_pids;
+};
+
+struct ExplainOptions {
+  CommonOptions common;
+  Pid pid = 0;
+};
+
+void add_status_command(CLI::App& app, StatusOptions& options);
+void add_check_command(CLI::App& app, StatusOptions& options);
+void add_explain_command(CLI::App& app, ExplainOptions& options);
+
+// 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong).
+int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
+// Silent and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
+int run_check(const StatusOptions& options, const Io& io);
+// 0 when the PID is known (to /proc or NVML), 1 when nothing is known about it.
+int run_explain(const ExplainOptions& options, const Io& io);
+
+}  // namespace gpuclean::cli

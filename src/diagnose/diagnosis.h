@@ -1,0 +1,48 @@
+// The GPU diagnosis: joins NVML's view with the /proc holders into classified holders, per-GPU
+// attributed/unattributed memory, problems with fixes, and a verdict. Pure: no syscalls; the
+// CLI gathers the inputs.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace gpuclean::diagnose {
+
+struct Options {
+  // Used memory per GPU that no visible holder explains and is still tolerated. NVML's v2
+  // memory query keeps the driver reserve apart (idle H200: used 0, reserved 615 MiB), the v1
+  // query counts it as used; either way a small remainder is normal.
+  Bytes max_unattributed = 1024ull * 1024 * 1024;
+  std::optional<std::set<unsigned>> gpus;  // only these GPUs (NVML index); nullopt: all
+  std::set<std::string> allow_users;       // their holders are not problems
+  std::set<Pid> ignore_pids;               // not problems either
+};
+
+struct Input {
+  std::optional<GpuView> gpu_view;  // nullopt: NVML absent or disabled (/proc only)
+  // Every process holding a device file, and every live process NVML names (devices empty if
+  // its fd table could not be read). Classified from /proc already (classify_from_proc).
+  std::vector<Holder> holders;
+  // NVML PIDs that /proc does not have: dead owners, or holders in another PID namespace.
+  std::set<Pid> missing_pids;
+  std::optional<Pid> self;  // gpuclean's own PID: never a holder
+};
+
+Diagnosis diagnose(Input input, const Options& options);
+
+// True when the holder has the shape of a CUDA context: it maps /dev/nvidia-uvm or a
+// /dev/nvidiaN file. An NVML-only monitor (nvidia-smi) holds the same files but maps only
+// nvidiactl (seen on the H200, driver 580: docs/gpu-tests.md). Any holder of a file outside
+// /dev/nvidia* (a --device-glob selection) counts as a context holder.
+bool looks_like_context(const Holder& holder);
+
+// The short name used in one-line messages: argv[0]'s basename (process titles such as
+// "sglang::scheduler" live there), else comm.
+std::string short_name(const ProcessInfo& process);
+
+}  // namespace gpuclean::diagnose

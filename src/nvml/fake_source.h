@@ -1,0 +1,22 @@
+// FakeGpuSource: a GPU view described in JSON, for tests without a GPU (hidden CLI flag
+// --test-gpu-source FILE). The format mirrors the model:
+//   {"state": "present" | "absent" | "failed",      (default "present")
+//    "message": "why absent/failed",
+//    "fail_query": "…",                              (optional: query() fails with this text)
+//    "driver_version": "580.159.04", "nvml_version": "13.580.159.04", "cuda_driver_version": 13000,
+//    "gpus": [{"index": 0, "uuid": "GPU-…", "name": "NVIDIA H200", "pci_bus_id": "…",
+//              "minor": 0, "memory": {"total": B, "used": B, "free": B, "reserved": B},
+//              "persistence_mode": true, "compute_mode": "default", "mig_enabled": false,
+//              "processes": [{"pid": 123, "used_memory": B, "kind": "compute"}]}]}
+#pragma once
+
+#include <string>
+
+#include "nvml/gpu_source.h"
+
+namespace gpuclean::nvml {
+
+// Reads the description; a missing or malformed file gives state kFailed with the reason.
+OpenedSource open_fake_source(const std::string& path);
+
+}  // namespace gpuclean::nvml

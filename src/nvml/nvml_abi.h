@@ -1,0 +1,83 @@
+// NVML's ABI, declared here so gpuclean builds without the CUDA toolkit and loads
+// libnvidia-ml.so.1 at run time (nvtop does the same). Only what gpuclean calls.
+//
+// Layouts were checked against the real driver (580.159.04) on an H200: see
+// tests/gpu/nvml_layout_check.c and docs/gpu-tests.md. The process-info struct is the trap:
+// the _v2/_v3 list functions fill 24-byte records, the v1 functions 16-byte ones; using the
+// wrong size scrambles PIDs and memory (known bugs in pynvml, go-nvml, nvitop).
+#pragma once
+
+#include <cstddef>
+
+namespace gpuclean::nvml::abi {
+
+using Return = int;  // nvmlReturn_t
+constexpr Return kSuccess = 0;
+constexpr Return kErrorUninitialized = 1;
+constexpr Return kErrorNotSupported = 3;
+constexpr Return kErrorNoPermission = 4;
+constexpr Return kErrorNotFound = 6;
+constexpr Return kErrorInsufficientSize = 7;
+constexpr Return kErrorDriverNotLoaded = 9;
+constexpr Return kErrorFunctionNotFound = 13;
+constexpr Return kErrorGpuIsLost = 15;
+constexpr Return kErrorNoData = 21;
+
+struct DeviceOpaque;
+using Device = DeviceOpaque*;  // nvmlDevice_t
+
+struct Memory {  // nvmlMemory_t
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+struct MemoryV2 {  // nvmlMemory_v2_t
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+// NVML_STRUCT_VERSION(Memory, 2)
+constexpr unsigned int kMemoryV2Version = static_cast<unsigned int>(sizeof(MemoryV2)) | (2u << 24);
+
+struct ProcessInfoV1 {  // nvmlProcessInfo_v1_t: used by the unversioned list functions
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+};
+
+struct ProcessInfoV2 {  // nvmlProcessInfo_v2_t == nvmlProcessInfo_t: used by _v2 and _v3
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+
+static_assert(sizeof(ProcessInfoV1) == 16, "nvmlProcessInfo_v1_t is 16 bytes");
+static_assert(sizeof(ProcessInfoV2) == 24, "nvmlProcessInfo_v2_t is 24 bytes");
+static_assert(offsetof(ProcessInfoV2, used_gpu_memory) == 8, "usedGpuMemory at offset 8");
+
+// usedGpuMemory when the driver cannot tell (NVML_VALUE_NOT_AVAILABLE).
+constexpr unsigned long long kValueNotAvailable = ~0ULL;
+
+struct PciInfo {  // nvmlPciInfo_t (v3 layout)
+  char bus_id_legacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;
+  unsigned int pci_sub_system_id;
+  char bus_id[32];
+};
+
+constexpr unsigned int kComputeModeDefault = 0;
+constexpr unsigned int kComputeModeExclusiveThread = 1;  // deprecated, still reported
+constexpr unsigned int kComputeModeProhibited = 2;
+constexpr unsigned int kComputeModeExclusiveProcess = 3;
+
+constexpr std::size_t kDeviceNameBufferSize = 96;
+constexpr std::size_t kDeviceUuidBufferSize = 96;
+constexpr std::size_t kSystemVersionBufferSize = 96;
+
+}  // namespace gpuclean::nvml::abi

@@ -1,0 +1,65 @@
+// NvmlLibrary: libnvidia-ml.so.1 opened with dlopen and a table of the functions gpuclean
+// uses. Newest symbol versions are preferred (_v3 → _v2 → v1), each paired with the record
+// layout it fills.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "nvml/nvml_abi.h"
+
+namespace gpuclean::nvml {
+
+struct NvmlFunctions {
+  abi::Return (*init)() = nullptr;
+  abi::Return (*shutdown)() = nullptr;
+  const char* (*error_string)(abi::Return) = nullptr;
+  abi::Return (*system_get_driver_version)(char*, unsigned int) = nullptr;
+  abi::Return (*system_get_nvml_version)(char*, unsigned int) = nullptr;
+  abi::Return (*system_get_cuda_driver_version)(int*) = nullptr;
+  abi::Return (*device_get_count)(unsigned int*) = nullptr;
+  abi::Return (*device_get_handle_by_index)(unsigned int, abi::Device*) = nullptr;
+  abi::Return (*device_get_uuid)(abi::Device, char*, unsigned int) = nullptr;
+  abi::Return (*device_get_name)(abi::Device, char*, unsigned int) = nullptr;
+  abi::Return (*device_get_pci_info)(abi::Device, abi::PciInfo*) = nullptr;
+  abi::Return (*device_get_minor_number)(abi::Device, unsigned int*) = nullptr;
+  abi::Return (*device_get_memory_info)(abi::Device, abi::Memory*) = nullptr;
+  abi::Return (*device_get_memory_info_v2)(abi::Device, abi::MemoryV2*) = nullptr;  // optional
+  abi::Return (*device_get_persistence_mode)(abi::Device, unsigned int*) = nullptr;
+  abi::Return (*device_get_compute_mode)(abi::Device, unsigned int*) = nullptr;
+  abi::Return (*device_get_mig_mode)(abi::Device, unsigned int*, unsigned int*) = nullptr;
+
+  // Process lists. `*_v2plus` take ProcessInfoV2 records (from the _v3 or _v2 symbol);
+  // `*_v1` take ProcessInfoV1 records. Exactly one of each pair is set.
+  using ListV2 = abi::Return (*)(abi::Device, unsigned int*, abi::ProcessInfoV2*);
+  using ListV1 = abi::Return (*)(abi::Device, unsigned int*, abi::ProcessInfoV1*);
+  ListV2 compute_v2plus = nullptr;
+  ListV1 compute_v1 = nullptr;
+  ListV2 graphics_v2plus = nullptr;
+  ListV1 graphics_v1 = nullptr;
+  ListV2 mps_v2plus = nullptr;
+  ListV1 mps_v1 = nullptr;
+  std::string list_symbol_version;  // "v3", "v2" or "v1", for diagnostics
+};
+
+class NvmlLibrary {
+ public:
+  // dlopen(soname) and resolve the table. Errors: the library is missing (dlerror text) or a
+  // required symbol is missing (too old a driver).
+  static Result<std::unique_ptr<NvmlLibrary>> load(const std::string& soname);
+  ~NvmlLibrary();
+  NvmlLibrary(const NvmlLibrary&) = delete;
+  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
+
+  [[nodiscard]] const NvmlFunctions& fn() const { return fn_; }
+  // "nvmlDeviceGetCount: Driver Not Loaded" style text for a return code.
+  [[nodiscard]] std::string describe(const char* call, abi::Return code) const;
+
+ private:
+  explicit NvmlLibrary(void* handle) : handle_(handle) {}
+  void* handle_;
+  NvmlFunctions fn_;
+};
+
+}  // namespace gpuclean::nvml

@@ -1,0 +1,205 @@
+#include "nvml/nvml_source.h"
+
+#include <cstring>
+#include <vector>
+
+#include "nvml/nvml_library.h"
+
+namespace gpuclean::nvml {
+namespace {
+
+constexpr int kMaxListAttempts = 4;
+
+std::string c_string(const char* buffer, std::size_t size) {
+  return std::string(buffer, ::strnlen(buffer, size));
+}
+
+std::optional<std::string> compute_mode_name(unsigned int mode) {
+  switch (mode) {
+    case abi::kComputeModeDefault: return "default";
+    case abi::kComputeModeExclusiveThread: return "exclusive_thread";
+    case abi::kComputeModeProhibited: return "prohibited";
+    case abi::kComputeModeExclusiveProcess: return "exclusive_process";
+    default: return std::nullopt;
+  }
+}
+
+class NvmlGpuSource final : public GpuSource {
+ public:
+  explicit NvmlGpuSource(std::unique_ptr<NvmlLibrary> lib) : lib_(std::move(lib)) {}
+  ~NvmlGpuSource() override { lib_->fn().shutdown(); }
+  NvmlGpuSource(const NvmlGpuSource&) = delete;
+  NvmlGpuSource& operator=(const NvmlGpuSource&) = delete;
+
+  Result<GpuView> query() override;
+
+ private:
+  Result<Gpu> query_device(unsigned index);
+  // Appends one list (compute, graphics or MPS) to gpu.processes.
+  Status list_processes(abi::Device device, GpuProcess::Kind kind, NvmlFunctions::ListV2 v2,
+                        NvmlFunctions::ListV1 v1, std::vector<GpuProcess>& out);
+
+  std::unique_ptr<NvmlLibrary> lib_;
+};
+
+// Calls an NVML list function, growing the buffer on INSUFFICIENT_SIZE: processes can start
+// between the size query and the fetch, so retry a few times with headroom.
+template <typename Record, typename Fn>
+Result<std::vector<Record>> fetch_list(const NvmlLibrary& lib, const char* name, Fn fn,
+                                       abi::Device device) {
+  std::vector<Record> records(16);
+  for (int attempt = 0; attempt < kMaxListAttempts; ++attempt) {
+    auto count = static_cast<unsigned int>(records.size());
+    const abi::Return rc = fn(device, &count, records.data());
+    if (rc == abi::kSuccess) {
+      records.resize(count);
+      return records;
+    }
+    if (rc != abi::kErrorInsufficientSize) return Error{0, lib.describe(name, rc)};
+    records.resize(static_cast<std::size_t>(count) + 16);
+  }
+  return Error{0, std::string(name) + ": the process list kept growing"};
+}
+
+Status NvmlGpuSource::list_processes(abi::Device device, GpuProcess::Kind kind,
+                                     NvmlFunctions::ListV2 v2, NvmlFunctions::ListV1 v1,
+                                     std::vector<GpuProcess>& out) {
+  auto add = [&out, kind](unsigned int pid, unsigned long long used) {
+    GpuProcess p;
+    p.pid = static_cast<Pid>(pid);
+    p.kind = kind;
+    if (used != abi::kValueNotAvailable) p.used_memory = used;
+    out.push_back(p);
+  };
+  const char* name = kind == GpuProcess::Kind::kCompute    ? "nvmlDeviceGetComputeRunningProcesses"
+                     : kind == GpuProcess::Kind::kGraphics ? "nvmlDeviceGetGraphicsRunningProcesses"
+                                                           : "nvmlDeviceGetMPSComputeRunningProcesses";
+  if (v2 != nullptr) {
+    auto list = fetch_list<abi::ProcessInfoV2>(*lib_, name, v2, device);
+    if (!list.ok()) return list.error();
+    for (const auto& r : *list) add(r.pid, r.used_gpu_memory);
+  } else if (v1 != nullptr) {
+    auto list = fetch_list<abi::ProcessInfoV1>(*lib_, name, v1, device);
+    if (!list.ok()) return list.error();
+    for (const auto& r : *list) add(r.pid, r.used_gpu_memory);
+  }
+  return Ok{};
+}
+
+Result<Gpu> NvmlGpuSource::query_device(unsigned index) {
+  const NvmlFunctions& f = lib_->fn();
+  abi::Device device = nullptr;
+  if (auto rc = f.device_get_handle_by_index(index, &device); rc != abi::kSuccess) {
+    return Error{0, lib_->describe("nvmlDeviceGetHandleByIndex", rc)};
+  }
+  Gpu gpu;
+  gpu.index = index;
+  char text[abi::kDeviceUuidBufferSize] = {};
+  if (f.device_get_uuid(device, text, sizeof(text)) == abi::kSuccess) {
+    gpu.uuid = c_string(text, sizeof(text));
+  }
+  if (f.device_get_name(device, text, sizeof(text)) == abi::kSuccess) {
+    gpu.name = c_string(text, sizeof(text));
+  }
+  abi::PciInfo pci{};
+  if (f.device_get_pci_info != nullptr && f.device_get_pci_info(device, &pci) == abi::kSuccess) {
+    gpu.pci_bus_id = c_string(pci.bus_id, sizeof(pci.bus_id));
+  }
+  unsigned int value = 0;
+  if (f.device_get_minor_number != nullptr &&
+      f.device_get_minor_number(device, &value) == abi::kSuccess) {
+    gpu.minor = value;
+  }
+
+  // Memory is the point of the whole tool: a failure here fails the query.
+  abi::MemoryV2 v2{};
+  v2.version = abi::kMemoryV2Version;
+  if (f.device_get_memory_info_v2 != nullptr &&
+      f.device_get_memory_info_v2(device, &v2) == abi::kSuccess) {
+    gpu.memory = GpuMemory{v2.total, v2.used, v2.free, v2.reserved};
+  } else {
+    abi::Memory v1{};
+    if (auto rc = f.device_get_memory_info(device, &v1); rc != abi::kSuccess) {
+      return Error{0, lib_->describe("nvmlDeviceGetMemoryInfo", rc)};
+    }
+    gpu.memory = GpuMemory{v1.total, v1.used, v1.free, std::nullopt};
+  }
+
+  if (f.device_get_persistence_mode != nullptr &&
+      f.device_get_persistence_mode(device, &value) == abi::kSuccess) {
+    gpu.persistence_mode = value != 0;
+  }
+  if (f.device_get_compute_mode != nullptr &&
+      f.device_get_compute_mode(device, &value) == abi::kSuccess) {
+    gpu.compute_mode = compute_mode_name(value);
+  }
+  unsigned int pending = 0;
+  if (f.device_get_mig_mode != nullptr &&
+      f.device_get_mig_mode(device, &value, &pending) == abi::kSuccess) {
+    gpu.mig_enabled = value != 0;
+  }
+
+  if (auto s = list_processes(device, GpuProcess::Kind::kCompute, f.compute_v2plus, f.compute_v1,
+                              gpu.processes);
+      !s.ok()) {
+    return s.error();
+  }
+  // Graphics and MPS lists are not supported everywhere (NOT_SUPPORTED on some boards): an
+  // error there leaves the list out rather than failing the view.
+  (void)list_processes(device, GpuProcess::Kind::kGraphics, f.graphics_v2plus, f.graphics_v1,
+                       gpu.processes);
+  (void)list_processes(device, GpuProcess::Kind::kMps, f.mps_v2plus, f.mps_v1, gpu.processes);
+  return gpu;
+}
+
+Result<GpuView> NvmlGpuSource::query() {
+  const NvmlFunctions& f = lib_->fn();
+  GpuView view;
+  char text[abi::kSystemVersionBufferSize] = {};
+  if (f.system_get_driver_version(text, sizeof(text)) == abi::kSuccess) {
+    view.driver_version = c_string(text, sizeof(text));
+  }
+  if (f.system_get_nvml_version != nullptr &&
+      f.system_get_nvml_version(text, sizeof(text)) == abi::kSuccess) {
+    view.nvml_version = c_string(text, sizeof(text));
+  }
+  int cuda = 0;
+  if (f.system_get_cuda_driver_version != nullptr &&
+      f.system_get_cuda_driver_version(&cuda) == abi::kSuccess) {
+    view.cuda_driver_version = cuda;
+  }
+  unsigned int count = 0;
+  if (auto rc = f.device_get_count(&count); rc != abi::kSuccess) {
+    return Error{0, lib_->describe("nvmlDeviceGetCount", rc)};
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    auto gpu = query_device(i);
+    if (!gpu.ok()) return Error{0, "GPU " + std::to_string(i) + ": " + gpu.error().context};
+    view.gpus.push_back(std::move(gpu).value());
+  }
+  return view;
+}
+
+}  // namespace
+
+OpenedSource open_nvml(const std::string& soname) {
+  OpenedSource opened;
+  auto lib = NvmlLibrary::load(soname);
+  if (!lib.ok()) {
+    opened.state = OpenedSource::State::kAbsent;
+    opened.message = lib.error().context + " (no NVIDIA driver here?)";
+    return opened;
+  }
+  const abi::Return rc = (*lib)->fn().init();
+  if (rc != abi::kSuccess) {
+    opened.state = rc == abi::kErrorDriverNotLoaded ? OpenedSource::State::kAbsent
+                                                    : OpenedSource::State::kFailed;
+    opened.message = (*lib)->describe("nvmlInit", rc);
+    return opened;
+  }
+  opened.state = OpenedSource::State::kPresent;
+  opened.source = std::make_unique<NvmlGpuSource>(std::move(lib).value());
+  return opened;
+}
+
+}  // namespace gpuclean::nvml

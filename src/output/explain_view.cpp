@@ -1,0 +1,176 @@
+#include "output/explain_view.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "output/escape.h"
+#include "output/json.h"
+#include "output/who_view.h"
+
+namespace gpuclean::output {
+namespace {
+
+void row(std::ostream& out, const char* label, const std::string& text) {
+  out << fmt::format("  {:<9} {}\n", label, text);
+}
+
+std::string thread_list(const ProcessInfo& p) {
+  std::string text;
+  for (const ThreadInfo& t : p.threads) {
+    if (!text.empty()) text += "  ·  ";
+    text += fmt::format("{} {}", t.tid, t.state);
+    if (!t.wchan.empty()) text += " " + escape_terminal(t.wchan);
+  }
+  return text.empty() ? "unknown" : text;
+}
+
+std::string state_meaning(const ProcessInfo& p, HolderClass klass) {
+  switch (klass) {
+    case HolderClass::kZombieLeader:
+      return "its main thread exited (zombie leader) while other threads live on and keep its "
+             "files; /proc/PID/fd is empty, so fuser and lsof do not see it";
+    case HolderClass::kZombie:
+      return "a plain zombie: it has exited and holds no GPU memory and no files; only its exit "
+             "status waits for the parent to collect it";
+    case HolderClass::kStuck:
+      return "a thread is in uninterruptible sleep (D): signals, SIGKILL included, wait until it "
+             "returns from the kernel";
+    default:
+      return fmt::format("{} ({})", state_label(p),
+                         p.state == 'R'   ? "running"
+                         : p.state == 'S' ? "sleeping"
+                         : p.state == 'T' ? "stopped"
+                         : p.state == 'D' ? "uninterruptible"
+                                          : "see ps(1)");
+  }
+}
+
+std::string parent_text(const ProcessInfo& p, const std::optional<ProcessInfo>& parent, HolderClass klass) {
+  std::string name = parent ? escape_terminal(parent->comm) : "?";
+  std::string text = fmt::format("{} ({})", p.ppid, name);
+  if (klass == HolderClass::kZombie) {
+    text += " — has not reaped it; it disappears when that process calls wait() or exits";
+  } else if (p.ppid == 1) {
+    text += " — re-parented to init: its original parent is gone";
+  }
+  return text;
+}
+
+std::string files_text(const HeldFile& f) {
+  std::string text = escape_terminal(f.path);
+  if (f.nvidia_minor) text += fmt::format(" (GPU minor {})", *f.nvidia_minor);
+  if (!f.fds.empty()) {
+    text += " fds";
+    for (std::size_t i = 0; i < f.fds.size() && i < 8; ++i) text += (i ? "," : " ") + std::to_string(f.fds[i]);
+    if (f.fds.size() > 8) text += ",…";
+  }
+  if (f.mapped) text += " mapped";
+  if (f.via_thread) text += fmt::format(" (through thread {})", *f.via_thread);
+  if (f.deleted) text += " (deleted)";
+  return text;
+}
+
+}  // namespace
+
+void render_explain_text(std::ostream& out, const StatusReport& report, const ExplainSubject& subject) {
+  const Diagnosis& d = report.diagnosis;
+  const Holder* holder = subject.holder ? &*subject.holder : nullptr;
+  const ProcessInfo* p = holder != nullptr && holder->visible ? &holder->process
+                         : subject.process                    ? &*subject.process
+                                                              : nullptr;
+  if (p != nullptr) {
+    const HolderClass klass = holder != nullptr ? holder->klass
+                              : (p->state == 'Z' ? HolderClass::kZombie : HolderClass::kActive);
+    out << fmt::format("pid {} — {}{}\n", subject.pid, escape_terminal(p->comm),
+                       holder != nullptr || klass == HolderClass::kZombie
+                           ? fmt::format(" ({})", to_string(klass)) : "");
+    row(out, "state", state_meaning(*p, klass));
+    row(out, "threads", thread_list(*p));
+    row(out, "parent", parent_text(*p, subject.parent, klass));
+    row(out, "session", fmt::format("sid {}, pgid {}", p->sid, p->pgid));
+    row(out, "user", escape_terminal(p->user.empty() ? "?" : p->user));
+    if (p->start_time) {
+      row(out, "started", fmt::format("{} ({} ago)", rfc3339(*p->start_time), format_age(report.time - *p->start_time)));
+    }
+    row(out, "cgroup", escape_terminal(p->cgroup.value_or("?")));
+    if (p->nspid.size() > 1) {
+      row(out, "pid ns", fmt::format("pid {} inside its own PID namespace (NSpid {})", p->nspid.back(),
+                                     fmt::join(p->nspid, " ")));
+    }
+    row(out, "command", command_label(*p, 400));
+  } else {
+    out << fmt::format("pid {} — not in /proc\n", subject.pid);
+  }
+
+  if (holder != nullptr) {
+    for (const HeldFile& f : holder->devices) row(out, "holds", files_text(f));
+    if (holder->devices.empty() && holder->visible) row(out, "holds", "no device file (or its fd table is unreadable)");
+  } else if (p != nullptr) {
+    row(out, "holds", "no selected device file");
+  }
+
+  if (report.nvml_state != "present") {
+    row(out, "NVML", "not available (" + report.nvml_state + "): GPU memory unknown");
+  } else if (holder != nullptr && !holder->gpu_memory.empty()) {
+    for (const auto& [gpu, bytes] : holder->gpu_memory) {
+      row(out, "NVML", fmt::format("GPU {}: {}{}", gpu, format_bytes(bytes),
+                                   holder->inherited_from ? fmt::format(" (NVML names dead pid {})", *holder->inherited_from) : ""));
+    }
+  } else {
+    row(out, "NVML", "names no GPU memory for it");
+  }
+  for (const Holder& h : d.holders) {
+    if (h.inherited_from == subject.pid) {
+      row(out, "heir", fmt::format("pid {} ({}) holds its context now", h.process.pid, escape_terminal(h.process.comm)));
+    }
+  }
+  bool any_problem = false;
+  for (const Problem& problem : d.problems) {
+    if (problem.pid != subject.pid && !(holder == nullptr && problem.pid && [&] {
+          for (const Holder& h : d.holders) {
+            if (h.process.pid == *problem.pid && h.inherited_from == subject.pid) return true;
+          }
+          return false;
+        }())) {
+      continue;
+    }
+    row(out, "problem", escape_terminal(problem.message));
+    row(out, "fix", escape_terminal(problem.fix));
+    any_problem = true;
+  }
+  if (!any_problem) {
+    if (p == nullptr && holder == nullptr) {
+      row(out, "verdict", "no such process, and NVML attributes no memory to it");
+    } else if (holder != nullptr && holder->klass == HolderClass::kMonitor) {
+      row(out, "verdict", "a monitor (NVML/control files only, no CUDA context): never a problem");
+    } else {
+      row(out, "verdict", "holds no GPU memory: nothing to do");
+    }
+  }
+}
+
+void render_explain_json(std::ostream& out, const StatusReport& report, const ExplainSubject& subject) {
+  nlohmann::json doc = document_header(report.host, report.time);
+  doc["pid"] = subject.pid;
+  doc["holder"] = subject.holder ? to_json(*subject.holder) : nlohmann::json();
+  if (subject.process) {
+    Holder plain;
+    plain.process = *subject.process;
+    plain.klass = subject.process->state == 'Z' ? HolderClass::kZombie : HolderClass::kActive;
+    doc["process"] = to_json(plain);
+  } else {
+    doc["process"] = nullptr;
+  }
+  doc["heirs"] = nlohmann::json::array();
+  for (const Holder& h : report.diagnosis.holders) {
+    if (h.inherited_from == subject.pid) doc["heirs"].push_back(h.process.pid);
+  }
+  doc["problems"] = nlohmann::json::array();
+  for (const Problem& p : report.diagnosis.problems) {
+    if (p.pid == subject.pid) doc["problems"].push_back(to_json(p));
+  }
+  doc["nvml"] = {{"state", report.nvml_state}, {"message", report.nvml_message}};
+  write_json(out, doc);
+}
+
+}  // namespace gpuclean::output

@@ -1,0 +1,202 @@
+#include "output/status_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "output/escape.h"
+#include "output/json.h"
+#include "output/who_view.h"
+
+namespace gpuclean::output {
+namespace {
+
+struct Paint {
+  bool on;
+  [[nodiscard]] std::string operator()(const std::string& text, const char* code) const {
+    return on ? fmt::format("\x1b[{}m{}\x1b[0m", code, text) : text;
+  }
+};
+constexpr const char* kRed = "31";
+constexpr const char* kGreen = "32";
+constexpr const char* kYellow = "33";
+constexpr const char* kDim = "2";
+constexpr const char* kBold = "1";
+
+const char* class_colour(HolderClass klass) {
+  switch (klass) {
+    case HolderClass::kActive: return kGreen;
+    case HolderClass::kMonitor:
+    case HolderClass::kZombie: return kDim;
+    default: return kRed;
+  }
+}
+
+std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now, int depth,
+                       const Paint& paint) {
+  const ProcessInfo& p = h.process;
+  std::string memory = "-";
+  if (gpu) {
+    if (auto it = h.gpu_memory.find(*gpu); it != h.gpu_memory.end()) memory = format_bytes(it->second);
+  }
+  const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
+  std::string command = h.visible ? command_label(p, 120) : "(not visible from this PID namespace)";
+  if (h.inherited_from) command += fmt::format("  (inherited from dead pid {})", *h.inherited_from);
+  const std::string klass = fmt::format("{:<13}", to_string(h.klass));
+  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n", std::string(static_cast<std::size_t>(depth) * 2, ' '),
+                     p.pid, escape_terminal(h.visible ? p.user : "?"),
+                     paint(klass, class_colour(h.klass)), age, memory, command);
+}
+
+bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
+  return std::any_of(group.begin(), group.end(),
+                     [&h](const Holder* g) { return g->process.pid == h.process.ppid && g != &h; });
+}
+
+// Rows for a group of holders as a process tree: children under their parents.
+void render_tree(std::ostream& out, const std::vector<const Holder*>& group,
+                 std::optional<unsigned> gpu, double now, const Paint& paint) {
+  std::function<void(const Holder*, int)> visit = [&](const Holder* h, int depth) {
+    out << holder_row(*h, gpu, now, depth, paint);
+    for (const Holder* child : group) {
+      if (child != h && child->process.ppid == h->process.pid) visit(child, depth + 1);
+    }
+  };
+  for (const Holder* h : group) {
+    if (!has_parent_in(*h, group)) visit(h, 0);
+  }
+}
+
+std::string cuda_version(std::optional<int> version) {
+  if (!version) return "";
+  return fmt::format(", CUDA {}.{}", *version / 1000, (*version % 1000) / 10);
+}
+
+}  // namespace
+
+std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width) {
+  if (total == 0 || width <= 0) return "[]";
+  auto cells = [&](Bytes b) {
+    return static_cast<int>(std::lround(static_cast<double>(b) / static_cast<double>(total) * width));
+  };
+  int a = std::min(width, cells(attributed));
+  // Any non-zero amount shows at least one cell: 9 MiB of 140 GiB still deserves a mark.
+  if (attributed > 0 && a == 0) a = 1;
+  int u = std::min(width - a, cells(unattributed));
+  if (unattributed > 0 && u == 0 && a < width) u = 1;
+  std::string bar = "[";
+  for (int i = 0; i < a; ++i) bar += "█";
+  for (int i = 0; i < u; ++i) bar += "▒";
+  for (int i = a + u; i < width; ++i) bar += "·";
+  return bar + "]";
+}
+
+void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
+  const Paint paint{style.color};
+  const auto& d = report.diagnosis;
+  out << paint(fmt::format("gpuclean · {} · {}", escape_terminal(report.host), rfc3339(report.time)), kBold);
+  if (report.nvml_state == "present") {
+    out << fmt::format(" · driver {}{}", escape_terminal(report.driver_version),
+                       cuda_version(report.cuda_driver_version));
+  }
+  out << '\n';
+  if (report.nvml_state == "absent") {
+    out << paint("No NVIDIA driver: " + escape_terminal(report.nvml_message), kYellow)
+        << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
+  } else if (report.nvml_state == "failed") {
+    out << paint("NVML failed: " + escape_terminal(report.nvml_message), kRed)
+        << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
+  } else if (report.nvml_state == "disabled") {
+    out << "NVML not used (--no-nvml): memory per GPU is unknown\n";
+  }
+  if (report.files.empty()) out << "No device files match (no /dev/nvidia* on this machine)\n";
+  out << '\n';
+
+  const int bar_width = std::clamp(style.width - 60, 10, 40);
+  for (const GpuReport& g : d.gpus) {
+    const GpuMemory memory = g.gpu.memory.value_or(GpuMemory{});
+    out << fmt::format("GPU {}  {}  {}  {} / {} used", g.gpu.index, escape_terminal(g.gpu.name),
+                       memory_bar(memory.total, g.attributed, g.unattributed, bar_width),
+                       format_bytes(memory.used), format_bytes(memory.total));
+    out << fmt::format("  ({} attributed, {} unattributed)\n", format_bytes(g.attributed),
+                       format_bytes(g.unattributed));
+    std::vector<const Holder*> group;
+    for (const Holder& h : d.holders) {
+      if (h.gpu_memory.count(g.gpu.index) > 0) group.push_back(&h);
+    }
+    if (group.empty()) {
+      out << paint("  no processes", kDim) << '\n';
+    } else {
+      out << paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS", "AGE",
+                               "MEMORY", "COMMAND"), kDim)
+          << '\n';
+      render_tree(out, group, g.gpu.index, report.time, paint);
+    }
+  }
+  std::vector<const Holder*> others;
+  for (const Holder& h : d.holders) {
+    if (h.gpu_memory.empty()) others.push_back(&h);
+  }
+  if (!others.empty()) {
+    out << (d.gpus.empty() ? "Device-file holders\n" : "Holding device files, no GPU memory\n");
+    render_tree(out, others, std::nullopt, report.time, paint);
+  }
+  if (!d.problems.empty()) {
+    out << '\n' << paint("Problems", kBold) << '\n';
+    for (const Problem& p : d.problems) {
+      out << "  " << paint("✗", kRed) << ' ' << escape_terminal(p.message) << '\n';
+      out << "    fix: " << escape_terminal(p.fix) << '\n';
+    }
+  }
+  out << '\n';
+  if (d.clean) {
+    out << paint("CLEAN", kGreen)
+        << (d.gpus.empty() ? ": no process holds the device files\n"
+                           : ": no process holds GPU memory; every GPU is at its baseline\n");
+  } else {
+    out << paint("DIRTY", kRed)
+        << fmt::format(": {} problem{}\n", d.problems.size(), d.problems.size() == 1 ? "" : "s");
+  }
+}
+
+void render_status_json(std::ostream& out, const StatusReport& report) {
+  const auto& d = report.diagnosis;
+  nlohmann::json doc = document_header(report.host, report.time);
+  doc["verdict"] = d.clean ? "clean" : "dirty";
+  doc["nvml"] = {{"state", report.nvml_state}, {"message", report.nvml_message},
+                 {"driver_version", report.driver_version}};
+  doc["nvml"]["cuda_driver_version"] =
+      report.cuda_driver_version ? nlohmann::json(*report.cuda_driver_version) : nlohmann::json();
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuReport& g : d.gpus) {
+    nlohmann::json j = to_json(g.gpu);
+    if (j["memory"].is_object()) {
+      j["memory"]["attributed"] = g.attributed;
+      j["memory"]["unattributed"] = g.unattributed;
+    }
+    gpus.push_back(std::move(j));
+  }
+  doc["gpus"] = std::move(gpus);
+  nlohmann::json holders = nlohmann::json::array();
+  for (const Holder& h : d.holders) holders.push_back(to_json(h));
+  doc["holders"] = std::move(holders);
+  nlohmann::json problems = nlohmann::json::array();
+  for (const Problem& p : d.problems) problems.push_back(to_json(p));
+  doc["problems"] = std::move(problems);
+  nlohmann::json files = nlohmann::json::array();
+  for (const DeviceFile& f : report.files) files.push_back(to_json(f));
+  doc["files"] = std::move(files);
+  doc["scan"] = to_json(report.stats);
+  write_json(out, doc);
+}
+
+void render_check_lines(std::ostream& out, const StatusReport& report) {
+  for (const Problem& p : report.diagnosis.problems) {
+    out << "gpuclean: " << escape_terminal(p.message) << '\n';
+  }
+}
+
+}  // namespace gpuclean::output

@@ -1,0 +1,38 @@
+// `gpuclean` / `gpuclean status` and `gpuclean check`: the diagnosis as a screen, as JSON, or
+// as one line per problem.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace gpuclean::output {
+
+struct StatusReport {
+  std::string host;
+  double time = 0;
+  std::string nvml_state;    // present | absent | disabled | failed
+  std::string nvml_message;  // why not present
+  std::string driver_version;
+  std::optional<int> cuda_driver_version;
+  std::vector<DeviceFile> files;
+  ScanStats stats;
+  Diagnosis diagnosis;
+};
+
+struct TextStyle {
+  bool color = false;  // ANSI colours (a terminal, and NO_COLOR unset)
+  int width = 100;     // terminal columns
+};
+
+void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style);
+void render_status_json(std::ostream& out, const StatusReport& report);
+// `check`: "gpuclean: MESSAGE" per problem, nothing when clean.
+void render_check_lines(std::ostream& out, const StatusReport& report);
+
+// [████▒▒····]: attributed, unattributed, free, in `width` cells.
+std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width);
+
+}  // namespace gpuclean::output
