@@ -23,7 +23,7 @@ struct CommonOptions {
   bool no_nvml = false;
   unsigned threads = 0;             // 0: one per core, at most 16
   std::string proc_root = "/proc";  // hidden; tests point it at fixture trees
-  std::string test_gpu_source;  // hidden; a JSON GPU view instead of NVML (tests)
+  std::string test_gpu_source;      // hidden; a JSON GPU view instead of NVML (tests)
 };
 
 void add_common_options(CLI::App& command, CommonOptions& options);

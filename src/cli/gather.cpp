@@ -28,9 +28,14 @@ NvmlOutcome query_gpus(const CommonOptions& options) {
                                   : nvml::open_fake_source(options.test_gpu_source);
   outcome.message = opened.message;
   switch (opened.state) {
-    case nvml::OpenedSource::State::kAbsent: outcome.state = "absent"; return outcome;
-    case nvml::OpenedSource::State::kFailed: outcome.state = "failed"; return outcome;
-    case nvml::OpenedSource::State::kPresent: break;
+    case nvml::OpenedSource::State::kAbsent:
+      outcome.state = "absent";
+      return outcome;
+    case nvml::OpenedSource::State::kFailed:
+      outcome.state = "failed";
+      return outcome;
+    case nvml::OpenedSource::State::kPresent:
+      break;
   }
   auto view = opened.source->query();
   if (!view.ok()) {
@@ -59,11 +64,13 @@ Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);
-    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto number = [](std::string_view s) -> std::optional<unsigned> {
       unsigned v = 0;
       auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v > 1023) return std::nullopt;
+      if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v > 1023)
+        return std::nullopt;
       return v;
     };
     const std::size_t dash = part.find('-');

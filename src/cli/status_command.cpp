@@ -14,16 +14,17 @@
 #include "output/escape.h"
 #include "output/explain_view.h"
 #include "output/status_view.h"
-#include "procfs/proc_fs.h"
 #include "output/who_view.h"
+#include "procfs/proc_fs.h"
 
 namespace gpuclean::cli {
 namespace {
 
 void add_diagnosis_options(CLI::App& command, StatusOptions& options) {
   add_common_options(command, options.common);
-  command.add_option("--max-used", options.max_used_mib,
-                     "Used MiB per GPU that no process accounts for and is still clean")
+  command
+      .add_option("--max-used", options.max_used_mib,
+                  "Used MiB per GPU that no process accounts for and is still clean")
       ->check(CLI::NonNegativeNumber)
       ->default_str("1024");
   command.add_option("--allow-user", options.allow_users, "Holders of this user are fine");
@@ -60,7 +61,8 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
   }
 
   diagnose::Options diagnose_options;
-  diagnose_options.max_unattributed = static_cast<Bytes>(options.max_used_mib * static_cast<double>(kMiB));
+  diagnose_options.max_unattributed =
+      static_cast<Bytes>(options.max_used_mib * static_cast<double>(kMiB));
   diagnose_options.gpus = *gpus;
   diagnose_options.allow_users.insert(options.allow_users.begin(), options.allow_users.end());
   diagnose_options.ignore_pids.insert(options.ignore_pids.begin(), options.ignore_pids.end());
@@ -80,7 +82,8 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
   if (gpus->has_value()) {
     for (unsigned index : **gpus) {
       const auto& g = report.diagnosis.gpus;
-      if (std::none_of(g.begin(), g.end(), [index](const GpuReport& r) { return r.gpu.index == index; })) {
+      if (std::none_of(g.begin(), g.end(),
+                       [index](const GpuReport& r) { return r.gpu.index == index; })) {
         io.err << "gpuclean: --gpus: there is no GPU " << index << '\n';
         prepared.exit_code = kExitUsage;
         return prepared;
@@ -142,9 +145,9 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
     output::render_status_json(io.out, prepared.report);
   } else {
     const bool no_color = std::getenv("NO_COLOR") != nullptr && *std::getenv("NO_COLOR") != '\0';
-    output::render_status_text(io.out, prepared.report,
-                               {.color = is_terminal && !no_color,
-                                .width = is_terminal ? terminal_width() : 100});
+    output::render_status_text(
+        io.out, prepared.report,
+        {.color = is_terminal && !no_color, .width = is_terminal ? terminal_width() : 100});
     if (auto line = output::unreadable_summary(prepared.report.stats); !line.empty()) {
       io.err << line << '\n';
     }
@@ -180,11 +183,12 @@ int run_explain(const ExplainOptions& options, const Io& io) {
     if (!subject.holder) {
       if (auto p = proc->read_process(options.pid); p.ok()) subject.process = std::move(p).value();
     }
-    const ProcessInfo* info = subject.holder ? &subject.holder->process
+    const ProcessInfo* info = subject.holder    ? &subject.holder->process
                               : subject.process ? &*subject.process
                                                 : nullptr;
     if (info != nullptr && info->ppid > 0) {
-      if (auto parent = proc->read_process(info->ppid); parent.ok()) subject.parent = std::move(parent).value();
+      if (auto parent = proc->read_process(info->ppid); parent.ok())
+        subject.parent = std::move(parent).value();
     }
   }
   const bool known = subject.holder || subject.process;

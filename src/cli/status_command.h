@@ -12,7 +12,7 @@ namespace gpuclean::cli {
 
 struct StatusOptions {
   CommonOptions common;
-  double max_used_mib = 1024;         // tolerated unattributed memory per GPU
+  double max_used_mib = 1024;  // tolerated unattributed memory per GPU
   std::vector<std::string> allow_users;
   std::vector<Pid> ignore_pids;
 };

@@ -26,9 +26,12 @@ const char* to_string(HolderClass klass) {
 
 const char* to_string(GpuProcess::Kind kind) {
   switch (kind) {
-    case GpuProcess::Kind::kCompute: return "compute";
-    case GpuProcess::Kind::kGraphics: return "graphics";
-    case GpuProcess::Kind::kMps: return "mps";
+    case GpuProcess::Kind::kCompute:
+      return "compute";
+    case GpuProcess::Kind::kGraphics:
+      return "graphics";
+    case GpuProcess::Kind::kMps:
+      return "mps";
   }
   return "unknown";
 }

@@ -154,10 +154,10 @@ struct GpuReport {
 
 // What diagnose() concludes: the model every renderer draws.
 struct Diagnosis {
-  std::vector<GpuReport> gpus;   // selected GPUs, NVML index order
-  std::vector<Holder> holders;   // ascending by pid; holders not visible here (foreign) last
+  std::vector<GpuReport> gpus;  // selected GPUs, NVML index order
+  std::vector<Holder> holders;  // ascending by pid; holders not visible here (foreign) last
   std::vector<Problem> problems;
-  bool clean = true;             // no problems
+  bool clean = true;  // no problems
 };
 
 }  // namespace gpuclean

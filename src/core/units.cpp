@@ -13,7 +13,8 @@ std::string format_bytes(Bytes bytes) {
     std::snprintf(buffer, sizeof(buffer), "%llu MiB",
                   static_cast<unsigned long long>(bytes / kMiB));
   } else if (bytes >= 1024) {
-    std::snprintf(buffer, sizeof(buffer), "%llu KiB", static_cast<unsigned long long>(bytes / 1024));
+    std::snprintf(buffer, sizeof(buffer), "%llu KiB",
+                  static_cast<unsigned long long>(bytes / 1024));
   } else {
     std::snprintf(buffer, sizeof(buffer), "%llu B", static_cast<unsigned long long>(bytes));
   }

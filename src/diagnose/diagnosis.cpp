@@ -8,7 +8,9 @@
 namespace gpuclean::diagnose {
 namespace {
 
-bool is_nvidia_file(const HeldFile& file) { return file.path.rfind("/dev/nvidia", 0) == 0; }
+bool is_nvidia_file(const HeldFile& file) {
+  return file.path.rfind("/dev/nvidia", 0) == 0;
+}
 
 // Holding this file means holding the device: a mapped GPU or UVM file (a CUDA context maps
 // /dev/nvidia-uvm and /dev/nvidiaN; an NVML-only monitor maps only nvidiactl), or any file of
@@ -87,8 +89,9 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.message = where + amount + "pid " + pid +
                   ", which this PID namespace cannot see (a container, or a process on the host "
                   "when gpuclean runs in one)";
-      p.fix = "run gpuclean in the host's PID namespace (e.g. nsenter -t 1 -p -m gpuclean) or "
-              "look in the other containers on this node";
+      p.fix =
+          "run gpuclean in the host's PID namespace (e.g. nsenter -t 1 -p -m gpuclean) or "
+          "look in the other containers on this node";
       return p;
     case HolderClass::kActive:
     case HolderClass::kMonitor:
@@ -118,7 +121,8 @@ std::optional<Pid> likely_owner(Pid heir, const std::vector<Pid>& dead_owners) {
   for (Pid owner : dead_owners) {
     if (owner < heir && (!best || owner > *best)) best = owner;
   }
-  if (!best && !dead_owners.empty()) best = *std::min_element(dead_owners.begin(), dead_owners.end());
+  if (!best && !dead_owners.empty())
+    best = *std::min_element(dead_owners.begin(), dead_owners.end());
   return best;
 }
 
@@ -241,7 +245,8 @@ Diagnosis diagnose(Input input, const Options& options) {
   });
 
   for (const Holder& h : holders) {
-    if (h.klass == HolderClass::kMonitor || h.klass == HolderClass::kZombie || excused(options, h)) {
+    if (h.klass == HolderClass::kMonitor || h.klass == HolderClass::kZombie ||
+        excused(options, h)) {
       continue;
     }
     if (!input.gpu_view) {
@@ -268,8 +273,10 @@ Diagnosis diagnose(Input input, const Options& options) {
                 format_bytes(report.unattributed) +
                 " used that no visible process accounts for (a holder in another PID namespace or "
                 "container, or memory the driver has not released yet)";
-    p.fix = "run gpuclean on the host (outside containers); if nothing holds it there, only a GPU "
-            "reset (nvidia-smi -r -i " + std::to_string(report.gpu.index) + ") or a reboot frees it";
+    p.fix =
+        "run gpuclean on the host (outside containers); if nothing holds it there, only a GPU "
+        "reset (nvidia-smi -r -i " +
+        std::to_string(report.gpu.index) + ") or a reboot frees it";
     out.problems.push_back(std::move(p));
   }
   out.holders = std::move(holders);

@@ -86,7 +86,8 @@ OpenedSource open_fake_source(const std::string& path) {
       return opened;
     }
     if (state == "failed") return opened;
-    opened.source = std::make_unique<FakeGpuSource>(view_from_json(doc), doc.value("fail_query", ""));
+    opened.source =
+        std::make_unique<FakeGpuSource>(view_from_json(doc), doc.value("fail_query", ""));
     opened.state = OpenedSource::State::kPresent;
   } catch (const json::exception& e) {
     opened.message = "test GPU source " + path + ": " + e.what();

@@ -84,7 +84,9 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& soname
   return lib;
 }
 
-NvmlLibrary::~NvmlLibrary() { ::dlclose(handle_); }
+NvmlLibrary::~NvmlLibrary() {
+  ::dlclose(handle_);
+}
 
 std::string NvmlLibrary::describe(const char* call, abi::Return code) const {
   const char* text = fn_.error_string != nullptr ? fn_.error_string(code) : nullptr;

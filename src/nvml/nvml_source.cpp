@@ -16,11 +16,16 @@ std::string c_string(const char* buffer, std::size_t size) {
 
 std::optional<std::string> compute_mode_name(unsigned int mode) {
   switch (mode) {
-    case abi::kComputeModeDefault: return "default";
-    case abi::kComputeModeExclusiveThread: return "exclusive_thread";
-    case abi::kComputeModeProhibited: return "prohibited";
-    case abi::kComputeModeExclusiveProcess: return "exclusive_process";
-    default: return std::nullopt;
+    case abi::kComputeModeDefault:
+      return "default";
+    case abi::kComputeModeExclusiveThread:
+      return "exclusive_thread";
+    case abi::kComputeModeProhibited:
+      return "prohibited";
+    case abi::kComputeModeExclusiveProcess:
+      return "exclusive_process";
+    default:
+      return std::nullopt;
   }
 }
 
@@ -71,9 +76,10 @@ Status NvmlGpuSource::list_processes(abi::Device device, GpuProcess::Kind kind,
     if (used != abi::kValueNotAvailable) p.used_memory = used;
     out.push_back(p);
   };
-  const char* name = kind == GpuProcess::Kind::kCompute    ? "nvmlDeviceGetComputeRunningProcesses"
-                     : kind == GpuProcess::Kind::kGraphics ? "nvmlDeviceGetGraphicsRunningProcesses"
-                                                           : "nvmlDeviceGetMPSComputeRunningProcesses";
+  const char* name = kind == GpuProcess::Kind::kCompute ? "nvmlDeviceGetComputeRunningProcesses"
+                     : kind == GpuProcess::Kind::kGraphics
+                         ? "nvmlDeviceGetGraphicsRunningProcesses"
+                         : "nvmlDeviceGetMPSComputeRunningProcesses";
   if (v2 != nullptr) {
     auto list = fetch_list<abi::ProcessInfoV2>(*lib_, name, v2, device);
     if (!list.ok()) return list.error();

@@ -45,7 +45,8 @@ std::string state_meaning(const ProcessInfo& p, HolderClass klass) {
   }
 }
 
-std::string parent_text(const ProcessInfo& p, const std::optional<ProcessInfo>& parent, HolderClass klass) {
+std::string parent_text(const ProcessInfo& p, const std::optional<ProcessInfo>& parent,
+                        HolderClass klass) {
   std::string name = parent ? escape_terminal(parent->comm) : "?";
   std::string text = fmt::format("{} ({})", p.ppid, name);
   if (klass == HolderClass::kZombie) {
@@ -61,7 +62,8 @@ std::string files_text(const HeldFile& f) {
   if (f.nvidia_minor) text += fmt::format(" (GPU minor {})", *f.nvidia_minor);
   if (!f.fds.empty()) {
     text += " fds";
-    for (std::size_t i = 0; i < f.fds.size() && i < 8; ++i) text += (i ? "," : " ") + std::to_string(f.fds[i]);
+    for (std::size_t i = 0; i < f.fds.size() && i < 8; ++i)
+      text += (i ? "," : " ") + std::to_string(f.fds[i]);
     if (f.fds.size() > 8) text += ",…";
   }
   if (f.mapped) text += " mapped";
@@ -72,30 +74,36 @@ std::string files_text(const HeldFile& f) {
 
 }  // namespace
 
-void render_explain_text(std::ostream& out, const StatusReport& report, const ExplainSubject& subject) {
+void render_explain_text(std::ostream& out, const StatusReport& report,
+                         const ExplainSubject& subject) {
   const Diagnosis& d = report.diagnosis;
   const Holder* holder = subject.holder ? &*subject.holder : nullptr;
   const ProcessInfo* p = holder != nullptr && holder->visible ? &holder->process
                          : subject.process                    ? &*subject.process
                                                               : nullptr;
   if (p != nullptr) {
-    const HolderClass klass = holder != nullptr ? holder->klass
-                              : (p->state == 'Z' ? HolderClass::kZombie : HolderClass::kActive);
+    const HolderClass klass = holder != nullptr
+                                  ? holder->klass
+                                  : (p->state == 'Z' ? HolderClass::kZombie : HolderClass::kActive);
     out << fmt::format("pid {} — {}{}\n", subject.pid, escape_terminal(p->comm),
                        holder != nullptr || klass == HolderClass::kZombie
-                           ? fmt::format(" ({})", to_string(klass)) : "");
+                           ? fmt::format(" ({})", to_string(klass))
+                           : "");
     row(out, "state", state_meaning(*p, klass));
     row(out, "threads", thread_list(*p));
     row(out, "parent", parent_text(*p, subject.parent, klass));
     row(out, "session", fmt::format("sid {}, pgid {}", p->sid, p->pgid));
     row(out, "user", escape_terminal(p->user.empty() ? "?" : p->user));
     if (p->start_time) {
-      row(out, "started", fmt::format("{} ({} ago)", rfc3339(*p->start_time), format_age(report.time - *p->start_time)));
+      row(out, "started",
+          fmt::format("{} ({} ago)", rfc3339(*p->start_time),
+                      format_age(report.time - *p->start_time)));
     }
     row(out, "cgroup", escape_terminal(p->cgroup.value_or("?")));
     if (p->nspid.size() > 1) {
-      row(out, "pid ns", fmt::format("pid {} inside its own PID namespace (NSpid {})", p->nspid.back(),
-                                     fmt::join(p->nspid, " ")));
+      row(out, "pid ns",
+          fmt::format("pid {} inside its own PID namespace (NSpid {})", p->nspid.back(),
+                      fmt::join(p->nspid, " ")));
     }
     row(out, "command", command_label(*p, 400));
   } else {
@@ -104,7 +112,8 @@ void render_explain_text(std::ostream& out, const StatusReport& report, const Ex
 
   if (holder != nullptr) {
     for (const HeldFile& f : holder->devices) row(out, "holds", files_text(f));
-    if (holder->devices.empty() && holder->visible) row(out, "holds", "no device file (or its fd table is unreadable)");
+    if (holder->devices.empty() && holder->visible)
+      row(out, "holds", "no device file (or its fd table is unreadable)");
   } else if (p != nullptr) {
     row(out, "holds", "no selected device file");
   }
@@ -113,15 +122,20 @@ void render_explain_text(std::ostream& out, const StatusReport& report, const Ex
     row(out, "NVML", "not available (" + report.nvml_state + "): GPU memory unknown");
   } else if (holder != nullptr && !holder->gpu_memory.empty()) {
     for (const auto& [gpu, bytes] : holder->gpu_memory) {
-      row(out, "NVML", fmt::format("GPU {}: {}{}", gpu, format_bytes(bytes),
-                                   holder->inherited_from ? fmt::format(" (NVML names dead pid {})", *holder->inherited_from) : ""));
+      row(out, "NVML",
+          fmt::format("GPU {}: {}{}", gpu, format_bytes(bytes),
+                      holder->inherited_from
+                          ? fmt::format(" (NVML names dead pid {})", *holder->inherited_from)
+                          : ""));
     }
   } else {
     row(out, "NVML", "names no GPU memory for it");
   }
   for (const Holder& h : d.holders) {
     if (h.inherited_from == subject.pid) {
-      row(out, "heir", fmt::format("pid {} ({}) holds its context now", h.process.pid, escape_terminal(h.process.comm)));
+      row(out, "heir",
+          fmt::format("pid {} ({}) holds its context now", h.process.pid,
+                      escape_terminal(h.process.comm)));
     }
   }
   bool any_problem = false;
@@ -149,7 +163,8 @@ void render_explain_text(std::ostream& out, const StatusReport& report, const Ex
   }
 }
 
-void render_explain_json(std::ostream& out, const StatusReport& report, const ExplainSubject& subject) {
+void render_explain_json(std::ostream& out, const StatusReport& report,
+                         const ExplainSubject& subject) {
   nlohmann::json doc = document_header(report.host, report.time);
   doc["pid"] = subject.pid;
   doc["holder"] = subject.holder ? to_json(*subject.holder) : nlohmann::json();

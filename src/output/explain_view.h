@@ -12,12 +12,14 @@ namespace gpuclean::output {
 
 struct ExplainSubject {
   Pid pid = 0;
-  std::optional<Holder> holder;          // when the diagnosis has it (holders, NVML's dead pids)
-  std::optional<ProcessInfo> process;    // when /proc has it but it holds nothing
-  std::optional<ProcessInfo> parent;     // its parent, when readable
+  std::optional<Holder> holder;        // when the diagnosis has it (holders, NVML's dead pids)
+  std::optional<ProcessInfo> process;  // when /proc has it but it holds nothing
+  std::optional<ProcessInfo> parent;   // its parent, when readable
 };
 
-void render_explain_text(std::ostream& out, const StatusReport& report, const ExplainSubject& subject);
-void render_explain_json(std::ostream& out, const StatusReport& report, const ExplainSubject& subject);
+void render_explain_text(std::ostream& out, const StatusReport& report,
+                         const ExplainSubject& subject);
+void render_explain_json(std::ostream& out, const StatusReport& report,
+                         const ExplainSubject& subject);
 
 }  // namespace gpuclean::output

@@ -76,8 +76,8 @@ nlohmann::json to_json(const Holder& holder) {
 }
 
 nlohmann::json to_json(const Gpu& gpu) {
-  nlohmann::json out{{"index", gpu.index}, {"uuid", gpu.uuid}, {"name", gpu.name},
-                     {"pci_bus_id", gpu.pci_bus_id}};
+  nlohmann::json out{
+      {"index", gpu.index}, {"uuid", gpu.uuid}, {"name", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}};
   out["minor"] = or_null(gpu.minor);
   if (gpu.memory) {
     out["memory"] = {{"total", gpu.memory->total},
@@ -92,8 +92,8 @@ nlohmann::json to_json(const Gpu& gpu) {
   out["mig_enabled"] = or_null(gpu.mig_enabled);
   nlohmann::json processes = nlohmann::json::array();
   for (const GpuProcess& p : gpu.processes) {
-    processes.push_back({{"pid", p.pid}, {"used_memory", or_null(p.used_memory)},
-                         {"kind", to_string(p.kind)}});
+    processes.push_back(
+        {{"pid", p.pid}, {"used_memory", or_null(p.used_memory)}, {"kind", to_string(p.kind)}});
   }
   out["processes"] = std::move(processes);
   return out;

@@ -28,10 +28,13 @@ constexpr const char* kBold = "1";
 
 const char* class_colour(HolderClass klass) {
   switch (klass) {
-    case HolderClass::kActive: return kGreen;
+    case HolderClass::kActive:
+      return kGreen;
     case HolderClass::kMonitor:
-    case HolderClass::kZombie: return kDim;
-    default: return kRed;
+    case HolderClass::kZombie:
+      return kDim;
+    default:
+      return kRed;
   }
 }
 
@@ -40,15 +43,17 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
   const ProcessInfo& p = h.process;
   std::string memory = "-";
   if (gpu) {
-    if (auto it = h.gpu_memory.find(*gpu); it != h.gpu_memory.end()) memory = format_bytes(it->second);
+    if (auto it = h.gpu_memory.find(*gpu); it != h.gpu_memory.end())
+      memory = format_bytes(it->second);
   }
   const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
   std::string command = h.visible ? command_label(p, 120) : "(not visible from this PID namespace)";
   if (h.inherited_from) command += fmt::format("  (inherited from dead pid {})", *h.inherited_from);
   const std::string klass = fmt::format("{:<13}", to_string(h.klass));
-  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n", std::string(static_cast<std::size_t>(depth) * 2, ' '),
-                     p.pid, escape_terminal(h.visible ? p.user : "?"),
-                     paint(klass, class_colour(h.klass)), age, memory, command);
+  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n",
+                     std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
+                     escape_terminal(h.visible ? p.user : "?"), paint(klass, class_colour(h.klass)),
+                     age, memory, command);
 }
 
 bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
@@ -80,7 +85,8 @@ std::string cuda_version(std::optional<int> version) {
 std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width) {
   if (total == 0 || width <= 0) return "[]";
   auto cells = [&](Bytes b) {
-    return static_cast<int>(std::lround(static_cast<double>(b) / static_cast<double>(total) * width));
+    return static_cast<int>(
+        std::lround(static_cast<double>(b) / static_cast<double>(total) * width));
   };
   int a = std::min(width, cells(attributed));
   // Any non-zero amount shows at least one cell: 9 MiB of 140 GiB still deserves a mark.
@@ -97,7 +103,8 @@ std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int wi
 void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
   const Paint paint{style.color};
   const auto& d = report.diagnosis;
-  out << paint(fmt::format("gpuclean · {} · {}", escape_terminal(report.host), rfc3339(report.time)), kBold);
+  out << paint(
+      fmt::format("gpuclean · {} · {}", escape_terminal(report.host), rfc3339(report.time)), kBold);
   if (report.nvml_state == "present") {
     out << fmt::format(" · driver {}{}", escape_terminal(report.driver_version),
                        cuda_version(report.cuda_driver_version));
@@ -130,8 +137,9 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     if (group.empty()) {
       out << paint("  no processes", kDim) << '\n';
     } else {
-      out << paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS", "AGE",
-                               "MEMORY", "COMMAND"), kDim)
+      out << paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS",
+                               "AGE", "MEMORY", "COMMAND"),
+                   kDim)
           << '\n';
       render_tree(out, group, g.gpu.index, report.time, paint);
     }
@@ -166,7 +174,8 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   const auto& d = report.diagnosis;
   nlohmann::json doc = document_header(report.host, report.time);
   doc["verdict"] = d.clean ? "clean" : "dirty";
-  doc["nvml"] = {{"state", report.nvml_state}, {"message", report.nvml_message},
+  doc["nvml"] = {{"state", report.nvml_state},
+                 {"message", report.nvml_message},
                  {"driver_version", report.driver_version}};
   doc["nvml"]["cuda_driver_version"] =
       report.cuda_driver_version ? nlohmann::json(*report.cuda_driver_version) : nlohmann::json();

@@ -11,63 +11,25 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "spawn.h"
+#include "holder_fixture.h"
 
 namespace gpuclean::testing {
 namespace {
 
 using nlohmann::json;
 
-class WhoTest : public ::testing::Test {
+class WhoTest : public HolderFixture {
  protected:
-  // Declared first: the members below are initialised from it.
-  TempDir dir_;
-  ProcessReaper reaper_;
-  std::string held_ = dir_.file("device");
-  std::string other_ = dir_.file("other-device");
-  std::string ready_ = dir_.path() + "/ready";
-
-  // Starts the helper in MODE holding `file` and returns the PIDs it reports.
-  std::vector<pid_t> start(const std::string& mode, const std::string& file,
-                           std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {HOLDER_HELPER, mode, file, ready_};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return start_argv(argv);
-  }
-  std::vector<pid_t> start_argv(const std::vector<std::string>& argv) {
-    std::filesystem::remove(ready_);
-    const pid_t launcher = spawn(argv);
-    EXPECT_GT(launcher, 0);
-    reaper_.adopt(launcher);
-    auto pids = wait_for_pids(ready_);
-    for (pid_t pid : pids) reaper_.adopt(pid);
-    launchers_.push_back(launcher);
-    return pids;
-  }
-
   CommandResult who(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {GPUCLEAN_BINARY, "who"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return run_command(argv);
+    std::vector<std::string> args = {"who"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return gpuclean(args);
   }
   json who_json(const std::string& file) {
     auto result = who({"--json", "--device-glob", file});
     EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.err;
     return json::parse(result.out);
   }
-  static const json* find_holder(const json& doc, pid_t pid) {
-    for (const json& h : doc["holders"]) {
-      if (h["pid"] == pid) return &h;
-    }
-    return nullptr;
-  }
-
-  void TearDown() override {
-    reaper_.kill_all();
-    for (pid_t pid : launchers_) reap(pid);  // they are gone now: no wait
-  }
-
-  std::vector<pid_t> launchers_;
 };
 
 TEST_F(WhoTest, PlainHolderIsFoundAndABystanderIsNot) {
