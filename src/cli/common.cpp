@@ -17,18 +17,14 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                   "Device files to scan (repeatable); default the NVIDIA device files")
       ->allow_extra_args(false);
   command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");
-  command.add_option("--threads", options.threads, "Threads for the /proc scan (default: cores)")
+  command
+      .add_option("--threads", options.threads,
+                  "Threads for the /proc scan (default: one per core, at most 16)")
       ->check(CLI::Range(1u, 256u));
   command.add_option("--proc-root", options.proc_root, "procfs to read (for tests)")
       ->group("");  // hidden
   command.add_option("--test-gpu-source", options.test_gpu_source, "JSON GPU view (for tests)")
       ->group("");  // hidden
-}
-
-unsigned scan_threads(const CommonOptions& options) {
-  if (options.threads > 0) return options.threads;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::min(cores, 16u);
 }
 
 std::string host_name() {

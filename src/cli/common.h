@@ -28,10 +28,6 @@ struct CommonOptions {
 
 void add_common_options(CLI::App& command, CommonOptions& options);
 
-// Scan threads to use: the option, or one per online core capped at 16 (a /proc scan stops
-// scaling well before that: the kernel's per-process locks are the limit).
-unsigned scan_threads(const CommonOptions& options);
-
 // Where the command's output and diagnostics go; injected so tests can capture them.
 struct Io {
   std::ostream& out;

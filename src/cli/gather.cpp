@@ -102,8 +102,7 @@ std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
   if (!proc.ok()) return GatherError{kExitRuntime, proc.error().message()};
 
   auto nvml_future = std::async(std::launch::async, query_gpus, std::cref(options));
-  const procfs::HolderScan scan =
-      procfs::scan_holders(*proc, *files, {.threads = scan_threads(options)});
+  const procfs::HolderScan scan = procfs::scan_holders(*proc, *files, {.threads = options.threads});
   NvmlOutcome nvml = nvml_future.get();
 
   Gathered out;

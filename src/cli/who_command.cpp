@@ -44,7 +44,7 @@ int run_who(const WhoOptions& options, const Io& io) {
   }
 
   const procfs::HolderScan scan =
-      procfs::scan_holders(*proc, *files, {.threads = scan_threads(options.common)});
+      procfs::scan_holders(*proc, *files, {.threads = options.common.threads});
 
   output::WhoReport report;
   report.host = host_name();

@@ -206,6 +206,17 @@ void Worker::scan(Pid pid) {
   current_ = FileHolding{};
 }
 
+// One thread per core, at most 16 (the kernel's per-process locks limit scaling well before
+// that), and none beyond one per ~64 processes: a thread costs tens of microseconds to start.
+unsigned auto_threads(std::size_t processes) {
+  constexpr std::size_t kMinPidsPerThread = 64;
+  constexpr unsigned kMaxThreads = 16;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto useful =
+      static_cast<unsigned>(std::max<std::size_t>(1, processes / kMinPidsPerThread));
+  return std::min({cores, kMaxThreads, useful});
+}
+
 }  // namespace
 
 HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files,
@@ -216,7 +227,7 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
   if (!pids.ok()) return result;
 
   const FileMatcher matcher(files);
-  const unsigned thread_count = std::max(1u, options.threads);
+  const unsigned thread_count = options.threads > 0 ? options.threads : auto_threads(pids->size());
   std::vector<Worker> workers;
   workers.reserve(thread_count);
   for (unsigned i = 0; i < thread_count; ++i) workers.emplace_back(matcher, proc.root_fd());

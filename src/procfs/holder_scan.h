@@ -12,7 +12,9 @@
 namespace gpuclean::procfs {
 
 struct ScanOptions {
-  unsigned threads = 1;  // worker threads; the PID list is shared out in small chunks
+  // Worker threads; the PID list is shared out in small chunks. 0: one per core (at most 16),
+  // fewer for a small process table.
+  unsigned threads = 0;
 };
 
 struct FileHolding {
