@@ -1,40 +1,30 @@
 #include "core/units.h"
 
-#include <cstdio>
-
 namespace gpuclean {
+namespace {
+
+// "N.D" with one decimal, rounded.
+std::string one_decimal(Bytes value, Bytes unit) {
+  const Bytes tenths = (value * 10 + unit / 2) / unit;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10);
+}
+
+}  // namespace
 
 std::string format_bytes(Bytes bytes) {
-  char buffer[32];
-  if (bytes >= kGiB) {
-    std::snprintf(buffer, sizeof(buffer), "%.1f GiB",
-                  static_cast<double>(bytes) / static_cast<double>(kGiB));
-  } else if (bytes >= kMiB) {
-    std::snprintf(buffer, sizeof(buffer), "%llu MiB",
-                  static_cast<unsigned long long>(bytes / kMiB));
-  } else if (bytes >= 1024) {
-    std::snprintf(buffer, sizeof(buffer), "%llu KiB",
-                  static_cast<unsigned long long>(bytes / 1024));
-  } else {
-    std::snprintf(buffer, sizeof(buffer), "%llu B", static_cast<unsigned long long>(bytes));
-  }
-  return buffer;
+  // Above ~1.7 EiB value*10 would overflow; no GPU is that large.
+  if (bytes >= kGiB) return one_decimal(bytes, kGiB) + " GiB";
+  if (bytes >= kMiB) return std::to_string(bytes / kMiB) + " MiB";
+  if (bytes >= 1024) return std::to_string(bytes / 1024) + " KiB";
+  return std::to_string(bytes) + " B";
 }
 
 std::string format_age(double seconds) {
-  if (seconds < 0) seconds = 0;
-  const auto s = static_cast<long long>(seconds);
-  char buffer[32];
-  if (s < 60) {
-    std::snprintf(buffer, sizeof(buffer), "%llds", s);
-  } else if (s < 3600) {
-    std::snprintf(buffer, sizeof(buffer), "%lldm", s / 60);
-  } else if (s < 86400) {
-    std::snprintf(buffer, sizeof(buffer), "%lldh %lldm", s / 3600, (s % 3600) / 60);
-  } else {
-    std::snprintf(buffer, sizeof(buffer), "%lldd %lldh", s / 86400, (s % 86400) / 3600);
-  }
-  return buffer;
+  const long long s = seconds > 0 ? static_cast<long long>(seconds) : 0;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m";
+  if (s < 86400) return std::to_string(s / 3600) + "h " + std::to_string((s % 3600) / 60) + "m";
+  return std::to_string(s / 86400) + "d " + std::to_string((s % 86400) / 3600) + "h";
 }
 
 }  // namespace gpuclean

@@ -242,3 +242,21 @@ TEST(ShortName, ProcessTitleOrBasenameOrComm) {
 
 }  // namespace
 }  // namespace gpuclean::diagnose
+
+namespace gpuclean {
+namespace {
+
+TEST(Units, BytesAndAges) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(615 * kMiB), "615 MiB");
+  EXPECT_EQ(format_bytes(76 * kGiB), "76.0 GiB");
+  EXPECT_EQ(format_bytes(9133096960ull), "8.5 GiB");
+  EXPECT_EQ(format_bytes(150754820096ull), "140.4 GiB");
+  EXPECT_EQ(format_age(-5), "0s");
+  EXPECT_EQ(format_age(59), "59s");
+  EXPECT_EQ(format_age(3 * 3600 + 5 * 60), "3h 5m");
+  EXPECT_EQ(format_age(2 * 86400 + 4 * 3600), "2d 4h");
+}
+
+}  // namespace
+}  // namespace gpuclean

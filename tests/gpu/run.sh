@@ -1,0 +1,826 @@
+#!/usr/bin/env bash
+# GPU tests: builds tests/gpu/scenarios.cu, makes each GPU-memory problem of SPEC.md happen on
+# the real GPU, and checks what gpuclean says about it. Runs on the GPU machine only.
+#
+#   tests/gpu/run.sh [BIN_DIR]     BIN_DIR (default .device-bin) holds a prebuilt gpuclean
+#
+# Environment: GPU_TEST_ARTIFACTS=DIR keeps every JSON and text output there;
+# GPU_TEST_VERBOSE=1 prints the full status JSON of each scenario; GPU_TEST_LIMIT_S (default
+# 290) bounds the whole run. Prints PASS/FAIL per assertion and "N passed, M failed"; exit 1 if
+# anything failed. See docs/gpu-tests.md.
+#
+# Safety: the script signals only processes it started itself (the scenario programs and the
+# children they report), by PID, after checking the PID still has the start time it had when
+# the script learned it. Every scenario process also ends itself after a lifetime.
+# Most functions here are called through wait_until, expect and run_scenario, which shellcheck
+# cannot follow.
+# shellcheck disable=SC2317
+set -uo pipefail
+
+bin_dir=${1:-.device-bin}
+[[ $bin_dir == /* ]] || bin_dir=$PWD/$bin_dir
+cd "$(dirname "$0")/../.." || exit 2
+GPUCLEAN=$bin_dir/gpuclean
+
+TOTAL_LIMIT_S=${GPU_TEST_LIMIT_S:-290}
+# Long enough for every check of one scenario, short enough that a crashed run leaves the GPU
+# dirty for a minute at most.
+export GPUCLEAN_SCENARIO_LIFETIME=60
+ARTIFACTS=${GPU_TEST_ARTIFACTS:-}
+VERBOSE=${GPU_TEST_VERBOSE:-0}
+
+# The GPU machine has PyTorch's python, not always first on PATH.
+PY=python3
+command -v "$PY" >/dev/null 2>&1 || PY=/opt/torch/.venv/bin/python3
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+
+work=$(mktemp -d /tmp/gpuclean-gpu-tests.XXXXXX) || exit 2
+[[ -n $ARTIFACTS ]] && mkdir -p "$ARTIFACTS"
+
+passed=0
+failed=0
+record() {  # PASS|FAIL MESSAGE
+  if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  echo "$1: $2"
+}
+expect() {  # MESSAGE COMMAND... : PASS when the command succeeds
+  local message=$1
+  shift
+  if "$@"; then record PASS "$message"; else record FAIL "$message"; fi
+}
+
+now_us() {
+  if [[ -n ${EPOCHREALTIME:-} ]]; then echo "${EPOCHREALTIME/[.,]/}"; else date +%s%6N; fi
+}
+
+# Polls COMMAND every INTERVAL seconds until it succeeds or LIMIT seconds passed; WAITED_MS says
+# how long it took. Every wait of this script goes through here: none is unbounded.
+WAITED_MS=0
+wait_until() {  # LIMIT_S INTERVAL_S COMMAND...
+  local limit_us=$(($1 * 1000000)) interval=$2 t0
+  shift 2
+  t0=$(now_us)
+  while :; do
+    if "$@"; then
+      WAITED_MS=$((($(now_us) - t0) / 1000))
+      return 0
+    fi
+    if (($(now_us) - t0 >= limit_us)); then
+      WAITED_MS=$((($(now_us) - t0) / 1000))
+      return 1
+    fi
+    sleep "$interval"
+  done
+}
+
+gc() { timeout 20 "$GPUCLEAN" "$@"; }
+
+indent() { sed "s/^/${1:-    }/"; }
+not_listed() { ! grep -qw -- "$1" <<<"$2"; }  # PID TEXT
+
+keep() {  # FILE: copies an output into the artifacts folder, when one was asked for
+  [[ -n $ARTIFACTS ]] && cp "$1" "$ARTIFACTS/" 2>/dev/null
+  return 0
+}
+
+# ---- processes --------------------------------------------------------------------------------
+
+STAT=()
+read_stat() {  # PID: STAT[0] = state, STAT[19] = start time (fields after comm's last ')')
+  local s
+  { s=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+  s=${s##*) }
+  read -ra STAT <<<"$s"
+}
+start_time() { read_stat "$1" && echo "${STAT[19]}"; }
+proc_state() { if read_stat "$1"; then echo "${STAT[0]}"; else echo gone; fi; }
+
+declare -A start_of=()   # PID -> start time when the script learned the PID
+scenario_pids=()         # every process of the running scenario
+direct=()                # those started by this shell with & (the shell reaps them)
+
+track() {  # PID...
+  local pid t
+  for pid in "$@"; do
+    t=$(start_time "$pid") || continue
+    start_of[$pid]=$t
+    scenario_pids+=("$pid")
+  done
+}
+ours() {  # PID: still the process the script started (not a recycled PID)?
+  [[ -n ${start_of[$1]:-} && $(start_time "$1") == "${start_of[$1]}" ]]
+}
+# Gone: no process, a recycled PID, or only exited threads left. A zombie leader is state Z
+# with live threads, so every thread is looked at; a plain zombie counts as gone (PID 1 may be
+# slow to reap on these machines).
+is_gone() {  # PID
+  local task state
+  ours "$1" || return 0
+  for task in /proc/"$1"/task/*; do
+    state=$(proc_state "${task##*/}")
+    [[ $state == gone || $state == Z || $state == X ]] || return 1
+  done
+  return 0
+}
+all_gone() {  # PID...
+  local pid
+  for pid in "$@"; do is_gone "$pid" || return 1; done
+}
+kill_ours() {  # SIGNAL PID...
+  local sig=$1 pid
+  shift
+  for pid in "$@"; do
+    ours "$pid" && kill "-$sig" "$pid" 2>/dev/null
+  done
+  return 0
+}
+reap_direct() {  # reaps the shell's own children once they are dead (never blocks on a live one)
+  local pid left=()
+  for pid in "${direct[@]}"; do
+    if is_gone "$pid"; then wait "$pid" 2>/dev/null; else left+=("$pid"); fi
+  done
+  direct=("${left[@]}")
+}
+count_nvidia_fds() {  # PID: fds on /dev/nvidia* across all threads' fd tables
+  local link n=0
+  for link in /proc/"$1"/task/*/fd/*; do
+    [[ $(readlink "$link" 2>/dev/null) == /dev/nvidia* ]] && n=$((n + 1))
+  done
+  echo "$n"
+}
+describe() {  # PID...: one line per process, for failure messages
+  local pid
+  for pid in "$@"; do
+    if read_stat "$pid"; then
+      echo "    pid $pid state ${STAT[0]} ppid ${STAT[1]} threads:" \
+        "$(cat /proc/"$pid"/task/*/stat 2>/dev/null | sed 's/.*) \(.\).*/\1/' | tr -d '\n')"
+    else
+      echo "    pid $pid gone"
+    fi
+  done
+}
+
+# ---- NVML through nvidia-smi (independent of gpuclean) ------------------------------------------
+
+smi_apps() {
+  timeout 10 nvidia-smi --query-compute-apps=pid,process_name,used_memory \
+    --format=csv,noheader,nounits 2>/dev/null
+}
+smi_mib_of() {  # PID: MiB NVML attributes to PID (empty when not listed)
+  local line used
+  while IFS= read -r line; do
+    [[ ${line%%,*} == "$1" ]] || continue
+    used=${line##*,}
+    used=${used// /}
+    [[ $used =~ ^[0-9]+$ ]] && echo "$used"
+    return 0
+  done < <(smi_apps)
+}
+nvml_has() {  # PID MIB
+  local used
+  used=$(smi_mib_of "$1")
+  [[ -n $used ]] && ((used >= $2))
+}
+nvml_lacks() { [[ -z $(smi_mib_of "$1") ]]; }
+nvml_lacks_all() {  # PID...: NVML lists none of them (one nvidia-smi call)
+  local apps pid
+  apps=$(smi_apps | cut -d, -f1)
+  for pid in "$@"; do
+    grep -qx -- "$pid" <<<"$apps" && return 1
+  done
+  return 0
+}
+show_smi() {
+  echo "  nvidia-smi --query-compute-apps=pid,process_name,used_memory:"
+  smi_apps | indent
+}
+# NVML shows a cudaMalloc at once in practice; the short bounded poll is for the moments after
+# a kill, when memory moves to its new holder.
+wait_nvml() {  # PID MIB LABEL
+  if wait_until 10 0.05 nvml_has "$1" "$2"; then
+    echo "  NVML shows $3 pid $1 with >= $2 MiB (after ${WAITED_MS} ms)"
+    return 0
+  fi
+  record FAIL "NVML shows $3 pid $1 with >= $2 MiB within 10 s (it shows: '$(smi_mib_of "$1")')"
+  show_smi
+  return 1
+}
+
+# ---- JSON assertions (python: no jq on the GPU machine) -----------------------------------------
+
+cat >"$work/check.py" <<'PY'
+"""One assertion on gpuclean's JSON per call. Prints PASS/FAIL/INFO/VALUE lines, tab separated.
+Expected per-process memory is the allocation plus one CUDA context (CTX_MIB, measured by
+run.sh), within 5%."""
+import json, os, re, sys
+
+MIB = 1 << 20
+
+
+def out(verdict, message):
+    print(f"{verdict}\t{message}")
+
+
+def verdict(ok, message):
+    out("PASS" if ok else "FAIL", message)
+
+
+def holder(doc, pid):
+    return next((h for h in doc.get("holders", []) if h.get("pid") == pid), None)
+
+
+def gpu0(doc):
+    return next((g for g in doc.get("gpus", []) if g.get("index") == 0), None)
+
+
+def mib(b):
+    return f"{b / MIB:.1f} MiB"
+
+
+def parent_text(ppid):
+    try:
+        with open(f"/proc/{ppid}/comm") as f:
+            return f"{ppid} ({f.read().strip()})"
+    except OSError:
+        return f"{ppid} (gone)"
+
+
+def expected(alloc_mib):
+    ctx = os.environ.get("CTX_MIB", "")
+    if ctx:
+        want = alloc_mib + float(ctx)
+        tol = max(0.05 * want, 16)
+        return want - tol, want + tol, f"{alloc_mib} + {ctx} MiB context, ±5%"
+    return alloc_mib, alloc_mib * 1.05 + 1024, f"{alloc_mib} MiB + up to 1 GiB (context not measured)"
+
+
+def check_holder(doc, pid, *conditions):
+    h = holder(doc, int(pid))
+    if h is None:
+        pids = [x.get("pid") for x in doc.get("holders", [])]
+        out("FAIL", f"pid {pid} is a holder (holders: {pids})")
+        return
+    for condition in conditions:
+        key, _, want = condition.partition("=")
+        if key == "class":
+            extra = "" if h.get("class") == want else f"; ppid {parent_text(h.get('ppid'))}"
+            verdict(h.get("class") == want, f"pid {pid} has class {want!r} (got {h.get('class')!r}{extra})")
+        elif key == "state":
+            verdict(h.get("state") == want, f"pid {pid} has state {want!r} (got {h.get('state')!r})")
+        elif key == "inherited_from":
+            got = h.get("inherited_from")
+            verdict(got == int(want), f"pid {pid} inherited_from {want} (got {got})")
+        elif key == "mib":
+            got = h.get("gpu_memory", {}).get("0")
+            lo, hi, text = expected(float(want))
+            ok = got is not None and lo * MIB <= got <= hi * MIB
+            shown = mib(got) if got is not None else "none"
+            verdict(ok, f"pid {pid} holds ≈ {text} on GPU 0 (got {shown})")
+        elif key == "via_thread":
+            devices = h.get("devices", [])
+            ok = any(d.get("via_thread") is not None for d in devices)
+            verdict(ok, f"pid {pid}: device files found through a thread's fd table "
+                        f"({[(d.get('path'), d.get('via_thread')) for d in devices][:3]})")
+        else:
+            out("FAIL", f"check.py: unknown condition {condition}")
+
+
+def check_no_memory(doc, pid):
+    h = holder(doc, int(pid))
+    memory = h.get("gpu_memory") if h else None
+    verdict(not memory, f"pid {pid} holds no GPU memory in gpuclean's view "
+                        f"({'not a holder' if h is None else 'holder, class ' + str(h.get('class')) + ', memory ' + str(memory)})")
+
+
+def check_problem(doc, pid, how=None, text=None):
+    problems = [p for p in doc.get("problems", []) if p.get("pid") == int(pid)]
+    if not problems:
+        out("FAIL", f"a problem names pid {pid} (problems: {[p.get('pid') for p in doc.get('problems', [])]})")
+        return
+    fixes = [p.get("fix", "") for p in problems]
+    if how is None:
+        out("PASS", f"a problem names pid {pid}: {problems[0].get('message')}")
+    elif how == "fix-is":
+        verdict(text in fixes, f"the fix for pid {pid} is {text!r} (got {fixes})")
+    elif how == "fix-has":
+        pattern = r"(?<![\w-])" + re.escape(text) + r"(?!\d)"
+        verdict(any(re.search(pattern, f) for f in fixes), f"the fix for pid {pid} says {text!r} (got {fixes})")
+
+
+def check_attributed(doc, baseline):
+    g = gpu0(doc)
+    memory = g.get("memory") if g else None
+    if not memory:
+        out("FAIL", "GPU 0 memory is reported")
+        return
+    used, attributed = memory["used"], memory.get("attributed", 0)
+    extra = used - int(baseline)
+    raw = 100.0 * attributed / used if used else 0.0
+    text = (f"GPU 0: used {mib(used)}, attributed {mib(attributed)} ({raw:.1f}% of used), "
+            f"idle baseline {mib(int(baseline))}")
+    if extra <= 64 * MIB:
+        out("PASS", f"{text}: nothing above the baseline to attribute")
+        return
+    share = 100.0 * attributed / extra
+    verdict(share >= 99.0, f"{text}: {share:.2f}% of the memory above the baseline is attributed (>= 99%)")
+
+
+def check_smi_equal(doc, pid, smi, label):
+    h = holder(doc, int(pid))
+    got = h.get("gpu_memory", {}).get("0") if h else None
+    if got is None or not smi:
+        out("FAIL", f"{label}: gpuclean {got} bytes vs nvidia-smi '{smi}' MiB (one is missing)")
+        return
+    verdict(abs(got / MIB - float(smi)) <= 1.0,
+            f"{label}: gpuclean {mib(got)} = nvidia-smi {smi} MiB within 1 MiB (NVML struct layout)")
+
+
+def check_explain_zombie(doc, pid):
+    process, h = doc.get("process") or {}, doc.get("holder")
+    verdict(process.get("class") == "zombie" and not (h and h.get("gpu_memory")),
+            f"explain --json {pid}: process class {process.get('class')!r}, holder {'none' if not h else h.get('class')}")
+
+
+def check_explain_heirs(doc, pid, heir):
+    verdict(int(heir) in doc.get("heirs", []),
+            f"explain --json {pid} (dead owner) names heir {heir} (heirs: {doc.get('heirs')})")
+
+
+def summary(doc):
+    g = gpu0(doc)
+    if g and g.get("memory"):
+        m = g["memory"]
+        listed = ", ".join(f"{p.get('pid')}:{mib(p.get('used_memory') or 0)}" for p in g.get("processes", []))
+        out("INFO", f"GPU 0: used {mib(m['used'])}, attributed {mib(m.get('attributed', 0))}, "
+                    f"unattributed {mib(m.get('unattributed', 0))}; NVML lists [{listed}]")
+    for h in doc.get("holders", []):
+        memory = {k: mib(v) for k, v in h.get("gpu_memory", {}).items()}
+        heir = f" inherited_from={h['inherited_from']}" if h.get("inherited_from") is not None else ""
+        out("INFO", f"holder {h.get('pid')} class={h.get('class')} state={h.get('state')} "
+                    f"ppid={h.get('ppid')} memory={memory}{heir} comm={h.get('comm')!r}")
+    for p in doc.get("problems", []):
+        out("INFO", f"problem {p.get('kind')} pid={p.get('pid')}: fix: {p.get('fix')}")
+    out("INFO", f"verdict: {doc.get('verdict')}")
+
+
+def main():
+    check, path, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        out("FAIL", f"{check}: {path} is not gpuclean JSON ({e})")
+        return
+    if check == "summary":
+        summary(doc)
+    elif check == "verdict":
+        verdict(doc.get("verdict") == args[0], f"verdict is {args[0]!r} (got {doc.get('verdict')!r})")
+    elif check == "nvml":
+        state = (doc.get("nvml") or {}).get("state")
+        verdict(state == "present", f"NVML state is 'present' (got {state!r}: {(doc.get('nvml') or {}).get('message')})")
+    elif check == "unattributed":
+        g = gpu0(doc)
+        out("VALUE", str((g.get("memory") or {}).get("unattributed", 0) if g else 0))
+    elif check == "holder":
+        check_holder(doc, *args)
+    elif check == "no-memory":
+        check_no_memory(doc, *args)
+    elif check == "problem":
+        check_problem(doc, *args)
+    elif check == "attributed":
+        check_attributed(doc, *args)
+    elif check == "smi-equal":
+        check_smi_equal(doc, *args)
+    elif check == "explain-zombie":
+        check_explain_zombie(doc, *args)
+    elif check == "explain-heirs":
+        check_explain_heirs(doc, *args)
+    else:
+        out("FAIL", f"check.py: unknown check {check}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # a broken assumption about the JSON is a failed assertion, not a crash
+        out("FAIL", f"check.py {' '.join(sys.argv[1:])}: {type(e).__name__}: {e}")
+PY
+
+PYVALUE=
+pycheck() {  # CHECK JSON ARGS...: records the verdicts of one check.py call
+  local kind verdicts=0 message
+  PYVALUE=
+  while IFS=$'\t' read -r kind message; do
+    case $kind in
+      PASS | FAIL) record "$kind" "$message"; verdicts=$((verdicts + 1)) ;;
+      INFO) echo "  $message" ;;
+      VALUE) PYVALUE=$message ;;
+      *) echo "  check.py: $kind $message" ;;
+    esac
+  done < <(timeout 30 "$PY" "$work/check.py" "$@" 2>&1)
+  if ((verdicts == 0)) && [[ $1 != summary && $1 != unattributed ]]; then
+    record FAIL "check.py $1 gave no verdict (python3 missing or crashed?)"
+  fi
+}
+
+# ---- gpuclean runs ------------------------------------------------------------------------------
+
+J=            # status JSON of the last snapshot
+CHECK_OUT=    # its `gpuclean check` output
+CHECK_RC=0
+STATUS_RC=0
+snapshot() {  # NAME EXPLAIN_PID...: status --json, check and explain, printed and kept
+  local name=$1 pid file
+  shift
+  J=$work/$name.status.json
+  gc status --json >"$J" 2>"$work/$name.status.err"
+  STATUS_RC=$?
+  keep "$J"
+  echo "  \$ gpuclean status --json   (exit $STATUS_RC; summary below)"
+  [[ -s $work/$name.status.err ]] && sed 's/^/  stderr: /' "$work/$name.status.err"
+  if [[ $VERBOSE == 1 ]]; then cat "$J"; fi
+  pycheck summary "$J"
+  CHECK_OUT=$(gc check 2>&1)
+  CHECK_RC=$?
+  echo "  \$ gpuclean check   (exit $CHECK_RC)"
+  [[ -n $CHECK_OUT ]] && indent <<<"$CHECK_OUT"
+  for pid in "$@"; do
+    file=$work/$name.explain.$pid.txt
+    gc explain "$pid" >"$file" 2>&1
+    echo "  \$ gpuclean explain $pid   (exit $?)"
+    indent <"$file"
+    keep "$file"
+  done
+}
+expect_dirty() {
+  expect "gpuclean status exits 1 (dirty) (got $STATUS_RC)" test "$STATUS_RC" -eq 1
+  expect "gpuclean check exits 1 (dirty) (got $CHECK_RC)" test "$CHECK_RC" -eq 1
+}
+
+# ---- scenario plumbing --------------------------------------------------------------------------
+
+SCENARIOS=$work/scenarios
+LAUNCHED=
+launch() {  # MODE ARGS...: starts the scenario program in the background
+  # Its output goes to a file: a process that outlives the script must not hold our stdout.
+  "$SCENARIOS" "$@" </dev/null >>"$work/scenario.log" 2>&1 &
+  LAUNCHED=$!
+  direct+=("$LAUNCHED")
+  track "$LAUNCHED"
+}
+
+READY=()
+ready_or_dead() { [[ -s $1 ]] || { [[ -n $2 ]] && is_gone "$2"; }; }
+wait_ready() {  # FILE [PID that must stay alive meanwhile]
+  local file=$1 watch=${2:-} line pid
+  READY=()
+  if ! wait_until 30 0.05 ready_or_dead "$file" "$watch" || [[ ! -s $file ]]; then
+    record FAIL "scenario ready within 30 s (waited ${WAITED_MS} ms; scenario log below)"
+    indent <"$work/scenario.log"
+    return 1
+  fi
+  line=$(<"$file")
+  if [[ $line == error:* ]]; then
+    record FAIL "scenario could not be built: $line"
+    return 1
+  fi
+  read -ra READY <<<"$line"
+  for pid in "${READY[@]}"; do
+    if [[ ! $pid =~ ^[0-9]+$ ]]; then
+      record FAIL "scenario ready line is PIDs: '$line'"
+      return 1
+    fi
+  done
+  track "${READY[@]}"
+  echo "  ready after ${WAITED_MS} ms: $line"
+}
+
+BASELINE=0  # unattributed bytes on GPU 0 when clean: the driver's own use, no process's
+
+# After each scenario, even a failed one: SIGKILL what it started, then time how long until
+# gpuclean check says clean again (FACTS.md: ~0.12-0.16 s for NVML to show memory released),
+# and how long until NVML (through nvidia-smi) lists none of the scenario's PIDs. The second
+# is timed separately: a killed process not yet reaped is a zombie, which gpuclean may call
+# clean while NVML still lists its memory, and the two times show whether that happened.
+cleanup_scenario() {  # ID
+  local name=$1 clean_json t0 check_ms
+  if ((${#scenario_pids[@]} > 0)); then
+    kill_ours KILL "${scenario_pids[@]}"
+    t0=$(now_us)
+    if wait_until 15 0.02 gc check >/dev/null 2>&1; then
+      record PASS "$name: clean again (gpuclean check exit 0) ${WAITED_MS} ms after SIGKILL"
+    else
+      record FAIL "$name: gpuclean check still dirty ${WAITED_MS} ms after SIGKILL"
+      gc check 2>&1 | indent
+      describe "${scenario_pids[@]}"
+    fi
+    check_ms=$WAITED_MS
+    if wait_until 15 0.02 nvml_lacks_all "${scenario_pids[@]}"; then
+      echo "  NVML lists none of its PIDs $((($(now_us) - t0) / 1000)) ms after SIGKILL" \
+        "(gpuclean check said clean at ${check_ms} ms)"
+    else
+      record FAIL "$name: NVML still lists a scenario PID 15 s after gpuclean check said clean"
+      show_smi
+    fi
+    if ! wait_until 10 0.05 all_gone "${scenario_pids[@]}"; then
+      record FAIL "$name: every scenario process gone within 10 s of SIGKILL"
+      describe "${scenario_pids[@]}"
+    fi
+  fi
+  reap_direct
+  scenario_pids=()
+  if [[ -s $work/scenario.log ]]; then
+    echo "  scenario program output:"
+    indent <"$work/scenario.log"
+    : >"$work/scenario.log"
+  fi
+  # The driver's own share may drift after contexts came and went: re-read it while clean.
+  clean_json=$work/$name.after.json
+  if gc status --json >"$clean_json" 2>/dev/null; then
+    pycheck unattributed "$clean_json"
+    [[ -n $PYVALUE ]] && BASELINE=$PYVALUE
+  fi
+}
+
+run_scenario() {  # ID TITLE FUNCTION
+  echo
+  echo "=== $1: $2  ($(date -u +%T), ${SECONDS}s into the run)"
+  scenario_pids=()
+  "$3"
+  cleanup_scenario "$1"
+}
+
+# ---- scenarios ----------------------------------------------------------------------------------
+
+export CTX_MIB=
+scenario_context() {
+  # What one CUDA context costs on this GPU and driver: every "≈ MIB" below is MIB plus this.
+  local ready=$work/context.ready pid
+  launch leftover 0 "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  pid=${READY[0]}
+  wait_nvml "$pid" 1 "context-only" || return
+  CTX_MIB=$(smi_mib_of "$pid")
+  record PASS "one CUDA context costs $CTX_MIB MiB per process (NVML, pid $pid)"
+}
+
+scenario_leftover() {
+  local mib=8192 ready=$work/leftover.ready pid smi
+  launch leftover "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  pid=${READY[0]}
+  wait_nvml "$pid" "$mib" "leftover" || return
+  snapshot leftover "$pid"
+  # Its parent is this script's shell, which is alive: a live process in use, not an orphan.
+  pycheck holder "$J" "$pid" class=active mib="$mib"
+  pycheck problem "$J" "$pid"
+  smi=$(smi_mib_of "$pid")
+  echo "  nvidia-smi says pid $pid uses ${smi:-?} MiB"
+  pycheck smi-equal "$J" "$pid" "$smi" "leftover pid $pid"
+  pycheck attributed "$J" "$BASELINE"
+  expect_dirty
+}
+
+scenario_heir() {
+  local mib=8192 ready=$work/heir.ready child parent smi
+  launch heir "$mib" "$ready"
+  parent=$LAUNCHED
+  # No PID to watch: the parent exits on purpose right after forking.
+  wait_ready "$ready" || return
+  child=${READY[0]}
+  expect "the reported parent ${READY[1]} is the process the script started ($parent)" \
+    test "${READY[1]}" = "$parent"
+  # The parent was this shell's child: reap it so /proc no longer has it (a zombie parent would
+  # still be "in /proc", which is a different case).
+  reap_direct
+  expect "parent $parent is gone from /proc" wait_until 5 0.02 test ! -e "/proc/$parent"
+  wait_nvml "$parent" "$mib" "dead parent" || return
+  show_smi
+  smi=$(smi_mib_of "$parent")
+  expect "nvidia-smi lists the dead parent $parent (the [Not Found] case) with ${smi:-?} MiB" \
+    test -n "$smi"
+  snapshot heir "$child" "$parent"
+  pycheck holder "$J" "$child" class=heir inherited_from="$parent" mib="$mib"
+  pycheck problem "$J" "$child" fix-has "kill $child"
+  pycheck smi-equal "$J" "$child" "$smi" "heir $child vs nvidia-smi's dead pid $parent"
+  pycheck attributed "$J" "$BASELINE"
+  gc explain --json "$parent" >"$work/heir.explain.$parent.json" 2>/dev/null
+  keep "$work/heir.explain.$parent.json"
+  pycheck explain-heirs "$work/heir.explain.$parent.json" "$parent" "$child"
+  expect_dirty
+}
+
+scenario_zombie_leader() {
+  local mib=4096 ready=$work/zombie-leader.ready pid fds tool found
+  launch zombie-leader "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  pid=${READY[0]}
+  wait_nvml "$pid" "$mib" "zombie-led" || return
+  ps -o pid,ppid,stat,nlwp,comm -p "$pid" 2>/dev/null | indent
+  # What the usual tools see: nothing in the leader's fd table, the files only per thread.
+  fds=$(ls -A "/proc/$pid/fd" 2>&1)
+  echo "  ls /proc/$pid/fd: '${fds}'"
+  expect "/proc/$pid/fd of the zombie leader is empty" test -z "$fds"
+  echo "  /dev/nvidia* fds of its threads (/proc/$pid/task/*/fd): $(count_nvidia_fds "$pid")"
+  for tool in fuser lsof; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "  SKIP: $tool is not installed"
+      continue
+    fi
+    if [[ $tool == fuser ]]; then
+      echo "  \$ fuser -v /dev/nvidia*"
+      timeout 20 fuser -v /dev/nvidia* 2>&1 | indent
+      found=$(timeout 20 fuser /dev/nvidia* 2>/dev/null)
+    else
+      echo "  \$ lsof -t /dev/nvidia*"
+      found=$(timeout 20 lsof -w -t /dev/nvidia* 2>/dev/null)
+      indent <<<"${found:-(nothing)}"
+    fi
+    # The documented blind spot (FACTS.md): if this ever fails, the tools got better.
+    expect "$tool does not see the zombie leader $pid" not_listed "$pid" "$found"
+  done
+  snapshot zombie-leader "$pid"
+  pycheck holder "$J" "$pid" class=zombie-leader state=Z mib="$mib" via_thread=1
+  pycheck problem "$J" "$pid" fix-is "kill -9 $pid"
+  pycheck attributed "$J" "$BASELINE"
+  expect_dirty
+}
+
+scenario_zombie() {
+  local ready=$work/zombie.ready child parent
+  launch zombie "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  child=${READY[0]}
+  parent=${READY[1]}
+  expect "child $child is a zombie (state $(proc_state "$child"))" test "$(proc_state "$child")" = Z
+  # Its 64 MiB go back as it exits; give NVML its ~0.1 s before looking.
+  if wait_until 10 0.05 nvml_lacks "$child"; then
+    echo "  NVML no longer lists the exited child (after ${WAITED_MS} ms)"
+  else
+    record FAIL "NVML stops listing the exited child $child within 10 s"
+  fi
+  snapshot zombie "$child"
+  pycheck no-memory "$J" "$child"
+  local text=$work/zombie.explain.$child.txt
+  expect "gpuclean explain $child says zombie" grep -qiw zombie "$text"
+  expect "gpuclean explain $child names the parent $parent that does not reap it" \
+    grep -qw -- "$parent" "$text"
+  gc explain --json "$child" >"$work/zombie.explain.$child.json" 2>/dev/null
+  keep "$work/zombie.explain.$child.json"
+  pycheck explain-zombie "$work/zombie.explain.$child.json" "$child"
+  pycheck attributed "$J" "$BASELINE"
+  # SPEC problem 7: a zombie holds no GPU memory, so it does not make the machine dirty.
+  expect "gpuclean check exits 0 with only a zombie around (got $CHECK_RC)" test "$CHECK_RC" -eq 0
+}
+
+scenario_ipc() {
+  local mib=4096 ready=$work/ipc.ready exporter importer
+  launch ipc "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  exporter=${READY[0]}
+  importer=${READY[1]}
+  wait_nvml "$exporter" "$mib" "exporter" || return
+  show_smi
+  echo "  SIGKILL exporter $exporter"
+  kill_ours KILL "$exporter"
+  expect "exporter $exporter gone within 10 s" wait_until 10 0.02 is_gone "$exporter"
+  reap_direct
+  wait_nvml "$importer" "$mib" "importer" || return
+  show_smi
+  snapshot ipc "$importer"
+  pycheck holder "$J" "$importer" mib="$mib"
+  pycheck problem "$J" "$importer"
+  pycheck attributed "$J" "$BASELINE"
+  expect_dirty
+}
+
+scenario_server() {
+  local n=4 mib=2048 ready=$work/server.ready parent worker workers lines named
+  launch server "$n" "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  parent=${READY[0]}
+  workers=("${READY[@]:1}")
+  for worker in "${workers[@]}"; do wait_nvml "$worker" "$mib" "worker" || return; done
+  echo "  SIGKILL server parent $parent"
+  kill_ours KILL "$parent"
+  expect "server parent $parent gone within 10 s" wait_until 10 0.02 is_gone "$parent"
+  reap_direct
+  # Re-parenting is immediate on exit; show where the workers went (PID 1 or a subreaper).
+  for worker in "${workers[@]}"; do
+    read_stat "$worker" && echo "  worker $worker now has ppid ${STAT[1]} ($(cat /proc/"${STAT[1]}"/comm 2>/dev/null))"
+  done
+  show_smi
+  snapshot server "${workers[0]}"
+  for worker in "${workers[@]}"; do
+    pycheck holder "$J" "$worker" class=orphan mib="$mib"
+  done
+  lines=$(grep -c '^gpuclean: ' <<<"$CHECK_OUT")
+  named=0
+  for worker in "${workers[@]}"; do grep -qw -- "$worker" <<<"$CHECK_OUT" && named=$((named + 1)); done
+  if ((lines == n && named == n)); then
+    record PASS "gpuclean check prints $n lines, one per worker"
+  else
+    record FAIL "gpuclean check prints $n lines, one per worker (got $lines lines naming $named workers)"
+  fi
+  pycheck attributed "$J" "$BASELINE"
+  expect_dirty
+}
+
+# ---- run ----------------------------------------------------------------------------------------
+
+watchdog=
+finish() {
+  trap - TERM INT
+  if ((${#scenario_pids[@]} > 0)); then
+    kill_ours KILL "${scenario_pids[@]}"
+  fi
+  echo
+  echo "$passed passed, $failed failed"
+  if ((failed > 0)); then exit 1; fi
+  exit 0
+}
+on_exit() {
+  if ((${#scenario_pids[@]} > 0)); then kill_ours KILL "${scenario_pids[@]}"; fi
+  [[ -n $watchdog ]] && kill "$watchdog" 2>/dev/null
+  rm -rf "$work"
+}
+trap on_exit EXIT
+trap 'record FAIL "overall time limit of ${TOTAL_LIMIT_S}s reached: stopped"; finish' TERM
+trap 'record FAIL "interrupted"; finish' INT
+# The bound on the whole run. Its own sleep is ended with it, and nothing of it holds stdout.
+(
+  sp=
+  trap '[[ -n $sp ]] && kill "$sp" 2>/dev/null; exit 0' TERM
+  sleep "$TOTAL_LIMIT_S" &
+  sp=$!
+  wait "$sp" && kill -TERM $$
+) </dev/null >/dev/null 2>&1 &
+watchdog=$!
+
+echo "=== gpuclean GPU tests  $(date -u +%FT%TZ)"
+echo "host $(hostname)  kernel $(uname -r)"
+timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
+  sed 's/^/gpu  /'
+echo "nvcc $("$NVCC" --version 2>/dev/null | grep -o 'release [0-9.]*' || echo '?')," \
+  "python $("$PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || echo '?')"
+
+if [[ ! -x $GPUCLEAN ]]; then
+  record FAIL "gpuclean binary at $GPUCLEAN (build it with BUILD_DIR=build-portable scripts/build.sh -DGPUCLEAN_PORTABLE=ON and copy it there)"
+  finish
+fi
+echo "gpuclean $(gc --version 2>&1)  ($GPUCLEAN)"
+
+if [[ -f tests/gpu/nvml_layout_check.c ]]; then
+  echo
+  echo "=== NVML struct layout against the driver's nvml.h"
+  mapfile -t cuda_dirs < <(compgen -G '/usr/local/cuda*/')
+  header=
+  if ((${#cuda_dirs[@]} > 0)); then
+    header=$(find "${cuda_dirs[@]}" -name nvml.h 2>/dev/null | head -n 1)
+  fi
+  if [[ -z $header ]]; then
+    record FAIL "nvml.h found under /usr/local/cuda*/"
+  elif ! gcc -I"$(dirname "$header")" tests/gpu/nvml_layout_check.c -o "$work/layout" 2>&1; then
+    record FAIL "nvml_layout_check.c compiles against $header"
+  else
+    layout=$(timeout 10 "$work/layout" 2>&1)
+    indent "  " <<<"$layout"
+    expect "NVML layout matches $header (layout: ok)" grep -qx 'layout: ok' <<<"$layout"
+  fi
+fi
+
+echo
+echo "=== build scenarios.cu"
+if ! timeout 180 "$NVCC" -O2 -o "$SCENARIOS" tests/gpu/scenarios.cu -lpthread 2>&1; then
+  record FAIL "nvcc builds tests/gpu/scenarios.cu"
+  finish
+fi
+echo "  built in ${SECONDS}s"
+
+echo
+echo "=== idle GPU"
+show_smi
+idle_check=$(gc check 2>&1)
+idle_rc=$?
+[[ -n $idle_check ]] && indent <<<"$idle_check"
+gc status --json >"$work/idle.status.json" 2>/dev/null
+keep "$work/idle.status.json"
+pycheck summary "$work/idle.status.json"
+pycheck nvml "$work/idle.status.json"
+before=$failed
+expect "idle: gpuclean check exits 0 (got $idle_rc)" test "$idle_rc" -eq 0
+pycheck verdict "$work/idle.status.json" clean
+if ((failed > before)); then
+  echo "WARNING: the machine was dirty before any scenario ran; results below may be skewed"
+fi
+pycheck unattributed "$work/idle.status.json"
+BASELINE=${PYVALUE:-0}
+
+run_scenario context "what one CUDA context costs" scenario_context
+run_scenario leftover "a live process keeps its memory (SPEC problem 1)" scenario_leftover
+run_scenario heir "fork after CUDA init, owner dead (problem 3)" scenario_heir
+run_scenario zombie-leader "main thread exited, a worker keeps the context (problem 2)" scenario_zombie_leader
+run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
+run_scenario ipc "CUDA IPC importer after the exporter died" scenario_ipc
+run_scenario server "orphaned server workers (problem 4)" scenario_server
+finish
