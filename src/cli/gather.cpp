@@ -92,36 +92,50 @@ Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text
   return std::optional<std::set<unsigned>>(std::move(out));
 }
 
-std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
+Result<std::vector<DeviceFile>> select_device_files(const CommonOptions& options,
+                                                    const std::vector<std::string>& paths) {
   procfs::DeviceSelection selection;
-  selection.must_match = options.device_globs;
+  selection.must_match = paths;
+  selection.must_match.insert(selection.must_match.end(), options.device_globs.begin(),
+                              options.device_globs.end());
   if (selection.must_match.empty()) selection.patterns = procfs::default_nvidia_globs();
-  auto files = procfs::expand_device_files(selection);
+  return procfs::expand_device_files(selection);
+}
+
+std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan) {
+  std::vector<Holder> holders;
+  for (procfs::FileHolding& holding : scan.holdings) {
+    auto process = proc.read_process(holding.pid);
+    if (!process.ok()) {
+      // Exited between the scan and now: it holds nothing any more.
+      if (process.error().is_vanished()) ++scan.stats.vanished;
+      continue;
+    }
+    procfs::fill_access(proc, holding);
+    holders.push_back(make_holder(std::move(process).value(), std::move(holding.files)));
+  }
+  return holders;
+}
+
+std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
+  auto files = select_device_files(options);
   if (!files.ok()) return GatherError{kExitUsage, files.error().message()};
   auto proc = procfs::ProcFs::open(options.proc_root);
   if (!proc.ok()) return GatherError{kExitRuntime, proc.error().message()};
 
   auto nvml_future = std::async(std::launch::async, query_gpus, std::cref(options));
-  const procfs::HolderScan scan = procfs::scan_holders(*proc, *files, {.threads = options.threads});
+  procfs::HolderScan scan = procfs::scan_holders(*proc, *files, {.threads = options.threads});
   NvmlOutcome nvml = nvml_future.get();
 
   Gathered out;
   out.files = *files;
+  out.input.holders = read_holders(*proc, scan);
   out.stats = scan.stats;
   out.nvml_state = nvml.state;
   out.nvml_message = nvml.message;
   out.input.self = ::getpid();
   std::set<Pid> seen;
-  for (procfs::FileHolding holding : scan.holdings) {
-    auto process = proc->read_process(holding.pid);
-    if (!process.ok()) {
-      if (process.error().is_vanished()) ++out.stats.vanished;
-      continue;
-    }
-    procfs::fill_access(*proc, holding);
-    seen.insert(holding.pid);
-    out.input.holders.push_back(make_holder(std::move(process).value(), std::move(holding.files)));
-  }
+  for (const Holder& h : out.input.holders) seen.insert(h.process.pid);
   if (nvml.view) {
     // Processes NVML names that hold no (readable) device file: read them too; the ones
     // /proc lacks are dead owners or live in another PID namespace.

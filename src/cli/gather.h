@@ -10,6 +10,8 @@
 #include "cli/common.h"
 #include "diagnose/diagnosis.h"
 #include "nvml/gpu_source.h"
+#include "procfs/holder_scan.h"
+#include "procfs/proc_fs.h"
 
 namespace gpuclean::cli {
 
@@ -28,6 +30,15 @@ struct GatherError {
   int exit_code = kExitRuntime;
   std::string message;
 };
+
+// The files to scan: `paths` and --device-glob patterns (each must match something), or the
+// NVIDIA defaults when both are empty. Errors are usage errors.
+Result<std::vector<DeviceFile>> select_device_files(const CommonOptions& options,
+                                                    const std::vector<std::string>& paths = {});
+
+// Everything /proc says about each holder the scan found, classified from /proc alone.
+// Holders that exited since the scan are counted in scan.stats.vanished and left out.
+std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan);
 
 // Runs the scan and the NVML query. `test_gpu_source` (hidden flag) replaces NVML.
 std::variant<Gathered, GatherError> gather(const CommonOptions& options);

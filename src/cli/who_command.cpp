@@ -2,7 +2,7 @@
 
 #include <ostream>
 
-#include "diagnose/classify.h"
+#include "cli/gather.h"
 #include "output/who_view.h"
 #include "procfs/device_files.h"
 #include "procfs/holder_scan.h"
@@ -23,13 +23,7 @@ int run_who(const WhoOptions& options, const Io& io) {
               "use `gpuclean status --gpus`\n";
     return kExitUsage;
   }
-  procfs::DeviceSelection selection;
-  selection.must_match = options.paths;
-  for (const auto& glob : options.common.device_globs) selection.must_match.push_back(glob);
-  const bool defaults = selection.must_match.empty();
-  if (defaults) selection.patterns = procfs::default_nvidia_globs();
-
-  auto files = procfs::expand_device_files(selection);
+  auto files = select_device_files(options.common, options.paths);
   if (!files.ok()) {
     io.err << "gpuclean: who: " << files.error().message() << '\n';
     return kExitUsage;
@@ -43,28 +37,15 @@ int run_who(const WhoOptions& options, const Io& io) {
     io.err << "gpuclean: no NVIDIA device files (/dev/nvidia*) on this machine\n";
   }
 
-  const procfs::HolderScan scan =
+  procfs::HolderScan scan =
       procfs::scan_holders(*proc, *files, {.threads = options.common.threads});
 
   output::WhoReport report;
   report.host = host_name();
   report.time = unix_now();
   report.files = *files;
+  report.holders = read_holders(*proc, scan);
   report.stats = scan.stats;
-  for (procfs::FileHolding holding : scan.holdings) {
-    auto process = proc->read_process(holding.pid);
-    if (!process.ok()) {
-      // Exited between the scan and now: it holds nothing any more.
-      if (process.error().is_vanished()) ++report.stats.vanished;
-      continue;
-    }
-    procfs::fill_access(*proc, holding);
-    Holder holder;
-    holder.process = std::move(process).value();
-    holder.devices = std::move(holding.files);
-    holder.klass = diagnose::classify_from_proc(holder.process);
-    report.holders.push_back(std::move(holder));
-  }
 
   if (options.common.json) {
     output::render_who_json(io.out, report);
