@@ -294,7 +294,7 @@ gc_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo "no git")
 gc_rev="tree $gc_rev, binary built $(date -r "$gpuclean" '+%Y-%m-%d %H:%M:%S')"
 echo "who_bench $(date '+%Y-%m-%d %H:%M:%S %z')  kernel $(uname -r)  nproc $(nproc)  crowd n=$n f=$f h=$h z=$z  runs $runs (+1 warm-up)"
 echo "  processes in /proc: $procs_now  tasks: $(awk '{ split($4, a, "/"); print a[2] }' /proc/loadavg)  pid_max: $pid_max  ulimit -u: $ulimit_u  gpuclean: $gpuclean ($gc_rev)"
-echo "  gpuclean default threads: min(nproc, 16) = $default_threads (src/cli/common.cpp)  fuser: ${fuser_bin:-missing}  lsof: ${lsof_bin:-skipped/missing}  peak RSS via: ${time_bin:-python3 getrusage}"
+echo "  gpuclean default threads: min(nproc, 16, processes/64) = $default_threads (auto_threads in src/procfs/holder_scan.cpp)  fuser: ${fuser_bin:-missing}  lsof: ${lsof_bin:-skipped/missing}  peak RSS via: ${time_bin:-python3 getrusage}"
 echo "  $(sed -n 1p "$tmp/crowd.log")"
 
 : >"$tmp/times.tsv"

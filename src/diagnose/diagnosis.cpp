@@ -93,9 +93,16 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
           "run gpuclean in the host's PID namespace (e.g. nsenter -t 1 -p -m gpuclean) or "
           "look in the other containers on this node";
       return p;
+    case HolderClass::kZombie:
+      // It has exited but NVML still counts its memory: the driver is tearing the context
+      // down (FACTS.md: ~0.12–0.16 s after SIGKILL). Not clean until that is done.
+      p.kind = "exiting";
+      p.message = where + (bytes ? format_bytes(*bytes) : std::string("memory")) +
+                  " still counted for " + label + ", which has exited; the driver is releasing it";
+      p.fix = "wait for the release (gpuclean wait)";
+      return p;
     case HolderClass::kActive:
     case HolderClass::kMonitor:
-    case HolderClass::kZombie:
       break;
   }
   p.kind = bytes ? "in-use" : "holder";
@@ -245,8 +252,9 @@ Diagnosis diagnose(Input input, const Options& options) {
   });
 
   for (const Holder& h : holders) {
-    if (h.klass == HolderClass::kMonitor || h.klass == HolderClass::kZombie ||
-        excused(options, h)) {
+    // A zombie matters only while NVML still counts memory for it.
+    if (h.klass == HolderClass::kMonitor || excused(options, h) ||
+        (h.klass == HolderClass::kZombie && h.gpu_memory.empty())) {
       continue;
     }
     if (!input.gpu_view) {

@@ -12,6 +12,7 @@
 # Safety: the script signals only processes it started itself (the scenario programs and the
 # children they report), by PID, after checking the PID still has the start time it had when
 # the script learned it. Every scenario process also ends itself after a lifetime.
+
 # Most functions here are called through wait_until, expect and run_scenario, which shellcheck
 # cannot follow.
 # shellcheck disable=SC2317
@@ -35,12 +36,22 @@ command -v "$PY" >/dev/null 2>&1 || PY=/opt/torch/.venv/bin/python3
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 
 work=$(mktemp -d /tmp/gpuclean-gpu-tests.XXXXXX) || exit 2
+# The real stdout and stderr, for the signal traps: a trap runs inside whatever redirection is
+# active (e.g. `wait_until ... >/dev/null`), and its report must not vanish there. Long-lived
+# children get 3 and 4 closed, so none keeps the caller's pipe open.
+exec 3>&1 4>&2
 [[ -n $ARTIFACTS ]] && mkdir -p "$ARTIFACTS"
 
 passed=0
 failed=0
+failures=()  # repeated at the end: the output is long, its tail is what gets read
 record() {  # PASS|FAIL MESSAGE
-  if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  if [[ $1 == PASS ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$2")
+  fi
   echo "$1: $2"
 }
 expect() {  # MESSAGE COMMAND... : PASS when the command succeeds
@@ -85,19 +96,23 @@ keep() {  # FILE: copies an output into the artifacts folder, when one was asked
 
 # ---- processes --------------------------------------------------------------------------------
 
+# Functions that split words pin IFS: the TERM trap may run them in the middle of pycheck's
+# `IFS=$'\t' read` loop, where IFS is a tab.
 STAT=()
 read_stat() {  # PID: STAT[0] = state, STAT[19] = start time (fields after comm's last ')')
-  local s
+  local s IFS=$' \t\n'
+  STAT=()
   { s=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+  [[ $s == *") "* ]] || return 1  # empty when the process died between open and read
   s=${s##*) }
   read -ra STAT <<<"$s"
+  ((${#STAT[@]} >= 20))
 }
 start_time() { read_stat "$1" && echo "${STAT[19]}"; }
 proc_state() { if read_stat "$1"; then echo "${STAT[0]}"; else echo gone; fi; }
 
 declare -A start_of=()   # PID -> start time when the script learned the PID
 scenario_pids=()         # every process of the running scenario
-direct=()                # those started by this shell with & (the shell reaps them)
 
 track() {  # PID...
   local pid t
@@ -106,6 +121,19 @@ track() {  # PID...
     start_of[$pid]=$t
     scenario_pids+=("$pid")
   done
+}
+# Every scenario process appends "PID STARTTIME" to READY.pids as it starts (scenarios.cu), so
+# processes that exist before READY names them (a scenario failing or interrupted half-way) are
+# known too, with the start time they had themselves.
+PIDS_FILE=
+track_noted() {
+  local pid t IFS=$' \t\n'
+  [[ -n $PIDS_FILE && -s $PIDS_FILE ]] || return 0
+  while read -r pid t; do
+    [[ $pid =~ ^[0-9]+$ && $t =~ ^[0-9]+$ && -z ${start_of[$pid]:-} ]] || continue
+    start_of[$pid]=$t
+    scenario_pids+=("$pid")
+  done <"$PIDS_FILE"
 }
 ours() {  # PID: still the process the script started (not a recycled PID)?
   [[ -n ${start_of[$1]:-} && $(start_time "$1") == "${start_of[$1]}" ]]
@@ -133,13 +161,6 @@ kill_ours() {  # SIGNAL PID...
     ours "$pid" && kill "-$sig" "$pid" 2>/dev/null
   done
   return 0
-}
-reap_direct() {  # reaps the shell's own children once they are dead (never blocks on a live one)
-  local pid left=()
-  for pid in "${direct[@]}"; do
-    if is_gone "$pid"; then wait "$pid" 2>/dev/null; else left+=("$pid"); fi
-  done
-  direct=("${left[@]}")
 }
 count_nvidia_fds() {  # PID: fds on /dev/nvidia* across all threads' fd tables
   local link n=0
@@ -461,11 +482,14 @@ expect_dirty() {
 
 SCENARIOS=$work/scenarios
 LAUNCHED=
-launch() {  # MODE ARGS...: starts the scenario program in the background
+launch() {  # MODE ARGS... READY: starts the scenario program in the background
+  PIDS_FILE=${!#}.pids
   # Its output goes to a file: a process that outlives the script must not hold our stdout.
-  "$SCENARIOS" "$@" </dev/null >>"$work/scenario.log" 2>&1 &
+  "$SCENARIOS" "$@" </dev/null >>"$work/scenario.log" 2>&1 3>&- 4>&- &
   LAUNCHED=$!
-  direct+=("$LAUNCHED")
+  # Disowned, bash still reaps it as soon as it dies (so a dead parent leaves /proc), but
+  # prints no "Killed" job notice at some random later line.
+  disown "$LAUNCHED"
   track "$LAUNCHED"
 }
 
@@ -504,6 +528,7 @@ BASELINE=0  # unattributed bytes on GPU 0 when clean: the driver's own use, no p
 # clean while NVML still lists its memory, and the two times show whether that happened.
 cleanup_scenario() {  # ID
   local name=$1 clean_json t0 check_ms
+  track_noted
   if ((${#scenario_pids[@]} > 0)); then
     kill_ours KILL "${scenario_pids[@]}"
     t0=$(now_us)
@@ -519,7 +544,7 @@ cleanup_scenario() {  # ID
       echo "  NVML lists none of its PIDs $((($(now_us) - t0) / 1000)) ms after SIGKILL" \
         "(gpuclean check said clean at ${check_ms} ms)"
     else
-      record FAIL "$name: NVML still lists a scenario PID 15 s after gpuclean check said clean"
+      record FAIL "$name: NVML still lists a scenario PID 15 s after the SIGKILL"
       show_smi
     fi
     if ! wait_until 10 0.05 all_gone "${scenario_pids[@]}"; then
@@ -527,8 +552,8 @@ cleanup_scenario() {  # ID
       describe "${scenario_pids[@]}"
     fi
   fi
-  reap_direct
   scenario_pids=()
+  PIDS_FILE=
   if [[ -s $work/scenario.log ]]; then
     echo "  scenario program output:"
     indent <"$work/scenario.log"
@@ -590,9 +615,8 @@ scenario_heir() {
   child=${READY[0]}
   expect "the reported parent ${READY[1]} is the process the script started ($parent)" \
     test "${READY[1]}" = "$parent"
-  # The parent was this shell's child: reap it so /proc no longer has it (a zombie parent would
-  # still be "in /proc", which is a different case).
-  reap_direct
+  # The parent was this shell's child, which bash reaps at once: then /proc no longer has it.
+  # (A zombie parent would still be "in /proc", which is a different case.)
   expect "parent $parent is gone from /proc" wait_until 5 0.02 test ! -e "/proc/$parent"
   wait_nvml "$parent" "$mib" "dead parent" || return
   show_smi
@@ -684,7 +708,6 @@ scenario_ipc() {
   echo "  SIGKILL exporter $exporter"
   kill_ours KILL "$exporter"
   expect "exporter $exporter gone within 10 s" wait_until 10 0.02 is_gone "$exporter"
-  reap_direct
   wait_nvml "$importer" "$mib" "importer" || return
   show_smi
   snapshot ipc "$importer"
@@ -704,7 +727,6 @@ scenario_server() {
   echo "  SIGKILL server parent $parent"
   kill_ours KILL "$parent"
   expect "server parent $parent gone within 10 s" wait_until 10 0.02 is_gone "$parent"
-  reap_direct
   # Re-parenting is immediate on exit; show where the workers went (PID 1 or a subreaper).
   for worker in "${workers[@]}"; do
     read_stat "$worker" && echo "  worker $worker now has ppid ${STAT[1]} ($(cat /proc/"${STAT[1]}"/comm 2>/dev/null))"
@@ -731,34 +753,49 @@ scenario_server() {
 watchdog=
 finish() {
   trap - TERM INT
+  set +u  # an unexpected empty variable must not stop the cleanup
+  track_noted
   if ((${#scenario_pids[@]} > 0)); then
     kill_ours KILL "${scenario_pids[@]}"
   fi
   echo
+  if ((failed > 0)); then
+    echo "Failed:"
+    printf '  FAIL: %s\n' "${failures[@]}"
+  fi
   echo "$passed passed, $failed failed"
   if ((failed > 0)); then exit 1; fi
   exit 0
 }
 on_exit() {
+  set +u
+  track_noted
   if ((${#scenario_pids[@]} > 0)); then kill_ours KILL "${scenario_pids[@]}"; fi
   [[ -n $watchdog ]] && kill "$watchdog" 2>/dev/null
   rm -rf "$work"
 }
 trap on_exit EXIT
-trap 'record FAIL "overall time limit of ${TOTAL_LIMIT_S}s reached: stopped"; finish' TERM
-trap 'record FAIL "interrupted"; finish' INT
+on_signal() {  # MESSAGE
+  exec 1>&3 2>&4
+  record FAIL "$1"
+  finish
+}
+trap 'on_signal "overall time limit of ${TOTAL_LIMIT_S}s reached: stopped"' TERM
+trap 'on_signal "interrupted"' INT
 # The bound on the whole run. Its own sleep is ended with it, and nothing of it holds stdout.
+# It signals the script only while the script is still its parent: were the script SIGKILLed,
+# $$ could name another process by the time the sleep ends.
 (
   sp=
   trap '[[ -n $sp ]] && kill "$sp" 2>/dev/null; exit 0' TERM
   sleep "$TOTAL_LIMIT_S" &
   sp=$!
-  wait "$sp" && kill -TERM $$
-) </dev/null >/dev/null 2>&1 &
+  wait "$sp" && read_stat "$BASHPID" && [[ ${STAT[1]} == "$$" ]] && kill -TERM $$
+) </dev/null >/dev/null 2>&1 3>&- 4>&- &
 watchdog=$!
 
 echo "=== gpuclean GPU tests  $(date -u +%FT%TZ)"
-echo "host $(hostname)  kernel $(uname -r)"
+echo "host $(uname -n)  kernel $(uname -r)"
 timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
   sed 's/^/gpu  /'
 echo "nvcc $("$NVCC" --version 2>/dev/null | grep -o 'release [0-9.]*' || echo '?')," \
@@ -791,11 +828,12 @@ fi
 
 echo
 echo "=== build scenarios.cu"
+build_start=$SECONDS
 if ! timeout 180 "$NVCC" -O2 -o "$SCENARIOS" tests/gpu/scenarios.cu -lpthread 2>&1; then
   record FAIL "nvcc builds tests/gpu/scenarios.cu"
   finish
 fi
-echo "  built in ${SECONDS}s"
+echo "  built in $((SECONDS - build_start)) s"
 
 echo
 echo "=== idle GPU"

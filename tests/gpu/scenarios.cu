@@ -11,7 +11,9 @@
 //   scenarios server N MIB READY        parent with N workers of MIB each: "PARENT W1 .. WN"
 //
 // READY is a file written once the shape exists: the PIDs to check, space separated, or a line
-// "error: ..." when the scenario could not be built. Lifetime: $GPUCLEAN_SCENARIO_LIFETIME
+// "error: ..." when the scenario could not be built. Besides, every process appends
+// "PID STARTTIME" to READY.pids as it starts, so run.sh can end a scenario that failed or was
+// interrupted half-way, by PID and never a recycled one. Lifetime: $GPUCLEAN_SCENARIO_LIFETIME
 // seconds (default 120).
 //
 // Build: nvcc -O2 -o scenarios tests/gpu/scenarios.cu -lpthread
@@ -66,7 +68,34 @@ void cuda_check(cudaError_t error, const char* what) {
 }
 
 // alarm() is not inherited across fork(), so every process this program creates arms its own.
-void arm_lifetime() { alarm(g_lifetime_s); }
+void arm_lifetime() {
+  alarm(g_lifetime_s);
+}
+
+// Appends "PID STARTTIME" (stat field 22) to READY.pids. O_APPEND keeps the lines of
+// concurrent workers whole. Best effort: the lifetime still ends a process this misses.
+void note_self() {
+  char stat[1024] = {};
+  const int in = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (in < 0) return;
+  const ssize_t n = read(in, stat, sizeof(stat) - 1);
+  close(in);
+  if (n <= 0) return;
+  // Field 22 is the 20th after the state, which follows the LAST ')' (comm may hold ')').
+  const char* p = std::strrchr(stat, ')');
+  for (int field = 2; p != nullptr && field < 22; ++field) p = std::strchr(p + 1, ' ');
+  if (p == nullptr) return;
+  const std::string line =
+      std::to_string(getpid()) + " " + std::string(p + 1, std::strcspn(p + 1, " ")) + "\n";
+  const std::string path = std::string(g_ready_path) + ".pids";
+  const int out = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (out < 0) return;
+  if (write(out, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    std::fprintf(stderr, "scenarios[%d]: cannot note pid in %s\n", static_cast<int>(getpid()),
+                 path.c_str());
+  }
+  close(out);
+}
 
 [[noreturn]] void sleep_until_killed() {
   for (;;) pause();
@@ -127,11 +156,16 @@ bool write_all(int fd, const void* data, size_t n) {
   return true;
 }
 
+// fork() whose child is set up like every process here: noted in READY.pids, lifetime armed.
 pid_t fork_or_fail() {
   // Nothing buffered may be written twice by parent and child.
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) fail(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    note_self();
+    arm_lifetime();
+  }
   return pid;
 }
 
@@ -154,7 +188,6 @@ pid_t fork_or_fail() {
     // The parent dies at once and without the runtime's teardown, like a crashed launcher.
     _exit(0);
   }
-  arm_lifetime();
   // Re-parenting happens when the parent exits, so a changed getppid() means it is gone (its
   // reaping is up to run.sh, whose child it was). The lifetime alarm bounds this loop.
   while (getppid() == parent) usleep(10 * 1000);
@@ -192,7 +225,6 @@ void* zombie_leader_worker(void*) {
   const pid_t parent = getpid();
   const pid_t child = fork_or_fail();
   if (child == 0) {
-    arm_lifetime();
     allocate(64);
     _exit(0);
   }
@@ -221,7 +253,6 @@ void* zombie_leader_worker(void*) {
   // Fork before any CUDA call: a CUDA context does not survive fork, the importer needs its own.
   const pid_t importer = fork_or_fail();
   if (importer == 0) {
-    arm_lifetime();
     close(handle_pipe[1]);
     cudaIpcMemHandle_t handle;
     if (!read_all(handle_pipe[0], &handle, sizeof(handle))) fail("no IPC handle from the exporter");
@@ -252,7 +283,6 @@ void* zombie_leader_worker(void*) {
   for (unsigned long i = 0; i < workers; ++i) {
     const pid_t pid = fork_or_fail();
     if (pid == 0) {
-      arm_lifetime();
       close(done_pipe[0]);
       allocate(mib);  // on failure this writes "error: ..." to READY itself
       const char ok = 'k';
@@ -295,8 +325,10 @@ bool parse_number(const char* text, unsigned long max, unsigned long* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) usage();
+  if (argc < 2) usage();
   const std::string mode = argv[1];
+  const int want_argc = mode == "zombie" ? 3 : mode == "server" ? 5 : 4;
+  if (argc != want_argc) usage();
   if (const char* lifetime = std::getenv("GPUCLEAN_SCENARIO_LIFETIME")) {
     unsigned long seconds = 0;
     if (!parse_number(lifetime, 3600, &seconds) || seconds == 0) usage();
@@ -305,23 +337,22 @@ int main(int argc, char** argv) {
   // An ignored SIGALRM survives exec: if the caller ignores it, the lifetime would never end.
   signal(SIGALRM, SIG_DFL);
   arm_lifetime();
+  // The ready file is the last argument of every mode.
+  g_ready_path = argv[argc - 1];
+  note_self();
 
   const unsigned long max_mib = 1UL << 20;  // 1 TiB: far beyond any GPU, catches typos
   unsigned long mib = 0;
-  if (mode == "zombie" && argc == 3) {
-    g_ready_path = argv[2];
-    zombie();
-  }
-  if (mode == "server" && argc == 5) {
+  if (mode == "zombie") zombie();
+  if (mode == "server") {
     unsigned long workers = 0;
-    if (!parse_number(argv[2], 64, &workers) || workers == 0 || !parse_number(argv[3], max_mib, &mib)) {
+    if (!parse_number(argv[2], 64, &workers) || workers == 0 ||
+        !parse_number(argv[3], max_mib, &mib)) {
       usage();
     }
-    g_ready_path = argv[4];
     server(workers, mib);
   }
-  if (argc != 4 || !parse_number(argv[2], max_mib, &mib)) usage();
-  g_ready_path = argv[3];
+  if (!parse_number(argv[2], max_mib, &mib)) usage();
   if (mode == "leftover") leftover(mib);
   if (mode == "heir") heir(mib);
   if (mode == "zombie-leader") zombie_leader(mib);

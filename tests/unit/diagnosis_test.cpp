@@ -161,6 +161,17 @@ TEST(Diagnose, ZombieLeaderKeepsItsClassAndGetsKillDashNine) {
   EXPECT_NE(d.problems[0].message.find("thread 507"), std::string::npos);
 }
 
+TEST(Diagnose, ExitedProcessNvmlStillCountsKeepsTheGpuDirty) {
+  Holder dying = cuda_holder(700, 50, 'Z');
+  dying.klass = HolderClass::kZombie;
+  auto d = diagnose(input_with({gpu(0, 2 * kGiB, {entry(700, 2 * kGiB)})}, {dying}), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "exiting");
+  // Negative control: a zombie NVML does not count is no problem at all.
+  auto gone = diagnose(input_with({gpu(0, 0, {})}, {dying}), {});
+  EXPECT_TRUE(gone.clean);
+}
+
 TEST(Diagnose, StuckHolderSaysOnlyAResetHelps) {
   Holder stuck = cuda_holder(600);
   stuck.process.threads = {{600, 'S', ""}, {601, 'D', "uvm_wait"}};
