@@ -23,8 +23,9 @@ struct NvmlOutcome {
 NvmlOutcome query_gpus(const CommonOptions& options) {
   NvmlOutcome outcome;
   if (options.no_nvml) return outcome;
+  // One-shot commands exit right after: no nvmlShutdown() (see NvmlOpenOptions).
   nvml::OpenedSource opened = options.test_gpu_source.empty()
-                                  ? nvml::open_nvml()
+                                  ? nvml::open_nvml({.shutdown_on_destroy = false})
                                   : nvml::open_fake_source(options.test_gpu_source);
   outcome.message = opened.message;
   switch (opened.state) {

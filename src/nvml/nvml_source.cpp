@@ -31,8 +31,17 @@ std::optional<std::string> compute_mode_name(unsigned int mode) {
 
 class NvmlGpuSource final : public GpuSource {
  public:
-  explicit NvmlGpuSource(std::unique_ptr<NvmlLibrary> lib) : lib_(std::move(lib)) {}
-  ~NvmlGpuSource() override { lib_->fn().shutdown(); }
+  NvmlGpuSource(std::unique_ptr<NvmlLibrary> lib, bool shutdown_on_destroy)
+      : lib_(std::move(lib)), shutdown_on_destroy_(shutdown_on_destroy) {}
+  ~NvmlGpuSource() override {
+    if (shutdown_on_destroy_) {
+      lib_->fn().shutdown();
+    } else {
+      // Deliberately left loaded and initialised: the process is exiting (see
+      // NvmlOpenOptions); dlclose() without nvmlShutdown() would pull the code from under it.
+      (void)lib_.release();  // NOLINT(bugprone-unused-return-value)
+    }
+  }
   NvmlGpuSource(const NvmlGpuSource&) = delete;
   NvmlGpuSource& operator=(const NvmlGpuSource&) = delete;
 
@@ -45,6 +54,7 @@ class NvmlGpuSource final : public GpuSource {
                         NvmlFunctions::ListV1 v1, std::vector<GpuProcess>& out);
 
   std::unique_ptr<NvmlLibrary> lib_;
+  bool shutdown_on_destroy_;
 };
 
 // Calls an NVML list function, growing the buffer on INSUFFICIENT_SIZE: processes can start
@@ -188,9 +198,9 @@ Result<GpuView> NvmlGpuSource::query() {
 
 }  // namespace
 
-OpenedSource open_nvml(const std::string& soname) {
+OpenedSource open_nvml(const NvmlOpenOptions& options) {
   OpenedSource opened;
-  auto lib = NvmlLibrary::load(soname);
+  auto lib = NvmlLibrary::load(options.soname);
   if (!lib.ok()) {
     opened.state = OpenedSource::State::kAbsent;
     opened.message = lib.error().context + " (no NVIDIA driver here?)";
@@ -204,7 +214,8 @@ OpenedSource open_nvml(const std::string& soname) {
     return opened;
   }
   opened.state = OpenedSource::State::kPresent;
-  opened.source = std::make_unique<NvmlGpuSource>(std::move(lib).value());
+  opened.source =
+      std::make_unique<NvmlGpuSource>(std::move(lib).value(), options.shutdown_on_destroy);
   return opened;
 }
 
