@@ -1,0 +1,47 @@
+/* Times each NVML call gpuclean makes, on the GPU machine (gcc against the driver's nvml.h,
+ * -ldl not needed: linked to libnvidia-ml directly). Shows where a status call's time goes. */
+#include <nvml.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+#define TIME(label, call)                                              \
+  do {                                                                 \
+    double t0 = now_ms();                                              \
+    nvmlReturn_t rc = call;                                            \
+    printf("%-44s %7.3f ms  rc=%d\n", label, now_ms() - t0, (int)rc);  \
+  } while (0)
+
+int main(void) {
+  nvmlDevice_t dev;
+  char text[96];
+  unsigned int value, pending, count = 64;
+  nvmlMemory_v2_t mem = {.version = nvmlMemory_v2};
+  nvmlPciInfo_t pci;
+  nvmlProcessInfo_t procs[64];
+  TIME("nvmlInit_v2", nvmlInit_v2());
+  TIME("nvmlSystemGetDriverVersion", nvmlSystemGetDriverVersion(text, sizeof text));
+  TIME("nvmlDeviceGetCount_v2", nvmlDeviceGetCount_v2(&value));
+  TIME("nvmlDeviceGetHandleByIndex_v2", nvmlDeviceGetHandleByIndex_v2(0, &dev));
+  TIME("nvmlDeviceGetUUID", nvmlDeviceGetUUID(dev, text, sizeof text));
+  TIME("nvmlDeviceGetName", nvmlDeviceGetName(dev, text, sizeof text));
+  TIME("nvmlDeviceGetPciInfo_v3", nvmlDeviceGetPciInfo_v3(dev, &pci));
+  TIME("nvmlDeviceGetMinorNumber", nvmlDeviceGetMinorNumber(dev, &value));
+  TIME("nvmlDeviceGetMemoryInfo_v2", nvmlDeviceGetMemoryInfo_v2(dev, &mem));
+  TIME("nvmlDeviceGetPersistenceMode", nvmlDeviceGetPersistenceMode(dev, (nvmlEnableState_t*)&value));
+  TIME("nvmlDeviceGetComputeMode", nvmlDeviceGetComputeMode(dev, (nvmlComputeMode_t*)&value));
+  TIME("nvmlDeviceGetMigMode", nvmlDeviceGetMigMode(dev, &value, &pending));
+  TIME("nvmlDeviceGetComputeRunningProcesses_v3", nvmlDeviceGetComputeRunningProcesses_v3(dev, &count, procs));
+  count = 64;
+  TIME("nvmlDeviceGetGraphicsRunningProcesses_v3", nvmlDeviceGetGraphicsRunningProcesses_v3(dev, &count, procs));
+  count = 64;
+  TIME("nvmlDeviceGetMPSComputeRunningProcesses_v3", nvmlDeviceGetMPSComputeRunningProcesses_v3(dev, &count, procs));
+  count = 64;
+  TIME("again: ComputeRunningProcesses_v3", nvmlDeviceGetComputeRunningProcesses_v3(dev, &count, procs));
+  TIME("nvmlShutdown", nvmlShutdown());
+  return 0;
+}
