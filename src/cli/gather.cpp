@@ -14,41 +14,6 @@
 namespace gpuclean::cli {
 namespace {
 
-struct NvmlOutcome {
-  std::string state = "disabled";
-  std::string message;
-  std::optional<GpuView> view;
-};
-
-NvmlOutcome query_gpus(const CommonOptions& options) {
-  NvmlOutcome outcome;
-  if (options.no_nvml) return outcome;
-  // One-shot commands exit right after: no nvmlShutdown() (see NvmlOpenOptions).
-  nvml::OpenedSource opened = options.test_gpu_source.empty()
-                                  ? nvml::open_nvml({.shutdown_on_destroy = false})
-                                  : nvml::open_fake_source(options.test_gpu_source);
-  outcome.message = opened.message;
-  switch (opened.state) {
-    case nvml::OpenedSource::State::kAbsent:
-      outcome.state = "absent";
-      return outcome;
-    case nvml::OpenedSource::State::kFailed:
-      outcome.state = "failed";
-      return outcome;
-    case nvml::OpenedSource::State::kPresent:
-      break;
-  }
-  auto view = opened.source->query();
-  if (!view.ok()) {
-    outcome.state = "failed";
-    outcome.message = view.error().message();
-    return outcome;
-  }
-  outcome.state = "present";
-  outcome.view = std::move(view).value();
-  return outcome;
-}
-
 Holder make_holder(ProcessInfo process, std::vector<HeldFile> devices) {
   Holder holder;
   holder.process = std::move(process);
@@ -118,19 +83,55 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   return holders;
 }
 
-std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
+std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CommonOptions& options) {
   auto files = select_device_files(options);
   if (!files.ok()) return GatherError{kExitUsage, files.error().message()};
   auto proc = procfs::ProcFs::open(options.proc_root);
   if (!proc.ok()) return GatherError{kExitRuntime, proc.error().message()};
+  return std::unique_ptr<Gatherer>(
+      new Gatherer(options, std::move(files).value(), std::move(proc).value()));
+}
 
-  auto nvml_future = std::async(std::launch::async, query_gpus, std::cref(options));
-  procfs::HolderScan scan = procfs::scan_holders(*proc, *files, {.threads = options.threads});
+Gatherer::NvmlOutcome Gatherer::query_gpus() {
+  NvmlOutcome outcome;
+  if (options_.no_nvml) return outcome;
+  if (!source_tried_) {
+    source_tried_ = true;
+    // Commands exit right after their last query: no nvmlShutdown() (see NvmlOpenOptions).
+    source_ = options_.test_gpu_source.empty() ? nvml::open_nvml({.shutdown_on_destroy = false})
+                                               : nvml::open_fake_source(options_.test_gpu_source);
+  }
+  outcome.message = source_.message;
+  switch (source_.state) {
+    case nvml::OpenedSource::State::kAbsent:
+      outcome.state = "absent";
+      return outcome;
+    case nvml::OpenedSource::State::kFailed:
+      outcome.state = "failed";
+      return outcome;
+    case nvml::OpenedSource::State::kPresent:
+      break;
+  }
+  auto view = source_.source->query();
+  if (!view.ok()) {
+    outcome.state = "failed";
+    outcome.message = view.error().message();
+    return outcome;
+  }
+  outcome.state = "present";
+  outcome.view = std::move(view).value();
+  return outcome;
+}
+
+Gathered Gatherer::collect() {
+  // NVML (its init alone is ~17 ms on an H200) runs beside the /proc scan.
+  auto nvml_future = std::async(std::launch::async, [this] { return query_gpus(); });
+  procfs::HolderScan scan = procfs::scan_holders(proc_, files_, {.threads = options_.threads});
   NvmlOutcome nvml = nvml_future.get();
 
   Gathered out;
-  out.files = *files;
-  out.input.holders = read_holders(*proc, scan);
+  out.files = files_;
+  out.input.holders = read_holders(proc_, scan);
   out.stats = scan.stats;
   out.nvml_state = nvml.state;
   out.nvml_message = nvml.message;
@@ -143,7 +144,7 @@ std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
     for (const Gpu& gpu : nvml.view->gpus) {
       for (const GpuProcess& p : gpu.processes) {
         if (!seen.insert(p.pid).second) continue;
-        auto process = proc->read_process(p.pid);
+        auto process = proc_.read_process(p.pid);
         if (process.ok()) {
           out.input.holders.push_back(make_holder(std::move(process).value(), {}));
         } else {
@@ -154,6 +155,12 @@ std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
     out.input.gpu_view = std::move(nvml.view);
   }
   return out;
+}
+
+std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
+  auto gatherer = Gatherer::open(options);
+  if (auto* error = std::get_if<GatherError>(&gatherer)) return *error;
+  return std::get<std::unique_ptr<Gatherer>>(gatherer)->collect();
 }
 
 }  // namespace gpuclean::cli

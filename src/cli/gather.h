@@ -3,6 +3,7 @@
 // an H200, as long as the whole scan), then everything /proc says about each holder.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,7 +41,33 @@ Result<std::vector<DeviceFile>> select_device_files(const CommonOptions& options
 // Holders that exited since the scan are counted in scan.stats.vanished and left out.
 std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan);
 
-// Runs the scan and the NVML query. `test_gpu_source` (hidden flag) replaces NVML.
+// Collects diagnosis inputs, as often as asked (`gpuclean wait` polls): the device files and
+// /proc are opened once, NVML on the first collect() and kept open for the next ones.
+// `test_gpu_source` (hidden flag) replaces NVML.
+class Gatherer {
+ public:
+  static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CommonOptions& options);
+  // One /proc scan and one NVML query, run side by side.
+  Gathered collect();
+
+ private:
+  struct NvmlOutcome {
+    std::string state = "disabled";
+    std::string message;
+    std::optional<GpuView> view;
+  };
+  Gatherer(CommonOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
+      : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
+  NvmlOutcome query_gpus();
+
+  CommonOptions options_;
+  std::vector<DeviceFile> files_;
+  procfs::ProcFs proc_;
+  nvml::OpenedSource source_;
+  bool source_tried_ = false;
+};
+
+// Gatherer::open + one collect(), for the one-shot commands.
 std::variant<Gathered, GatherError> gather(const CommonOptions& options);
 
 // "0,2", "0-3", "all" → indices; nullopt for "all". Errors name the bad part.

@@ -24,6 +24,8 @@ int run(int argc, char** argv) {
   add_check_command(app, check);
   ExplainOptions explain;
   add_explain_command(app, explain);
+  WaitOptions wait;
+  add_wait_command(app, wait);
   WhoOptions who;
   add_who_command(app, who);
   StatusOptions bare;
@@ -47,6 +49,7 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("who")) return run_who(who, io);
   if (app.got_subcommand("check")) return run_check(check, io);
   if (app.got_subcommand("explain")) return run_explain(explain, io);
+  if (app.got_subcommand("wait")) return run_wait(wait, io, ::isatty(STDERR_FILENO) != 0);
   if (app.got_subcommand("status")) return run_status(status, io, terminal);
   return run_status(bare, io, terminal);
 }

@@ -3,12 +3,15 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <ostream>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/gather.h"
+#include "core/duration.h"
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
 #include "output/escape.h"
@@ -37,7 +40,8 @@ struct Prepared {
   bool usable = false;
 };
 
-Prepared prepare(const StatusOptions& options, const Io& io) {
+// The diagnosis of what `gathered` holds, as a report; usage problems are printed.
+Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io) {
   Prepared prepared;
   auto gpus = parse_gpu_list(options.common.gpus);
   if (!gpus.ok()) {
@@ -45,13 +49,6 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
     prepared.exit_code = kExitUsage;
     return prepared;
   }
-  auto gathered_or_error = gather(options.common);
-  if (auto* error = std::get_if<GatherError>(&gathered_or_error)) {
-    io.err << "gpuclean: " << error->message << '\n';
-    prepared.exit_code = error->exit_code;
-    return prepared;
-  }
-  Gathered& gathered = std::get<Gathered>(gathered_or_error);
   if (gathered.nvml_state != "present" && gpus->has_value()) {
     io.err << "gpuclean: --gpus needs NVML (which GPU a process uses is known only from NVML's "
               "process lists), and NVML is "
@@ -98,6 +95,17 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
     prepared.exit_code = report.diagnosis.clean ? kExitClean : kExitDirty;
   }
   return prepared;
+}
+
+Prepared prepare(const StatusOptions& options, const Io& io) {
+  auto gathered = gather(options.common);
+  if (auto* error = std::get_if<GatherError>(&gathered)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    Prepared failed;
+    failed.exit_code = error->exit_code;
+    return failed;
+  }
+  return prepare_from(options, std::move(std::get<Gathered>(gathered)), io);
 }
 
 // A machine without the driver is a fact, not a problem: only a failing NVML is worth a line
@@ -165,6 +173,67 @@ int run_check(const StatusOptions& options, const Io& io) {
     output::render_check_lines(io.out, prepared.report);
   }
   return prepared.exit_code;
+}
+
+void add_wait_command(CLI::App& app, WaitOptions& options) {
+  CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
+  add_diagnosis_options(*wait, options.status);
+  wait->add_option("--timeout", options.timeout, "Give up after this long (30s, 5m, …): exit 1")
+      ->each([&options](const std::string&) { options.has_timeout = true; });
+}
+
+int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
+  using Clock = std::chrono::steady_clock;
+  // Often enough to notice a release promptly (the driver frees a killed process's memory in
+  // ~0.12-0.16 s on an H200), rarely enough to cost nothing: one scan + NVML query per tick.
+  constexpr auto kPollInterval = std::chrono::milliseconds(200);
+  std::optional<Clock::time_point> deadline;
+  const auto started = Clock::now();
+  if (options.has_timeout) {
+    auto timeout = parse_duration(options.timeout);
+    if (!timeout.ok()) {
+      io.err << "gpuclean: wait: --timeout " << timeout.error().message() << '\n';
+      return kExitUsage;
+    }
+    deadline = started + *timeout;
+  }
+  auto opened = Gatherer::open(options.status.common);
+  if (auto* error = std::get_if<GatherError>(&opened)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    return error->exit_code;
+  }
+  Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
+  auto elapsed = [&started] {
+    return fmt::format("{:.1f} s", std::chrono::duration<double>(Clock::now() - started).count());
+  };
+  while (true) {
+    Prepared prepared = prepare_from(options.status, gatherer.collect(), io);
+    if (!prepared.usable) return prepared.exit_code;
+    if (prepared.report.nvml_state == "failed") {
+      warn_nvml(prepared.report, io);
+      return kExitRuntime;
+    }
+    const auto& problems = prepared.report.diagnosis.problems;
+    if (is_terminal) io.err << "\r\x1b[2K";  // clear the progress line
+    if (problems.empty()) {
+      if (is_terminal) io.err << "gpuclean: clean after " << elapsed() << '\n';
+      return kExitClean;
+    }
+    if (deadline && Clock::now() >= *deadline) {
+      output::render_check_lines(io.out, prepared.report);
+      io.err << "gpuclean: wait: still dirty after " << elapsed() << " (--timeout "
+             << options.timeout << ")\n";
+      return kExitDirty;
+    }
+    if (is_terminal) {
+      std::string line = fmt::format("waiting {}: {}", elapsed(), problems.front().message);
+      if (problems.size() > 1) line += fmt::format(" (+{} more)", problems.size() - 1);
+      io.err << output::escape_terminal(line).substr(0, 200) << std::flush;
+    }
+    auto next = Clock::now() + kPollInterval;
+    if (deadline && next > *deadline) next = *deadline;
+    std::this_thread::sleep_until(next);
+  }
 }
 
 int run_explain(const ExplainOptions& options, const Io& io) {

@@ -17,6 +17,12 @@ struct StatusOptions {
   std::vector<Pid> ignore_pids;
 };
 
+struct WaitOptions {
+  StatusOptions status;
+  std::string timeout;
+  bool has_timeout = false;  // false: wait as long as it takes
+};
+
 struct ExplainOptions {
   CommonOptions common;
   Pid pid = 0;
@@ -25,11 +31,16 @@ struct ExplainOptions {
 void add_status_command(CLI::App& app, StatusOptions& options);
 void add_check_command(CLI::App& app, StatusOptions& options);
 void add_explain_command(CLI::App& app, ExplainOptions& options);
+void add_wait_command(CLI::App& app, WaitOptions& options);
 
 // 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong).
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
 // Silent and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
 int run_check(const StatusOptions& options, const Io& io);
+// Polls until the selected GPUs are clean: 0 when they are, 1 when --timeout passes first (the
+// remaining problems printed as `check` prints them), 2 for bad flags, 3 when NVML fails.
+// On a terminal a progress line shows what is still holding.
+int run_wait(const WaitOptions& options, const Io& io, bool is_terminal);
 // 0 when the PID is known (to /proc or NVML), 1 when nothing is known about it.
 int run_explain(const ExplainOptions& options, const Io& io);
 

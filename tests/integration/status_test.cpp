@@ -210,3 +210,56 @@ TEST_F(StatusTest, MalformedTestSourceIsAFailureNotACrash) {
 
 }  // namespace
 }  // namespace gpuclean::testing
+
+namespace gpuclean::testing {
+namespace {
+
+class WaitTest : public HolderFixture {
+ protected:
+  std::vector<std::string> wait_argv(const std::string& timeout) {
+    return {GPUCLEAN_BINARY, "wait", "--no-nvml", "--device-glob", held_, "--timeout", timeout};
+  }
+};
+
+TEST_F(WaitTest, ReturnsOnceTheHolderIsGone) {
+  start("hold", held_);
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t waiter = spawn(wait_argv("60s"));
+  ASSERT_GT(waiter, 0);
+  // Negative control: while the holder lives, wait keeps waiting.
+  EXPECT_FALSE(
+      wait_until([&] { return proc_state(waiter) == 'Z'; }, std::chrono::milliseconds(600)))
+      << "wait returned although the file is still held";
+  reaper_.kill_all();  // the holder goes
+  EXPECT_EQ(reap(waiter), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+}
+
+TEST_F(WaitTest, TimesOutWithTheProblemsAndExitOne) {
+  const pid_t holder = start("hold", held_).at(0);
+  const auto started = std::chrono::steady_clock::now();
+  auto result = run_command(wait_argv("300ms"));
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::seconds(10)) << "the timeout bounds the wait";
+  EXPECT_NE(result.out.find("pid " + std::to_string(holder)), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("still dirty"), std::string::npos) << result.err;
+}
+
+TEST_F(WaitTest, CleanMachineReturnsAtOnce) {
+  auto result = run_command(wait_argv("10s"));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
+TEST_F(WaitTest, NonsenseDurationsAreUsageErrors) {
+  for (const char* bad : {"abc", "-1s", "5parsecs", "", "inf", "0x10"}) {
+    auto result = run_command(wait_argv(bad));
+    EXPECT_EQ(result.exit_code, 2) << bad;
+    EXPECT_NE(result.err.find("--timeout"), std::string::npos) << bad << ": " << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace gpuclean::testing

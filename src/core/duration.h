@@ -1,0 +1,16 @@
+// Durations as users type them on the command line: "30s", "250ms", "1.5m", "2h", "5" (seconds).
+#pragma once
+
+#include <chrono>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace gpuclean {
+
+using Duration = std::chrono::milliseconds;
+
+// Errors (errnum 0) say what is wrong: empty, not a number, unknown unit, negative, too large.
+Result<Duration> parse_duration(std::string_view text);
+
+}  // namespace gpuclean
