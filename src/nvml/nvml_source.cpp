@@ -203,7 +203,7 @@ OpenedSource open_nvml(const NvmlOpenOptions& options) {
   auto lib = NvmlLibrary::load(options.soname);
   if (!lib.ok()) {
     opened.state = OpenedSource::State::kAbsent;
-    opened.message = lib.error().context + " (no NVIDIA driver here?)";
+    opened.message = lib.error().context + " (is the NVIDIA driver installed?)";
     return opened;
   }
   const abi::Return rc = (*lib)->fn().init();

@@ -111,7 +111,7 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
   }
   out << '\n';
   if (report.nvml_state == "absent") {
-    out << paint("No NVIDIA driver: " + escape_terminal(report.nvml_message), kYellow)
+    out << paint("NVML not available: " + escape_terminal(report.nvml_message), kYellow)
         << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
   } else if (report.nvml_state == "failed") {
     out << paint("NVML failed: " + escape_terminal(report.nvml_message), kRed)
