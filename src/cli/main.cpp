@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/common.h"
+#include "cli/kill_command.h"
 #include "cli/status_command.h"
 #include "cli/who_command.h"
 
@@ -26,6 +27,8 @@ int run(int argc, char** argv) {
   add_explain_command(app, explain);
   WaitOptions wait;
   add_wait_command(app, wait);
+  KillOptions kill;
+  add_kill_command(app, kill);
   WhoOptions who;
   add_who_command(app, who);
   StatusOptions bare;
@@ -49,6 +52,7 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("who")) return run_who(who, io);
   if (app.got_subcommand("check")) return run_check(check, io);
   if (app.got_subcommand("explain")) return run_explain(explain, io);
+  if (app.got_subcommand("kill")) return run_kill(kill, io, ::isatty(STDIN_FILENO) != 0);
   if (app.got_subcommand("wait")) return run_wait(wait, io, ::isatty(STDERR_FILENO) != 0);
   if (app.got_subcommand("status")) return run_status(status, io, terminal);
   return run_status(bare, io, terminal);

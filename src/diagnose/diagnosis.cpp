@@ -69,7 +69,9 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.message = where + amount + "zombie-led " + label + ": its main thread exited, thread " +
                   std::to_string(t != nullptr ? t->tid : h.process.pid) +
                   " keeps the files (invisible to fuser and lsof)";
-      p.fix = "kill -9 " + pid;
+      // SIGKILL to the leader's PID ends the whole group (FACTS.md); gpuclean kill escalates
+      // to it and verifies.
+      p.fix = "gpuclean kill " + pid;
       return p;
     }
     case HolderClass::kHeir:
@@ -77,12 +79,12 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.message = where + amount + "heir " + label + ": it inherited the CUDA context of pid " +
                   std::to_string(h.inherited_from.value_or(0)) +
                   ", which is gone (nvidia-smi shows that pid as [Not Found])";
-      p.fix = "kill " + pid;
+      p.fix = "gpuclean kill " + pid;
       return p;
     case HolderClass::kOrphan:
       p.kind = "orphan";
       p.message = where + amount + "orphan " + label + ": its parent is gone";
-      p.fix = "kill " + pid + "   (then kill -9 " + pid + " if it is still there)";
+      p.fix = "gpuclean kill " + pid;
       return p;
     case HolderClass::kForeign:
       p.kind = "foreign";
@@ -108,7 +110,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
   p.kind = bytes ? "in-use" : "holder";
   p.message = where + (bytes ? format_bytes(*bytes) + " in use by " : "device files held by ") +
               label + (h.process.user.empty() ? "" : ", user " + h.process.user);
-  p.fix = "wait for it (gpuclean wait) or stop it: kill " + pid;
+  p.fix = "wait for it (gpuclean wait) or stop it: gpuclean kill " + pid;
   return p;
 }
 

@@ -526,11 +526,48 @@ BASELINE=0  # unattributed bytes on GPU 0 when clean: the driver's own use, no p
 # and how long until NVML (through nvidia-smi) lists none of the scenario's PIDs. The second
 # is timed separately: a killed process not yet reaped is a zombie, which gpuclean may call
 # clean while NVML still lists its memory, and the two times show whether that happened.
+# gpuclean kill on the scenario's live PIDs (explicit PIDs: their trees, no --yes needed):
+# must exit 0, i.e. every target gone and the GPU memory they held released, verified by
+# gpuclean itself. Times the whole command: plan + TERM/grace/KILL + NVML verification.
+teardown_with_gpuclean() {  # NAME
+  local name=$1 live=() pid t0 ms rc out
+  for pid in "${scenario_pids[@]}"; do
+    [[ -d /proc/$pid ]] && live+=("$pid")
+  done
+  ((${#live[@]} > 0)) || return 0
+  out=$work/kill.json
+  t0=$(now_us)
+  timeout 60 "$GPUCLEAN" kill "${live[@]}" --grace 2s --wait 15s --json >"$out" 2>"$work/kill.err"
+  rc=$?
+  ms=$((($(now_us) - t0) / 1000))
+  if ((rc == 0)); then
+    record PASS "$name: gpuclean kill ${live[*]} exit 0 in ${ms} ms (targets gone, memory verified)"
+  else
+    record FAIL "$name: gpuclean kill ${live[*]} exit $rc after ${ms} ms"
+    indent <"$work/kill.err"
+  fi
+  "$PY" - "$out" <<'PY' | indent
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("kill --json unreadable:", e); sys.exit(0)
+for t in d.get("targets", []):
+    print("target %s %s: %s after %s in %.3f s %s" % (t["pid"], t.get("class"), t["outcome"],
+          ",".join(t["signals"]), t["seconds"], t.get("reason", "")))
+print("memory_back_seconds:", d.get("memory_back_seconds"), " gpu_memory_left:", d.get("gpu_memory_left"),
+      " not_found:", d.get("not_found"), " still_held_by:", d.get("still_held_by"))
+PY
+  [[ -n $ARTIFACTS ]] && cp "$out" "$ARTIFACTS/$name.kill.json"
+  return 0
+}
+
 cleanup_scenario() {  # ID
   local name=$1 clean_json t0 check_ms
   track_noted
   if ((${#scenario_pids[@]} > 0)); then
-    kill_ours KILL "${scenario_pids[@]}"
+    teardown_with_gpuclean "$name"
+    kill_ours KILL "${scenario_pids[@]}"  # the safety net: a no-op when gpuclean kill worked
     t0=$(now_us)
     if wait_until 15 0.02 gc check >/dev/null 2>&1; then
       record PASS "$name: clean again (gpuclean check exit 0) ${WAITED_MS} ms after SIGKILL"
@@ -665,7 +702,7 @@ scenario_zombie_leader() {
   done
   snapshot zombie-leader "$pid"
   pycheck holder "$J" "$pid" class=zombie-leader state=Z mib="$mib" via_thread=1
-  pycheck problem "$J" "$pid" fix-is "kill -9 $pid"
+  pycheck problem "$J" "$pid" fix-is "gpuclean kill $pid"
   pycheck attributed "$J" "$BASELINE"
   expect_dirty
 }

@@ -9,14 +9,24 @@
 //   zombie    a child opens FILE and exits on SIGUSR1; the parent never reaps it
 //   daemon    double fork + setsid; the grandchild holds FILE
 //   map       mmap FILE, close the descriptor, wait (held through maps only)
+//   tree N    open FILE, fork N workers (they inherit it); all ignore SIGTERM; reports
+//             "PARENT W1 … WN"; the parent reaps its workers
+//   setsid-child  a child calls setsid() and opens FILE; the parent holds nothing and reaps;
+//             reports "PARENT CHILD"
+//   stopped   open FILE, report, raise(SIGSTOP); a watchdog child (PR_SET_PDEATHSIG) kills it
+//             after the lifetime, since a stopped process never sees its own alarm; reports
+//             "STOPPED WATCHDOG"
 // READY_FILE gets the PIDs as seen in the host /proc (readlink /proc/self), space separated.
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +65,39 @@ int open_or_die(const char* file) {
 [[noreturn]] void wait_forever() {
   ::alarm(kLifetimeSeconds);
   for (;;) ::pause();
+}
+
+// Like wait_forever, but reaps children as they exit (a parent that does its job).
+[[noreturn]] void reap_forever() {
+  ::alarm(kLifetimeSeconds);
+  for (;;) {
+    if (::waitpid(-1, nullptr, 0) < 0 && errno == ECHILD) ::pause();
+  }
+}
+
+// Reads the PID a child wrote (terminated by a space) from a pipe.
+std::string read_pid(int fd) {
+  std::string pid;
+  char c = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(3);
+    if (c == ' ') return pid;
+    pid.push_back(c);
+  }
+}
+
+void write_pid(int fd) {
+  const std::string pid = self_pid() + " ";
+  if (::write(fd, pid.data(), pid.size()) != static_cast<ssize_t>(pid.size())) _exit(3);
+}
+
+int g_watched_pidfd = -1;
+
+void on_watchdog_alarm(int) {
+  ::syscall(SYS_pidfd_send_signal, g_watched_pidfd, SIGKILL, nullptr, 0);
+  _exit(0);
 }
 
 const char* g_ready = nullptr;
@@ -164,6 +207,77 @@ int main(int argc, char** argv) {
     if (map == MAP_FAILED) return 3;
     ::close(fd);
     report(g_ready, self_pid());
+    wait_forever();
+  }
+  if (mode == "tree") {
+    const int workers = argc > 4 ? std::atoi(argv[4]) : 0;
+    if (workers < 1) return 2;
+    if (::signal(SIGTERM, SIG_IGN) == SIG_ERR) return 3;
+    open_or_die(file);  // O_CLOEXEC, but fork keeps it: the workers hold it too
+    int pid_pipe[2];
+    if (::pipe(pid_pipe) != 0) return 3;
+    std::string pids = self_pid();
+    for (int i = 0; i < workers; ++i) {
+      const pid_t worker = ::fork();
+      if (worker < 0) return 3;  // the workers forked so far end with their own alarms
+      if (worker == 0) {
+        ::alarm(kLifetimeSeconds);
+        if (::signal(SIGTERM, SIG_IGN) == SIG_ERR) _exit(3);
+        ::close(pid_pipe[0]);
+        write_pid(pid_pipe[1]);
+        ::close(pid_pipe[1]);
+        wait_forever();
+      }
+      pids += " " + read_pid(pid_pipe[0]);  // one at a time: reported in fork order
+    }
+    ::close(pid_pipe[0]);
+    ::close(pid_pipe[1]);
+    report(g_ready, pids);
+    reap_forever();
+  }
+  if (mode == "setsid-child") {
+    int pid_pipe[2];
+    if (::pipe(pid_pipe) != 0) return 3;
+    const pid_t child = ::fork();
+    if (child < 0) return 3;
+    if (child == 0) {
+      ::alarm(kLifetimeSeconds);
+      ::close(pid_pipe[0]);
+      if (::setsid() < 0) _exit(3);
+      open_or_die(file);
+      write_pid(pid_pipe[1]);
+      ::close(pid_pipe[1]);
+      wait_forever();
+    }
+    ::close(pid_pipe[1]);
+    const std::string child_pid = read_pid(pid_pipe[0]);
+    ::close(pid_pipe[0]);
+    report(g_ready, self_pid() + " " + child_pid);
+    reap_forever();
+  }
+  if (mode == "stopped") {
+    int pid_pipe[2];
+    if (::pipe(pid_pipe) != 0) return 3;
+    const pid_t parent = ::getpid();
+    const pid_t watchdog = ::fork();
+    if (watchdog < 0) return 3;
+    if (watchdog == 0) {
+      ::close(pid_pipe[0]);
+      // Dies with the stopped process; kills it if it is still there after the lifetime.
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) _exit(0);
+      g_watched_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, parent, 0));
+      if (::signal(SIGALRM, on_watchdog_alarm) == SIG_ERR) _exit(3);
+      ::alarm(kLifetimeSeconds);
+      write_pid(pid_pipe[1]);
+      ::close(pid_pipe[1]);
+      for (;;) ::pause();
+    }
+    ::close(pid_pipe[1]);
+    const std::string watchdog_pid = read_pid(pid_pipe[0]);
+    ::close(pid_pipe[0]);
+    open_or_die(file);  // after the fork: the watchdog holds nothing
+    report(g_ready, self_pid() + " " + watchdog_pid);
+    if (::raise(SIGSTOP) != 0) return 3;
     wait_forever();
   }
   std::fprintf(stderr, "holder_helper: unknown mode %s\n", mode.c_str());

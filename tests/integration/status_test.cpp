@@ -107,7 +107,8 @@ TEST_F(StatusTest, DeadOwnersMemoryIsLinkedToItsHeir) {
   EXPECT_EQ(h->at("gpu_memory")["0"], 8 * kGiB);
   EXPECT_EQ(doc["gpus"][0]["memory"]["unattributed"], 0);
   bool fix_found = false;
-  for (const json& p : doc["problems"]) fix_found |= p["fix"] == "kill " + std::to_string(heir);
+  for (const json& p : doc["problems"])
+    fix_found |= p["fix"] == "gpuclean kill " + std::to_string(heir);
   EXPECT_TRUE(fix_found) << doc["problems"].dump(1);
 
   auto explain = run("explain", view, {std::to_string(dead_owner)});
@@ -125,7 +126,7 @@ TEST_F(StatusTest, DeadOwnersMemoryIsLinkedToItsHeir) {
   EXPECT_EQ(after["gpus"][0]["memory"]["unattributed"], 8 * kGiB);
 }
 
-TEST_F(StatusTest, ZombieLeaderGetsKillDashNine) {
+TEST_F(StatusTest, ZombieLeaderFixKillsItsPid) {
   const pid_t leader = start("zombie-leader", held_).at(0);
   json doc = status_json(gpu_view({{{leader, 4 * kGiB}}}));
   const json* h = find_holder(doc, leader);
@@ -133,7 +134,7 @@ TEST_F(StatusTest, ZombieLeaderGetsKillDashNine) {
   EXPECT_EQ(h->at("class"), "zombie-leader");
   ASSERT_FALSE(doc["problems"].empty());
   EXPECT_EQ(doc["problems"][0]["kind"], "zombie-leader");
-  EXPECT_EQ(doc["problems"][0]["fix"], "kill -9 " + std::to_string(leader));
+  EXPECT_EQ(doc["problems"][0]["fix"], "gpuclean kill " + std::to_string(leader));
 }
 
 TEST_F(StatusTest, PlainZombieIsExplainedAsHarmless) {

@@ -108,7 +108,7 @@ TEST(Diagnose, OrphanMessageMatchesTheSpecsCheckLine) {
   ASSERT_EQ(d.problems.size(), 1u);
   EXPECT_EQ(d.problems[0].message.substr(0, 57),
             "GPU 3: 76.0 GiB held by orphan pid 72309 (sglang::schedul");
-  EXPECT_EQ(d.problems[0].fix.substr(0, 10), "kill 72309");
+  EXPECT_EQ(d.problems[0].fix, "gpuclean kill 72309");
 }
 
 TEST(Diagnose, DeadOwnersMemoryPassesToItsHeir) {
@@ -125,7 +125,7 @@ TEST(Diagnose, DeadOwnersMemoryPassesToItsHeir) {
   EXPECT_EQ(d.gpus[0].unattributed, 0u);
   ASSERT_EQ(d.problems.size(), 1u);
   EXPECT_EQ(d.problems[0].kind, "heir");
-  EXPECT_EQ(d.problems[0].fix, "kill 443");
+  EXPECT_EQ(d.problems[0].fix, "gpuclean kill 443");
 
   // Negative control: without the heir the same memory belongs to nobody visible.
   auto alone =
@@ -149,7 +149,7 @@ TEST(Diagnose, MonitorIsNeverAProblemButTheSameFilesMappedAreAnHeir) {
   EXPECT_EQ(find(heir, 437)->klass, HolderClass::kHeir);
 }
 
-TEST(Diagnose, ZombieLeaderKeepsItsClassAndGetsKillDashNine) {
+TEST(Diagnose, ZombieLeaderKeepsItsClassAndItsFixKillsThePid) {
   Holder zl = cuda_holder(505, 50, 'Z');
   zl.process.threads = {{505, 'Z', ""}, {507, 'S', "futex_wait_queue"}};
   zl.process.cmdline.clear();
@@ -157,7 +157,7 @@ TEST(Diagnose, ZombieLeaderKeepsItsClassAndGetsKillDashNine) {
   auto d = diagnose(input_with({gpu(0, 4614 * kMiB, {entry(505, 4614 * kMiB)})}, {zl}), {});
   ASSERT_EQ(d.problems.size(), 1u);
   EXPECT_EQ(d.problems[0].kind, "zombie-leader");
-  EXPECT_EQ(d.problems[0].fix, "kill -9 505");
+  EXPECT_EQ(d.problems[0].fix, "gpuclean kill 505");
   EXPECT_NE(d.problems[0].message.find("thread 507"), std::string::npos);
 }
 

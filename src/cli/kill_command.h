@@ -1,0 +1,37 @@
+// `gpuclean kill SELECTOR…`: precise teardown with verification (SPEC.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "core/model.h"
+
+namespace gpuclean::cli {
+
+struct KillOptions {
+  CommonOptions common;
+  std::vector<Pid> pids;
+  bool no_tree = false;
+  std::vector<Pid> sessions;
+  std::vector<Pid> pgids;
+  bool holders = false;
+  std::vector<unsigned> gpu;  // --gpu N: --holders --gpus N
+  std::vector<std::string> users;
+  std::vector<std::string> cgroups;
+  bool leftovers = false;
+  bool yes = false;
+  bool dry_run = false;
+  std::string signal = "TERM";
+  std::string grace = "5s";
+  bool no_kill9 = false;
+  std::string wait = "30s";
+};
+
+void add_kill_command(CLI::App& app, KillOptions& options);
+
+// 0 every target gone (and, with NVML, its GPU memory released); 1 some remain (each reported
+// with its threads' states and wait channels); 2 usage errors, no target, or not confirmed.
+int run_kill(const KillOptions& options, const Io& io, bool interactive);
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,512 @@
+// `gpuclean kill` against real processes this test starts, each holding a temp file passed with
+// --device-glob (and always --no-nvml). Only the test's own processes are ever targets; every
+// guarantee comes with a negative control that shows the test can see the failure it guards
+// against. Every run of gpuclean is bounded by its --wait and by run_command's timeout.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "holder_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string str(pid_t pid) {
+  return std::to_string(pid);
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// The state letter after the last ')' of a stat file, or '\0' when it cannot be read.
+char stat_state(const std::string& stat) {
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return '\0';
+  return stat[close + 2];
+}
+
+// "Gone" as the kill contract means it: no thread of PID is alive. /proc/PID may still be there
+// as a zombie its parent has not reaped yet (the helper's launcher is the test's own child), or
+// as a zombie leader whose other threads have exited — those count as gone; a zombie leader
+// with a live thread does not (FACTS.md: ask per thread).
+bool no_live_thread(pid_t pid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/" + str(pid) + "/task", ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const char state = stat_state(slurp(it->path().string() + "/stat"));
+    if (state != '\0' && state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
+bool alive(pid_t pid) {
+  return !no_live_thread(pid);
+}
+
+bool wait_gone(pid_t pid, std::chrono::milliseconds deadline = 10s) {
+  return wait_until([&] { return no_live_thread(pid); }, deadline);
+}
+
+std::optional<pid_t> ppid_of(pid_t pid) {
+  const std::string stat = slurp("/proc/" + str(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream in(stat.substr(close + 2));
+  char state = 0;
+  pid_t ppid = 0;
+  if (!(in >> state >> ppid)) return std::nullopt;
+  return ppid;
+}
+
+// True when `ancestor` is on PID's parent chain (as it is now).
+bool is_descendant(pid_t pid, pid_t ancestor) {
+  for (int hops = 0; hops < 4096 && pid > 1; ++hops) {
+    const auto ppid = ppid_of(pid);
+    if (!ppid) return false;
+    if (*ppid == ancestor) return true;
+    pid = *ppid;
+  }
+  return false;
+}
+
+// Bit SIG of the SigIgn mask in /proc/PID/status.
+bool ignores(pid_t pid, int sig) {
+  std::istringstream in(slurp("/proc/" + str(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigIgn:", 0) == 0) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return ((mask >> (sig - 1)) & 1u) != 0;
+    }
+  }
+  return false;
+}
+
+// A PID no process has now (above pid_max when pid_max is the usual 32768 or 4194304).
+pid_t missing_pid() {
+  for (pid_t pid = 4194303; pid > 1000; --pid) {
+    if (!std::filesystem::exists("/proc/" + str(pid)) && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      return pid;
+    }
+  }
+  return 0;
+}
+
+// The last non-empty line of text.
+std::string last_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::string last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+// The closing "gpuclean: kill: …" line, from stdout or stderr (whichever it went to).
+std::string summary_line(const CommandResult& result) {
+  for (const std::string* stream : {&result.out, &result.err}) {
+    std::string line = last_line(*stream);
+    if (line.rfind("gpuclean: kill:", 0) == 0) return line;
+  }
+  return "";
+}
+
+const json* find_target(const json& doc, pid_t pid) {
+  for (const json& t : doc["targets"]) {
+    if (t["pid"] == pid) return &t;
+  }
+  return nullptr;
+}
+
+bool has_signal(const json& target, const std::string& name) {
+  for (const json& s : target["signals"]) {
+    if (s == name) return true;
+  }
+  return false;
+}
+
+class KillTest : public HolderFixture {
+ protected:
+  // gpuclean kill ARGS --no-nvml, bounded.
+  CommandResult run_kill(const std::vector<std::string>& args,
+                         std::chrono::milliseconds timeout = 30s) {
+    std::vector<std::string> argv = {GPUCLEAN_BINARY, "kill"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.emplace_back("--no-nvml");
+    return run_command(argv, timeout);
+  }
+  static std::string both(const CommandResult& result) {
+    return "exit " + std::to_string(result.exit_code) + "\n--- stdout\n" + result.out +
+           "--- stderr\n" + result.err;
+  }
+};
+
+TEST_F(KillTest, TreeIgnoringTermIsKilledWithEscalation) {
+  const auto pids = start("tree", held_, {"3"});
+  ASSERT_EQ(pids.size(), 4u);
+  for (pid_t pid : pids) ASSERT_TRUE(alive(pid)) << pid;
+  for (std::size_t i = 1; i < pids.size(); ++i) {
+    ASSERT_EQ(ppid_of(pids[i]), pids[0]) << "worker " << i << " is the parent's child";
+  }
+
+  // Negative control: TERM alone does not end a worker (the kernel drops an ignored signal at
+  // send time, so "alive right after kill()" is the whole answer) — escalation is needed.
+  ASSERT_TRUE(ignores(pids[1], SIGTERM));
+  ASSERT_EQ(::kill(pids[1], SIGTERM), 0);  // our own helper
+  EXPECT_TRUE(alive(pids[1]));
+  EXPECT_NE(proc_state(pids[1]), 'Z');
+
+  auto result = run_kill({str(pids[0]), "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  for (pid_t pid : pids) EXPECT_TRUE(wait_gone(pid, 2s)) << pid << " survived\n" << both(result);
+  const std::string summary = summary_line(result);
+  EXPECT_FALSE(summary.empty()) << both(result);
+  EXPECT_TRUE(contains(summary, "4")) << summary;
+  EXPECT_TRUE(contains(summary, "gone")) << summary;
+
+  // The same through --json: every target went, and it took a KILL.
+  const auto again = start("tree", held_, {"3"});
+  ASSERT_EQ(again.size(), 4u);
+  auto json_result = run_kill({str(again[0]), "--grace", "300ms", "--wait", "5s", "--json"});
+  EXPECT_EQ(json_result.exit_code, 0) << both(json_result);
+  json doc = json::parse(json_result.out);
+  EXPECT_EQ(doc["schema"], 1);
+  EXPECT_EQ(doc["verdict"], "clean") << doc.dump(1);
+  EXPECT_EQ(doc["targets"].size(), 4u) << doc.dump(1);
+  for (pid_t pid : again) {
+    const json* t = find_target(doc, pid);
+    ASSERT_NE(t, nullptr) << pid << "\n" << doc.dump(1);
+    EXPECT_EQ(t->at("outcome"), "gone") << t->dump();
+    EXPECT_TRUE(has_signal(*t, "STOP")) << t->dump();
+    EXPECT_TRUE(has_signal(*t, "TERM")) << t->dump();
+    EXPECT_TRUE(has_signal(*t, "KILL")) << "TERM is ignored: KILL was needed\n" << t->dump();
+    EXPECT_TRUE(wait_gone(pid, 2s)) << pid;
+  }
+}
+
+TEST_F(KillTest, NoTreeKillsOnlyThatPid) {
+  const auto pids = start("tree", held_, {"2"});
+  ASSERT_EQ(pids.size(), 3u);
+  const pid_t parent = pids[0];
+  const pid_t w1 = pids[1];
+  const pid_t w2 = pids[2];
+
+  auto result = run_kill({str(w1), "--no-tree", "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(w1, 2s)) << both(result);
+  EXPECT_TRUE(alive(parent)) << both(result);
+  EXPECT_TRUE(alive(w2)) << both(result);
+  // Not left frozen either: only the target was stopped.
+  EXPECT_NE(proc_state(parent), 'T');
+  EXPECT_NE(proc_state(w2), 'T');
+}
+
+TEST_F(KillTest, HoldersSelectorNeedsYesAndSparesBystanders) {
+  const pid_t holder = start("hold", held_).at(0);
+  const pid_t bystander = start("hold", other_).at(0);  // same binary, same comm
+
+  // Negative control for the confirmation: without --yes nothing is signalled.
+  auto refused = run_kill({"--holders", "--device-glob", held_, "--grace", "300ms"});
+  EXPECT_EQ(refused.exit_code, 2) << both(refused);
+  EXPECT_TRUE(contains(refused.out + refused.err, "--yes")) << both(refused);
+  EXPECT_TRUE(alive(holder));
+  EXPECT_TRUE(alive(bystander));
+  EXPECT_NE(proc_state(holder), 'T') << "stopped although the plan was not confirmed";
+
+  auto result =
+      run_kill({"--holders", "--device-glob", held_, "--yes", "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(holder, 2s)) << both(result);
+  EXPECT_TRUE(alive(bystander)) << both(result);
+  EXPECT_NE(proc_state(bystander), 'T');
+}
+
+TEST_F(KillTest, DryRunSignalsNothing) {
+  const pid_t holder = start("hold", held_).at(0);
+  auto result = run_kill({str(holder), "--dry-run", "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(contains(result.out, str(holder))) << both(result);
+  EXPECT_TRUE(alive(holder));
+  EXPECT_EQ(proc_state(holder), 'S') << "stopped or otherwise disturbed by a dry run";
+
+  // Negative control: the same command without --dry-run does end it.
+  auto real = run_kill({str(holder), "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(real.exit_code, 0) << both(real);
+  EXPECT_TRUE(wait_gone(holder, 2s)) << both(real);
+}
+
+TEST_F(KillTest, DoubleForkedDaemonAndSetsidChildAreFoundByHolders) {
+  const pid_t daemon = start("daemon", held_).at(0);
+  const pid_t launcher = launchers_.back();
+  reap_launcher(launcher);  // it exits once the first fork has; now it is gone from /proc
+  const auto pair = start("setsid-child", held_);
+  ASSERT_EQ(pair.size(), 2u);
+  const pid_t setsid_parent = pair[0];
+  const pid_t setsid_child = pair[1];
+
+  // Negative controls: the daemon is no descendant of its launcher (a tree kill of the launcher
+  // could not reach it), and the setsid child has left its parent's session (a session or
+  // process-group kill of the parent would miss it).
+  EXPECT_FALSE(is_descendant(daemon, launcher));
+  EXPECT_FALSE(is_descendant(daemon, ::getpid()));
+  EXPECT_NE(::getsid(daemon), ::getsid(0));
+  EXPECT_NE(::getsid(setsid_child), ::getsid(setsid_parent));
+  EXPECT_NE(::getpgid(setsid_child), ::getpgid(setsid_parent));
+
+  auto result =
+      run_kill({"--holders", "--device-glob", held_, "--yes", "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(daemon, 2s)) << both(result);
+  EXPECT_TRUE(wait_gone(setsid_child, 2s)) << both(result);
+  EXPECT_TRUE(alive(setsid_parent)) << "it holds nothing: not a target\n" << both(result);
+}
+
+TEST_F(KillTest, ZombieLeaderIsKilledThroughItsPid) {
+  const pid_t leader = start("zombie-leader", held_).at(0);
+  ASSERT_EQ(proc_state(leader), 'Z');
+  // Negative controls: the leader's own fd table is empty (what fuser looks at), yet a thread
+  // of it lives — a "Z" in ps is not "gone".
+  EXPECT_TRUE(std::filesystem::is_empty("/proc/" + str(leader) + "/fd"));
+  ASSERT_TRUE(alive(leader));
+
+  auto result = run_kill({str(leader), "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(leader, 2s)) << both(result);
+}
+
+TEST_F(KillTest, StoppedProcessIsKilled) {
+  const pid_t stopped = start("stopped", held_).at(0);
+  ASSERT_TRUE(wait_until([&] { return proc_state(stopped) == 'T'; }, 10s));
+
+  auto result = run_kill({str(stopped), "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(stopped, 2s)) << both(result);
+}
+
+// A process in a cgroup v1 freezer group set to FROZEN is in state D with wait channel
+// `refrigerator`, and a SIGKILL stays pending until the group is thawed (FACTS.md): the
+// "unkillable" case without a GPU. TearDown always thaws and removes the group.
+class KillFrozenTest : public KillTest {
+ protected:
+  static constexpr const char* kFreezer = "/sys/fs/cgroup/freezer";
+
+  static bool freezer_mounted() {
+    std::istringstream in(slurp("/proc/self/mountinfo"));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string field;
+      std::string mount_point;
+      for (int i = 0; i < 5 && fields >> field; ++i) {
+        if (i == 4) mount_point = field;
+      }
+      if (mount_point != kFreezer) continue;
+      const auto dash = line.find(" - ");
+      if (dash == std::string::npos) continue;
+      std::istringstream tail(line.substr(dash + 3));
+      std::string fstype;
+      std::string source;
+      std::string options;
+      tail >> fstype >> source >> options;
+      if (fstype == "cgroup" && contains("," + options + ",", ",freezer,")) return true;
+    }
+    return false;
+  }
+
+  static bool write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    out.flush();
+    return static_cast<bool>(out);
+  }
+
+  void TearDown() override {
+    if (!group_.empty()) {
+      write_file(group_ + "/freezer.state", "THAWED");
+      // Anything still frozen would keep a pending SIGKILL forever: wait for the thaw.
+      wait_until([&] { return contains(slurp(group_ + "/freezer.state"), "THAWED"); }, 5s);
+    }
+    KillTest::TearDown();  // SIGKILLs and waits for what the test started
+    if (!group_.empty()) {
+      // Move back whatever is left (nothing, normally) so the group can go.
+      std::istringstream procs(slurp(group_ + "/cgroup.procs"));
+      std::string pid;
+      while (procs >> pid) write_file(std::string(kFreezer) + "/cgroup.procs", pid);
+      std::error_code ec;
+      const bool removed = wait_until(
+          [&] { return std::filesystem::remove(group_, ec) || !std::filesystem::exists(group_); },
+          5s);
+      EXPECT_TRUE(removed) << "could not remove " << group_ << ": " << ec.message();
+    }
+  }
+
+  std::string group_;
+};
+
+TEST_F(KillFrozenTest, FrozenProcessIsReportedAndBoundedThenThawed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "freezing a cgroup needs root";
+  if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezer;
+
+  static std::atomic<int> counter{0};
+  const std::string group =
+      std::string(kFreezer) + "/gpuclean-test-" + str(::getpid()) + "-" + std::to_string(counter++);
+  std::error_code ec;
+  ASSERT_TRUE(std::filesystem::create_directory(group, ec)) << group << ": " << ec.message();
+  group_ = group;  // from here on TearDown thaws and removes it
+
+  const pid_t holder = start("hold", held_).at(0);
+  ASSERT_TRUE(write_file(group + "/cgroup.procs", str(holder)));
+  ASSERT_TRUE(write_file(group + "/freezer.state", "FROZEN"));
+  ASSERT_TRUE(wait_until([&] { return contains(slurp(group + "/freezer.state"), "FROZEN"); }, 10s))
+      << slurp(group + "/freezer.state");
+  ASSERT_TRUE(wait_until([&] { return proc_state(holder) == 'D'; }, 10s))
+      << "state " << proc_state(holder);
+  const std::string wchan = slurp("/proc/" + str(holder) + "/wchan");
+  EXPECT_TRUE(contains(wchan, "refrigerator")) << "wchan " << wchan;
+
+  const auto begin = std::chrono::steady_clock::now();
+  auto result = run_kill({str(holder), "--grace", "200ms", "--wait", "1s"});
+  const auto took = std::chrono::steady_clock::now() - begin;
+  EXPECT_EQ(result.exit_code, 1) << both(result);
+  EXPECT_LT(took, 10s) << "the wait is bounded";
+  EXPECT_TRUE(contains(result.out + result.err, str(holder))) << both(result);
+  EXPECT_TRUE(contains(result.out + result.err, wchan.empty() ? "refrigerator" : wchan))
+      << both(result);
+  const std::string summary = summary_line(result);
+  EXPECT_TRUE(contains(summary, "1 of 1")) << both(result);
+  EXPECT_TRUE(contains(summary, "remain")) << both(result);
+  EXPECT_TRUE(alive(holder)) << "frozen: still there";
+
+  auto json_result = run_kill({str(holder), "--grace", "200ms", "--wait", "1s", "--json"});
+  EXPECT_EQ(json_result.exit_code, 1) << both(json_result);
+  json doc = json::parse(json_result.out);
+  EXPECT_EQ(doc["verdict"], "dirty");
+  const json* t = find_target(doc, holder);
+  ASSERT_NE(t, nullptr) << doc.dump(1);
+  EXPECT_EQ(t->at("outcome"), "remaining") << t->dump();
+  EXPECT_TRUE(has_signal(*t, "KILL")) << t->dump();
+  ASSERT_FALSE(t->at("threads").empty()) << t->dump();
+  EXPECT_EQ(t->at("threads")[0]["state"], "D") << t->dump();
+  EXPECT_TRUE(contains(t->at("threads")[0]["wchan"].get<std::string>(), "refrigerator"))
+      << t->dump();
+
+  // Thawed, the pending SIGKILL takes effect: gpuclean did send it.
+  ASSERT_TRUE(write_file(group + "/freezer.state", "THAWED"));
+  EXPECT_TRUE(wait_gone(holder, 10s)) << "state " << proc_state(holder);
+}
+
+TEST_F(KillTest, ProtectsItselfAndAncestors) {
+  // First through shells the test started: test → outer sh → inner sh → gpuclean kill OUTER.
+  // Its whole tree is gpuclean's ancestors and gpuclean itself, so nothing may be signalled; had
+  // gpuclean got it wrong, the victim is the outer shell (visible in its exit status), not the
+  // test process.
+  const std::string inner =
+      "\"$0\" kill \"$1\" --no-nvml --grace 300ms --wait 2s; echo inner-rc=$?";
+  const std::string outer = "/bin/sh -c \"$1\" \"$0\" \"$$\"; echo outer-alive";
+  auto shells = run_command({"/bin/sh", "-c", outer, GPUCLEAN_BINARY, inner}, 20s);
+  ASSERT_EQ(shells.exit_code, 0) << "the outer shell was signalled\n" << both(shells);
+  ASSERT_TRUE(contains(shells.out, "outer-alive")) << both(shells);
+  EXPECT_TRUE(contains(shells.out, "inner-rc=2")) << both(shells);
+  EXPECT_TRUE(contains(shells.out + shells.err, "ancestor")) << both(shells);
+
+  // Then the test process itself (and its tree, which is gpuclean alone).
+  auto self = run_kill({str(::getpid()), "--grace", "300ms", "--wait", "2s"}, 20s);
+  EXPECT_EQ(self.exit_code, 2) << both(self);
+  EXPECT_TRUE(contains(self.out + self.err, "ancestor")) << both(self);
+  EXPECT_EQ(proc_state(::getpid()), 'R') << "and here we are, running";
+
+  // PID 1. CONT and no KILL, so that even a wrong implementation would do no harm: the kernel
+  // drops STOP/KILL sent to init from inside its namespace, and CONT to a running init is a no-op.
+  auto init = run_kill(
+      {"1", "--no-tree", "--signal", "CONT", "--no-kill9", "--grace", "100ms", "--wait", "1s"},
+      20s);
+  EXPECT_EQ(init.exit_code, 2) << both(init);
+  EXPECT_TRUE(contains(init.out + init.err, "PID 1")) << both(init);
+}
+
+TEST(KillBadInput, UsageErrorsExitTwo) {
+  auto none = run_command({GPUCLEAN_BINARY, "kill", "--no-nvml"}, 20s);
+  EXPECT_EQ(none.exit_code, 2) << none.out << none.err;
+
+  auto yes_only = run_command({GPUCLEAN_BINARY, "kill", "--yes", "--no-nvml"}, 20s);
+  EXPECT_EQ(yes_only.exit_code, 2) << "--yes selects nothing\n" << yes_only.out << yes_only.err;
+}
+
+TEST_F(KillTest, BadInput) {
+  const pid_t holder = start("hold", held_).at(0);
+
+  // A real target in each, so that the exit 2 is the bad option's and not "nothing selected".
+  auto grace = run_kill({str(holder), "--grace", "abc"}, 20s);
+  EXPECT_EQ(grace.exit_code, 2) << both(grace);
+  EXPECT_TRUE(contains(grace.out + grace.err, "abc")) << both(grace);
+  auto wait = run_kill({str(holder), "--wait", "abc"}, 20s);
+  EXPECT_EQ(wait.exit_code, 2) << both(wait);
+  auto signal = run_kill({str(holder), "--signal", "SIGFOO"}, 20s);
+  EXPECT_EQ(signal.exit_code, 2) << both(signal);
+  EXPECT_TRUE(contains(signal.out + signal.err, "FOO")) << both(signal);
+  auto not_a_pid = run_kill({"12abc"}, 20s);
+  EXPECT_EQ(not_a_pid.exit_code, 2) << both(not_a_pid);
+  EXPECT_TRUE(alive(holder));
+  EXPECT_EQ(proc_state(holder), 'S') << "signalled by a refused command";
+
+  const pid_t missing = missing_pid();
+  ASSERT_NE(missing, 0);
+  auto alone = run_kill({str(missing), "--grace", "300ms", "--wait", "2s"}, 20s);
+  EXPECT_EQ(alone.exit_code, 2) << both(alone);
+  EXPECT_TRUE(contains(lower(alone.out + alone.err), "no such process")) << both(alone);
+
+  // Among others, a missing PID is reported and the rest proceeds.
+  auto mixed = run_kill({str(missing), str(holder), "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(mixed.exit_code, 0) << both(mixed);
+  EXPECT_TRUE(contains(mixed.out + mixed.err, str(missing))) << both(mixed);
+  EXPECT_TRUE(wait_gone(holder, 2s)) << both(mixed);
+}
+
+TEST_F(KillTest, JsonIsOneDocument) {
+  const pid_t holder = start("hold", held_).at(0);
+  auto result = run_kill({str(holder), "--json", "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  json doc;
+  ASSERT_NO_THROW(doc = json::parse(result.out)) << both(result);  // trailing text would throw
+  EXPECT_EQ(doc["schema"], 1);
+  ASSERT_TRUE(doc["targets"].is_array()) << doc.dump(1);
+  const json* t = find_target(doc, holder);
+  ASSERT_NE(t, nullptr) << doc.dump(1);
+  EXPECT_EQ(t->at("outcome"), "gone");
+  EXPECT_FALSE(t->at("signals").empty());
+  EXPECT_EQ(doc["verdict"], "clean");
+  EXPECT_TRUE(wait_gone(holder, 2s));
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
