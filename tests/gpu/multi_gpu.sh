@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Multi-GPU scenario (issue 9, the part that needs no `gpuclean run`): a tensor-parallel-style
+# server with one worker per GPU, its parent SIGKILLed so every GPU holds an orphan. Checks
+# minor→index mapping, per-GPU attribution, `kill --leftovers --gpus 1` touching only GPU 1's
+# worker, and a full `kill --leftovers` leaving every GPU clean.
+#   tests/gpu/multi_gpu.sh [BIN_DIR]      (on a machine with 2+ GPUs; BIN_DIR default .device-bin)
+# Signals only the processes it started (by PID); every worker ends itself after 90 s.
+set -uo pipefail
+bin=${1:-.device-bin}
+G=$bin/gpuclean
+work=$(mktemp -d)
+passed=0
+failed=0
+check() {  # MESSAGE COMMAND...
+  local m=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "PASS: $m"; else failed=$((failed + 1)); echo "FAIL: $m"; fi
+}
+n=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+echo "=== multi-GPU test $(date -u +%FT%TZ), $n GPUs"
+nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.used --format=csv,noheader
+ls -l /dev/nvidia[0-9]* | awk '{print $5, $6, $10}'
+if ((n < 2)); then echo "needs 2+ GPUs"; exit 2; fi
+
+python3 - "$work" "$n" <<'PY' &
+import multiprocessing as mp, os, signal, sys, time
+def worker(i, ready):
+    signal.alarm(90)
+    import torch
+    torch.cuda.set_device(i)
+    x = torch.empty((2 + i) << 30, dtype=torch.uint8, device="cuda")  # GPU i: 2+i GiB
+    torch.cuda.synchronize()
+    ready.put((i, os.getpid()))
+    time.sleep(120)
+if __name__ == "__main__":
+    signal.alarm(90)
+    work, n = sys.argv[1], int(sys.argv[2])
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    ps = [ctx.Process(target=worker, args=(i, q)) for i in range(n)]
+    for p in ps: p.start()
+    got = dict(q.get(timeout=60) for _ in range(n))
+    with open(work + "/pids.tmp", "w") as f:
+        f.write(" ".join([str(os.getpid())] + [str(got[i]) for i in range(n)]))
+    os.rename(work + "/pids.tmp", work + "/pids")
+    time.sleep(120)
+PY
+for _ in $(seq 600); do [[ -s $work/pids ]] && break; sleep 0.1; done
+read -ra pids <"$work/pids"
+parent=${pids[0]}
+workers=("${pids[@]:1}")
+echo "server parent $parent, workers ${workers[*]} (worker i on GPU i)"
+kill -KILL "$parent"
+for _ in $(seq 100); do [[ -d /proc/$parent ]] || break; sleep 0.05; done
+
+"$G" who | sed 's/^/  /'
+"$G" status --json >"$work/s.json"
+"$G" status | sed 's/^/  /'
+python3 - "$work/s.json" "${workers[@]}" <<'PY' >"$work/asserts" 
+import json, sys
+d = json.load(open(sys.argv[1])); workers = [int(p) for p in sys.argv[2:]]
+by_pid = {h["pid"]: h for h in d["holders"]}
+for i, pid in enumerate(workers):
+    h = by_pid.get(pid, {})
+    mem = h.get("gpu_memory", {})
+    print(("ok" if h.get("class") == "orphan" else "bad") + f" worker {pid} class {h.get('class')}")
+    print(("ok" if list(mem) == [str(i)] and mem[str(i)] >= (2 + i) << 30 else "bad") + f" worker {pid} memory only on GPU {i}: {mem}")
+for g in d["gpus"]:
+    print(("ok" if g["minor"] == g["index"] else "bad") + f" GPU {g['index']} minor {g['minor']} bus {g['pci_bus_id']}")
+    m = g["memory"]
+    print(("ok" if m["attributed"] >= 0.99 * m["used"] else "bad") + f" GPU {g['index']} attributed {m['attributed']} of used {m['used']}")
+PY
+while read -r verdict rest; do check "$rest" test "$verdict" = ok; done <"$work/asserts"
+
+"$G" check --gpus 1 >/dev/null; check "check --gpus 1 is dirty before the kill" test $? -eq 1
+"$G" kill --leftovers --gpus 1 --yes --grace 2s --json >"$work/k1.json"; rc=$?
+check "kill --leftovers --gpus 1 exits 0" test $rc -eq 0
+check "worker on GPU 0 (${workers[0]}) untouched by --gpus 1" test -d "/proc/${workers[0]}"
+check "worker on GPU 1 (${workers[1]}) gone" test ! -d "/proc/${workers[1]}" -o "$(awk '{print $3}' /proc/${workers[1]}/stat 2>/dev/null)" = Z
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  kill --gpus 1:', [(t['pid'], t['outcome'], round(t['seconds'],3)) for t in d['targets']], 'memory back', d['memory_back_seconds'])" "$work/k1.json"
+"$G" check --gpus 1 >/dev/null; check "check --gpus 1 clean after the kill" test $? -eq 0
+"$G" check --gpus 0 >/dev/null; check "check --gpus 0 still dirty (negative control)" test $? -eq 1
+t0=$EPOCHREALTIME
+"$G" kill --leftovers --yes --grace 2s --json >"$work/k2.json"; rc=$?
+echo "  kill --leftovers (rest): $(python3 -c "print(round(($EPOCHREALTIME-$t0)*1000))") ms"
+check "kill --leftovers exits 0" test $rc -eq 0
+"$G" check; check "check clean on every GPU" test $? -eq 0
+# No blind safety-net kill by PID here (a PID may be recycled by now): every worker ends
+# itself after 90 s (signal.alarm).
+rm -rf "$work"
+echo "$passed passed, $failed failed"
+((failed == 0))
