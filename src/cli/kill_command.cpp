@@ -229,7 +229,12 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   }
   for (const Holder& h : diagnosis.holders) {
     if (!h.visible || h.klass == HolderClass::kMonitor) continue;
-    const bool on_selected_gpu = !parsed->gpus || !h.gpu_memory.empty();
+    // With a GPU selection, only holders NVML attributes memory to on a selected GPU: every
+    // CUDA process holds every GPU's device file (FACTS.md), so the files cannot decide.
+    const bool on_selected_gpu =
+        !parsed->gpus ||
+        std::any_of(h.gpu_memory.begin(), h.gpu_memory.end(),
+                    [&](const auto& entry) { return parsed->gpus->count(entry.first) > 0; });
     if ((o.holders || !o.gpu.empty()) && on_selected_gpu) chosen.emplace(h.process.pid, "holder");
     if (o.leftovers && is_leftover(h.klass) && on_selected_gpu) {
       chosen.emplace(h.process.pid, std::string("leftover (") + to_string(h.klass) + ")");

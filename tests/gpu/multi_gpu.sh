@@ -21,7 +21,8 @@ nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.used --format
 ls -l /dev/nvidia[0-9]* | awk '{print $5, $6, $10}'
 if ((n < 2)); then echo "needs 2+ GPUs"; exit 2; fi
 
-python3 - "$work" "$n" <<'PY' &
+# multiprocessing's spawn re-imports the main module from its file: write it to one.
+cat >"$work/server.py" <<'PY'
 import multiprocessing as mp, os, signal, sys, time
 def worker(i, ready):
     signal.alarm(90)
@@ -44,7 +45,9 @@ if __name__ == "__main__":
     os.rename(work + "/pids.tmp", work + "/pids")
     time.sleep(120)
 PY
+python3 "$work/server.py" "$work" "$n" &
 for _ in $(seq 600); do [[ -s $work/pids ]] && break; sleep 0.1; done
+[[ -s $work/pids ]] || { echo "FAIL: the server did not start"; exit 1; }
 read -ra pids <"$work/pids"
 parent=${pids[0]}
 workers=("${pids[@]:1}")
@@ -74,7 +77,9 @@ while read -r verdict rest; do check "$rest" test "$verdict" = ok; done <"$work/
 "$G" check --gpus 1 >/dev/null; check "check --gpus 1 is dirty before the kill" test $? -eq 1
 "$G" kill --leftovers --gpus 1 --yes --grace 2s --json >"$work/k1.json"; rc=$?
 check "kill --leftovers --gpus 1 exits 0" test $rc -eq 0
-check "worker on GPU 0 (${workers[0]}) untouched by --gpus 1" test -d "/proc/${workers[0]}"
+alive() { [[ -d /proc/$1 ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
+check "worker on GPU 0 (${workers[0]}) untouched by --gpus 1" alive "${workers[0]}"
+check "kill --gpus 1 planned exactly worker ${workers[1]}" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [t['pid'] for t in d['targets']] == [int(sys.argv[2])] else 1)" "$work/k1.json" "${workers[1]}"
 check "worker on GPU 1 (${workers[1]}) gone" test ! -d "/proc/${workers[1]}" -o "$(awk '{print $3}' /proc/${workers[1]}/stat 2>/dev/null)" = Z
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  kill --gpus 1:', [(t['pid'], t['outcome'], round(t['seconds'],3)) for t in d['targets']], 'memory back', d['memory_back_seconds'])" "$work/k1.json"
 "$G" check --gpus 1 >/dev/null; check "check --gpus 1 clean after the kill" test $? -eq 0

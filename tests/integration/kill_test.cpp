@@ -510,3 +510,79 @@ TEST_F(KillTest, JsonIsOneDocument) {
 
 }  // namespace
 }  // namespace gpuclean::testing
+
+namespace gpuclean::testing {
+namespace {
+
+// --gpus / --gpu select by NVML's attribution: a holder of every GPU's file that works on GPU 0
+// must survive `kill --gpus 1` (found on a real 2-GPU machine: tests/gpu/multi_gpu.sh).
+class KillGpuSelectionTest : public HolderFixture {
+ protected:
+  std::string two_gpu_view(pid_t on_gpu0, pid_t on_gpu1) {
+    const unsigned long long gib = 1ull << 30;
+    nlohmann::json gpus = nlohmann::json::array();
+    for (unsigned i = 0; i < 2; ++i) {
+      const pid_t pid = i == 0 ? on_gpu0 : on_gpu1;
+      gpus.push_back({{"index", i},
+                      {"name", "NVIDIA H200"},
+                      {"minor", i},
+                      {"memory", {{"total", 140 * gib}, {"used", 2 * gib}, {"free", 138 * gib}}},
+                      {"processes", {{{"pid", pid}, {"used_memory", 2 * gib}}}}});
+    }
+    const std::string path = dir_.path() + "/two-gpus.json";
+    std::ofstream(path) << nlohmann::json{{"driver_version", "580.159.04"}, {"gpus", gpus}}.dump();
+    return path;
+  }
+  CommandResult kill(const std::string& view, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {GPUCLEAN_BINARY,
+                                     "kill",
+                                     "--holders",
+                                     "--device-glob",
+                                     held_,
+                                     "--test-gpu-source",
+                                     view,
+                                     "--grace",
+                                     "300ms",
+                                     "--wait",
+                                     "1s"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_command(argv);
+  }
+  static bool alive(pid_t pid) {
+    const char state = proc_state(pid);
+    return state != '\0' && state != 'Z';
+  }
+};
+
+TEST_F(KillGpuSelectionTest, OnlyTheSelectedGpusHoldersAreTargets) {
+  const pid_t worker0 = start("hold", held_).at(0);
+  const pid_t worker1 = start("hold", held_).at(0);
+  const std::string view = two_gpu_view(worker0, worker1);
+
+  // Negative control: without a GPU selection both are in the plan.
+  auto all = kill(view, {"--dry-run", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(nlohmann::json::parse(all.out)["targets"].size(), 2u) << all.out;
+
+  auto only1 = kill(view, {"--gpus", "1", "--yes", "--json"});
+  const auto doc = nlohmann::json::parse(only1.out);
+  ASSERT_EQ(doc["targets"].size(), 1u) << only1.out;
+  EXPECT_EQ(doc["targets"][0]["pid"], worker1);
+  EXPECT_EQ(doc["targets"][0]["outcome"], "gone");
+  // The test source never drops its process list, so the memory is never seen back: kill must
+  // say so (exit 1) rather than claim a success it did not see.
+  EXPECT_EQ(only1.exit_code, 1) << only1.err;
+  EXPECT_FALSE(doc["gpu_memory_left"].empty()) << only1.out;
+  EXPECT_TRUE(wait_until([&] { return !alive(worker1); }));
+  EXPECT_TRUE(alive(worker0)) << "the holder on GPU 0 was killed by --gpus 1";
+
+  // --gpu N is short for --holders --gpus N.
+  auto short_form = kill(view, {"--gpu", "0", "--dry-run", "--json"});
+  ASSERT_EQ(short_form.exit_code, 0) << short_form.err;
+  const auto plan = nlohmann::json::parse(short_form.out);
+  ASSERT_EQ(plan["targets"].size(), 1u);
+  EXPECT_EQ(plan["targets"][0]["pid"], worker0);
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
