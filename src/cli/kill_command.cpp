@@ -308,9 +308,10 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
       nlohmann::json doc = output::document_header(host_name(), unix_now());
       doc["dry_run"] = true;
       doc["targets"] = nlohmann::json::array();
-      for (const Target& target : targets)
+      for (const Target& target : targets) {
         doc["targets"].push_back(
             {{"pid", target.process.pid}, {"class", to_string(target.klass)}, {"why", target.why}});
+      }
       output::write_json(io.out, doc);
     }
     return kExitClean;
@@ -331,6 +332,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   }
 
   std::vector<ProcessInfo> processes;
+  processes.reserve(targets.size());
   for (const Target& target : targets) processes.push_back(target.process);
   const auto started = Clock::now();
   const std::vector<ops::TargetOutcome> outcomes = ops::tear_down(*proc, processes, t);
@@ -438,9 +440,10 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
       }
     }
     for (const std::string& line : memory_left) io.out << "  memory   " << line << '\n';
-    if (memory_back_seconds)
+    if (memory_back_seconds) {
       io.out << fmt::format("  GPU memory of the targets released ({:.2f} s)\n",
                             *memory_back_seconds);
+    }
     for (const std::string& line : still_held)
       io.out << "  still held by others: " << output::escape_terminal(line) << '\n';
     if (ok) {

@@ -85,6 +85,7 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
           wait_for_exit(handles, std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
       note_exits();
       std::vector<const ProcessHandle*> still;
+      still.reserve(left.size());
       for (std::size_t i : left) still.push_back(handles[i]);
       handles.swap(still);
     }
