@@ -89,6 +89,11 @@ bool is_leftover(HolderClass klass) {
          klass == HolderClass::kZombieLeader || klass == HolderClass::kStuck;
 }
 
+bool listed_for_targets_empty(const std::vector<Target>& targets) {
+  return std::all_of(targets.begin(), targets.end(),
+                     [](const Target& t) { return t.gpu_memory.empty(); });
+}
+
 struct Parsed {
   ops::TeardownOptions teardown;
   std::optional<std::set<unsigned>> gpus;
@@ -117,15 +122,17 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   return parsed;
 }
 
-std::string target_row(const Target& t) {
+// One plan row; `depth` indents a target under a parent that is a target too (a tree).
+std::string target_row(const Target& t, int depth) {
   const ProcessInfo& p = t.process;
   std::string memory = "-";
   Bytes total = 0;
   for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
   if (total > 0) memory = format_bytes(total);
-  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}\n", p.pid,
+  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", p.pid,
                      output::escape_terminal(p.user), output::state_label(p), to_string(t.klass),
-                     memory, output::command_label(p, 100));
+                     memory, std::string(static_cast<std::size_t>(depth) * 2, ' '),
+                     output::command_label(p, 100));
 }
 
 }  // namespace
@@ -300,7 +307,13 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
                           targets.size() == 1 ? "" : "es", steps, t.wait.count());
     io.out << fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}\n", "PID", "USER", "STATE",
                           "CLASS", "MEMORY", "COMMAND");
-    for (const Target& target : targets) io.out << target_row(target);
+    // Targets are sorted parents first, so a parent's depth is known before its children's.
+    std::map<Pid, int> depth;
+    for (const Target& target : targets) {
+      auto parent = depth.find(target.process.ppid);
+      depth[target.process.pid] = parent == depth.end() ? 0 : parent->second + 1;
+      io.out << target_row(target, depth[target.process.pid]);
+    }
     io.out << std::flush;
   }
   if (o.dry_run) {
@@ -335,7 +348,13 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   processes.reserve(targets.size());
   for (const Target& target : targets) processes.push_back(target.process);
   const auto started = Clock::now();
-  const std::vector<ops::TargetOutcome> outcomes = ops::tear_down(*proc, processes, t);
+  // A live line on a terminal (stderr), cleared before the report.
+  const bool live_line = ::isatty(STDERR_FILENO) != 0 && !o.common.json;
+  auto progress = [&io, live_line](const std::string& line) {
+    if (live_line) io.err << "\r\x1b[2Kgpuclean: kill: " << line << std::flush;
+  };
+  const std::vector<ops::TargetOutcome> outcomes = ops::tear_down(*proc, processes, t, progress);
+  if (!listed_for_targets_empty(targets)) progress("verifying the GPU memory is released");
   const double kill_seconds = std::chrono::duration<double>(Clock::now() - started).count();
 
   // Verification of the GPU side: NVML must stop listing the targets (and the dead owners
@@ -378,6 +397,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
+  if (live_line) io.err << "\r\x1b[2K" << std::flush;
   std::size_t remaining = 0;
   for (const auto& outcome : outcomes) {
     if (outcome.state != ops::TargetOutcome::State::kGone) ++remaining;
@@ -424,7 +444,17 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
       const auto& outcome = outcomes[i];
       const std::string name = output::escape_terminal(targets[i].process.comm);
       const std::string sent = fmt::format("{}", fmt::join(outcome.signals, ","));
-      if (outcome.state == ops::TargetOutcome::State::kGone) {
+      if (outcome.state == ops::TargetOutcome::State::kGone && targets[i].process.state == 'Z' &&
+          targets[i].klass == HolderClass::kZombie) {
+        // It had exited before the plan: signals cannot remove a zombie, only its parent's
+        // wait() can, and it holds no GPU memory (SPEC.md problem 7).
+        const auto parent = table.find(targets[i].process.ppid);
+        io.out << fmt::format(
+            "  zombie   {:>8} ({}) had already exited; parent {} ({}) has not reaped it: harmless "
+            "to the GPU\n",
+            outcome.pid, name, targets[i].process.ppid,
+            parent == table.end() ? "?" : output::escape_terminal(parent->second.comm));
+      } else if (outcome.state == ops::TargetOutcome::State::kGone) {
         io.out << fmt::format("  gone     {:>8} ({}) after {} in {:.2f} s\n", outcome.pid, name,
                               sent.empty() ? "nothing" : sent, outcome.seconds);
       } else {

@@ -45,7 +45,11 @@ std::string why_remaining(const std::vector<ThreadInfo>& threads) {
 
 std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
                                      const std::vector<ProcessInfo>& targets,
-                                     const TeardownOptions& options) {
+                                     const TeardownOptions& options,
+                                     const std::function<void(const std::string&)>& progress) {
+  auto say = [&progress](const std::string& line) {
+    if (progress) progress(line);
+  };
   std::vector<TargetOutcome> outcomes(targets.size());
   std::vector<Live> live;
   for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -96,12 +100,20 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
     for (Live& l : live) send(l, outcomes, SIGSTOP);  // freeze the whole set first
     for (Live& l : live) send(l, outcomes, options.signal);
     for (Live& l : live) send(l, outcomes, SIGCONT);
+    say(signal_name(options.signal) + " sent to " + std::to_string(live.size()) + "; grace " +
+        std::to_string(options.grace.count()) + " ms");
     wait_until(Clock::now() + options.grace);
   }
   if (options.kill9 || options.signal == SIGKILL) {
     for (Live& l : live) {
       if (outcomes[l.outcome].state != TargetOutcome::State::kGone) send(l, outcomes, SIGKILL);
     }
+  }
+  std::size_t left = 0;
+  for (const Live& l : live) left += outcomes[l.outcome].state != TargetOutcome::State::kGone;
+  if (left > 0) {
+    say("waiting for " + std::to_string(left) + " to exit (at most " +
+        std::to_string(options.wait.count()) + " ms)");
   }
   wait_until(Clock::now() + options.wait);
 

@@ -34,9 +34,11 @@ struct TargetOutcome {
 // (SIGSTOP, so none can fork away or respawn a sibling mid-kill), sent `signal` and SIGCONT,
 // given `grace`, sent SIGKILL (unless !kill9) and waited for until `wait` passes. Never loops
 // beyond those bounds.
+// `progress` (may be empty) hears one line per phase, for a live line on a terminal.
 std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
                                      const std::vector<ProcessInfo>& targets,
-                                     const TeardownOptions& options);
+                                     const TeardownOptions& options,
+                                     const std::function<void(const std::string&)>& progress = {});
 
 // One line on why a process survived, from its threads: "thread 507 in D (refrigerator): …".
 std::string why_remaining(const std::vector<ThreadInfo>& threads);

@@ -586,3 +586,28 @@ TEST_F(KillGpuSelectionTest, OnlyTheSelectedGpusHoldersAreTargets) {
 
 }  // namespace
 }  // namespace gpuclean::testing
+
+namespace gpuclean::testing {
+namespace {
+
+class KillZombieTest : public HolderFixture {};
+
+TEST_F(KillZombieTest, PlainZombieTargetIsExplainedNotSignalledForever) {
+  auto pids = start("zombie", held_);
+  ASSERT_EQ(pids.size(), 2u);
+  ASSERT_EQ(::kill(pids[0], SIGUSR1), 0);  // the helper's own child exits, unreaped
+  ASSERT_TRUE(wait_until([&] { return proc_state(pids[0]) == 'Z'; }));
+  const auto started = std::chrono::steady_clock::now();
+  auto result = run_command({GPUCLEAN_BINARY, "kill", std::to_string(pids[0]), "--no-tree",
+                             "--no-nvml", "--grace", "300ms", "--wait", "2s"});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_NE(result.out.find("has not reaped it"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(std::to_string(pids[1])), std::string::npos) << "names the parent";
+  // Its parent was not a target: it must still be there (negative control for --no-tree).
+  EXPECT_NE(proc_state(pids[1]), '\0');
+  EXPECT_NE(proc_state(pids[1]), 'Z');
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
