@@ -89,11 +89,6 @@ bool is_leftover(HolderClass klass) {
          klass == HolderClass::kZombieLeader || klass == HolderClass::kStuck;
 }
 
-bool listed_for_targets_empty(const std::vector<Target>& targets) {
-  return std::all_of(targets.begin(), targets.end(),
-                     [](const Target& t) { return t.gpu_memory.empty(); });
-}
-
 struct Parsed {
   ops::TeardownOptions teardown;
   std::optional<std::set<unsigned>> gpus;
@@ -348,23 +343,23 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   processes.reserve(targets.size());
   for (const Target& target : targets) processes.push_back(target.process);
   const auto started = Clock::now();
-  // A live line on a terminal (stderr), cleared before the report.
-  const bool live_line = ::isatty(STDERR_FILENO) != 0 && !o.common.json;
-  auto progress = [&io, live_line](const std::string& line) {
-    if (live_line) io.err << "\r\x1b[2Kgpuclean: kill: " << line << std::flush;
-  };
-  const std::vector<ops::TargetOutcome> outcomes = ops::tear_down(*proc, processes, t, progress);
-  if (!listed_for_targets_empty(targets)) progress("verifying the GPU memory is released");
-  const double kill_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-
-  // Verification of the GPU side: NVML must stop listing the targets (and the dead owners
-  // their memory came from), bounded by --wait.
   std::set<Pid> listed_for_targets;
   for (const Target& target : targets) {
     if (target.gpu_memory.empty()) continue;
     listed_for_targets.insert(target.process.pid);
     if (target.inherited_from) listed_for_targets.insert(*target.inherited_from);
   }
+  // A live line on a terminal (stderr), cleared before the report.
+  const bool live_line = ::isatty(STDERR_FILENO) != 0 && !o.common.json;
+  auto progress = [&io, live_line](const std::string& line) {
+    if (live_line) io.err << "\r\x1b[2Kgpuclean: kill: " << line << std::flush;
+  };
+  const std::vector<ops::TargetOutcome> outcomes = ops::tear_down(*proc, processes, t, progress);
+  if (!listed_for_targets.empty()) progress("verifying the GPU memory is released");
+  const double kill_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+
+  // Verification of the GPU side: NVML must stop listing the targets (and the dead owners
+  // their memory came from), bounded by --wait.
   std::optional<double> memory_back_seconds;
   std::vector<std::string> memory_left;
   std::vector<std::string> still_held;

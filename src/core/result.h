@@ -18,7 +18,6 @@ struct Error {
 
   // A process vanishing between readdir and read shows up as one of these; it is normal.
   [[nodiscard]] bool is_vanished() const { return errnum == ENOENT || errnum == ESRCH; }
-  [[nodiscard]] bool is_denied() const { return errnum == EACCES || errnum == EPERM; }
 };
 
 // Builds an Error from the current errno.

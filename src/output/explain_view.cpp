@@ -1,5 +1,7 @@
 #include "output/explain_view.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "core/units.h"
@@ -72,6 +74,19 @@ std::string files_text(const HeldFile& f) {
   return text;
 }
 
+// The problems of `pid` itself and, for a dead owner, those of the heirs holding its memory.
+std::vector<Problem> problems_about(const Diagnosis& d, Pid pid) {
+  std::set<Pid> about{pid};
+  for (const Holder& h : d.holders) {
+    if (h.inherited_from == pid) about.insert(h.process.pid);
+  }
+  std::vector<Problem> out;
+  for (const Problem& p : d.problems) {
+    if (p.pid && about.count(*p.pid) > 0) out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 void render_explain_text(std::ostream& out, const StatusReport& report,
@@ -138,21 +153,12 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
                       escape_terminal(h.process.comm)));
     }
   }
-  bool any_problem = false;
-  for (const Problem& problem : d.problems) {
-    if (problem.pid != subject.pid && !(holder == nullptr && problem.pid && [&] {
-          for (const Holder& h : d.holders) {
-            if (h.process.pid == *problem.pid && h.inherited_from == subject.pid) return true;
-          }
-          return false;
-        }())) {
-      continue;
-    }
+  const std::vector<Problem> problems = problems_about(d, subject.pid);
+  for (const Problem& problem : problems) {
     row(out, "problem", escape_terminal(problem.message));
     row(out, "fix", escape_terminal(problem.fix));
-    any_problem = true;
   }
-  if (!any_problem) {
+  if (problems.empty()) {
     if (p == nullptr && holder == nullptr) {
       row(out, "verdict", "no such process, and NVML attributes no memory to it");
     } else if (holder != nullptr && holder->klass == HolderClass::kMonitor) {
@@ -180,10 +186,7 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
   for (const Holder& h : report.diagnosis.holders) {
     if (h.inherited_from == subject.pid) doc["heirs"].push_back(h.process.pid);
   }
-  doc["problems"] = nlohmann::json::array();
-  for (const Problem& p : report.diagnosis.problems) {
-    if (p.pid == subject.pid) doc["problems"].push_back(to_json(p));
-  }
+  doc["problems"] = to_json_array(problems_about(report.diagnosis, subject.pid));
   doc["nvml"] = {{"state", report.nvml_state}, {"message", report.nvml_message}};
   write_json(out, doc);
 }

@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,14 @@ nlohmann::json to_json(const DeviceFile& file);
 nlohmann::json to_json(const Gpu& gpu);
 // driver_version, nvml_version, cuda_driver_version and "gpus".
 nlohmann::json to_json(const GpuView& view);
+
+// A JSON array of to_json(item) for each item.
+template <typename T>
+nlohmann::json to_json_array(const std::vector<T>& items) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const T& item : items) out.push_back(to_json(item));
+  return out;
+}
 
 // Writes one document and a newline. Bytes that are not UTF-8 (command lines are arbitrary
 // bytes) become U+FFFD so the output is always valid JSON.

@@ -189,15 +189,9 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
     gpus.push_back(std::move(j));
   }
   doc["gpus"] = std::move(gpus);
-  nlohmann::json holders = nlohmann::json::array();
-  for (const Holder& h : d.holders) holders.push_back(to_json(h));
-  doc["holders"] = std::move(holders);
-  nlohmann::json problems = nlohmann::json::array();
-  for (const Problem& p : d.problems) problems.push_back(to_json(p));
-  doc["problems"] = std::move(problems);
-  nlohmann::json files = nlohmann::json::array();
-  for (const DeviceFile& f : report.files) files.push_back(to_json(f));
-  doc["files"] = std::move(files);
+  doc["holders"] = to_json_array(d.holders);
+  doc["problems"] = to_json_array(d.problems);
+  doc["files"] = to_json_array(report.files);
   doc["scan"] = to_json(report.stats);
   write_json(out, doc);
 }

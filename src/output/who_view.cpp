@@ -91,12 +91,8 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
 void render_who_json(std::ostream& out, const WhoReport& report) {
   nlohmann::json doc = document_header(report.host, report.time);
   doc["verdict"] = report.holders.empty() ? "clean" : "dirty";
-  nlohmann::json files = nlohmann::json::array();
-  for (const DeviceFile& file : report.files) files.push_back(to_json(file));
-  doc["files"] = std::move(files);
-  nlohmann::json holders = nlohmann::json::array();
-  for (const Holder& holder : report.holders) holders.push_back(to_json(holder));
-  doc["holders"] = std::move(holders);
+  doc["files"] = to_json_array(report.files);
+  doc["holders"] = to_json_array(report.holders);
   doc["scan"] = to_json(report.stats);
   write_json(out, doc);
 }
