@@ -120,6 +120,7 @@ Gatherer::NvmlOutcome Gatherer::query_gpus() {
   }
   outcome.state = "present";
   outcome.view = std::move(view).value();
+  if (gpu_details_) outcome.details = source_.source->query_details();
   return outcome;
 }
 
@@ -135,6 +136,7 @@ Gathered Gatherer::collect() {
   out.stats = scan.stats;
   out.nvml_state = nvml.state;
   out.nvml_message = nvml.message;
+  out.gpu_details = std::move(nvml.details);
   out.input.self = ::getpid();
   std::set<Pid> seen;
   for (const Holder& h : out.input.holders) seen.insert(h.process.pid);
@@ -157,9 +159,10 @@ Gathered Gatherer::collect() {
   return out;
 }
 
-std::variant<Gathered, GatherError> gather(const CommonOptions& options) {
+std::variant<Gathered, GatherError> gather(const CommonOptions& options, bool gpu_details) {
   auto gatherer = Gatherer::open(options);
   if (auto* error = std::get_if<GatherError>(&gatherer)) return *error;
+  if (gpu_details) std::get<std::unique_ptr<Gatherer>>(gatherer)->want_gpu_details();
   return std::get<std::unique_ptr<Gatherer>>(gatherer)->collect();
 }
 

@@ -23,6 +23,8 @@ struct Gathered {
   // "present", "absent" (no driver/library), "disabled" (--no-nvml), "failed"
   std::string nvml_state = "disabled";
   std::string nvml_message;
+  // Only when asked for (Gatherer::want_gpu_details, snapshot): clocks, ECC, … per GPU.
+  std::vector<GpuDetails> gpu_details;
 };
 
 // Errors: a bad device selection (exit 2) or an unreadable /proc (exit 3); `exit_code` says
@@ -49,12 +51,15 @@ class Gatherer {
   static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CommonOptions& options);
   // One /proc scan and one NVML query, run side by side.
   Gathered collect();
+  // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU).
+  void want_gpu_details() { gpu_details_ = true; }
 
  private:
   struct NvmlOutcome {
     std::string state = "disabled";
     std::string message;
     std::optional<GpuView> view;
+    std::vector<GpuDetails> details;
   };
   Gatherer(CommonOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
       : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
@@ -65,10 +70,11 @@ class Gatherer {
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
   bool source_tried_ = false;
+  bool gpu_details_ = false;
 };
 
 // Gatherer::open + one collect(), for the one-shot commands.
-std::variant<Gathered, GatherError> gather(const CommonOptions& options);
+std::variant<Gathered, GatherError> gather(const CommonOptions& options, bool gpu_details = false);
 
 // "0,2", "0-3", "all" → indices; nullopt for "all". Errors name the bad part.
 Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text);

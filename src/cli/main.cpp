@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "cli/kill_command.h"
+#include "cli/snapshot_command.h"
 #include "cli/status_command.h"
 #include "cli/who_command.h"
 
@@ -31,6 +32,10 @@ int run(int argc, char** argv) {
   add_kill_command(app, kill);
   WhoOptions who;
   add_who_command(app, who);
+  SnapshotOptions snapshot;
+  add_snapshot_command(app, snapshot);
+  DiffCommandOptions diff;
+  add_diff_command(app, diff);
   StatusOptions bare;
   add_common_options(app, bare.common);
 
@@ -50,6 +55,9 @@ int run(int argc, char** argv) {
   const Io io{std::cout, std::cerr};
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   if (app.got_subcommand("who")) return run_who(who, io);
+  if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
+  if (app.got_subcommand("diff")) return run_diff(diff, io);
+  if (app.got_subcommand("check") && !check.against.empty()) return run_check_against(check, io);
   if (app.got_subcommand("check")) return run_check(check, io);
   if (app.got_subcommand("explain")) return run_explain(explain, io);
   if (app.got_subcommand("kill")) return run_kill(kill, io, ::isatty(STDIN_FILENO) != 0);

@@ -125,6 +125,11 @@ int terminal_width() {
 
 }  // namespace
 
+StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, const Io& io) {
+  Prepared prepared = prepare_from(options, std::move(gathered), io);
+  return {std::move(prepared.report), prepared.exit_code, prepared.usable};
+}
+
 void add_status_command(CLI::App& app, StatusOptions& options) {
   CLI::App* status = app.add_subcommand(
       "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
@@ -135,6 +140,9 @@ void add_check_command(CLI::App& app, StatusOptions& options) {
   CLI::App* check = app.add_subcommand(
       "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
   add_diagnosis_options(*check, options);
+  check->add_option("--against", options.against,
+                    "Also fail on differences from this snapshot that can change a benchmark "
+                    "result (gpuclean snapshot -o FILE)");
 }
 
 void add_explain_command(CLI::App& app, ExplainOptions& options) {

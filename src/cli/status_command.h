@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "core/model.h"
+#include "output/status_view.h"
 
 namespace gpuclean::cli {
 
@@ -15,6 +16,7 @@ struct StatusOptions {
   double max_used_mib = 1024;  // tolerated unattributed memory per GPU
   std::vector<std::string> allow_users;
   std::vector<Pid> ignore_pids;
+  std::string against;  // check --against SNAPSHOT.json (cli/snapshot_command.h)
 };
 
 struct WaitOptions {
@@ -32,6 +34,18 @@ void add_status_command(CLI::App& app, StatusOptions& options);
 void add_check_command(CLI::App& app, StatusOptions& options);
 void add_explain_command(CLI::App& app, ExplainOptions& options);
 void add_wait_command(CLI::App& app, WaitOptions& options);
+
+struct Gathered;
+
+// The diagnosis of gathered inputs as status/check report it, for commands that gather
+// themselves (snapshot, check --against gather with GPU details). Usage problems are printed
+// on io.err; then `usable` is false and exit_code says why.
+struct StatusPrepared {
+  output::StatusReport report;
+  int exit_code = kExitClean;  // as run_status would return
+  bool usable = false;
+};
+StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, const Io& io);
 
 // 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong).
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);

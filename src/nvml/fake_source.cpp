@@ -53,17 +53,49 @@ GpuView view_from_json(const json& doc) {
   return view;
 }
 
+// The snapshot-only facts, flat in each GPU object under the GpuDetails member names
+// (clocks_sm, application_clocks_memory, ecc_volatile_uncorrected, …); absent keys stay unknown.
+GpuDetails details_from_json(const json& g) {
+  GpuDetails d;
+  d.index = g.at("index").get<unsigned>();
+  auto clocks = [&g](const std::string& prefix) {
+    return ClockPair{optional_field<unsigned>(g, (prefix + "_sm").c_str()),
+                     optional_field<unsigned>(g, (prefix + "_memory").c_str())};
+  };
+  d.clocks = clocks("clocks");
+  d.application_clocks = clocks("application_clocks");
+  d.max_clocks = clocks("max_clocks");
+  d.throttle_reasons = optional_field<std::uint64_t>(g, "throttle_reasons");
+  d.temperature_c = optional_field<unsigned>(g, "temperature_c");
+  d.power_limit_mw = optional_field<unsigned>(g, "power_limit_mw");
+  d.ecc_enabled = optional_field<bool>(g, "ecc_enabled");
+  d.ecc_pending_enabled = optional_field<bool>(g, "ecc_pending_enabled");
+  d.ecc_errors = {optional_field<std::uint64_t>(g, "ecc_volatile_corrected"),
+                  optional_field<std::uint64_t>(g, "ecc_volatile_uncorrected"),
+                  optional_field<std::uint64_t>(g, "ecc_aggregate_corrected"),
+                  optional_field<std::uint64_t>(g, "ecc_aggregate_uncorrected")};
+  d.retired_pages_single_bit = optional_field<unsigned>(g, "retired_pages_single_bit");
+  d.retired_pages_double_bit = optional_field<unsigned>(g, "retired_pages_double_bit");
+  d.remapped_rows_correctable = optional_field<unsigned>(g, "remapped_rows_correctable");
+  d.remapped_rows_uncorrectable = optional_field<unsigned>(g, "remapped_rows_uncorrectable");
+  d.remapping_pending = optional_field<bool>(g, "remapping_pending");
+  d.remapping_failed = optional_field<bool>(g, "remapping_failed");
+  return d;
+}
+
 class FakeGpuSource final : public GpuSource {
  public:
-  FakeGpuSource(GpuView view, std::string fail_query)
-      : view_(std::move(view)), fail_query_(std::move(fail_query)) {}
+  FakeGpuSource(GpuView view, std::vector<GpuDetails> details, std::string fail_query)
+      : view_(std::move(view)), details_(std::move(details)), fail_query_(std::move(fail_query)) {}
   Result<GpuView> query() override {
     if (!fail_query_.empty()) return Error{0, fail_query_};
     return view_;
   }
+  std::vector<GpuDetails> query_details() override { return details_; }
 
  private:
   GpuView view_;
+  std::vector<GpuDetails> details_;
   std::string fail_query_;
 };
 
@@ -86,8 +118,10 @@ OpenedSource open_fake_source(const std::string& path) {
       return opened;
     }
     if (state == "failed") return opened;
-    opened.source =
-        std::make_unique<FakeGpuSource>(view_from_json(doc), doc.value("fail_query", ""));
+    std::vector<GpuDetails> details;
+    for (const json& g : doc.value("gpus", json::array())) details.push_back(details_from_json(g));
+    opened.source = std::make_unique<FakeGpuSource>(view_from_json(doc), std::move(details),
+                                                    doc.value("fail_query", ""));
     opened.state = OpenedSource::State::kPresent;
   } catch (const json::exception& e) {
     opened.message = "test GPU source " + path + ": " + e.what();

@@ -8,6 +8,12 @@
 //              "minor": 0, "memory": {"total": B, "used": B, "free": B, "reserved": B},
 //              "persistence_mode": true, "compute_mode": "default", "mig_enabled": false,
 //              "processes": [{"pid": 123, "used_memory": B, "kind": "compute"}]}]}
+// Snapshot-only facts go flat in each GPU object, named as GpuDetails' members: "clocks_sm",
+// "clocks_memory", "application_clocks_sm", "max_clocks_memory", "throttle_reasons" (bit mask),
+// "temperature_c", "power_limit_mw", "ecc_enabled", "ecc_pending_enabled",
+// "ecc_volatile_corrected", "ecc_aggregate_uncorrected", …, "retired_pages_single_bit",
+// "retired_pages_double_bit", "remapped_rows_correctable", "remapped_rows_uncorrectable",
+// "remapping_pending", "remapping_failed". Absent keys are facts the GPU does not report.
 #pragma once
 
 #include <string>

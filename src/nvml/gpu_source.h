@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/model.h"
 #include "core/result.h"
+#include "core/snapshot.h"
 
 namespace gpuclean::nvml {
 
@@ -16,6 +18,10 @@ class GpuSource {
   // Everything NVML says about every GPU, in NVML index order. An Error means the view would
   // be wrong (a query failed mid-way), not merely incomplete: optional fields cover that.
   virtual Result<GpuView> query() = 0;
+  // The snapshot-only facts (clocks, throttle reasons, ECC, …) of every GPU, NVML index
+  // order. Never fails: what a GPU or driver does not answer stays empty. Not called by
+  // status/check: these are a dozen extra calls per GPU.
+  virtual std::vector<GpuDetails> query_details() { return {}; }
 };
 
 // The outcome of trying to open a source. "Absent" (no NVIDIA driver or library) is a normal

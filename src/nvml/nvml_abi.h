@@ -76,6 +76,43 @@ constexpr unsigned int kComputeModeExclusiveThread = 1;  // deprecated, still re
 constexpr unsigned int kComputeModeProhibited = 2;
 constexpr unsigned int kComputeModeExclusiveProcess = 3;
 
+// ---- Facts only `gpuclean snapshot` asks for (all optional; NVML API reference) ----
+
+// nvmlClockType_t
+constexpr unsigned int kClockGraphics = 0;
+constexpr unsigned int kClockSm = 1;
+constexpr unsigned int kClockMem = 2;
+
+// nvmlTemperatureSensors_t
+constexpr unsigned int kTemperatureGpu = 0;
+
+// nvmlMemoryErrorType_t
+constexpr unsigned int kMemoryErrorCorrected = 0;
+constexpr unsigned int kMemoryErrorUncorrected = 1;
+
+// nvmlEccCounterType_t
+constexpr unsigned int kVolatileEcc = 0;
+constexpr unsigned int kAggregateEcc = 1;
+
+// nvmlPageRetirementCause_t
+constexpr unsigned int kRetiredMultipleSingleBit = 0;
+constexpr unsigned int kRetiredDoubleBit = 1;
+
+// nvmlEnableState_t
+constexpr unsigned int kFeatureDisabled = 0;
+constexpr unsigned int kFeatureEnabled = 1;
+
+// nvmlClocksEventReason* / nvmlClocksThrottleReason* bits (the same values under both names).
+constexpr unsigned long long kReasonGpuIdle = 0x1ULL;
+constexpr unsigned long long kReasonApplicationsClocksSetting = 0x2ULL;
+constexpr unsigned long long kReasonSwPowerCap = 0x4ULL;
+constexpr unsigned long long kReasonHwSlowdown = 0x8ULL;
+constexpr unsigned long long kReasonSyncBoost = 0x10ULL;
+constexpr unsigned long long kReasonSwThermalSlowdown = 0x20ULL;
+constexpr unsigned long long kReasonHwThermalSlowdown = 0x40ULL;
+constexpr unsigned long long kReasonHwPowerBrakeSlowdown = 0x80ULL;
+constexpr unsigned long long kReasonDisplayClockSetting = 0x100ULL;
+
 constexpr std::size_t kDeviceNameBufferSize = 96;
 constexpr std::size_t kDeviceUuidBufferSize = 96;
 constexpr std::size_t kSystemVersionBufferSize = 96;

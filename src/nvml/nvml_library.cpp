@@ -59,6 +59,17 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& soname
   bind(handle, f.device_get_persistence_mode, {"nvmlDeviceGetPersistenceMode"});
   bind(handle, f.device_get_compute_mode, {"nvmlDeviceGetComputeMode"});
   bind(handle, f.device_get_mig_mode, {"nvmlDeviceGetMigMode"});
+  bind(handle, f.device_get_clock_info, {"nvmlDeviceGetClockInfo"});
+  bind(handle, f.device_get_applications_clock, {"nvmlDeviceGetApplicationsClock"});
+  bind(handle, f.device_get_max_clock_info, {"nvmlDeviceGetMaxClockInfo"});
+  bind(handle, f.device_get_clock_event_reasons,
+       {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  bind(handle, f.device_get_temperature, {"nvmlDeviceGetTemperature"});
+  bind(handle, f.device_get_enforced_power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
+  bind(handle, f.device_get_ecc_mode, {"nvmlDeviceGetEccMode"});
+  bind(handle, f.device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
+  bind(handle, f.device_get_retired_pages, {"nvmlDeviceGetRetiredPages"});
+  bind(handle, f.device_get_remapped_rows, {"nvmlDeviceGetRemappedRows"});
 
   // Newest first, and the record size goes with the symbol (nvtop's lesson).
   if (bind(handle, f.compute_v2plus, {"nvmlDeviceGetComputeRunningProcesses_v3"})) {

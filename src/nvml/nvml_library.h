@@ -30,6 +30,22 @@ struct NvmlFunctions {
   abi::Return (*device_get_compute_mode)(abi::Device, unsigned int*) = nullptr;
   abi::Return (*device_get_mig_mode)(abi::Device, unsigned int*, unsigned int*) = nullptr;
 
+  // Snapshot-only facts, all optional (enum arguments are passed as unsigned int, their size).
+  abi::Return (*device_get_clock_info)(abi::Device, unsigned int, unsigned int*) = nullptr;
+  abi::Return (*device_get_applications_clock)(abi::Device, unsigned int, unsigned int*) = nullptr;
+  abi::Return (*device_get_max_clock_info)(abi::Device, unsigned int, unsigned int*) = nullptr;
+  // nvmlDeviceGetCurrentClocksEventReasons (driver ≥ 535), else the older ThrottleReasons name.
+  abi::Return (*device_get_clock_event_reasons)(abi::Device, unsigned long long*) = nullptr;
+  abi::Return (*device_get_temperature)(abi::Device, unsigned int, unsigned int*) = nullptr;
+  abi::Return (*device_get_enforced_power_limit)(abi::Device, unsigned int*) = nullptr;
+  abi::Return (*device_get_ecc_mode)(abi::Device, unsigned int*, unsigned int*) = nullptr;
+  abi::Return (*device_get_total_ecc_errors)(abi::Device, unsigned int, unsigned int,
+                                             unsigned long long*) = nullptr;
+  abi::Return (*device_get_retired_pages)(abi::Device, unsigned int, unsigned int*,
+                                          unsigned long long*) = nullptr;
+  abi::Return (*device_get_remapped_rows)(abi::Device, unsigned int*, unsigned int*, unsigned int*,
+                                          unsigned int*) = nullptr;
+
   // Process lists. `*_v2plus` take ProcessInfoV2 records (from the _v3 or _v2 symbol);
   // `*_v1` take ProcessInfoV1 records. Exactly one of each pair is set.
   using ListV2 = abi::Return (*)(abi::Device, unsigned int*, abi::ProcessInfoV2*);

@@ -46,9 +46,11 @@ class NvmlGpuSource final : public GpuSource {
   NvmlGpuSource& operator=(const NvmlGpuSource&) = delete;
 
   Result<GpuView> query() override;
+  std::vector<GpuDetails> query_details() override;
 
  private:
   Result<Gpu> query_device(unsigned index);
+  GpuDetails query_device_details(abi::Device device) const;
   // Appends one list (compute, graphics or MPS) to gpu.processes.
   Status list_processes(abi::Device device, GpuProcess::Kind kind, NvmlFunctions::ListV2 v2,
                         NvmlFunctions::ListV1 v1, std::vector<GpuProcess>& out);
@@ -194,6 +196,98 @@ Result<GpuView> NvmlGpuSource::query() {
     view.gpus.push_back(std::move(gpu).value());
   }
   return view;
+}
+
+// Each call is optional: an absent symbol or any error (NOT_SUPPORTED on boards without ECC
+// or row remapping, NO_PERMISSION, …) leaves the fact unknown rather than failing the snapshot.
+template <typename Fn, typename... Args>
+bool call_optional(Fn fn, Args... args) {
+  return fn != nullptr && fn(args...) == abi::kSuccess;
+}
+
+std::optional<unsigned> clock_of(abi::Return (*fn)(abi::Device, unsigned int, unsigned int*),
+                                 abi::Device device, unsigned int type) {
+  unsigned int mhz = 0;
+  if (!call_optional(fn, device, type, &mhz)) return std::nullopt;
+  return mhz;
+}
+
+ClockPair clocks_of(abi::Return (*fn)(abi::Device, unsigned int, unsigned int*),
+                    abi::Device device) {
+  return {clock_of(fn, device, abi::kClockSm), clock_of(fn, device, abi::kClockMem)};
+}
+
+GpuDetails NvmlGpuSource::query_device_details(abi::Device device) const {
+  const NvmlFunctions& f = lib_->fn();
+  GpuDetails d;
+  d.clocks = clocks_of(f.device_get_clock_info, device);
+  d.application_clocks = clocks_of(f.device_get_applications_clock, device);
+  d.max_clocks = clocks_of(f.device_get_max_clock_info, device);
+  unsigned long long reasons = 0;
+  if (call_optional(f.device_get_clock_event_reasons, device, &reasons))
+    d.throttle_reasons = reasons;
+  unsigned int value = 0;
+  if (call_optional(f.device_get_temperature, device, abi::kTemperatureGpu, &value)) {
+    d.temperature_c = value;
+  }
+  if (call_optional(f.device_get_enforced_power_limit, device, &value)) d.power_limit_mw = value;
+  unsigned int current = 0;
+  unsigned int pending = 0;
+  if (call_optional(f.device_get_ecc_mode, device, &current, &pending)) {
+    d.ecc_enabled = current == abi::kFeatureEnabled;
+    d.ecc_pending_enabled = pending == abi::kFeatureEnabled;
+  }
+  auto ecc = [&](unsigned int type, unsigned int counter) -> std::optional<std::uint64_t> {
+    unsigned long long count = 0;
+    if (!call_optional(f.device_get_total_ecc_errors, device, type, counter, &count)) {
+      return std::nullopt;
+    }
+    return count;
+  };
+  d.ecc_errors.volatile_corrected = ecc(abi::kMemoryErrorCorrected, abi::kVolatileEcc);
+  d.ecc_errors.volatile_uncorrected = ecc(abi::kMemoryErrorUncorrected, abi::kVolatileEcc);
+  d.ecc_errors.aggregate_corrected = ecc(abi::kMemoryErrorCorrected, abi::kAggregateEcc);
+  d.ecc_errors.aggregate_uncorrected = ecc(abi::kMemoryErrorUncorrected, abi::kAggregateEcc);
+  // Only the count is wanted. The reference says pageCount 0 queries the size, yet also that
+  // a NULL buffer is INVALID_ARGUMENT: pass a one-record buffer with a size of 0, and take the
+  // count from SUCCESS (no pages) or INSUFFICIENT_SIZE (the count is set to the need).
+  auto retired = [&](unsigned int cause) -> std::optional<unsigned> {
+    if (f.device_get_retired_pages == nullptr) return std::nullopt;
+    unsigned int count = 0;
+    unsigned long long address = 0;
+    const abi::Return rc = f.device_get_retired_pages(device, cause, &count, &address);
+    if (rc != abi::kSuccess && rc != abi::kErrorInsufficientSize) return std::nullopt;
+    return count;
+  };
+  d.retired_pages_single_bit = retired(abi::kRetiredMultipleSingleBit);
+  d.retired_pages_double_bit = retired(abi::kRetiredDoubleBit);
+  unsigned int correctable = 0;
+  unsigned int uncorrectable = 0;
+  unsigned int is_pending = 0;
+  unsigned int failed = 0;
+  if (call_optional(f.device_get_remapped_rows, device, &correctable, &uncorrectable, &is_pending,
+                    &failed)) {
+    d.remapped_rows_correctable = correctable;
+    d.remapped_rows_uncorrectable = uncorrectable;
+    d.remapping_pending = is_pending != 0;
+    d.remapping_failed = failed != 0;
+  }
+  return d;
+}
+
+std::vector<GpuDetails> NvmlGpuSource::query_details() {
+  const NvmlFunctions& f = lib_->fn();
+  std::vector<GpuDetails> out;
+  unsigned int count = 0;
+  if (f.device_get_count(&count) != abi::kSuccess) return out;
+  for (unsigned i = 0; i < count; ++i) {
+    abi::Device device = nullptr;
+    if (f.device_get_handle_by_index(i, &device) != abi::kSuccess) continue;
+    GpuDetails d = query_device_details(device);
+    d.index = i;
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 }  // namespace

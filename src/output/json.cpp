@@ -99,6 +99,15 @@ nlohmann::json to_json(const Gpu& gpu) {
   return out;
 }
 
+nlohmann::json to_json(const GpuReport& report) {
+  nlohmann::json out = to_json(report.gpu);
+  if (out["memory"].is_object()) {
+    out["memory"]["attributed"] = report.attributed;
+    out["memory"]["unattributed"] = report.unattributed;
+  }
+  return out;
+}
+
 nlohmann::json to_json(const GpuView& view) {
   nlohmann::json out{{"driver_version", view.driver_version},
                      {"nvml_version", view.nvml_version},

@@ -25,6 +25,8 @@ nlohmann::json to_json(const Problem& problem);
 nlohmann::json to_json(const DeviceFile& file);
 // NVML's fields of one GPU (index, uuid, name, pci_bus_id, minor, memory, modes, processes).
 nlohmann::json to_json(const Gpu& gpu);
+// to_json(gpu) with the diagnosis's "attributed" and "unattributed" added to "memory".
+nlohmann::json to_json(const GpuReport& report);
 // driver_version, nvml_version, cuda_driver_version and "gpus".
 nlohmann::json to_json(const GpuView& view);
 

@@ -179,16 +179,7 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
                  {"driver_version", report.driver_version}};
   doc["nvml"]["cuda_driver_version"] =
       report.cuda_driver_version ? nlohmann::json(*report.cuda_driver_version) : nlohmann::json();
-  nlohmann::json gpus = nlohmann::json::array();
-  for (const GpuReport& g : d.gpus) {
-    nlohmann::json j = to_json(g.gpu);
-    if (j["memory"].is_object()) {
-      j["memory"]["attributed"] = g.attributed;
-      j["memory"]["unattributed"] = g.unattributed;
-    }
-    gpus.push_back(std::move(j));
-  }
-  doc["gpus"] = std::move(gpus);
+  doc["gpus"] = to_json_array(d.gpus);
   doc["holders"] = to_json_array(d.holders);
   doc["problems"] = to_json_array(d.problems);
   doc["files"] = to_json_array(report.files);

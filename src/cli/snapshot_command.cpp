@@ -1,0 +1,266 @@
+#include "cli/snapshot_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "cli/gather.h"
+#include "diagnose/snapshot_diff.h"
+#include "output/diff_view.h"
+#include "output/escape.h"
+#include "output/json.h"
+#include "output/snapshot_json.h"
+
+extern char** environ;  // NOLINT: POSIX; read once, never written
+
+namespace gpuclean::cli {
+namespace {
+
+// Snapshots are a few hundred KiB at most; anything far larger is not one.
+constexpr std::size_t kMaxSnapshotBytes = 64u << 20;
+
+void add_root_options(CLI::App& command, procfs::HostRoots& roots) {
+  command.add_option("--sys-root", roots.sys, "sysfs to read (for tests)")->group("");
+  command.add_option("--kmsg", roots.kmsg, "kernel log device to read (for tests)")->group("");
+}
+
+std::vector<std::string> environment_entries() {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    out.emplace_back(*entry);
+  }
+  return out;
+}
+
+struct Taken {
+  nlohmann::json document;
+  int exit_code = kExitClean;  // kExitRuntime when NVML failed (the document says so)
+  StatusPrepared prepared;
+};
+
+// Looks at the machine once, with the snapshot-only GPU facts, as a snapshot document.
+// nullopt after a usage or runtime error (printed; exit code in `failed_exit`).
+std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoots roots,
+                                   const Io& io, int& failed_exit) {
+  auto gathered = gather(options.common, /*gpu_details=*/true);
+  if (auto* error = std::get_if<GatherError>(&gathered)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    failed_exit = error->exit_code;
+    return std::nullopt;
+  }
+  Gathered& g = std::get<Gathered>(gathered);
+  const std::string nvml_version = g.input.gpu_view ? g.input.gpu_view->nvml_version : "";
+  const std::vector<GpuDetails> details = std::move(g.gpu_details);
+  Taken taken;
+  taken.prepared = prepare_status(options, std::move(g), io);
+  if (!taken.prepared.usable) {
+    failed_exit = taken.prepared.exit_code;
+    return std::nullopt;
+  }
+  roots.proc = options.common.proc_root;
+  const HostFacts facts = procfs::read_host_facts(roots, environment_entries());
+  const KernelLog log = procfs::read_kernel_log(roots.kmsg);
+  const output::StatusReport& report = taken.prepared.report;
+  taken.document = output::snapshot_document({report, nvml_version, details, facts, log});
+  taken.document["verdict"] = report.diagnosis.clean ? "clean" : "dirty";
+  taken.document["problems"] = output::to_json_array(report.diagnosis.problems);
+  taken.exit_code = report.nvml_state == "failed" ? kExitRuntime : kExitClean;
+  return taken;
+}
+
+// Reads and validates a snapshot file; errors name the file and what is wrong.
+Result<Snapshot> load_snapshot(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return errno_error(path);
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxSnapshotBytes) return Error{0, path + ": too large for a snapshot"};
+  }
+  if (in.bad()) return Error{EIO, "read " + path};
+  if (text.empty()) return Error{0, path + ": empty (not a snapshot)"};
+  auto snapshot = output::parse_snapshot(text);
+  if (!snapshot.ok()) return Error{0, path + ": " + snapshot.error().context};
+  return snapshot;
+}
+
+// Writes next to the target and renames, so a reader never sees half a snapshot.
+Status write_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return errno_error("create " + temp);
+    out << text;
+    out.flush();
+    if (!out) {
+      const Error error = errno_error("write " + temp);
+      (void)std::remove(temp.c_str());
+      return error;
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const Error error = errno_error("rename " + temp + " to " + path);
+    (void)std::remove(temp.c_str());
+    return error;
+  }
+  return Ok{};
+}
+
+output::DiffSide side_of(const std::string& source, const Snapshot& snapshot) {
+  return {source, snapshot.host.value_or(""), snapshot.time.value_or("")};
+}
+
+diagnose::DiffOptions diff_options(double max_used_mib, std::optional<std::set<unsigned>> gpus) {
+  diagnose::DiffOptions options;
+  options.memory_tolerance = static_cast<Bytes>(max_used_mib * 1024.0 * 1024.0);
+  options.gpus = std::move(gpus);
+  return options;
+}
+
+// The machine now, read back through the same reader as a file would be.
+std::optional<Snapshot> snapshot_now(const StatusOptions& options, const procfs::HostRoots& roots,
+                                     const Io& io, int& exit_code,
+                                     std::optional<StatusPrepared>* prepared) {
+  auto taken = take_snapshot(options, roots, io, exit_code);
+  if (!taken) return std::nullopt;
+  exit_code = taken->exit_code;
+  auto snapshot = output::read_snapshot(taken->document);
+  if (!snapshot.ok()) {
+    io.err << "gpuclean: internal error: the snapshot of now does not read back: "
+           << snapshot.error().context << '\n';
+    exit_code = kExitRuntime;
+    return std::nullopt;
+  }
+  if (prepared != nullptr) *prepared = std::move(taken->prepared);
+  return std::move(snapshot).value();
+}
+
+}  // namespace
+
+void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
+  CLI::App* snapshot = app.add_subcommand(
+      "snapshot", "JSON fingerprint of what a GPU benchmark depends on (compare with diff)");
+  add_common_options(*snapshot, options.common);
+  snapshot->add_option("-o,--output", options.output, "Write to this file instead of stdout");
+  add_root_options(*snapshot, options.roots);
+}
+
+void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
+  CLI::App* diff = app.add_subcommand(
+      "diff", "What changed between two snapshots (B defaults to now), most relevant first");
+  add_common_options(*diff, options.common);
+  diff->add_option("before", options.before, "The earlier snapshot (gpuclean snapshot -o FILE)")
+      ->required();
+  diff->add_option("after", options.after, "The later snapshot (default: the machine now)");
+  diff->add_option("--max-used", options.max_used_mib,
+                   "Used-memory change per GPU (MiB) that is not worth a line")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("1024");
+  add_root_options(*diff, options.roots);
+}
+
+int run_snapshot(const SnapshotOptions& options, const Io& io) {
+  StatusOptions status;
+  status.common = options.common;
+  int failed_exit = kExitRuntime;
+  auto taken = take_snapshot(status, options.roots, io, failed_exit);
+  if (!taken) return failed_exit;
+  if (taken->exit_code == kExitRuntime) {
+    io.err << "gpuclean: NVML failed: "
+           << output::escape_terminal(taken->prepared.report.nvml_message)
+           << " (the snapshot records it)\n";
+  }
+  if (options.output.empty()) {
+    output::write_json(io.out, taken->document);
+    return taken->exit_code;
+  }
+  std::ostringstream text;
+  output::write_json(text, taken->document);
+  if (auto written = write_atomically(options.output, text.str()); !written.ok()) {
+    io.err << "gpuclean: snapshot: " << written.error().message() << '\n';
+    return kExitRuntime;
+  }
+  return taken->exit_code;
+}
+
+int run_diff(const DiffCommandOptions& options, const Io& io) {
+  auto gpus = parse_gpu_list(options.common.gpus);
+  if (!gpus.ok()) {
+    io.err << "gpuclean: diff: " << gpus.error().message() << '\n';
+    return kExitUsage;
+  }
+  auto before = load_snapshot(options.before);
+  if (!before.ok()) {
+    io.err << "gpuclean: diff: " << before.error().message() << '\n';
+    return kExitUsage;
+  }
+  int exit_code = kExitClean;
+  std::optional<Snapshot> after;
+  output::DiffReport report;
+  if (!options.after.empty()) {
+    auto loaded = load_snapshot(options.after);
+    if (!loaded.ok()) {
+      io.err << "gpuclean: diff: " << loaded.error().message() << '\n';
+      return kExitUsage;
+    }
+    after = std::move(loaded).value();
+    report.after = side_of(options.after, *after);
+  } else {
+    StatusOptions status;
+    status.common = options.common;
+    after = snapshot_now(status, options.roots, io, exit_code, nullptr);
+    if (!after) return exit_code;
+    report.after = side_of("now", *after);
+  }
+  report.before = side_of(options.before, *before);
+  report.differences =
+      diagnose::diff_snapshots(*before, *after, diff_options(options.max_used_mib, *gpus));
+  if (options.common.json) {
+    output::write_json(io.out, output::diff_document(report, host_name(), unix_now()));
+  } else {
+    output::render_diff_text(io.out, report);
+  }
+  if (exit_code != kExitClean) return exit_code;
+  return output::result_changing_count(report) > 0 ? kExitDirty : kExitClean;
+}
+
+int run_check_against(const StatusOptions& options, const Io& io) {
+  auto before = load_snapshot(options.against);
+  if (!before.ok()) {
+    io.err << "gpuclean: check: --against " << before.error().message() << '\n';
+    return kExitUsage;
+  }
+  int exit_code = kExitClean;
+  std::optional<StatusPrepared> prepared;
+  auto now = snapshot_now(options, procfs::HostRoots{}, io, exit_code, &prepared);
+  if (!now) return exit_code;
+  auto gpus = parse_gpu_list(options.common.gpus);  // valid: prepare_status accepted it
+  output::DiffReport report;
+  report.before = side_of(options.against, *before);
+  report.after = side_of("now", *now);
+  report.differences = diagnose::diff_snapshots(
+      *before, *now, diff_options(options.max_used_mib, gpus.ok() ? *gpus : std::nullopt));
+  const output::StatusReport& status = prepared->report;
+  if (options.common.json) {
+    nlohmann::json doc = output::diff_document(report, status.host, status.time);
+    doc["verdict"] =
+        status.diagnosis.clean && output::result_changing_count(report) == 0 ? "clean" : "dirty";
+    doc["problems"] = output::to_json_array(status.diagnosis.problems);
+    output::write_json(io.out, doc);
+  } else {
+    if (status.nvml_state == "failed") {
+      io.err << "gpuclean: NVML failed: " << output::escape_terminal(status.nvml_message) << '\n';
+    }
+    output::render_check_lines(io.out, status);
+    output::render_against_lines(io.out, report);
+  }
+  if (exit_code != kExitClean) return exit_code;
+  const bool dirty = !status.diagnosis.clean || output::result_changing_count(report) > 0;
+  return dirty ? kExitDirty : kExitClean;
+}
+
+}  // namespace gpuclean::cli
