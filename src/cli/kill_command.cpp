@@ -18,6 +18,7 @@
 #include "diagnose/diagnosis.h"
 #include "ops/signals.h"
 #include "ops/teardown.h"
+#include "procfs/process_table.h"
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/who_view.h"
@@ -26,7 +27,7 @@ namespace gpuclean::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Table = std::map<Pid, ProcessInfo>;
+using Table = procfs::ProcessTable;
 
 struct Target {
   ProcessInfo process;
@@ -40,29 +41,6 @@ struct Skip {
   Pid pid;
   std::string reason;
 };
-
-Table read_table(const procfs::ProcFs& proc) {
-  Table table;
-  auto pids = proc.list_pids();
-  if (!pids.ok()) return table;
-  for (Pid pid : *pids) {
-    if (auto info = proc.read_process(pid); info.ok()) table.emplace(pid, std::move(info).value());
-  }
-  return table;
-}
-
-std::set<Pid> descendants(const Table& table, Pid root) {
-  std::set<Pid> out;
-  std::vector<Pid> queue{root};
-  while (!queue.empty()) {
-    const Pid parent = queue.back();
-    queue.pop_back();
-    for (const auto& [pid, info] : table) {
-      if (info.ppid == parent && out.insert(pid).second) queue.push_back(pid);
-    }
-  }
-  return out;
-}
 
 std::set<Pid> ancestors_of_self(const Table& table) {
   std::set<Pid> out;
@@ -194,7 +172,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     io.err << "gpuclean: kill: " << proc.error().message() << '\n';
     return kExitRuntime;
   }
-  const Table table = read_table(*proc);
+  const Table table = procfs::read_process_table(*proc);
 
   std::map<Pid, std::string> chosen;  // pid → why
   std::vector<Pid> not_found;
@@ -205,7 +183,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     }
     chosen.emplace(pid, "named");
     if (!o.no_tree) {
-      for (Pid child : descendants(table, pid))
+      for (Pid child : procfs::descendants(table, pid))
         chosen.emplace(child, fmt::format("descendant of {}", pid));
     }
   }

@@ -5,6 +5,8 @@
 
 #include "cli/common.h"
 #include "cli/kill_command.h"
+#include "cli/plot_command.h"
+#include "cli/run_command.h"
 #include "cli/snapshot_command.h"
 #include "cli/status_command.h"
 #include "cli/who_command.h"
@@ -32,6 +34,10 @@ int run(int argc, char** argv) {
   add_kill_command(app, kill);
   WhoOptions who;
   add_who_command(app, who);
+  RunOptions run_options;
+  add_run_command(app, run_options);
+  PlotOptions plot;
+  add_plot_command(app, plot);
   SnapshotOptions snapshot;
   add_snapshot_command(app, snapshot);
   DiffCommandOptions diff;
@@ -58,6 +64,8 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
   if (app.got_subcommand("diff")) return run_diff(diff, io);
   if (app.got_subcommand("check") && !check.against.empty()) return run_check_against(check, io);
+  if (app.got_subcommand("run")) return run_run(run_options, io);
+  if (app.got_subcommand("plot")) return run_plot(plot, io);
   if (app.got_subcommand("check")) return run_check(check, io);
   if (app.got_subcommand("explain")) return run_explain(explain, io);
   if (app.got_subcommand("kill")) return run_kill(kill, io, ::isatty(STDIN_FILENO) != 0);

@@ -21,7 +21,6 @@
 #include "procfs/proc_fs.h"
 
 namespace gpuclean::cli {
-namespace {
 
 void add_diagnosis_options(CLI::App& command, StatusOptions& options) {
   add_common_options(command, options.common);
@@ -33,6 +32,8 @@ void add_diagnosis_options(CLI::App& command, StatusOptions& options) {
   command.add_option("--allow-user", options.allow_users, "Holders of this user are fine");
   command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine");
 }
+
+namespace {
 
 struct Prepared {
   output::StatusReport report;

@@ -30,6 +30,9 @@ struct ExplainOptions {
   Pid pid = 0;
 };
 
+// The common flags plus check's: --max-used, --allow-user, --ignore-pid.
+void add_diagnosis_options(CLI::App& command, StatusOptions& options);
+
 void add_status_command(CLI::App& app, StatusOptions& options);
 void add_check_command(CLI::App& app, StatusOptions& options);
 void add_explain_command(CLI::App& app, ExplainOptions& options);

@@ -1,6 +1,19 @@
 #include "core/model.h"
 
+#include <algorithm>
+
 namespace gpuclean {
+namespace {
+
+bool is_dead_state(char state) { return state == 'Z' || state == 'X' || state == 'x'; }
+
+}  // namespace
+
+bool has_live_thread(const ProcessInfo& process) {
+  if (process.threads.empty()) return !is_dead_state(process.state);
+  return std::any_of(process.threads.begin(), process.threads.end(),
+                     [](const ThreadInfo& t) { return !is_dead_state(t.state); });
+}
 
 const char* to_string(HolderClass klass) {
   switch (klass) {

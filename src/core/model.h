@@ -40,6 +40,10 @@ struct ProcessInfo {
   std::optional<std::string> cgroup;  // cgroup v2 path ("0::" line)
 };
 
+// True when some thread of the group is alive (not Z or X): false for a plain zombie (only the
+// exit status is left for the parent), true for a zombie leader whose other threads run (Zl).
+bool has_live_thread(const ProcessInfo& process);
+
 // A file selected as "the device" (by --device-glob or the NVIDIA defaults).
 struct DeviceFile {
   std::string path;                      // canonical (symlinks resolved), as fd links show it

@@ -11,12 +11,6 @@ bool is_dead_state(char state) {
 
 }  // namespace
 
-bool has_live_thread(const ProcessInfo& process) {
-  if (process.threads.empty()) return !is_dead_state(process.state);
-  return std::any_of(process.threads.begin(), process.threads.end(),
-                     [](const ThreadInfo& t) { return !is_dead_state(t.state); });
-}
-
 HolderClass classify_from_proc(const ProcessInfo& process) {
   const bool any_d =
       process.state == 'D' || std::any_of(process.threads.begin(), process.threads.end(),

@@ -7,9 +7,6 @@
 
 namespace gpuclean::diagnose {
 
-// True when some thread other than a zombie leader is alive (not Z or X).
-bool has_live_thread(const ProcessInfo& process);
-
 // stuck      some thread in uninterruptible sleep (D): signals will not help
 // zombie-leader  leader Z, other threads alive (ps "Zl")
 // zombie     leader Z, nothing alive: holds no GPU memory

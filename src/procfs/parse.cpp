@@ -1,6 +1,8 @@
 #include "procfs/parse.h"
 
+#include <algorithm>
 #include <charconv>
+#include <vector>
 
 namespace gpuclean::procfs {
 namespace {
@@ -131,6 +133,56 @@ std::optional<std::string> parse_cgroup_v2(std::string_view text) {
     if (line.substr(0, 3) == "0::") out = std::string(line.substr(3));
   });
   return out;
+}
+
+namespace {
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string decode_mount_field(std::string_view field) {
+  std::string out;
+  out.reserve(field.size());
+  for (std::size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      const std::string_view digits = field.substr(i + 1, 3);
+      if (std::all_of(digits.begin(), digits.end(),
+                                            [](char c) { return c >= '0' && c <= '7'; })) {
+        out.push_back(static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 +
+                                        (digits[2] - '0')));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(field[i]);
+  }
+  return out;
+}
+
+std::vector<std::string_view> split_spaces(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t pos = 0;
+  while (pos < line.size()) {
+    const std::size_t next = line.find(' ', pos);
+    const std::size_t end = next == std::string_view::npos ? line.size() : next;
+    if (end > pos) fields.push_back(line.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return fields;
+}
+
+}  // namespace
+
+std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo) {
+  std::optional<Cgroup2Mount> found;
+  for_each_line(mountinfo, [&found](std::string_view line) {
+    if (found) return;
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTS"
+    const std::vector<std::string_view> fields = split_spaces(line);
+    const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
+    if (fields.size() < 5 || dash == fields.end() || dash + 1 == fields.end()) return;
+    if (*(dash + 1) != "cgroup2") return;
+    found = Cgroup2Mount{decode_mount_field(fields[4]), decode_mount_field(fields[3])};
+  });
+  return found;
 }
 
 std::string_view maps_line_path(std::string_view line) {

@@ -44,6 +44,15 @@ std::vector<std::string> parse_cmdline(std::string_view text);
 // The cgroup v2 path from /proc/PID/cgroup (the "0::" line), if any.
 std::optional<std::string> parse_cgroup_v2(std::string_view text);
 
+// Where the cgroup v2 hierarchy is mounted, from /proc/self/mountinfo: the first "cgroup2"
+// mount. `root` is the hierarchy path the mount shows at its top ("/" unless it is a bind
+// mount of a subtree). Octal escapes (\040 for a space) are decoded.
+struct Cgroup2Mount {
+  std::string mount_point;
+  std::string root;
+};
+std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo);
+
 // Path of a /proc/PID/maps line, or empty for anonymous mappings. Paths may contain spaces.
 std::string_view maps_line_path(std::string_view line);
 

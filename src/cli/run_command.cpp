@@ -1,0 +1,557 @@
+#include "cli/run_command.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/gather.h"
+#include "core/duration.h"
+#include "core/run_record.h"
+#include "core/units.h"
+#include "diagnose/diagnosis.h"
+#include "ops/cgroup.h"
+#include "ops/launch.h"
+#include "ops/signals.h"
+#include "ops/supervisor.h"
+#include "output/escape.h"
+#include "output/json.h"
+#include "output/run_record.h"
+
+namespace gpuclean::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kExitTimeout = 124;
+constexpr int kExitNotStarted = 125;
+constexpr int kExitNotExecutable = 126;
+constexpr int kExitNotFound = 127;
+// Used memory within this much of the pre-run level counts as back: allocator slack of the
+// driver, not a leak (on an idle H200 NVML's used is 0 with the reserve apart, FACTS.md).
+constexpr Bytes kBackTolerance = 64 * kMiB;
+constexpr auto kVerifyPoll = std::chrono::milliseconds(100);
+
+struct Settings {
+  std::optional<Duration> timeout;
+  Duration grace{};
+  Duration wait{};
+  Duration sample{};
+  std::optional<std::set<unsigned>> gpus;
+};
+
+std::optional<Settings> parse_settings(const RunOptions& o, const Io& io) {
+  auto fail = [&io](const std::string& what) -> std::optional<Settings> {
+    io.err << "gpuclean: run: " << what << '\n';
+    return std::nullopt;
+  };
+  Settings s;
+  if (!o.timeout.empty()) {
+    auto timeout = parse_duration(o.timeout);
+    if (!timeout.ok()) return fail("--timeout " + timeout.error().message());
+    s.timeout = *timeout;
+  }
+  auto grace = parse_duration(o.grace);
+  if (!grace.ok()) return fail("--grace " + grace.error().message());
+  s.grace = *grace;
+  auto wait = parse_duration(o.wait);
+  if (!wait.ok()) return fail("--wait " + wait.error().message());
+  s.wait = *wait;
+  auto sample = parse_duration(o.sample_interval);
+  if (!sample.ok()) return fail("--sample-interval " + sample.error().message());
+  if (sample->count() < 10) return fail("--sample-interval must be at least 10ms");
+  s.sample = *sample;
+  auto gpus = parse_gpu_list(o.check.common.gpus);
+  if (!gpus.ok()) return fail(gpus.error().message());
+  s.gpus = *gpus;
+  return s;
+}
+
+bool selected(const Settings& settings, unsigned index) {
+  return !settings.gpus || settings.gpus->count(index) > 0;
+}
+
+Bytes memory_of(const Gpu& gpu, const std::set<Pid>& pids) {
+  Bytes sum = 0;
+  for (const GpuProcess& p : gpu.processes) {
+    if (pids.count(p.pid) > 0 && p.used_memory) sum += *p.used_memory;
+  }
+  return sum;
+}
+
+// The record file is created before the workload starts, so that a typo in its path costs
+// nothing; it is filled and renamed into place at the end.
+class RecordFile {
+ public:
+  static Result<RecordFile> create(const std::string& path) {
+    RecordFile file;
+    file.path_ = path;
+    file.temp_ = path + ".tmp." + std::to_string(::getpid());
+    file.fd_ = UniqueFd(::open(file.temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!file.fd_) return errno_error("create " + file.temp_);
+    return file;
+  }
+  RecordFile(RecordFile&&) noexcept = default;
+  RecordFile& operator=(RecordFile&&) noexcept = default;
+  RecordFile(const RecordFile&) = delete;
+  RecordFile& operator=(const RecordFile&) = delete;
+  ~RecordFile() {
+    if (fd_) ::unlink(temp_.c_str());
+  }
+  Status write(const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd_.get(), text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno_error("write " + temp_);
+      done += static_cast<std::size_t>(n);
+    }
+    fd_.reset();
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+      const Error error = errno_error("rename " + temp_ + " to " + path_);
+      ::unlink(temp_.c_str());
+      return error;
+    }
+    return Ok{};
+  }
+
+ private:
+  RecordFile() = default;
+  std::string path_;
+  std::string temp_;
+  UniqueFd fd_;
+};
+
+// Everything one run learns, built up as it goes; becomes the record and the summary.
+class RunState {
+ public:
+  RunState(const Settings& settings, std::vector<std::string> command)
+      : settings_(settings), started_(Clock::now()) {
+    record_.command = std::move(command);
+    record_.started_at = unix_now();
+  }
+
+  [[nodiscard]] double now() const {
+    return std::chrono::duration<double>(Clock::now() - started_).count();
+  }
+  void event(const std::string& kind, const std::string& detail) {
+    record_.events.push_back({now(), kind, detail});
+  }
+
+  // The GPUs as the run starts; memory the run's own processes already hold (they raced
+  // ahead of this query) is not part of the pre-run level.
+  void set_baseline(const GpuView& view, const std::set<Pid>& run_pids) {
+    for (const Gpu& gpu : view.gpus) {
+      if (!selected(settings_, gpu.index)) continue;
+      RunGpu g;
+      g.index = gpu.index;
+      g.name = gpu.name;
+      g.uuid = gpu.uuid;
+      if (gpu.memory) {
+        g.total = gpu.memory->total;
+        const Bytes ours = memory_of(gpu, run_pids);
+        g.baseline = gpu.memory->used > ours ? gpu.memory->used - ours : 0;
+      }
+      baseline_pids_[gpu.index] = {};
+      for (const GpuProcess& p : gpu.processes) baseline_pids_[gpu.index].insert(p.pid);
+      record_.gpus.push_back(std::move(g));
+    }
+    sample(view);
+  }
+
+  void sample(const GpuView& view) {
+    RunSample s;
+    s.t = now();
+    for (RunGpu& g : record_.gpus) {
+      std::optional<Bytes> used;
+      for (const Gpu& gpu : view.gpus) {
+        if (gpu.index == g.index && gpu.memory) used = gpu.memory->used;
+      }
+      if (used && (!g.peak || *used > *g.peak)) g.peak = used;
+      s.used.push_back(used);
+    }
+    record_.samples.push_back(std::move(s));
+  }
+
+  // Whether every GPU is back: no process of the run in NVML's lists, and used memory at the
+  // pre-run level, or above it only by what processes outside the run (new since) hold.
+  bool check_back(const GpuView& view, const std::set<Pid>& run_pids) {
+    bool all_back = true;
+    for (RunGpu& g : record_.gpus) {
+      const Gpu* gpu = nullptr;
+      for (const Gpu& candidate : view.gpus) {
+        if (candidate.index == g.index) gpu = &candidate;
+      }
+      if (gpu == nullptr || !gpu->memory || !g.baseline) continue;
+      g.after = gpu->memory->used;
+      std::vector<std::string> ours;
+      Bytes newcomers = 0;
+      std::vector<std::string> newcomer_names;
+      for (const GpuProcess& p : gpu->processes) {
+        if (run_pids.count(p.pid) > 0) {
+          ours.push_back(std::to_string(p.pid));
+        } else if (baseline_pids_[g.index].count(p.pid) == 0) {
+          newcomers += p.used_memory.value_or(0);
+          newcomer_names.push_back(std::to_string(p.pid));
+        }
+      }
+      const Bytes excess = *g.after > *g.baseline ? *g.after - *g.baseline : 0;
+      if (!ours.empty()) {
+        g.back = false;
+        g.note = fmt::format("NVML still lists process(es) of the run: {}", fmt::join(ours, ", "));
+      } else if (excess <= kBackTolerance) {
+        g.back = true;
+        g.note.clear();
+      } else if (excess <= newcomers + kBackTolerance) {
+        g.back = true;
+        g.note = fmt::format("{} above the pre-run level is held by pid {}, not part of this run",
+                             format_bytes(excess), fmt::join(newcomer_names, ", "));
+      } else {
+        g.back = false;
+        g.note = fmt::format("{} used, {} before the run: {} not returned", format_bytes(*g.after),
+                             format_bytes(*g.baseline), format_bytes(excess - newcomers));
+      }
+      all_back = all_back && *g.back;
+    }
+    return all_back;
+  }
+
+  RunRecord& record() { return record_; }
+
+ private:
+  const Settings& settings_;
+  Clock::time_point started_;
+  RunRecord record_;
+  std::map<unsigned, std::set<Pid>> baseline_pids_;
+};
+
+std::set<std::pair<Pid, std::uint64_t>> holder_identities(const diagnose::Input& input) {
+  std::set<std::pair<Pid, std::uint64_t>> out;
+  for (const Holder& h : input.holders) {
+    if (!h.devices.empty()) out.insert({h.process.pid, h.process.start_ticks});
+  }
+  return out;
+}
+
+// Device holders that appeared during the run and are not part of it: a process the workload
+// had started through something outside its containment, or another user's new job. Named,
+// never signalled: nothing proves they are the run's.
+std::vector<std::string> find_escaped(Gathered gathered,
+                                      const std::set<std::pair<Pid, std::uint64_t>>& before,
+                                      const std::set<Pid>& run_pids) {
+  std::vector<std::string> lines;
+  const Diagnosis diagnosis = diagnose::diagnose(std::move(gathered.input), {});
+  for (const Holder& h : diagnosis.holders) {
+    if (!h.visible || h.devices.empty() || h.klass == HolderClass::kMonitor) continue;
+    if (h.process.pid == ::getpid() || run_pids.count(h.process.pid) > 0) continue;
+    if (before.count({h.process.pid, h.process.start_ticks}) > 0) continue;
+    lines.push_back(fmt::format(
+        "pid {} ({}, {}) began holding {} during the run and is not part of it; it was left "
+        "alone (gpuclean explain {})",
+        h.process.pid, output::escape_terminal(h.process.user),
+        output::display_command(
+            h.process.cmdline.empty() ? std::vector<std::string>{h.process.comm} : h.process.cmdline,
+            60),
+        output::escape_terminal(h.devices.front().path), h.process.pid));
+  }
+  return lines;
+}
+
+struct Contained {
+  std::unique_ptr<ops::Containment> containment;
+  ops::CgroupContainment* cgroup = nullptr;  // set in cgroup mode
+};
+
+Contained contain(const RunOptions& o, const Io& io) {
+  Contained out;
+  std::string why_not;
+  if (o.no_cgroup) {
+    why_not = "--no-cgroup was given";
+  } else {
+    auto parent = o.cgroup_parent.empty() ? ops::own_cgroup("/proc")
+                                          : Result<ops::CgroupLocation>(ops::CgroupLocation{
+                                                o.cgroup_parent, o.cgroup_parent});
+    if (parent.ok()) {
+      auto group = ops::CgroupGroup::create(*parent, fmt::format("gpuclean-run.{}", ::getpid()));
+      if (group.ok()) {
+        auto cgroup = std::make_unique<ops::CgroupContainment>(std::move(group).value());
+        out.cgroup = cgroup.get();
+        out.containment = std::move(cgroup);
+        return out;
+      }
+      why_not = group.error().message();
+    } else {
+      why_not = parent.error().message();
+    }
+  }
+  out.containment = std::make_unique<ops::SubreaperContainment>();
+  io.err << "gpuclean: run: no cgroup (" << why_not
+         << "); falling back to a child subreaper with the workload in its own session: "
+         << out.containment->limits() << '\n';
+  return out;
+}
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return kExitDirty;
+}
+
+std::set<Pid> pids_of(const std::vector<ProcessInfo>& processes) {
+  std::set<Pid> out;
+  for (const ProcessInfo& p : processes) out.insert(p.pid);
+  return out;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, RunOptions& o) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a workload so that nothing it starts outlives it: gpuclean run [OPTIONS] -- CMD");
+  add_diagnosis_options(*run, o.check);
+  run->add_option("--timeout", o.timeout, "End the run after DURATION (exit 124)");
+  run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown")
+      ->default_str("5s");
+  run->add_option("--wait", o.wait, "How long to wait for exits and GPU memory at teardown")
+      ->default_str("30s");
+  run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE");
+  run->add_option("--sample-interval", o.sample_interval,
+                  "GPU memory sampling period for --record")
+      ->default_str("1s");
+  run->add_flag("--require-clean", o.require_clean,
+                "Refuse to start (exit 125) unless `gpuclean check` passes");
+  run->add_flag("--no-cgroup", o.no_cgroup,
+                "Do not use a cgroup: child subreaper and own session only");
+  run->add_flag("-q,--quiet", o.quiet, "Print only problems");
+  run->add_option("--cgroup-parent", o.cgroup_parent, "cgroup v2 directory for the group (tests)")
+      ->group("");  // hidden
+  // After "--" every word is the workload's, its own options included.
+  run->add_option("command", o.command, "The workload: -- CMD [ARGS...]");
+}
+
+int run_run(const RunOptions& o, const Io& io) {
+  if (o.command.empty()) {
+    io.err << "gpuclean: run: no command given (gpuclean run [OPTIONS] -- CMD [ARGS...])\n";
+    return kExitUsage;
+  }
+  if (o.check.common.json) {
+    io.err << "gpuclean: run: --json is not for run: the workload owns stdout; use --record FILE\n";
+    return kExitUsage;
+  }
+  const std::optional<Settings> settings = parse_settings(o, io);
+  if (!settings) return kExitUsage;
+
+  if (o.require_clean) {
+    // The check's lines go to stderr: stdout is the workload's.
+    const int verdict = run_check(o.check, Io{io.err, io.err});
+    if (verdict == kExitUsage) return kExitUsage;
+    if (verdict != kExitClean) {
+      io.err << "gpuclean: run: refusing to start: "
+             << (verdict == kExitDirty ? "the GPUs are not clean (--require-clean)"
+                                       : "the GPUs could not be checked")
+             << '\n';
+      return kExitNotStarted;
+    }
+  }
+
+  std::optional<RecordFile> record_file;
+  if (!o.record_path.empty()) {
+    auto file = RecordFile::create(o.record_path);
+    if (!file.ok()) {
+      io.err << "gpuclean: run: --record: " << file.error().message() << '\n';
+      return kExitNotStarted;
+    }
+    record_file = std::move(file).value();
+  }
+  auto opened = Gatherer::open(o.check.common, /*long_lived=*/true);
+  if (auto* error = std::get_if<GatherError>(&opened)) {
+    io.err << "gpuclean: run: " << error->message << '\n';
+    return error->exit_code == kExitUsage ? kExitUsage : kExitNotStarted;
+  }
+  Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
+  auto proc = procfs::ProcFs::open("/proc");
+  if (!proc.ok()) {
+    io.err << "gpuclean: run: " << proc.error().message() << '\n';
+    return kExitNotStarted;
+  }
+
+  const char* path_env = std::getenv("PATH");
+  auto program = ops::resolve_program(o.command.front(), path_env != nullptr
+                                                              ? path_env
+                                                              : "/usr/local/bin:/usr/bin:/bin");
+  const std::string shown = output::escape_terminal(o.command.front());
+  if (!program.ok()) {
+    const bool missing = program.error().errnum == ENOENT;
+    io.err << "gpuclean: run: " << shown
+           << (missing ? ": command not found" : ": not executable (permission denied)") << '\n';
+    return missing ? kExitNotFound : kExitNotExecutable;
+  }
+
+  // Signals are blocked from here on: one arriving before the loop waits in the queue.
+  auto supervisor = ops::Supervisor::create();
+  if (!supervisor.ok()) {
+    io.err << "gpuclean: run: " << supervisor.error().message() << '\n';
+    return kExitNotStarted;
+  }
+  Contained contained = contain(o, io);
+  const ops::Containment& containment = *contained.containment;
+
+  RunState state(*settings, o.command);
+  RunRecord& record = state.record();
+  record.mode = containment.mode();
+  record.mode_note = containment.limits();
+  if (contained.cgroup != nullptr) {
+    record.cgroup = contained.cgroup->group().location().path;
+    if (!o.quiet) {
+      io.err << "gpuclean: run: in cgroup " << output::escape_terminal(record.cgroup)
+             << " (if gpuclean itself is killed: gpuclean kill --cgroup "
+             << output::escape_terminal(record.cgroup) << ")\n";
+    }
+  }
+
+  ops::LaunchOptions launch_options;
+  launch_options.cgroup_procs_fd =
+      contained.cgroup != nullptr ? contained.cgroup->group().procs_fd() : -1;
+  launch_options.new_session = contained.cgroup == nullptr;
+  launch_options.parent_death_signal = SIGKILL;
+  auto launched = ops::launch(*program, o.command, launch_options);
+  if (!launched.ok()) {
+    const int err = launched.error().errnum;
+    io.err << "gpuclean: run: " << shown << ": could not " << launched.error().message() << '\n';
+    if (launched.error().context == "exec") {
+      return err == ENOENT ? kExitNotFound : kExitNotExecutable;
+    }
+    return kExitNotStarted;
+  }
+  record.pid = launched->pid;
+  state.event("start", fmt::format("pid {} in {} mode", launched->pid, record.mode));
+
+  // The pre-run state, read while the workload starts (NVML's init alone is ~17 ms, more than
+  // the whole start budget); memory the workload's own processes hold by then is left out.
+  Gathered before = gatherer.collect();
+  const auto holders_before = holder_identities(before.input);
+  std::set<Pid> run_pids = pids_of(containment.members(*proc));
+  run_pids.insert(launched->pid);
+  record.gpu_source = before.input.gpu_view ? (o.check.common.test_gpu_source.empty() ? "nvml" : "test")
+                                            : "none";
+  if (before.input.gpu_view) state.set_baseline(*before.input.gpu_view, run_pids);
+  const bool sampling = record_file.has_value() && before.input.gpu_view.has_value();
+  if (!sampling) gatherer.release_gpus();  // no driver handle open while the workload runs
+
+  ops::SuperviseOptions supervise_options;
+  supervise_options.timeout = settings->timeout;
+  if (sampling) supervise_options.sample_every = settings->sample;
+  supervise_options.child_in_our_process_group = !launch_options.new_session;
+  ops::SuperviseHooks hooks;
+  hooks.on_sample = [&] {
+    if (auto view = gatherer.query_gpu_view()) state.sample(*view);
+  };
+  hooks.on_event = [&](const std::string& kind, const std::string& detail) {
+    state.event(kind, detail);
+    if (kind == "interrupt" || (kind == "timeout" && !o.quiet)) {
+      io.err << "gpuclean: run: " << (kind == "timeout" ? "--timeout passed" : detail) << '\n';
+    }
+  };
+  const ops::RunEnd end = supervisor->supervise(*launched, supervise_options, hooks);
+
+  // Teardown: everything still in the run, however it detached.
+  ops::TeardownOptions teardown_options;
+  teardown_options.grace = settings->grace;
+  teardown_options.wait = settings->wait;
+  const double teardown_at = state.now();
+  state.event("teardown", "");
+  const ops::GroupTeardown teardown =
+      ops::tear_down_group(*proc, containment, *supervisor, teardown_options);
+  state.event("teardown-done", fmt::format("{} found, {} remaining", teardown.found.size(),
+                                           teardown.remaining()));
+  for (std::size_t i = 0; i < teardown.found.size(); ++i) {
+    const ProcessInfo& p = teardown.found[i];
+    const ops::TargetOutcome& outcome = teardown.outcomes[i];
+    run_pids.insert(p.pid);
+    // The workload's main process is not a leftover when a timeout or interrupt ended it.
+    if (p.pid == launched->pid) continue;
+    RunLeftover leftover;
+    leftover.pid = p.pid;
+    leftover.ppid = p.ppid;
+    leftover.comm = p.comm;
+    leftover.cmdline = p.cmdline;
+    leftover.signals = outcome.signals;
+    leftover.outcome = outcome.state == ops::TargetOutcome::State::kGone        ? "gone"
+                       : outcome.state == ops::TargetOutcome::State::kRemaining ? "remaining"
+                                                                                : "skipped";
+    leftover.reason = outcome.reason;
+    leftover.t = teardown_at;
+    record.leftovers.push_back(std::move(leftover));
+  }
+
+  if (end == ops::RunEnd::kTimeout) {
+    record.end = "timeout";
+  } else if (end == ops::RunEnd::kEscalated) {
+    record.end = "interrupted";
+  }
+  if (auto status = supervisor->child_status()) {
+    if (WIFEXITED(*status)) record.exit_status = WEXITSTATUS(*status);
+    if (WIFSIGNALED(*status)) record.exit_signal = WTERMSIG(*status);
+    if (record.end.empty()) record.end = WIFSIGNALED(*status) ? "signaled" : "exited";
+    record.exit_code = end == ops::RunEnd::kTimeout ? kExitTimeout : exit_code_of(*status);
+  } else {
+    // The main process itself survived SIGKILL (frozen, or stuck in the kernel).
+    if (record.end.empty()) record.end = "exited";
+    record.exit_code = end == ops::RunEnd::kTimeout ? kExitTimeout : kExitDirty;
+  }
+
+  // Verification: the GPUs back at their pre-run level (a deadline poll; the driver frees a
+  // context ~0.1 s after its last holder exits, FACTS.md).
+  bool back = true;
+  if (before.input.gpu_view) {
+    const auto deadline = Clock::now() + settings->wait;
+    for (;;) {
+      auto view = gatherer.query_gpu_view();
+      if (view) {
+        state.sample(*view);
+        back = state.check_back(*view, run_pids);
+      }
+      if (back || !view || Clock::now() >= deadline) break;
+      std::this_thread::sleep_for(kVerifyPoll);
+    }
+  }
+  record.escaped = find_escaped(gatherer.collect(), holders_before, run_pids);
+  state.event("verified", back ? "GPUs back at the pre-run level" : "GPU memory not back");
+  record.clean = teardown.remaining() == 0 && back;
+  if (!record.clean && record.exit_code == kExitClean) record.exit_code = kExitDirty;
+  record.duration = state.now();
+
+  if (contained.cgroup != nullptr && teardown.remaining() == 0) {
+    if (auto removed = contained.cgroup->group().remove(); !removed.ok()) {
+      io.err << "gpuclean: run: " << removed.error().message() << '\n';
+    }
+  }
+  for (const output::SummaryLine& line : output::run_summary_lines(record)) {
+    if (!o.quiet || line.problem) io.err << "gpuclean: run: " << line.text << '\n';
+  }
+  if (contained.cgroup != nullptr && teardown.remaining() > 0) {
+    io.err << "gpuclean: run: cgroup " << output::escape_terminal(record.cgroup)
+           << " is left in place with what remains in it\n";
+  }
+  if (record_file) {
+    std::ostringstream text;
+    output::write_json(text, output::to_json(record, host_name()));
+    if (auto written = record_file->write(text.str()); !written.ok()) {
+      io.err << "gpuclean: run: --record: " << written.error().message() << '\n';
+      if (record.exit_code == kExitClean) record.exit_code = kExitRuntime;
+    }
+  }
+  return record.exit_code;
+}
+
+}  // namespace gpuclean::cli

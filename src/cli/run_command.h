@@ -1,0 +1,35 @@
+// `gpuclean run [OPTIONS] -- CMD [ARGS…]`: supervise a workload so that nothing it started
+// outlives it, and verify the GPUs are back where they were (SPEC.md "run").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "cli/status_command.h"
+
+namespace gpuclean::cli {
+
+struct RunOptions {
+  StatusOptions check;  // the common flags, and --require-clean's check
+  std::vector<std::string> command;
+  std::string timeout;  // empty: none
+  std::string grace = "5s";
+  std::string wait = "30s";
+  std::string sample_interval = "1s";
+  std::string record_path;
+  bool require_clean = false;
+  bool no_cgroup = false;      // force the subreaper fallback
+  std::string cgroup_parent;   // hidden: make the group under this directory (tests)
+  bool quiet = false;
+};
+
+void add_run_command(CLI::App& app, RunOptions& options);
+
+// The workload's exit code (128+N for signal N), 124 on --timeout, 125 when gpuclean failed
+// before the workload started (or --require-clean refused), 126/127 not executable/not found,
+// 2 for usage errors. 1 instead of 0 when the workload succeeded but something it started
+// could not be ended or a GPU's memory did not come back.
+int run_run(const RunOptions& options, const Io& io);
+
+}  // namespace gpuclean::cli

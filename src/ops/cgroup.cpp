@@ -1,0 +1,105 @@
+#include "ops/cgroup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+
+#include "procfs/parse.h"
+#include "procfs/proc_fs.h"
+
+namespace gpuclean::ops {
+namespace {
+
+Result<std::string> read_text(const std::string& path) {
+  std::string text;
+  if (!procfs::read_file_at(AT_FDCWD, path.c_str(), text)) return errno_error("read " + path);
+  return text;
+}
+
+}  // namespace
+
+Result<CgroupLocation> own_cgroup(const std::string& proc_root) {
+  auto mountinfo = read_text(proc_root + "/self/mountinfo");
+  if (!mountinfo.ok()) return mountinfo.error();
+  auto mount = procfs::parse_cgroup2_mount(*mountinfo);
+  if (!mount) return Error{ENOENT, "no cgroup v2 hierarchy is mounted (cgroup v1 only)"};
+  auto cgroup = read_text(proc_root + "/self/cgroup");
+  if (!cgroup.ok()) return cgroup.error();
+  auto path = procfs::parse_cgroup_v2(*cgroup);
+  if (!path) return Error{ENOENT, proc_root + "/self/cgroup has no cgroup v2 (\"0::\") line"};
+  // A mount of a subtree shows that subtree at its top; strip it from our path.
+  std::string relative = *path;
+  if (mount->root != "/" && relative.rfind(mount->root, 0) == 0) {
+    relative = relative.substr(mount->root.size());
+  }
+  if (relative == "/") relative.clear();
+  return CgroupLocation{mount->mount_point + relative, *path};
+}
+
+Result<CgroupGroup> CgroupGroup::create(const CgroupLocation& parent, const std::string& name) {
+  CgroupLocation location{parent.directory + "/" + name,
+                          (parent.path == "/" ? "" : parent.path) + "/" + name};
+  if (::mkdir(location.directory.c_str(), 0755) != 0) {
+    return errno_error("create cgroup " + location.directory);
+  }
+  UniqueFd dir(::open(location.directory.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC));
+  // A cgroup v2 directory is born with its interface files; a plain directory is not one.
+  UniqueFd procs(dir ? ::openat(dir.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC) : -1);
+  if (!dir || !procs) {
+    const int saved = errno;
+    ::rmdir(location.directory.c_str());
+    return Error{saved, parent.directory + " is not a writable cgroup v2 directory (cgroup.procs)"};
+  }
+  return CgroupGroup(std::move(location), std::move(dir), std::move(procs));
+}
+
+CgroupGroup::~CgroupGroup() {
+  if (dir_ && !removed_) (void)remove();
+}
+
+Result<std::vector<Pid>> CgroupGroup::members() const {
+  std::string text;
+  if (!procfs::read_file_at(dir_.get(), "cgroup.procs", text)) {
+    return errno_error("read " + location_.directory + "/cgroup.procs");
+  }
+  std::vector<Pid> pids;
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  while (at < end) {
+    Pid pid = 0;
+    auto [next, ec] = std::from_chars(at, end, pid);
+    if (ec == std::errc() && pid > 0) pids.push_back(pid);
+    at = next + (next < end ? 1 : 0);  // skip the newline (or a byte that is not a digit)
+  }
+  return pids;
+}
+
+Result<bool> CgroupGroup::populated() const {
+  std::string text;
+  if (!procfs::read_file_at(dir_.get(), "cgroup.events", text)) {
+    return errno_error("read " + location_.directory + "/cgroup.events");
+  }
+  return text.find("populated 1") != std::string::npos;
+}
+
+Status CgroupGroup::kill_all() const {
+  const int fd = ::openat(dir_.get(), "cgroup.kill", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno_error("open " + location_.directory + "/cgroup.kill");
+  const bool written = ::write(fd, "1", 1) == 1;
+  const int saved = errno;
+  ::close(fd);
+  if (!written) return Error{saved, "write " + location_.directory + "/cgroup.kill"};
+  return Ok{};
+}
+
+Status CgroupGroup::remove() {
+  if (::rmdir(location_.directory.c_str()) != 0) {
+    return errno_error("remove cgroup " + location_.directory);
+  }
+  removed_ = true;
+  return Ok{};
+}
+
+}  // namespace gpuclean::ops

@@ -1,0 +1,38 @@
+// Starting the workload of `gpuclean run`: resolve the program the way a shell does (so 126 and
+// 127 mean what they mean there), then fork and exec it with its containment already in place.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/result.h"
+#include "core/unique_fd.h"
+
+namespace gpuclean::ops {
+
+// The program `name` names: itself when it contains a '/', else the first match in the
+// colon-separated `search_path` (empty entries mean the current directory, as in POSIX).
+// Errors: ENOENT (nowhere: exit 127), EACCES (found, but not executable or a directory: 126).
+Result<std::string> resolve_program(const std::string& name, const std::string& search_path);
+
+struct LaunchOptions {
+  int cgroup_procs_fd = -1;  // >= 0: the child moves itself into this group before exec
+  bool new_session = false;  // setsid() in the child (the fallback mode's own session)
+  std::optional<int> parent_death_signal;  // PR_SET_PDEATHSIG in the child
+};
+
+struct Launched {
+  Pid pid = 0;
+  UniqueFd pidfd;  // opened before the child can be reaped, so it cannot name a recycled PID
+};
+
+// Forks, prepares the child (signal mask and dispositions back to defaults, cgroup, session,
+// death signal — in that order, all before any workload code runs) and execs `program` with
+// `argv`. Returns once the exec has succeeded or failed: a failure in the child comes back as
+// the Error (errno of the step that failed, with its name), and the child is reaped.
+Result<Launched> launch(const std::string& program, const std::vector<std::string>& argv,
+                        const LaunchOptions& options);
+
+}  // namespace gpuclean::ops

@@ -1,0 +1,230 @@
+#include "ops/supervisor.h"
+
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "ops/signals.h"
+#include "procfs/process_table.h"
+
+namespace gpuclean::ops {
+namespace {
+
+sigset_t supervised_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, signo);
+  return set;
+}
+
+UniqueFd make_timer(Duration first, std::optional<Duration> every) {
+  UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!fd) return fd;
+  auto to_timespec = [](Duration d) {
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(d.count() / 1000);
+    ts.tv_nsec = static_cast<long>((d.count() % 1000) * 1'000'000);
+    // A zero it_value disarms a timer; a zero duration means "now".
+    if (ts.tv_sec == 0 && ts.tv_nsec == 0) ts.tv_nsec = 1;
+    return ts;
+  };
+  itimerspec spec{};
+  spec.it_value = to_timespec(first);
+  if (every) spec.it_interval = to_timespec(*every);
+  ::timerfd_settime(fd.get(), 0, &spec, nullptr);
+  return fd;
+}
+
+void watch(int epoll_fd, int fd) {
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = fd;
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event);
+}
+
+std::vector<ProcessInfo> read_members(const procfs::ProcFs& proc, const std::set<Pid>& pids) {
+  std::vector<ProcessInfo> out;
+  for (Pid pid : pids) {
+    auto info = proc.read_process(pid);
+    if (info.ok() && has_live_thread(*info)) out.push_back(std::move(info).value());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Supervisor> Supervisor::create() {
+  const sigset_t set = supervised_signals();
+  sigset_t old_mask;
+  if (::sigprocmask(SIG_BLOCK, &set, &old_mask) != 0) return errno_error("sigprocmask");
+  UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!fd) {
+    const Error error = errno_error("signalfd");
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return error;
+  }
+  // Orphans of the workload (double-forked daemons, children of a killed server) re-parent
+  // here instead of to init: they stay findable as descendants and we reap them.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    const Error error = errno_error("prctl(PR_SET_CHILD_SUBREAPER)");
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return error;
+  }
+  return Supervisor(std::move(fd), old_mask);
+}
+
+Supervisor::~Supervisor() {
+  if (signal_fd_) ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+void Supervisor::reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;  // 0: none exited yet; -1/ECHILD: no children left
+    if (pid == child_) child_status_ = status;
+  }
+}
+
+RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& options,
+                             const SuperviseHooks& hooks) {
+  child_ = child.pid;
+  auto event = [&hooks](const std::string& kind, const std::string& detail) {
+    if (hooks.on_event) hooks.on_event(kind, detail);
+  };
+  UniqueFd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
+  watch(epoll_fd.get(), signal_fd_.get());
+  UniqueFd timeout_fd;
+  if (options.timeout) {
+    timeout_fd = make_timer(*options.timeout, std::nullopt);
+    watch(epoll_fd.get(), timeout_fd.get());
+  }
+  UniqueFd sample_fd;
+  if (options.sample_every && hooks.on_sample) {
+    sample_fd = make_timer(*options.sample_every, options.sample_every);
+    watch(epoll_fd.get(), sample_fd.get());
+  }
+
+  // The workload may have exited before we got here; its SIGCHLD is queued then.
+  int interrupts = 0;
+  for (;;) {
+    reap();
+    if (child_status_) {
+      event("exit", "");
+      return RunEnd::kChildExited;
+    }
+    epoll_event ready{};
+    const int n = ::epoll_wait(epoll_fd.get(), &ready, 1, -1);  // no timeout: no idle wake-ups
+    if (n <= 0) continue;                                       // EINTR
+    if (timeout_fd && ready.data.fd == timeout_fd.get()) {
+      event("timeout", "");
+      return RunEnd::kTimeout;
+    }
+    if (sample_fd && ready.data.fd == sample_fd.get()) {
+      std::uint64_t expirations = 0;
+      [[maybe_unused]] const ssize_t got = ::read(sample_fd.get(), &expirations, sizeof(expirations));
+      hooks.on_sample();
+      continue;
+    }
+    signalfd_siginfo info{};
+    while (::read(signal_fd_.get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+      const int signo = static_cast<int>(info.ssi_signo);
+      if (signo == SIGCHLD) continue;  // reaped at the top of the loop
+      const bool escalating = signo == SIGINT || signo == SIGTERM;
+      if (escalating && ++interrupts >= 2) {
+        event("interrupt", "second " + signal_name(signo) + ": tearing the run down");
+        return RunEnd::kEscalated;
+      }
+      // A terminal sends ^C (SI_KERNEL) to the whole foreground process group: the workload
+      // got it already when it shares ours.
+      const bool from_terminal = info.ssi_code == SI_KERNEL;
+      if (from_terminal && options.child_in_our_process_group) {
+        event("signal", signal_name(signo) + " from the terminal reached the workload");
+        continue;
+      }
+      if (::syscall(SYS_pidfd_send_signal, child.pidfd.get(), signo, nullptr, 0) == 0) {
+        event("signal", signal_name(signo) + " forwarded to the workload");
+      }
+    }
+  }
+}
+
+std::string CgroupContainment::limits() const {
+  return "it catches every process the workload starts, however it detaches; not one that a "
+         "service outside the group starts on its behalf (systemd-run, a container runtime, "
+         "ssh to this host)";
+}
+
+std::vector<ProcessInfo> CgroupContainment::members(const procfs::ProcFs& proc) const {
+  std::set<Pid> pids;
+  if (auto in_group = group_.members(); in_group.ok()) pids.insert(in_group->begin(), in_group->end());
+  // A root workload may move itself out of the group; as our descendant it is still ours.
+  const std::set<Pid> below = procfs::descendants(procfs::read_process_table(proc), ::getpid());
+  pids.insert(below.begin(), below.end());
+  pids.erase(::getpid());
+  return read_members(proc, pids);
+}
+
+void CgroupContainment::kill_remaining() const { (void)group_.kill_all(); }
+
+std::string SubreaperContainment::limits() const {
+  return "it catches every descendant of the workload (double-forked and setsid ones "
+         "included), not a process that a service outside it starts on its behalf; and if "
+         "gpuclean itself is SIGKILLed, the workload's descendants re-parent to init";
+}
+
+std::vector<ProcessInfo> SubreaperContainment::members(const procfs::ProcFs& proc) const {
+  return read_members(proc, procfs::descendants(procfs::read_process_table(proc), ::getpid()));
+}
+
+std::size_t GroupTeardown::remaining() const {
+  std::size_t n = 0;
+  for (const TargetOutcome& o : outcomes) n += o.state == TargetOutcome::State::kRemaining;
+  return n;
+}
+
+GroupTeardown tear_down_group(const procfs::ProcFs& proc, const Containment& containment,
+                              Supervisor& supervisor, const TeardownOptions& options,
+                              const std::function<void(const std::string&)>& progress) {
+  GroupTeardown result;
+  std::set<std::pair<Pid, std::uint64_t>> seen;  // (pid, start): a survivor is not re-signalled
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    supervisor.reap();
+    std::vector<ProcessInfo> fresh;
+    for (ProcessInfo& info : containment.members(proc)) {
+      if (seen.insert({info.pid, info.start_ticks}).second) fresh.push_back(std::move(info));
+    }
+    if (fresh.empty()) break;
+    TeardownOptions round_options = options;
+    // Whatever appears after the first round was forked during it: no second grace period.
+    if (round > 0) round_options.signal = SIGKILL;
+    std::vector<TargetOutcome> outcomes = tear_down(proc, fresh, round_options, progress);
+    containment.kill_remaining();
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      // cgroup.kill may have ended what outlived the per-process SIGKILL wait.
+      TargetOutcome& o = outcomes[i];
+      if (o.state == TargetOutcome::State::kRemaining) {
+        auto now = proc.read_process(o.pid);
+        if (!now.ok() || now->start_ticks != fresh[i].start_ticks || !has_live_thread(*now)) {
+          o.state = TargetOutcome::State::kGone;
+          o.reason.clear();
+        }
+      }
+    }
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      result.found.push_back(std::move(fresh[i]));
+      result.outcomes.push_back(std::move(outcomes[i]));
+    }
+  }
+  supervisor.reap();
+  return result;
+}
+
+}  // namespace gpuclean::ops

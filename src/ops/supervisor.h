@@ -1,0 +1,125 @@
+// The supervisor of `gpuclean run`: waits for the workload without polling (one epoll over a
+// signalfd and timerfds), forwards signals, reaps whatever is re-parented to it, and tears the
+// whole run down at the end.
+#pragma once
+
+#include <csignal>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/duration.h"
+#include "core/model.h"
+#include "core/result.h"
+#include "core/unique_fd.h"
+#include "ops/cgroup.h"
+#include "ops/launch.h"
+#include "ops/teardown.h"
+#include "procfs/proc_fs.h"
+
+namespace gpuclean::ops {
+
+struct SuperviseOptions {
+  std::optional<Duration> timeout;       // end the run after this long (exit 124)
+  std::optional<Duration> sample_every;  // call on_sample this often (nothing when unset)
+  // The workload shares gpuclean's process group, so a terminal's ^C reaches it directly and
+  // must not be forwarded a second time.
+  bool child_in_our_process_group = false;
+};
+
+struct SuperviseHooks {
+  std::function<void()> on_sample;
+  // kind: "signal" (forwarded), "interrupt" (escalation), "exit", "timeout"
+  std::function<void(const std::string& kind, const std::string& detail)> on_event;
+};
+
+enum class RunEnd {
+  kChildExited,  // the workload's main process exited (or was killed by a signal)
+  kTimeout,      // --timeout passed
+  kEscalated,    // a second SIGINT/SIGTERM: tear down now
+};
+
+class Supervisor {
+ public:
+  // Blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCHLD (they are read from a signalfd from now
+  // on) and makes this process a child subreaper, so orphans of the workload re-parent to it.
+  // Create it before launching: a signal between fork and the loop then waits in the queue.
+  static Result<Supervisor> create();
+  Supervisor(Supervisor&&) noexcept = default;
+  Supervisor& operator=(Supervisor&&) noexcept = default;
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+  ~Supervisor();  // restores the signal mask
+
+  // Sleeps in epoll_wait until the workload exits, the timeout passes or an escalation comes.
+  // The first SIGINT/SIGTERM and every SIGHUP/SIGQUIT go to `child` through its pidfd.
+  RunEnd supervise(const Launched& child, const SuperviseOptions& options,
+                   const SuperviseHooks& hooks);
+
+  // Reaps every exited child (the workload and anything re-parented here), without blocking.
+  void reap();
+  // The workload's wait status, once it has been reaped.
+  [[nodiscard]] std::optional<int> child_status() const { return child_status_; }
+
+ private:
+  Supervisor(UniqueFd signal_fd, sigset_t old_mask) : signal_fd_(std::move(signal_fd)), old_mask_(old_mask) {}
+  UniqueFd signal_fd_;
+  sigset_t old_mask_{};
+  bool restore_mask_ = true;
+  Pid child_ = 0;
+  std::optional<int> child_status_;
+};
+
+// The processes a run owns, however they detached.
+class Containment {
+ public:
+  virtual ~Containment() = default;
+  // "cgroup" or "subreaper".
+  [[nodiscard]] virtual std::string mode() const = 0;
+  // What this mode cannot catch, one sentence for the user.
+  [[nodiscard]] virtual std::string limits() const = 0;
+  // Live members now: zombies with no live thread are left out (they only wait to be reaped).
+  [[nodiscard]] virtual std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const = 0;
+  // Last resort after the signals: SIGKILL whatever is left in one step, where the mode can.
+  virtual void kill_remaining() const {}
+};
+
+// Members: every process in `group` and every descendant of this process.
+class CgroupContainment : public Containment {
+ public:
+  explicit CgroupContainment(CgroupGroup group) : group_(std::move(group)) {}
+  [[nodiscard]] std::string mode() const override { return "cgroup"; }
+  [[nodiscard]] std::string limits() const override;
+  [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
+  void kill_remaining() const override;
+  [[nodiscard]] const CgroupGroup& group() const { return group_; }
+  CgroupGroup& group() { return group_; }
+
+ private:
+  CgroupGroup group_;
+};
+
+// Members: every descendant of this process (a child subreaper keeps orphans among them).
+class SubreaperContainment : public Containment {
+ public:
+  [[nodiscard]] std::string mode() const override { return "subreaper"; }
+  [[nodiscard]] std::string limits() const override;
+  [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
+};
+
+struct GroupTeardown {
+  std::vector<ProcessInfo> found;       // every member met, in the order found
+  std::vector<TargetOutcome> outcomes;  // one per found process
+  [[nodiscard]] std::size_t remaining() const;
+};
+
+// Ends every member of `containment`: the first round gets options.signal, options.grace and
+// SIGKILL (tear_down); later rounds — processes forked while the first ran — get SIGKILL at
+// once; then kill_remaining(). At most four rounds, each bounded by options.wait; reaps after
+// each, so nothing is left as a zombie of ours.
+GroupTeardown tear_down_group(const procfs::ProcFs& proc, const Containment& containment,
+                              Supervisor& supervisor, const TeardownOptions& options,
+                              const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace gpuclean::ops

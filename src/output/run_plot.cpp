@@ -1,0 +1,183 @@
+#include "output/run_plot.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "output/escape.h"
+
+namespace gpuclean::output {
+namespace {
+
+constexpr double kWidth = 900;
+constexpr double kHeight = 420;
+constexpr double kLeft = 70;
+constexpr double kRight = 20;
+constexpr double kTop = 50;
+constexpr double kBottom = 70;
+constexpr std::array<const char*, 8> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                                 "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+// escape_terminal gives printable UTF-8; XML needs its five specials escaped on top.
+std::string xml_text(std::string_view text) {
+  std::string out;
+  for (char c : escape_terminal(text)) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// A "nice" axis step (1, 2 or 5 × 10^k) giving about `ticks` ticks up to `span`.
+double nice_step(double span, int ticks) {
+  if (span <= 0) return 1;
+  const double raw = span / ticks;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * magnitude) return m * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+bool is_marked(const RunEvent& e) {
+  return e.kind == "exit" || e.kind == "timeout" || e.kind == "interrupt" ||
+         e.kind == "teardown" || e.kind == "teardown-done";
+}
+
+}  // namespace
+
+std::string render_run_svg(const RunRecord& record) {
+  double t_max = record.duration;
+  double y_max = 0;
+  for (const RunSample& s : record.samples) {
+    t_max = std::max(t_max, s.t);
+    for (const auto& used : s.used) {
+      if (used) y_max = std::max(y_max, static_cast<double>(*used));
+    }
+  }
+  for (const RunGpu& gpu : record.gpus) {
+    if (gpu.peak) y_max = std::max(y_max, static_cast<double>(*gpu.peak));
+  }
+  if (t_max <= 0) t_max = 1;
+  const double y_gib = std::max(y_max / static_cast<double>(kGiB), 1.0) * 1.1;
+  const double plot_w = kWidth - kLeft - kRight;
+  const double plot_h = kHeight - kTop - kBottom;
+  auto x_of = [&](double t) { return kLeft + plot_w * std::clamp(t / t_max, 0.0, 1.0); };
+  auto y_of = [&](double bytes) {
+    return kTop + plot_h * (1 - std::clamp(bytes / static_cast<double>(kGiB) / y_gib, 0.0, 1.0));
+  };
+
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      kWidth, kHeight);
+  std::string title = "gpuclean run";
+  if (!record.command.empty()) title += ": " + display_command(record.command, 90);
+  svg += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
+                     kLeft, xml_text(title));
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"38\" fill=\"#555\">mode {}, exit code {}, {} left-behind process{}"
+      "</text>\n",
+      kLeft, xml_text(record.mode.empty() ? "?" : record.mode), record.exit_code,
+      record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es");
+
+  // Axes with ticks: seconds across, GiB up.
+  svg += fmt::format("<g stroke=\"#333\"><line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>"
+                     "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\"/></g>\n",
+                     kLeft, kTop + plot_h, kLeft + plot_w, kTop);
+  const double t_step = nice_step(t_max, 8);
+  for (double t = 0; t <= t_max + 1e-9; t += t_step) {
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:g}</text>\n",
+                       x_of(t), kTop + plot_h + 16, t);
+  }
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">seconds</text>\n",
+                     kLeft + plot_w / 2, kTop + plot_h + 34);
+  const double y_step = nice_step(y_gib, 6);
+  for (double g = 0; g <= y_gib + 1e-9; g += y_step) {
+    const double y = y_of(g * static_cast<double>(kGiB));
+    svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
+                       "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
+                       kLeft, y, kLeft + plot_w, kLeft - 6, y + 4, g);
+  }
+  svg += fmt::format(
+      "<text x=\"16\" y=\"{:.1f}\" transform=\"rotate(-90 16 {:.1f})\" text-anchor=\"middle\">"
+      "GPU memory used (GiB)</text>\n",
+      kTop + plot_h / 2, kTop + plot_h / 2);
+
+  // Events: where the workload ended and the teardown ran.
+  for (const RunEvent& e : record.events) {
+    if (!is_marked(e)) continue;
+    const double x = x_of(e.t);
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#888\" "
+        "stroke-dasharray=\"4 3\"/><text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\" "
+        "transform=\"rotate(-90 {3:.1f} {4})\" text-anchor=\"end\">{5}</text>\n",
+        x, kTop, kTop + plot_h, x - 3, kTop + 4, xml_text(e.kind));
+  }
+  if (!record.leftovers.empty()) {
+    std::size_t remaining = 0;
+    for (const RunLeftover& l : record.leftovers) remaining += l.outcome == "remaining";
+    const double x = x_of(record.leftovers.front().t);
+    const std::string label =
+        remaining > 0 ? fmt::format("{} left behind, {} STILL RUNNING", record.leftovers.size(), remaining)
+                      : fmt::format("{} left behind, all ended", record.leftovers.size());
+    svg += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
+        x, kTop + plot_h - 8, remaining > 0 ? "#d62728" : "#333", x + 8, kTop + plot_h - 4,
+        remaining > 0 ? "#d62728" : "#333", xml_text(label));
+  }
+
+  // One line per GPU, the pre-run level dotted in the same colour; a legend under the axis.
+  bool any_data = false;
+  for (std::size_t g = 0; g < record.gpus.size(); ++g) {
+    const char* colour = kColours[g % kColours.size()];
+    std::string points;
+    for (const RunSample& s : record.samples) {
+      if (g < s.used.size() && s.used[g]) {
+        points += fmt::format("{:.1f},{:.1f} ", x_of(s.t), y_of(static_cast<double>(*s.used[g])));
+      }
+    }
+    if (!points.empty()) {
+      any_data = true;
+      svg += fmt::format(
+          "<polyline class=\"gpu\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
+          colour, points);
+    }
+    if (record.gpus[g].baseline) {
+      const double y = y_of(static_cast<double>(*record.gpus[g].baseline));
+      svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                         "stroke-dasharray=\"1 3\"/>\n",
+                         kLeft, y, kLeft + plot_w, y, colour);
+    }
+    const RunGpu& gpu = record.gpus[g];
+    std::string legend = fmt::format("GPU {} {}", gpu.index, gpu.name);
+    if (gpu.peak) legend += ", peak " + format_bytes(*gpu.peak);
+    if (gpu.back) legend += *gpu.back ? ", back to pre-run level" : ", NOT back";
+    // Two legend entries per row, rows upwards from the bottom edge.
+    const double lx = kLeft + static_cast<double>(g % 2) * plot_w / 2;
+    const double ly = kHeight - 10 - static_cast<double>(g / 2) * 14;
+    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"4\" fill=\"{}\"/>"
+                       "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                       lx, ly - 4, colour, lx + 16, ly, xml_text(legend));
+  }
+  if (!any_data) {
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#888\">"
+                       "no GPU memory samples in this record (NVML absent or --no-nvml)</text>\n",
+                       kLeft + plot_w / 2, kTop + plot_h / 2);
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace gpuclean::output

@@ -1,0 +1,16 @@
+// `gpuclean plot RECORD -o run.svg`: a run record drawn as a standalone SVG — GPU memory used
+// per GPU over time, the pre-run level, and when the workload ended, the teardown ran and how
+// many left-behind processes it ended.
+#pragma once
+
+#include <string>
+
+#include "core/run_record.h"
+
+namespace gpuclean::output {
+
+// A complete SVG document. Text from the record (the command line) is escaped for XML; a record
+// without samples still draws the axes and the events, and says there is no GPU data.
+std::string render_run_svg(const RunRecord& record);
+
+}  // namespace gpuclean::output

@@ -1,0 +1,32 @@
+// `gpuclean run --record FILE`: the record as JSON (SPEC.md "JSON": schema, host, time first),
+// reading it back for `gpuclean plot`, and the summary lines `run` prints at the end.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "core/run_record.h"
+
+namespace gpuclean::output {
+
+nlohmann::json to_json(const RunRecord& record, const std::string& host);
+
+// Parses a record written by to_json. Errors (errnum 0) say what is wrong: not JSON, a
+// schema this build does not know, a missing or mistyped field. Fields a record may lack
+// (no GPUs, no samples) come back empty.
+Result<RunRecord> parse_run_record(std::string_view text);
+
+// The lines `run` prints on stderr when it is over (without the "gpuclean: run: " prefix):
+// how the workload ended, what was found and ended at teardown, whether each GPU is back.
+// Command lines are escaped for a terminal. `problem` lines are printed even with --quiet.
+struct SummaryLine {
+  std::string text;
+  bool problem = false;
+};
+std::vector<SummaryLine> run_summary_lines(const RunRecord& record);
+
+}  // namespace gpuclean::output

@@ -1,0 +1,395 @@
+// `gpuclean run` against workloads this test writes: each starts holder_helper processes that
+// detach in every way a real server's workers do, then exits. Every guarantee has its negative
+// control: the same workload without gpuclean leaves those processes behind. Both containment
+// modes run: the cgroup (when this machine lets us create one) and the forced subreaper
+// fallback. Only processes the test started are ever signalled, and only through pidfds.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "holder_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// No thread of `pid` is alive (or the PID is gone entirely).
+bool gone(pid_t pid) {
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(task, ec)) {
+    const std::string stat = slurp(entry.path().string() + "/stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) continue;
+    const char state = stat[close + 2];
+    if (state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
+std::string cgroup_of(pid_t pid) {
+  std::istringstream lines(slurp("/proc/" + std::to_string(pid) + "/cgroup"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  }
+  return "";
+}
+
+// A workload that leaves one of each kind of leftover behind and exits 0: a double-forked
+// daemon, a setsid escapee (with its parent), a SIGTERM-ignoring tree, a forked heir whose
+// parent exited, and a zombie-led thread group (Zl). Each reports its PIDs in dir/NAME.
+struct LeakyWorkload {
+  std::vector<std::string> names = {"daemon", "setsid", "ignorer", "heir", "zombie-leader"};
+
+  std::string script(const std::string& helper, const std::string& file,
+                     const std::string& dir) const {
+    std::string s = "set -e; H='" + helper + "'; F='" + file + "'; D='" + dir + "'; ";
+    s += "\"$H\" daemon \"$F\" \"$D/daemon\"; ";
+    s += "\"$H\" setsid-child \"$F\" \"$D/setsid\" & ";
+    s += "\"$H\" tree \"$F\" \"$D/ignorer\" 2 & ";
+    s += "\"$H\" heir \"$F\" \"$D/heir\"; ";
+    s += "\"$H\" zombie-leader \"$F\" \"$D/zombie-leader\" & ";
+    // Exit only once every helper has reported (a bounded wait: 200 × 50 ms).
+    s += "for i in $(seq 200); do ";
+    s += "[ -e \"$D/daemon\" ] && [ -e \"$D/setsid\" ] && [ -e \"$D/ignorer\" ] && ";
+    s += "[ -e \"$D/heir\" ] && [ -e \"$D/zombie-leader\" ] && exit 0; sleep 0.05; done; exit 9";
+    return s;
+  }
+};
+
+class RunTest : public HolderFixture {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directory(reports_);
+  }
+  // PIDs a workload's helpers reported; every one adopted, so a failing test still cleans up.
+  std::vector<pid_t> reported(const LeakyWorkload& w) {
+    std::vector<pid_t> pids;
+    for (const std::string& name : w.names) {
+      for (pid_t pid : wait_for_pids(reports_ + "/" + name, 5s)) {
+        reaper_.adopt(pid);
+        pids.push_back(pid);
+      }
+    }
+    return pids;
+  }
+  CommandResult run_leaky(const std::vector<std::string>& mode_flags, const LeakyWorkload& w) {
+    std::vector<std::string> args = {"run", "--no-nvml", "--device-glob", held_, "--grace", "1s"};
+    args.insert(args.end(), mode_flags.begin(), mode_flags.end());
+    args.insert(args.end(), {"--", "sh", "-c", w.script(HOLDER_HELPER, held_, reports_)});
+    return gpuclean(args);
+  }
+  // Whether this machine lets gpuclean make a cgroup v2 group (root, or a delegated subtree).
+  bool cgroups_usable() {
+    auto probe = gpuclean({"run", "--no-nvml", "--device-glob", held_, "--", "true"});
+    return probe.exit_code == 0 && contains(probe.err, "in cgroup");
+  }
+  std::string reports_ = dir_.path() + "/reports";
+};
+
+TEST_F(RunTest, WithoutGpucleanTheWorkloadLeavesEveryKindOfLeftover) {
+  // The negative control for the two tests below: the same workload, run by sh alone.
+  LeakyWorkload w;
+  const pid_t sh = spawn({"/bin/sh", "-c", w.script(HOLDER_HELPER, held_, reports_)});
+  ASSERT_GT(sh, 0);
+  ASSERT_EQ(reap(sh), 0);
+  const std::vector<pid_t> pids = reported(w);
+  ASSERT_GE(pids.size(), 7u);  // daemon, setsid parent+child, tree of 3, heir, Zl leader
+  for (pid_t pid : pids) EXPECT_FALSE(gone(pid)) << "pid " << pid << " should have survived";
+}
+
+TEST_F(RunTest, CgroupModeLeavesNothingBehind) {
+  if (!cgroups_usable()) GTEST_SKIP() << "no writable cgroup v2 hierarchy on this machine";
+  LeakyWorkload w;
+  auto result = run_leaky({}, w);
+  const std::vector<pid_t> pids = reported(w);
+  ASSERT_GE(pids.size(), 7u) << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "in cgroup /")) << result.err;
+  for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run\n" << result.err;
+  EXPECT_TRUE(contains(result.err, "left-behind process")) << result.err;
+}
+
+TEST_F(RunTest, SubreaperFallbackLeavesNothingBehindAndSaysWhatItCannotCatch) {
+  LeakyWorkload w;
+  auto result = run_leaky({"--no-cgroup"}, w);
+  const std::vector<pid_t> pids = reported(w);
+  ASSERT_GE(pids.size(), 7u) << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "falling back to a child subreaper")) << result.err;
+  EXPECT_TRUE(contains(result.err, "re-parent to init")) << result.err;  // the mode's limit
+  for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run\n" << result.err;
+}
+
+TEST_F(RunTest, ACgroupThatCannotBeCreatedFallsBackAndSaysSo) {
+  // A plain directory is no cgroup: creating the group fails, the run still contains.
+  LeakyWorkload w;
+  auto result = run_leaky({"--cgroup-parent", dir_.path()}, w);
+  const std::vector<pid_t> pids = reported(w);
+  ASSERT_GE(pids.size(), 7u) << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "not a writable cgroup v2 directory")) << result.err;
+  EXPECT_TRUE(contains(result.err, "falling back")) << result.err;
+  for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/gpuclean-run." ))
+      << "the failed group's directory must be removed";
+}
+
+class RunExitTest : public RunTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  CommandResult run_sh(const std::string& script, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"run", "--no-nvml", "--device-glob", held_, "-q"};
+    if (GetParam()) args.push_back("--no-cgroup");
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    return gpuclean(args);
+  }
+};
+
+TEST_P(RunExitTest, ReturnsTheWorkloadsOwnExitCode) {
+  EXPECT_EQ(run_sh("exit 7").exit_code, 7);
+  EXPECT_EQ(run_sh("exit 0").exit_code, 0);
+}
+
+TEST_P(RunExitTest, ReturnsOneHundredTwentyEightPlusTheSignal) {
+  auto result = run_sh("kill -9 $$");
+  EXPECT_EQ(result.exit_code, 137) << result.err;
+}
+
+TEST_P(RunExitTest, TimeoutEndsTheWholeRunWithOneHundredTwentyFour) {
+  const std::string pid_file = dir_.path() + "/sleeper";
+  const auto started = std::chrono::steady_clock::now();
+  auto result = run_sh("sleep 60 & echo $! > '" + pid_file + "'; wait", {"--timeout", "500ms"});
+  EXPECT_EQ(result.exit_code, 124) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
+  const auto pids = wait_for_pids(pid_file, 2s);
+  ASSERT_EQ(pids.size(), 1u);
+  reaper_.adopt(pids[0]);
+  EXPECT_TRUE(gone(pids[0])) << "the workload's sleep outlived the timeout";
+}
+
+TEST_P(RunExitTest, QuietRunOfACleanWorkloadPrintsNothing) {
+  auto result = run_sh("echo hello");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out, "hello\n");  // the workload's stdout passes through untouched
+  // -q: the fallback warning is a problem line and stays; nothing else.
+  if (!GetParam()) {
+    EXPECT_EQ(result.err, "") << result.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RunExitTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& mode) {
+                           return mode.param ? "Subreaper" : "Default";
+                         });
+
+TEST_F(RunTest, MissingOrUnexecutableProgramsGetTheShellsCodes) {
+  EXPECT_EQ(gpuclean({"run", "--no-nvml", "--", "gpuclean-test-no-such-program"}).exit_code, 127);
+  auto missing = gpuclean({"run", "--no-nvml", "--", dir_.path() + "/nothing-here"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_TRUE(contains(missing.err, "not found")) << missing.err;
+  const std::string not_executable = dir_.file("script");
+  ::chmod(not_executable.c_str(), 0644);
+  auto denied = gpuclean({"run", "--no-nvml", "--", not_executable});
+  EXPECT_EQ(denied.exit_code, 126) << denied.err;
+}
+
+TEST_F(RunTest, BadInputIsAUsageError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run"}, {"run", "--"}, {"run", "--timeout", "soon", "--", "true"},
+        {"run", "--grace", "-1s", "--", "true"}, {"run", "--gpus", "x", "--", "true"},
+        {"run", "--json", "--", "true"}}) {
+    auto result = gpuclean(args);
+    EXPECT_EQ(result.exit_code, 2) << args.size() << " " << result.err;
+    EXPECT_TRUE(contains(result.err, "gpuclean")) << result.err;
+  }
+}
+
+TEST_F(RunTest, FirstSigintReachesTheWorkloadSecondEscalates) {
+  // Forwarded: a workload that exits 42 on SIGINT ends the run with 42.
+  const std::string ready = dir_.path() + "/trap-ready";
+  const pid_t run = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--", "sh", "-c",
+                           "trap 'exit 42' INT; echo $$ > '" + ready + "'; "
+                           "while :; do sleep 0.05; done"});
+  reaper_.adopt(run);
+  const auto workload = wait_for_pids(ready);
+  ASSERT_EQ(workload.size(), 1u);
+  reaper_.adopt(workload[0]);
+  ASSERT_EQ(::kill(run, SIGINT), 0);
+  EXPECT_EQ(reap(run), 42);
+
+  // Negative control and escalation: a workload that ignores SIGINT outlives the first one;
+  // the second tears the run down.
+  const std::string ready2 = dir_.path() + "/ignore-ready";
+  const pid_t run2 = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--grace", "1s", "--",
+                            "sh", "-c",
+                            "trap '' INT; echo $$ > '" + ready2 + "'; "
+                            "while :; do sleep 0.05; done"});
+  reaper_.adopt(run2);
+  const auto workload2 = wait_for_pids(ready2);
+  ASSERT_EQ(workload2.size(), 1u);
+  reaper_.adopt(workload2[0]);
+  ASSERT_EQ(::kill(run2, SIGINT), 0);
+  EXPECT_FALSE(wait_until([&] { return gone(workload2[0]); }, 500ms))
+      << "the workload ignores SIGINT: the first one must not end it";
+  ASSERT_EQ(::kill(run2, SIGINT), 0);
+  const int code = reap(run2);
+  EXPECT_EQ(code, 128 + SIGTERM) << "the teardown's SIGTERM ends the workload";
+  EXPECT_TRUE(gone(workload2[0]));
+}
+
+TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
+  if (!cgroups_usable()) GTEST_SKIP() << "no writable cgroup v2 hierarchy on this machine";
+  const std::string ready = dir_.path() + "/main";
+  const pid_t run = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--", "sh", "-c",
+                           std::string("'") + HOLDER_HELPER + "' daemon '" + held_ + "' '" +
+                               reports_ + "/daemon'; echo $$ > '" + ready +
+                               "'; while :; do sleep 0.05; done"});
+  reaper_.adopt(run);
+  const auto main = wait_for_pids(ready);
+  const auto daemon = wait_for_pids(reports_ + "/daemon");
+  ASSERT_EQ(main.size(), 1u);
+  ASSERT_EQ(daemon.size(), 1u);
+  reaper_.adopt(main[0]);
+  reaper_.adopt(daemon[0]);
+  const std::string group = cgroup_of(daemon[0]);
+  EXPECT_EQ(group.substr(group.rfind('/') + 1), "gpuclean-run." + std::to_string(run));
+
+  ASSERT_EQ(::kill(run, SIGKILL), 0);
+  EXPECT_EQ(reap(run), 128 + SIGKILL);
+  // PR_SET_PDEATHSIG: the direct child follows gpuclean.
+  EXPECT_TRUE(wait_until([&] { return gone(main[0]); }, 5s)) << "the workload outlived gpuclean";
+  // Documented limit: the daemon lives on, in the run's group, where kill --cgroup finds it.
+  EXPECT_FALSE(gone(daemon[0]));
+  EXPECT_EQ(cgroup_of(daemon[0]), group);
+  auto kill = gpuclean({"kill", "--cgroup", group, "--yes", "--no-nvml", "--device-glob", held_,
+                        "--grace", "1s"});
+  EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
+  EXPECT_TRUE(gone(daemon[0]));
+  // The group itself is the test's to remove now (its gpuclean is gone).
+  std::string mount;
+  std::istringstream mounts(slurp("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(mounts, line)) {
+    if (contains(line, " - cgroup2 ")) {
+      std::istringstream fields(line);
+      std::string f;
+      for (int i = 0; i < 5 && fields >> f; ++i) mount = f;
+      break;
+    }
+  }
+  EXPECT_TRUE(wait_until([&] { return ::rmdir((mount + group).c_str()) == 0; }, 5s))
+      << mount + group;
+}
+
+TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {
+  const std::string view = dir_.path() + "/gpus.json";
+  std::ofstream(view) << json{{"driver_version", "580.159.04"},
+                              {"gpus",
+                               {{{"index", 0},
+                                 {"uuid", "GPU-test-0"},
+                                 {"name", "NVIDIA H200"},
+                                 {"memory",
+                                  {{"total", 150ull << 30}, {"used", 0}, {"free", 150ull << 30}}},
+                                 {"processes", json::array()}}}}}
+                                 .dump();
+  const std::string record = dir_.path() + "/run.json";
+  auto result = gpuclean({"run", "--device-glob", held_, "--test-gpu-source", view, "--record",
+                          record, "--sample-interval", "50ms", "--grace", "1s", "--", "sh", "-c",
+                          std::string("'") + HOLDER_HELPER + "' daemon '" + held_ + "' '" +
+                              reports_ + "/daemon'; sleep 0.3"});
+  const auto daemon = wait_for_pids(reports_ + "/daemon", 2s);
+  ASSERT_EQ(daemon.size(), 1u);
+  reaper_.adopt(daemon[0]);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(gone(daemon[0]));
+  const json doc = json::parse(slurp(record));
+  EXPECT_EQ(doc["schema"], 1);
+  EXPECT_EQ(doc["kind"], "run");
+  EXPECT_EQ(doc["exit_code"], 0);
+  EXPECT_EQ(doc["end"], "exited");
+  EXPECT_EQ(doc["clean"], true);
+  EXPECT_EQ(doc["gpu_source"], "test");
+  ASSERT_EQ(doc["gpus"].size(), 1u);
+  EXPECT_EQ(doc["gpus"][0]["baseline"], 0);
+  EXPECT_EQ(doc["gpus"][0]["back"], true);
+  EXPECT_GE(doc["samples"].size(), 3u) << "a sample every 50 ms over 0.3 s, plus start and end";
+  ASSERT_EQ(doc["leftovers"].size(), 1u) << doc.dump(1);
+  EXPECT_EQ(doc["leftovers"][0]["pid"], daemon[0]);
+  EXPECT_EQ(doc["leftovers"][0]["outcome"], "gone");
+  const json& signals = doc["leftovers"][0]["signals"];
+  EXPECT_NE(std::find(signals.begin(), signals.end(), "TERM"), signals.end()) << signals;
+
+  const std::string svg = dir_.path() + "/run.svg";
+  auto plot = gpuclean({"plot", record, "-o", svg});
+  EXPECT_EQ(plot.exit_code, 0) << plot.err;
+  const std::string picture = slurp(svg);
+  EXPECT_EQ(picture.rfind("<svg", 0), 0u);
+  EXPECT_TRUE(contains(picture, "class=\"gpu\"")) << "one line per GPU";
+  EXPECT_TRUE(contains(picture, "1 left behind, all ended"));
+  EXPECT_TRUE(contains(picture, ">teardown<"));
+}
+
+TEST_F(RunTest, PlotRefusesWhatIsNotARecord) {
+  const std::string truncated = dir_.path() + "/truncated.json";
+  std::ofstream(truncated) << R"({"schema": 1, "kind": "run", "gpus": [)";
+  auto bad = gpuclean({"plot", truncated});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, truncated)) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "not valid JSON")) << bad.err;
+
+  const std::string future = dir_.path() + "/future.json";
+  std::ofstream(future) << R"({"schema": 2, "kind": "run"})";
+  auto newer = gpuclean({"plot", future});
+  EXPECT_EQ(newer.exit_code, 2);
+  EXPECT_TRUE(contains(newer.err, "schema 2")) << newer.err;
+
+  const std::string status = dir_.path() + "/status.json";
+  std::ofstream(status) << R"({"schema": 1, "verdict": "clean"})";
+  EXPECT_EQ(gpuclean({"plot", status}).exit_code, 2);
+
+  const std::string mistyped = dir_.path() + "/mistyped.json";
+  std::ofstream(mistyped) << R"({"schema": 1, "kind": "run", "gpus": [{"index": "zero"}]})";
+  auto typed = gpuclean({"plot", mistyped});
+  EXPECT_EQ(typed.exit_code, 2);
+  EXPECT_TRUE(contains(typed.err, "gpus[].index")) << typed.err;
+
+  EXPECT_EQ(gpuclean({"plot", dir_.path() + "/absent.json"}).exit_code, 2);
+}
+
+TEST_F(RunTest, RequireCleanRefusesADirtyMachineAndRunsOnACleanOne) {
+  const pid_t holder = start("hold", held_).at(0);
+  const std::string marker = dir_.path() + "/ran";
+  auto refused = gpuclean({"run", "--no-nvml", "--device-glob", held_, "--require-clean", "--",
+                           "touch", marker});
+  EXPECT_EQ(refused.exit_code, 125) << refused.err;
+  EXPECT_TRUE(contains(refused.err, std::to_string(holder))) << "the reason names the holder";
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  // Negative control: with that holder allowed, the same run starts.
+  auto allowed = gpuclean({"run", "--no-nvml", "--device-glob", held_, "--require-clean",
+                           "--ignore-pid", std::to_string(holder), "--", "touch", marker});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  EXPECT_TRUE(std::filesystem::exists(marker));
+  EXPECT_FALSE(gone(holder)) << "run never touches what is not its own";
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
