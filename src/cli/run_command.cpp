@@ -20,6 +20,7 @@
 #include "core/run_record.h"
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/gpu_return.h"
 #include "ops/cgroup.h"
 #include "ops/launch.h"
 #include "ops/signals.h"
@@ -37,9 +38,6 @@ constexpr int kExitTimeout = 124;
 constexpr int kExitNotStarted = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
-// Used memory within this much of the pre-run level counts as back: allocator slack of the
-// driver, not a leak (on an idle H200 NVML's used is 0 with the reserve apart, FACTS.md).
-constexpr Bytes kBackTolerance = 64 * kMiB;
 constexpr auto kVerifyPoll = std::chrono::milliseconds(100);
 
 struct Settings {
@@ -79,14 +77,6 @@ std::optional<Settings> parse_settings(const RunOptions& o, const Io& io) {
 
 bool selected(const Settings& settings, unsigned index) {
   return !settings.gpus || settings.gpus->count(index) > 0;
-}
-
-Bytes memory_of(const Gpu& gpu, const std::set<Pid>& pids) {
-  Bytes sum = 0;
-  for (const GpuProcess& p : gpu.processes) {
-    if (pids.count(p.pid) > 0 && p.used_memory) sum += *p.used_memory;
-  }
-  return sum;
 }
 
 // The record file is created before the workload starts, so that a typo in its path costs
@@ -157,13 +147,11 @@ class RunState {
       g.index = gpu.index;
       g.name = gpu.name;
       g.uuid = gpu.uuid;
-      if (gpu.memory) {
-        g.total = gpu.memory->total;
-        const Bytes ours = memory_of(gpu, run_pids);
-        g.baseline = gpu.memory->used > ours ? gpu.memory->used - ours : 0;
+      if (gpu.memory) g.total = gpu.memory->total;
+      if (auto baseline = diagnose::baseline_of(gpu, run_pids)) {
+        g.baseline = baseline->used;
+        baselines_.push_back(*baseline);
       }
-      baseline_pids_[gpu.index] = {};
-      for (const GpuProcess& p : gpu.processes) baseline_pids_[gpu.index].insert(p.pid);
       record_.gpus.push_back(std::move(g));
     }
     sample(view);
@@ -183,45 +171,23 @@ class RunState {
     record_.samples.push_back(std::move(s));
   }
 
-  // Whether every GPU is back: no process of the run in NVML's lists, and used memory at the
-  // pre-run level, or above it only by what processes outside the run (new since) hold.
+  // Whether every GPU is back (diagnose::judge_return); notes each GPU's verdict.
   bool check_back(const GpuView& view, const std::set<Pid>& run_pids) {
     bool all_back = true;
-    for (RunGpu& g : record_.gpus) {
-      const Gpu* gpu = nullptr;
-      for (const Gpu& candidate : view.gpus) {
-        if (candidate.index == g.index) gpu = &candidate;
+    for (const diagnose::GpuBaseline& baseline : baselines_) {
+      RunGpu* g = nullptr;
+      for (RunGpu& candidate : record_.gpus) {
+        if (candidate.index == baseline.index) g = &candidate;
       }
-      if (gpu == nullptr || !gpu->memory || !g.baseline) continue;
-      g.after = gpu->memory->used;
-      std::vector<std::string> ours;
-      Bytes newcomers = 0;
-      std::vector<std::string> newcomer_names;
-      for (const GpuProcess& p : gpu->processes) {
-        if (run_pids.count(p.pid) > 0) {
-          ours.push_back(std::to_string(p.pid));
-        } else if (baseline_pids_[g.index].count(p.pid) == 0) {
-          newcomers += p.used_memory.value_or(0);
-          newcomer_names.push_back(std::to_string(p.pid));
+      for (const Gpu& gpu : view.gpus) {
+        if (g == nullptr || gpu.index != baseline.index) continue;
+        if (auto judged = diagnose::judge_return(baseline, gpu, run_pids)) {
+          g->after = judged->after;
+          g->back = judged->back;
+          g->note = judged->note;
+          all_back = all_back && judged->back;
         }
       }
-      const Bytes excess = *g.after > *g.baseline ? *g.after - *g.baseline : 0;
-      if (!ours.empty()) {
-        g.back = false;
-        g.note = fmt::format("NVML still lists process(es) of the run: {}", fmt::join(ours, ", "));
-      } else if (excess <= kBackTolerance) {
-        g.back = true;
-        g.note.clear();
-      } else if (excess <= newcomers + kBackTolerance) {
-        g.back = true;
-        g.note = fmt::format("{} above the pre-run level is held by pid {}, not part of this run",
-                             format_bytes(excess), fmt::join(newcomer_names, ", "));
-      } else {
-        g.back = false;
-        g.note = fmt::format("{} used, {} before the run: {} not returned", format_bytes(*g.after),
-                             format_bytes(*g.baseline), format_bytes(excess - newcomers));
-      }
-      all_back = all_back && *g.back;
     }
     return all_back;
   }
@@ -232,7 +198,7 @@ class RunState {
   const Settings& settings_;
   Clock::time_point started_;
   RunRecord record_;
-  std::map<unsigned, std::set<Pid>> baseline_pids_;
+  std::vector<diagnose::GpuBaseline> baselines_;
 };
 
 std::set<std::pair<Pid, std::uint64_t>> holder_identities(const diagnose::Input& input) {

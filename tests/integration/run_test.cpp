@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <sstream>
 
@@ -298,6 +299,56 @@ TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
   }
   EXPECT_TRUE(wait_until([&] { return ::rmdir((mount + group).c_str()) == 0; }, 5s))
       << mount + group;
+}
+
+TEST_F(RunTest, AWorkloadStillForkingAtTeardownLeavesNothing) {
+  // A background loop forks a sleeper every few ms until it is killed; the workload's main
+  // process exits at once. Every PID the loop started is written down as it goes.
+  const std::string log = dir_.path() + "/forked";
+  for (const bool fallback : {false, true}) {
+    std::filesystem::remove(log);
+    std::vector<std::string> args = {"run", "--no-nvml", "-q", "--grace", "500ms"};
+    if (fallback) args.push_back("--no-cgroup");
+    args.insert(args.end(), {"--", "sh", "-c",
+                             "(while :; do sleep 30 & echo $! >> '" + log +
+                                 "'; done) & sleep 0.3; exit 0"});
+    auto result = gpuclean(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const std::vector<pid_t> forked = wait_for_pids(log, 1s);
+    EXPECT_GT(forked.size(), 10u) << "the loop should have forked many sleepers";
+    for (pid_t pid : forked) reaper_.adopt(pid);
+    for (pid_t pid : forked) {
+      EXPECT_TRUE(gone(pid)) << "sleeper " << pid << " outlived the run"
+                             << (fallback ? " (subreaper mode)" : " (cgroup mode)");
+    }
+  }
+}
+
+TEST_F(RunTest, AHolderThatAppearsOutsideTheRunIsNamedAndLeftAlone) {
+  // While the workload waits, the test itself starts a holder of the device file: not the
+  // run's. gpuclean must name it (the workload may have had it started elsewhere, through a
+  // daemon) and must not signal it.
+  const std::string started = dir_.path() + "/workload-started";
+  const std::string go = dir_.path() + "/go";
+  auto outsider = std::async(std::launch::async, [&] {
+    if (!wait_until([&] { return std::filesystem::exists(started); })) return pid_t{-1};
+    const pid_t pid = start("hold", held_).at(0);
+    std::ofstream(go) << "go";
+    return pid;
+  });
+  auto result = gpuclean({"run", "--no-nvml", "-q", "--device-glob", held_, "--", "sh", "-c",
+                          "touch '" + started + "'; for i in $(seq 200); do [ -e '" + go +
+                              "' ] && exit 0; sleep 0.05; done; exit 9"});
+  const pid_t holder = outsider.get();
+  ASSERT_GT(holder, 0);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(gone(holder)) << "run signalled a process that is not its own";
+  EXPECT_TRUE(contains(result.err, "outside the run: pid " + std::to_string(holder)))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, "left alone")) << result.err;
+  // Negative control: the same run over a file nobody else holds names nobody.
+  auto quiet = gpuclean({"run", "--no-nvml", "-q", "--device-glob", other_, "--", "true"});
+  EXPECT_EQ(quiet.err, "");
 }
 
 TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {

@@ -1,0 +1,94 @@
+// The kernel-facing pieces of `run` that can be checked without starting a workload: program
+// resolution, the cgroup2 mount lookup, and refusing a directory that is not a cgroup.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ops/cgroup.h"
+#include "ops/launch.h"
+#include "procfs/parse.h"
+
+namespace gpuclean {
+namespace {
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpuclean-unit-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  [[nodiscard]] std::string file(const std::string& name, mode_t mode) const {
+    const std::string path = path_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n";
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ResolveProgramTest, SearchesThePathLikeAShell) {
+  ScratchDir a;
+  ScratchDir b;
+  const std::string tool = b.file("tool", 0755);
+  (void)a.file("tool", 0644);  // earlier in the path, but not executable: skipped
+  auto found = ops::resolve_program("tool", a.path() + ":" + b.path());
+  ASSERT_TRUE(found.ok()) << found.error().message();
+  EXPECT_EQ(*found, tool);
+}
+
+TEST(ResolveProgramTest, NotFoundAndNotExecutableAreTold) {
+  ScratchDir a;
+  (void)a.file("plain", 0644);
+  EXPECT_EQ(ops::resolve_program("plain", a.path()).error().errnum, EACCES);   // 126
+  EXPECT_EQ(ops::resolve_program("absent", a.path()).error().errnum, ENOENT);  // 127
+  EXPECT_EQ(ops::resolve_program(a.path() + "/plain", "").error().errnum, EACCES);
+  EXPECT_EQ(ops::resolve_program(a.path() + "/absent", "").error().errnum, ENOENT);
+  EXPECT_EQ(ops::resolve_program(a.path(), "").error().errnum, EACCES);  // a directory
+  EXPECT_EQ(ops::resolve_program("", a.path()).error().errnum, ENOENT);
+}
+
+TEST(Cgroup2MountTest, FindsTheV2MountAmongV1Ones) {
+  const std::string hybrid =
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n";
+  auto mount = procfs::parse_cgroup2_mount(hybrid);
+  ASSERT_TRUE(mount);
+  EXPECT_EQ(mount->mount_point, "/sys/fs/cgroup/unified");
+  EXPECT_EQ(mount->root, "/");
+}
+
+TEST(Cgroup2MountTest, DecodesEscapesAndRefusesV1Only) {
+  auto mount = procfs::parse_cgroup2_mount(
+      "41 31 0:38 /job\\040a /mnt/my\\040cg rw - cgroup2 none rw,nsdelegate\n");
+  ASSERT_TRUE(mount);
+  EXPECT_EQ(mount->mount_point, "/mnt/my cg");
+  EXPECT_EQ(mount->root, "/job a");
+  EXPECT_FALSE(procfs::parse_cgroup2_mount(
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"));
+  EXPECT_FALSE(procfs::parse_cgroup2_mount("garbage\n\n- cgroup2\n"));
+}
+
+TEST(CgroupGroupTest, APlainDirectoryIsRefusedAndLeftAsItWas) {
+  ScratchDir parent;
+  auto group = ops::CgroupGroup::create({parent.path(), "/"}, "gpuclean-run.1");
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.error().message().find("not a writable cgroup v2 directory"), std::string::npos)
+      << group.error().message();
+  EXPECT_FALSE(std::filesystem::exists(parent.path() + "/gpuclean-run.1"));
+}
+
+}  // namespace
+}  // namespace gpuclean

@@ -1,0 +1,115 @@
+#include "output/run_record.h"
+
+#include <gtest/gtest.h>
+
+#include "output/run_plot.h"
+
+namespace gpuclean::output {
+namespace {
+
+RunRecord sample_record() {
+  RunRecord r;
+  r.command = {"python", "serve.py", "--port", "8000"};
+  r.mode = "cgroup";
+  r.cgroup = "/gpuclean-run.42";
+  r.started_at = 1764500000;
+  r.duration = 12.5;
+  r.pid = 43;
+  r.end = "signaled";
+  r.exit_signal = 9;
+  r.exit_code = 137;
+  r.gpu_source = "nvml";
+  r.gpus = {{0, "NVIDIA H200", "GPU-a", 150ull << 30, 0, 8ull << 30, 0, true, ""},
+            {1, "NVIDIA H200", "GPU-b", 150ull << 30, 0, 6ull << 30, 0, true, ""}};
+  r.samples = {{0, {0, 0}}, {5, {8ull << 30, 6ull << 30}}, {12.4, {0, std::nullopt}}};
+  r.events = {{0, "start", "pid 43"}, {10, "exit", ""}, {10.1, "teardown", ""}};
+  r.leftovers = {{44, 1, "worker", {"python", "-c", "w"}, {"STOP", "TERM", "CONT"}, "gone", "", 10.1}};
+  return r;
+}
+
+TEST(RunRecordTest, RoundTripsThroughJson) {
+  const RunRecord r = sample_record();
+  const std::string text = to_json(r, "host").dump();
+  auto back = parse_run_record(text);
+  ASSERT_TRUE(back.ok()) << back.error().context;
+  EXPECT_EQ(back->command, r.command);
+  EXPECT_EQ(back->exit_code, 137);
+  EXPECT_EQ(back->exit_signal, 9);
+  EXPECT_FALSE(back->exit_status);
+  ASSERT_EQ(back->gpus.size(), 2u);
+  EXPECT_EQ(back->gpus[1].peak, 6ull << 30);
+  ASSERT_EQ(back->samples.size(), 3u);
+  EXPECT_FALSE(back->samples[2].used[1]);  // null stays unknown, not 0
+  ASSERT_EQ(back->leftovers.size(), 1u);
+  EXPECT_EQ(back->leftovers[0].signals, r.leftovers[0].signals);
+}
+
+TEST(RunRecordTest, RefusesWhatItCannotTrust) {
+  auto error_of = [](const std::string& text) {
+    auto parsed = parse_run_record(text);
+    return parsed.ok() ? std::string("parsed") : parsed.error().context;
+  };
+  EXPECT_EQ(error_of("{\"schema\": 1, \"kind\": \"run\", \"gpus\": ["), "not valid JSON");
+  EXPECT_EQ(error_of("[1]"), "not a JSON object");
+  EXPECT_NE(error_of("{\"schema\": 2, \"kind\": \"run\"}").find("schema 2"), std::string::npos);
+  EXPECT_NE(error_of("{\"schema\": 1, \"verdict\": \"clean\"}").find("not a run record"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": 1, "kind": "run", "exit_code": "zero"})").find("exit_code"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": 1, "kind": "run", "gpus": [{"index": 0}],
+                         "samples": [{"t": 0, "used": [1, 2]}]})")
+                .find("2 values for 1 GPUs"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"schema": 1, "kind": "run", "gpus": [{"index": -1}]})").find("negative"),
+            std::string::npos);
+  // Negative control: the smallest valid record parses, every missing part empty.
+  EXPECT_EQ(error_of(R"({"schema": 1, "kind": "run"})"), "parsed");
+}
+
+TEST(RunRecordTest, SummaryFlagsWhatIsLeftAsProblems) {
+  RunRecord r = sample_record();
+  auto lines = run_summary_lines(r);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[0].text, "workload ended by signal 9 after 12.5 s; exit code 137");
+  for (const SummaryLine& line : lines) EXPECT_FALSE(line.problem) << line.text;
+
+  r.leftovers[0].outcome = "remaining";
+  r.leftovers[0].reason = "thread 44 is frozen";
+  r.leftovers[0].cmdline = {"evil\x1b[2Jname"};
+  r.gpus[0].back = false;
+  r.gpus[0].note = "8.0 GiB not returned";
+  lines = run_summary_lines(r);
+  int problems = 0;
+  for (const SummaryLine& line : lines) {
+    problems += line.problem;
+    EXPECT_EQ(line.text.find('\x1b'), std::string::npos) << "escaped for the terminal";
+  }
+  EXPECT_EQ(problems, 2);
+}
+
+TEST(RunPlotTest, DrawsOneLinePerGpuTheEventsAndTheLeftovers) {
+  const std::string svg = render_run_svg(sample_record());
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  std::size_t lines = 0;
+  for (std::size_t at = svg.find("class=\"gpu\""); at != std::string::npos;
+       at = svg.find("class=\"gpu\"", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(svg.find(">teardown<"), std::string::npos);
+  EXPECT_NE(svg.find("1 left behind, all ended"), std::string::npos);
+  EXPECT_NE(svg.find("serve.py"), std::string::npos);
+}
+
+TEST(RunPlotTest, EscapesTheCommandAndSaysWhenThereIsNoData) {
+  RunRecord r;
+  r.command = {"sh", "-c", "echo <script>&\"'"};
+  const std::string svg = render_run_svg(r);
+  EXPECT_EQ(svg.find("<script>"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;script&gt;&amp;&quot;&apos;"), std::string::npos);
+  EXPECT_NE(svg.find("no GPU memory samples"), std::string::npos);
+  EXPECT_EQ(svg.find("class=\"gpu\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuclean::output
