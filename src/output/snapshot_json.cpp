@@ -55,6 +55,16 @@ json xid_json(const XidEvent& event) {
           {"message", event.message}};
 }
 
+// A parsed document holds positive integers as unsigned, one built in memory (the "now" side
+// of a diff) as whatever type they were set from: accept both.
+std::optional<std::uint64_t> non_negative(const json& value) {
+  if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
+    return static_cast<std::uint64_t>(value.get<std::int64_t>());
+  }
+  return std::nullopt;
+}
+
 // Reads typed optional fields and remembers the first one of the wrong type, with its path.
 class FieldReader {
  public:
@@ -86,11 +96,11 @@ class FieldReader {
   std::optional<T> count(const json& parent, const char* key, const std::string& path) {
     const json* v = member(parent, key);
     if (v == nullptr) return std::nullopt;
-    if (!v->is_number_unsigned() ||
-        v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+    const auto value = non_negative(*v);
+    if (!value || *value > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
       return fail<T>(path, key, "a non-negative integer", *v);
     }
-    return static_cast<T>(v->get<std::uint64_t>());
+    return static_cast<T>(*value);
   }
   std::optional<int> integer(const json& parent, const char* key, const std::string& path) {
     const json* v = member(parent, key);
@@ -256,11 +266,12 @@ std::vector<SnapshotHolder> read_holders(FieldReader& r, const json& holders) {
       for (const auto& [key, value] : memory->items()) {
         unsigned index = 0;
         auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
-        if (ec != std::errc{} || ptr != key.data() + key.size() || !value.is_number_unsigned()) {
+        const auto bytes = non_negative(value);
+        if (ec != std::errc{} || ptr != key.data() + key.size() || !bytes) {
           r.report(path + ".gpu_memory", "expected {\"GPU index\": bytes}");
           break;
         }
-        holder.gpu_memory[index] = value.get<Bytes>();
+        holder.gpu_memory[index] = *bytes;
       }
     }
     out.push_back(std::move(holder));

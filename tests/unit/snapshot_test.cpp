@@ -153,6 +153,10 @@ TEST(SnapshotWriter, WhatIsWrittenReadsBack) {
   EXPECT_FALSE(doc.contains("throttle_reasons"));  // per GPU, not top level
   EXPECT_EQ(doc["gpus"][0]["throttle_reasons"]["active"],
             nlohmann::json::array({"gpu_idle", "hw_thermal_slowdown"}));
+  // In memory (signed integers, as "now" is read for a diff) and parsed from text alike.
+  auto direct = output::read_snapshot(doc);
+  ASSERT_TRUE(direct.ok()) << direct.error().context;
+  EXPECT_EQ(direct->holders->at(0).pid, 77);
   auto back = output::read_snapshot(nlohmann::json::parse(doc.dump()));
   ASSERT_TRUE(back.ok()) << back.error().context;
   EXPECT_EQ(back->nvml_version, "13.580");
