@@ -35,6 +35,7 @@ std::vector<std::string> environment_entries() {
   return out;
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): json() is not declared noexcept, yet cannot throw
 struct Taken {
   nlohmann::json document;
   int exit_code = kExitClean;  // kExitRuntime when NVML failed (the document says so)

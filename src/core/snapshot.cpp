@@ -8,7 +8,7 @@ const std::vector<ThrottleReason>& throttle_reasons() {
   // Values from the NVML API reference (nvmlClocksEventReason*; the older
   // nvmlClocksThrottleReason* names have the same bits). gpu_idle, applications_clocks_setting,
   // sync_boost and display_clock_setting follow load or settings and are not slowdowns.
-  static const std::vector<ThrottleReason> kReasons = {
+  static const std::vector<ThrottleReason> reasons = {
       {0x1, "gpu_idle", false},
       {0x2, "applications_clocks_setting", false},
       {0x4, "sw_power_cap", true},
@@ -19,7 +19,7 @@ const std::vector<ThrottleReason>& throttle_reasons() {
       {0x80, "hw_power_brake_slowdown", true},
       {0x100, "display_clock_setting", false},
   };
-  return kReasons;
+  return reasons;
 }
 
 std::vector<std::string> throttle_reason_names(std::uint64_t mask) {

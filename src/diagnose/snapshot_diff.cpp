@@ -448,8 +448,12 @@ void Differ::system(const Snapshot& before, const Snapshot& after) {
     if (vb == va) continue;
     const std::string sb = vb ? text(*vb) : "unset";
     const std::string sa = va ? text(*va) : "unset";
+    std::string message = "environment " + name + ": ";
+    message += sb;
+    message += " → ";
+    message += sa;
     add(DiffCategory::kSystem, std::nullopt, "system.environment." + name, sb, sa, true,
-        "environment " + name + ": " + sb + " → " + sa);
+        std::move(message));
   }
   if (b.boot_id && a.boot_id && *b.boot_id != *a.boot_id) {
     add(DiffCategory::kSystem, std::nullopt, "system.boot_id", *b.boot_id, *a.boot_id, false,

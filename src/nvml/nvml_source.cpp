@@ -285,7 +285,7 @@ std::vector<GpuDetails> NvmlGpuSource::query_details() {
     if (f.device_get_handle_by_index(i, &device) != abi::kSuccess) continue;
     GpuDetails d = query_device_details(device);
     d.index = i;
-    out.push_back(std::move(d));
+    out.push_back(d);
   }
   return out;
 }
