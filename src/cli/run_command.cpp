@@ -386,8 +386,10 @@ int run_run(const RunOptions& o, const Io& io) {
   }
 
   ops::LaunchOptions launch_options;
-  launch_options.cgroup_procs_fd =
-      contained.cgroup != nullptr ? contained.cgroup->group().procs_fd() : -1;
+  if (contained.cgroup != nullptr) {
+    launch_options.cgroup_dir_fd = contained.cgroup->group().dir_fd();
+    launch_options.cgroup_procs_fd = contained.cgroup->group().procs_fd();
+  }
   launch_options.new_session = contained.cgroup == nullptr;
   launch_options.parent_death_signal = SIGKILL;
   auto launched = ops::launch(*program, o.command, launch_options);

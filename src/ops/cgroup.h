@@ -37,6 +37,8 @@ class CgroupGroup {
   ~CgroupGroup();
 
   [[nodiscard]] const CgroupLocation& location() const { return location_; }
+  // The group's directory, for clone3's CLONE_INTO_CGROUP.
+  [[nodiscard]] int dir_fd() const { return dir_.get(); }
   // cgroup.procs opened for writing: a child writes "0" to it to move itself in before exec.
   [[nodiscard]] int procs_fd() const { return procs_fd_.get(); }
 

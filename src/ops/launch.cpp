@@ -1,6 +1,7 @@
 #include "ops/launch.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
 #include <csignal>
 #include <cstring>
 
@@ -37,7 +39,8 @@ bool is_executable_file(const std::string& path) {
 }
 
 [[noreturn]] void run_child(const std::string& program, char* const* argv,
-                            const LaunchOptions& options, int pipe_fd, pid_t parent) {
+                            const LaunchOptions& options, bool born_in_cgroup, int pipe_fd,
+                            pid_t parent) {
   // gpuclean blocks the signals it forwards (signalfd); the workload must start with none
   // blocked and default dispositions, as if a shell had started it.
   sigset_t none;
@@ -45,7 +48,8 @@ bool is_executable_file(const std::string& path) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) ::signal(signo, SIG_DFL);
 
-  if (options.cgroup_procs_fd >= 0 && ::write(options.cgroup_procs_fd, "0", 1) != 1) {
+  if (!born_in_cgroup && options.cgroup_procs_fd >= 0 &&
+      ::write(options.cgroup_procs_fd, "0", 1) != 1) {
     fail_in_child(pipe_fd, 0);
   }
   if (options.new_session && ::setsid() < 0) fail_in_child(pipe_fd, 1);
@@ -56,6 +60,24 @@ bool is_executable_file(const std::string& path) {
   }
   ::execve(program.c_str(), argv, environ);
   fail_in_child(pipe_fd, 3);
+}
+
+// clone3 with CLONE_PIDFD, and CLONE_INTO_CGROUP when a group is given: the child is born in
+// its group. Moving it afterwards (a cgroup.procs write) took 8 ms here per start: a
+// migration takes the cgroup threadgroup lock for writing, which waits for an RCU grace
+// period (bench/run_bench.sh). Returns -1 with errno ENOSYS (or E2BIG/EINVAL) on kernels
+// without it: the caller falls back to fork(). Only async-signal-safe calls follow in the
+// child, as after vfork: glibc's fork handlers do not run for a raw clone3.
+pid_t clone_into(int cgroup_dir_fd, int* pidfd) {
+  clone_args args{};
+  args.flags = CLONE_PIDFD;
+  args.pidfd = static_cast<decltype(args.pidfd)>(reinterpret_cast<std::uintptr_t>(pidfd));
+  args.exit_signal = SIGCHLD;
+  if (cgroup_dir_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<decltype(args.cgroup)>(cgroup_dir_fd);
+  }
+  return static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof(args)));
 }
 
 }  // namespace
@@ -94,14 +116,24 @@ Result<Launched> launch(const std::string& program, const std::vector<std::strin
   UniqueFd write_end(pipe_fds[1]);
 
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return errno_error("fork");
-  if (pid == 0) run_child(program, c_argv.data(), options, write_end.get(), parent);
+  int raw_pidfd = -1;
+  bool cloned = true;
+  pid_t pid = clone_into(options.cgroup_dir_fd, &raw_pidfd);
+  if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+    cloned = false;
+    pid = ::fork();
+  }
+  if (pid < 0) return errno_error(cloned ? "clone3" : "fork");
+  if (pid == 0) {
+    run_child(program, c_argv.data(), options, cloned && options.cgroup_dir_fd >= 0,
+              write_end.get(), parent);
+  }
 
   write_end.reset();
-  // The child is ours and unreaped, so the PID cannot be reused before this returns.
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  // After fork: the child is ours and unreaped, so its PID cannot be reused before this.
+  if (!cloned) raw_pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   const int pidfd_errno = errno;
+  UniqueFd pidfd(raw_pidfd);
 
   ChildFailure failure;
   ssize_t got = 0;

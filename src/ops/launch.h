@@ -18,7 +18,10 @@ namespace gpuclean::ops {
 Result<std::string> resolve_program(const std::string& name, const std::string& search_path);
 
 struct LaunchOptions {
-  int cgroup_procs_fd = -1;  // >= 0: the child moves itself into this group before exec
+  // The child's cgroup: it is born there (clone3 CLONE_INTO_CGROUP, Linux >= 5.7) or, on older
+  // kernels, moves itself in by writing cgroup.procs before exec. -1: stays in ours.
+  int cgroup_dir_fd = -1;
+  int cgroup_procs_fd = -1;
   bool new_session = false;  // setsid() in the child (the fallback mode's own session)
   std::optional<int> parent_death_signal;  // PR_SET_PDEATHSIG in the child
 };
@@ -28,8 +31,9 @@ struct Launched {
   UniqueFd pidfd;  // opened before the child can be reaped, so it cannot name a recycled PID
 };
 
-// Forks, prepares the child (signal mask and dispositions back to defaults, cgroup, session,
-// death signal — in that order, all before any workload code runs) and execs `program` with
+// Forks (clone3, which also gives the pidfd; fork on kernels without it), prepares the child
+// (signal mask and dispositions back to defaults, cgroup, session, death signal — all before
+// any workload code runs) and execs `program` with
 // `argv`. Returns once the exec has succeeded or failed: a failure in the child comes back as
 // the Error (errno of the step that failed, with its name), and the child is reaped.
 Result<Launched> launch(const std::string& program, const std::vector<std::string>& argv,
