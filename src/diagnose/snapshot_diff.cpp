@@ -90,7 +90,7 @@ class Differ {
     const std::string a = after ? render(*after) : kUnknown;
     const bool changing = before && after && judge(*before, *after);
     std::string message = label + " " + b + " → " + a;
-    if constexpr (std::is_unsigned_v<T>) {
+    if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
       if (before && after && *after > *before) message += " (+" + number(*after - *before) + ")";
     }
     add(category, gpu, field, b, a, changing, std::move(message));

@@ -159,7 +159,8 @@ TEST_F(SnapshotTest, ErrorsAndThrottlingFailTheCheck) {
   EXPECT_NE(check.out.find("throttle reason hw_thermal_slowdown now active"), std::string::npos)
       << check.out;
   EXPECT_NE(check.out.find("uncorrected ECC errors (since driver load) 0 → 2"), std::string::npos);
-  EXPECT_NE(check.out.find("row remapping pending (needs a reset) off → on"), std::string::npos);
+  EXPECT_NE(check.out.find("row remapping pending (needs a reset) off → on ("), std::string::npos);
+  EXPECT_EQ(check.out.find("off → on (+"), std::string::npos) << "no count for a flag";
   // gpu_idle going away is the GPU getting busy: listed by diff only.
   EXPECT_EQ(std::count(check.out.begin(), check.out.end(), '\n'), 3) << check.out;
 }
