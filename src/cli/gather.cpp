@@ -83,14 +83,13 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   return holders;
 }
 
-std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CommonOptions& options,
-                                                                     bool long_lived) {
+std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CommonOptions& options) {
   auto files = select_device_files(options);
   if (!files.ok()) return GatherError{kExitUsage, files.error().message()};
   auto proc = procfs::ProcFs::open(options.proc_root);
   if (!proc.ok()) return GatherError{kExitRuntime, proc.error().message()};
   return std::unique_ptr<Gatherer>(
-      new Gatherer(options, std::move(files).value(), std::move(proc).value(), long_lived));
+      new Gatherer(options, std::move(files).value(), std::move(proc).value()));
 }
 
 Gatherer::NvmlOutcome Gatherer::query_gpus() {
@@ -99,8 +98,7 @@ Gatherer::NvmlOutcome Gatherer::query_gpus() {
   if (!source_tried_) {
     source_tried_ = true;
     // Commands exit right after their last query: no nvmlShutdown() (see NvmlOpenOptions).
-    source_ = options_.test_gpu_source.empty()
-                  ? nvml::open_nvml({.shutdown_on_destroy = long_lived_})
+    source_ = options_.test_gpu_source.empty() ? nvml::open_nvml({.shutdown_on_destroy = false})
                                                : nvml::open_fake_source(options_.test_gpu_source);
   }
   outcome.message = source_.message;
@@ -126,11 +124,8 @@ Gatherer::NvmlOutcome Gatherer::query_gpus() {
   return outcome;
 }
 
-std::optional<GpuView> Gatherer::query_gpu_view() { return query_gpus().view; }
-
-void Gatherer::release_gpus() {
-  source_ = {};
-  source_tried_ = false;
+std::optional<GpuView> Gatherer::query_gpu_view() {
+  return query_gpus().view;
 }
 
 Gathered Gatherer::collect() {

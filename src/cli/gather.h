@@ -48,10 +48,7 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
 // `test_gpu_source` (hidden flag) replaces NVML.
 class Gatherer {
  public:
-  // `long_lived`: NVML is shut down properly when released (run, which stays for hours);
-  // one-shot commands skip nvmlShutdown (see NvmlOpenOptions).
-  static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CommonOptions& options,
-                                                                   bool long_lived = false);
+  static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CommonOptions& options);
   // One /proc scan and one NVML query, run side by side.
   Gathered collect();
   // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU).
@@ -59,8 +56,12 @@ class Gatherer {
   // NVML alone, no /proc scan: for sampling memory while a workload runs. nullopt when NVML
   // is disabled, absent or failing.
   std::optional<GpuView> query_gpu_view();
-  // Closes NVML until the next query, so that nothing of the driver's stays open while idle.
-  void release_gpus();
+  // GPU views come from `source` from now on instead of NVML in this process (run's sampler);
+  // an empty OpenedSource stops asking.
+  void use_gpu_source(nvml::OpenedSource source) {
+    source_ = std::move(source);
+    source_tried_ = true;
+  }
 
  private:
   struct NvmlOutcome {
@@ -69,12 +70,8 @@ class Gatherer {
     std::optional<GpuView> view;
     std::vector<GpuDetails> details;
   };
-  Gatherer(CommonOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc,
-           bool long_lived)
-      : options_(std::move(options)),
-        files_(std::move(files)),
-        proc_(std::move(proc)),
-        long_lived_(long_lived) {}
+  Gatherer(CommonOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
+      : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
   NvmlOutcome query_gpus();
 
   CommonOptions options_;
@@ -83,7 +80,6 @@ class Gatherer {
   nvml::OpenedSource source_;
   bool source_tried_ = false;
   bool gpu_details_ = false;
-  bool long_lived_ = false;
 };
 
 // Gatherer::open + one collect(), for the one-shot commands.

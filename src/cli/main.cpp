@@ -17,7 +17,8 @@
 
 namespace {
 
-constexpr const char* kDescription = "gpuclean: find, explain and clean up whatever holds your GPUs";
+constexpr const char* kDescription =
+    "gpuclean: find, explain and clean up whatever holds your GPUs";
 
 // Parses argv into `app`: nullopt to go on, or the exit code (help, version, usage error).
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {

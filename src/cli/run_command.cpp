@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli/gather.h"
+#include "cli/gpu_sampler.h"
 #include "core/duration.h"
 #include "core/run_record.h"
 #include "core/units.h"
@@ -39,6 +40,9 @@ constexpr int kExitNotStarted = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
 constexpr auto kVerifyPoll = std::chrono::milliseconds(100);
+// How long one NVML query may take in the sampler before it counts as hung (a healthy one
+// takes ~20 ms including NVML's init, FACTS.md).
+constexpr Duration kNvmlTimeout = std::chrono::seconds(15);
 
 struct Settings {
   std::optional<Duration> timeout;
@@ -225,9 +229,9 @@ std::vector<std::string> find_escaped(Gathered gathered,
         "pid {} ({}, {}) began holding {} during the run and is not part of it; it was left "
         "alone (gpuclean explain {})",
         h.process.pid, output::escape_terminal(h.process.user),
-        output::display_command(
-            h.process.cmdline.empty() ? std::vector<std::string>{h.process.comm} : h.process.cmdline,
-            60),
+        output::display_command(h.process.cmdline.empty() ? std::vector<std::string>{h.process.comm}
+                                                          : h.process.cmdline,
+                                60),
         output::escape_terminal(h.devices.front().path), h.process.pid));
   }
   return lines;
@@ -244,9 +248,10 @@ Contained contain(const RunOptions& o, const Io& io) {
   if (o.no_cgroup) {
     why_not = "--no-cgroup was given";
   } else {
-    auto parent = o.cgroup_parent.empty() ? ops::own_cgroup("/proc")
-                                          : Result<ops::CgroupLocation>(ops::CgroupLocation{
-                                                o.cgroup_parent, o.cgroup_parent});
+    auto parent =
+        o.cgroup_parent.empty()
+            ? ops::own_cgroup("/proc")
+            : Result<ops::CgroupLocation>(ops::CgroupLocation{o.cgroup_parent, o.cgroup_parent});
     if (parent.ok()) {
       auto group = ops::CgroupGroup::create(*parent, fmt::format("gpuclean-run.{}", ::getpid()));
       if (group.ok()) {
@@ -291,8 +296,7 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--wait", o.wait, "How long to wait for exits and GPU memory at teardown")
       ->default_str("30s");
   run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE");
-  run->add_option("--sample-interval", o.sample_interval,
-                  "GPU memory sampling period for --record")
+  run->add_option("--sample-interval", o.sample_interval, "GPU memory sampling period for --record")
       ->default_str("1s");
   run->add_flag("--require-clean", o.require_clean,
                 "Refuse to start (exit 125) unless `gpuclean check` passes");
@@ -317,9 +321,35 @@ int run_run(const RunOptions& o, const Io& io) {
   const std::optional<Settings> settings = parse_settings(o, io);
   if (!settings) return kExitUsage;
 
+  auto opened = Gatherer::open(o.check.common);
+  if (auto* error = std::get_if<GatherError>(&opened)) {
+    io.err << "gpuclean: run: " << error->message << '\n';
+    return error->exit_code == kExitUsage ? kExitUsage : kExitNotStarted;
+  }
+  Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
+  // NVML is asked only through a sampler process (gpu_sampler.h), never in this one.
+  std::shared_ptr<GpuSampler> sampler;
+  ops::Containment* containment_ptr = nullptr;  // set once the run is contained
+  auto attach_sampler = [&] {
+    if (o.check.common.no_nvml) return;
+    auto started = GpuSampler::start(o.check.common);
+    if (!started.ok()) {
+      io.err << "gpuclean: run: " << started.error().message() << ": GPU memory is not checked\n";
+      return;
+    }
+    sampler = std::move(started).value();
+    if (containment_ptr != nullptr) containment_ptr->exclude(sampler->pid());
+    gatherer.use_gpu_source(open_sampler_source(sampler, kNvmlTimeout));
+  };
+  auto detach_sampler = [&] {
+    gatherer.use_gpu_source({});
+    sampler.reset();
+  };
+
   if (o.require_clean) {
+    attach_sampler();
     // The check's lines go to stderr: stdout is the workload's.
-    const int verdict = run_check(o.check, Io{io.err, io.err});
+    const int verdict = run_check_on(o.check, gatherer.collect(), Io{io.err, io.err});
     if (verdict == kExitUsage) return kExitUsage;
     if (verdict != kExitClean) {
       io.err << "gpuclean: run: refusing to start: "
@@ -339,12 +369,6 @@ int run_run(const RunOptions& o, const Io& io) {
     }
     record_file = std::move(file).value();
   }
-  auto opened = Gatherer::open(o.check.common, /*long_lived=*/true);
-  if (auto* error = std::get_if<GatherError>(&opened)) {
-    io.err << "gpuclean: run: " << error->message << '\n';
-    return error->exit_code == kExitUsage ? kExitUsage : kExitNotStarted;
-  }
-  Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
   auto proc = procfs::ProcFs::open("/proc");
   if (!proc.ok()) {
     io.err << "gpuclean: run: " << proc.error().message() << '\n';
@@ -352,9 +376,8 @@ int run_run(const RunOptions& o, const Io& io) {
   }
 
   const char* path_env = std::getenv("PATH");
-  auto program = ops::resolve_program(o.command.front(), path_env != nullptr
-                                                              ? path_env
-                                                              : "/usr/local/bin:/usr/bin:/bin");
+  auto program = ops::resolve_program(
+      o.command.front(), path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin");
   const std::string shown = output::escape_terminal(o.command.front());
   if (!program.ok()) {
     const bool missing = program.error().errnum == ENOENT;
@@ -371,6 +394,8 @@ int run_run(const RunOptions& o, const Io& io) {
   }
   Contained contained = contain(o, io);
   const ops::Containment& containment = *contained.containment;
+  containment_ptr = contained.containment.get();
+  if (sampler) containment_ptr->exclude(sampler->pid());
 
   RunState state(*settings, o.command);
   RunRecord& record = state.record();
@@ -406,23 +431,33 @@ int run_run(const RunOptions& o, const Io& io) {
 
   // The pre-run state, read while the workload starts (NVML's init alone is ~17 ms, more than
   // the whole start budget); memory the workload's own processes hold by then is left out.
+  if (!sampler) attach_sampler();
   Gathered before = gatherer.collect();
+  if (before.nvml_state == "failed") {
+    io.err << "gpuclean: run: NVML is failing (" << output::escape_terminal(before.nvml_message)
+           << "): the GPUs' memory will not be verified\n";
+  }
   const auto holders_before = holder_identities(before.input);
   std::set<Pid> run_pids = pids_of(containment.members(*proc));
   run_pids.insert(launched->pid);
-  record.gpu_source = before.input.gpu_view ? (o.check.common.test_gpu_source.empty() ? "nvml" : "test")
-                                            : "none";
+  record.gpu_source =
+      before.input.gpu_view ? (o.check.common.test_gpu_source.empty() ? "nvml" : "test") : "none";
   if (before.input.gpu_view) state.set_baseline(*before.input.gpu_view, run_pids);
-  const bool sampling = record_file.has_value() && before.input.gpu_view.has_value();
-  if (!sampling) gatherer.release_gpus();  // no driver handle open while the workload runs
+  const bool sampling = record_file.has_value() && before.input.gpu_view.has_value() && sampler;
+  if (!sampling) detach_sampler();  // nothing of the driver's open while the workload runs
 
   ops::SuperviseOptions supervise_options;
   supervise_options.timeout = settings->timeout;
-  if (sampling) supervise_options.sample_every = settings->sample;
+  if (sampling) {
+    supervise_options.sample_every = settings->sample;
+    supervise_options.watch_fds = {sampler->reply_fd()};
+  }
   supervise_options.child_in_our_process_group = !launch_options.new_session;
   ops::SuperviseHooks hooks;
-  hooks.on_sample = [&] {
-    if (auto view = gatherer.query_gpu_view()) state.sample(*view);
+  // Samples are asked for and read without waiting: a hung driver stalls only the sampler.
+  hooks.on_sample = [&] { sampler->request(); };
+  hooks.on_ready = [&](int) {
+    if (auto answer = sampler->receive(); answer && answer->view) state.sample(*answer->view);
   };
   hooks.on_event = [&](const std::string& kind, const std::string& detail) {
     state.event(kind, detail);
@@ -440,8 +475,8 @@ int run_run(const RunOptions& o, const Io& io) {
   state.event("teardown", "");
   const ops::GroupTeardown teardown =
       ops::tear_down_group(*proc, containment, *supervisor, teardown_options);
-  state.event("teardown-done", fmt::format("{} found, {} remaining", teardown.found.size(),
-                                           teardown.remaining()));
+  state.event("teardown-done",
+              fmt::format("{} found, {} remaining", teardown.found.size(), teardown.remaining()));
   for (std::size_t i = 0; i < teardown.found.size(); ++i) {
     const ProcessInfo& p = teardown.found[i];
     const ops::TargetOutcome& outcome = teardown.outcomes[i];
@@ -482,6 +517,7 @@ int run_run(const RunOptions& o, const Io& io) {
   // context ~0.1 s after its last holder exits, FACTS.md).
   bool back = true;
   if (before.input.gpu_view) {
+    if (!sampler) attach_sampler();
     const auto deadline = Clock::now() + settings->wait;
     for (;;) {
       auto view = gatherer.query_gpu_view();

@@ -19,8 +19,8 @@ struct RunOptions {
   std::string sample_interval = "1s";
   std::string record_path;
   bool require_clean = false;
-  bool no_cgroup = false;      // force the subreaper fallback
-  std::string cgroup_parent;   // hidden: make the group under this directory (tests)
+  bool no_cgroup = false;     // force the subreaper fallback
+  std::string cgroup_parent;  // hidden: make the group under this directory (tests)
   bool quiet = false;
 };
 

@@ -173,7 +173,16 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
 }
 
 int run_check(const StatusOptions& options, const Io& io) {
-  Prepared prepared = prepare(options, io);
+  auto gathered = gather(options.common);
+  if (auto* error = std::get_if<GatherError>(&gathered)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    return error->exit_code;
+  }
+  return run_check_on(options, std::move(std::get<Gathered>(gathered)), io);
+}
+
+int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) {
+  Prepared prepared = prepare_from(options, std::move(gathered), io);
   if (!prepared.usable) return prepared.exit_code;
   if (options.common.json) {
     output::render_status_json(io.out, prepared.report);

@@ -54,6 +54,9 @@ StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, c
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
 // Silent and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
 int run_check(const StatusOptions& options, const Io& io);
+// run_check on inputs already gathered (run gathers through its GPU sampler).
+struct Gathered;
+int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io);
 // Polls until the selected GPUs are clean: 0 when they are, 1 when --timeout passes first (the
 // remaining problems printed as `check` prints them), 2 for bad flags, 3 when NVML fails.
 // On a terminal a progress line shows what is still holding.

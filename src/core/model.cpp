@@ -5,7 +5,9 @@
 namespace gpuclean {
 namespace {
 
-bool is_dead_state(char state) { return state == 'Z' || state == 'X' || state == 'x'; }
+bool is_dead_state(char state) {
+  return state == 'Z' || state == 'X' || state == 'x';
+}
 
 }  // namespace
 

@@ -24,8 +24,8 @@ struct RunGpu {
 };
 
 struct RunSample {
-  double t = 0;                             // seconds since the start
-  std::vector<std::optional<Bytes>> used;   // per RunGpu, same order
+  double t = 0;                            // seconds since the start
+  std::vector<std::optional<Bytes>> used;  // per RunGpu, same order
 };
 
 struct RunEvent {
@@ -53,7 +53,7 @@ struct RunRecord {
   double started_at = 0;  // seconds since the Unix epoch
   double duration = 0;    // seconds, start to the end of verification
   std::optional<Pid> pid;
-  std::string end;        // "exited", "signaled", "timeout", "interrupted", "not-started"
+  std::string end;                 // "exited", "signaled", "timeout", "interrupted", "not-started"
   std::optional<int> exit_status;  // the workload's own exit code
   std::optional<int> exit_signal;  // the signal that ended it
   int exit_code = 0;               // what gpuclean run returned

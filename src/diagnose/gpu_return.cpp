@@ -55,8 +55,8 @@ std::optional<GpuReturn> judge_return(const GpuBaseline& baseline, const Gpu& no
     out.back = true;
   } else if (excess <= newcomer_bytes + kReturnTolerance) {
     out.back = true;
-    out.note = format_bytes(excess) + " above the pre-run level is held by pid " +
-               join(newcomers) + ", not part of this run";
+    out.note = format_bytes(excess) + " above the pre-run level is held by pid " + join(newcomers) +
+               ", not part of this run";
   } else {
     out.note = format_bytes(out.after) + " used, " + format_bytes(baseline.used) +
                " before the run: " + format_bytes(excess - newcomer_bytes) + " not returned";

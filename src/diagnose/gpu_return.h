@@ -17,8 +17,8 @@ constexpr Bytes kReturnTolerance = 64ull << 20;
 // A GPU as the run found it.
 struct GpuBaseline {
   unsigned index = 0;
-  Bytes used = 0;                 // used, minus what the run's own processes already held
-  std::set<Pid> processes;        // NVML's process list then (others' jobs)
+  Bytes used = 0;           // used, minus what the run's own processes already held
+  std::set<Pid> processes;  // NVML's process list then (others' jobs)
 };
 
 // `gpu` as the run starts: its used memory less what `run_pids` hold (they may have raced

@@ -21,7 +21,9 @@ GpuProcess::Kind kind_from(const std::string& text) {
   return GpuProcess::Kind::kCompute;
 }
 
-GpuView view_from_json(const json& doc) {
+}  // namespace
+
+GpuView gpu_view_from_json(const json& doc) {
   GpuView view;
   view.driver_version = doc.value("driver_version", "");
   view.nvml_version = doc.value("nvml_version", "");
@@ -52,6 +54,8 @@ GpuView view_from_json(const json& doc) {
   }
   return view;
 }
+
+namespace {
 
 // The snapshot-only facts, flat in each GPU object under the GpuDetails member names
 // (clocks_sm, application_clocks_memory, ecc_volatile_uncorrected, …); absent keys stay unknown.
@@ -120,7 +124,7 @@ OpenedSource open_fake_source(const std::string& path) {
     if (state == "failed") return opened;
     std::vector<GpuDetails> details;
     for (const json& g : doc.value("gpus", json::array())) details.push_back(details_from_json(g));
-    opened.source = std::make_unique<FakeGpuSource>(view_from_json(doc), std::move(details),
+    opened.source = std::make_unique<FakeGpuSource>(gpu_view_from_json(doc), std::move(details),
                                                     doc.value("fail_query", ""));
     opened.state = OpenedSource::State::kPresent;
   } catch (const json::exception& e) {

@@ -18,9 +18,15 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "nvml/gpu_source.h"
 
 namespace gpuclean::nvml {
+
+// The versions and "gpus" of the format above (what output::to_json(GpuView) writes) as a
+// view. Throws nlohmann::json::exception on a malformed document; callers catch it.
+GpuView gpu_view_from_json(const nlohmann::json& doc);
 
 // Reads the description; a missing or malformed file gives state kFailed with the reason.
 OpenedSource open_fake_source(const std::string& path);

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdint>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include "ops/signals.h"
@@ -46,15 +47,6 @@ void watch(int epoll_fd, int fd) {
   event.events = EPOLLIN;
   event.data.fd = fd;
   ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event);
-}
-
-std::vector<ProcessInfo> read_members(const procfs::ProcFs& proc, const std::set<Pid>& pids) {
-  std::vector<ProcessInfo> out;
-  for (Pid pid : pids) {
-    auto info = proc.read_process(pid);
-    if (info.ok() && has_live_thread(*info)) out.push_back(std::move(info).value());
-  }
-  return out;
 }
 
 }  // namespace
@@ -110,6 +102,7 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
     sample_fd = make_timer(*options.sample_every, options.sample_every);
     watch(epoll_fd.get(), sample_fd.get());
   }
+  for (int fd : options.watch_fds) watch(epoll_fd.get(), fd);
 
   // The workload may have exited before we got here; its SIGCHLD is queued then.
   int interrupts = 0;
@@ -126,9 +119,19 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
       event("timeout", "");
       return RunEnd::kTimeout;
     }
+    if (std::find(options.watch_fds.begin(), options.watch_fds.end(), ready.data.fd) !=
+        options.watch_fds.end()) {
+      if (hooks.on_ready) hooks.on_ready(ready.data.fd);
+      // Level-triggered: a pipe whose writer is gone would wake us forever.
+      if ((ready.events & (EPOLLHUP | EPOLLERR)) != 0 && (ready.events & EPOLLIN) == 0) {
+        ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, ready.data.fd, nullptr);
+      }
+      continue;
+    }
     if (sample_fd && ready.data.fd == sample_fd.get()) {
       std::uint64_t expirations = 0;
-      [[maybe_unused]] const ssize_t got = ::read(sample_fd.get(), &expirations, sizeof(expirations));
+      [[maybe_unused]] const ssize_t got =
+          ::read(sample_fd.get(), &expirations, sizeof(expirations));
       hooks.on_sample();
       continue;
     }
@@ -155,6 +158,17 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
   }
 }
 
+std::vector<ProcessInfo> Containment::live(const procfs::ProcFs& proc,
+                                           const std::set<Pid>& pids) const {
+  std::vector<ProcessInfo> out;
+  for (Pid pid : pids) {
+    if (excluded_.count(pid) > 0) continue;
+    auto info = proc.read_process(pid);
+    if (info.ok() && has_live_thread(*info)) out.push_back(std::move(info).value());
+  }
+  return out;
+}
+
 std::string CgroupContainment::limits() const {
   return "it catches every process the workload starts, however it detaches; not one that a "
          "service outside the group starts on its behalf (systemd-run, a container runtime, "
@@ -163,15 +177,18 @@ std::string CgroupContainment::limits() const {
 
 std::vector<ProcessInfo> CgroupContainment::members(const procfs::ProcFs& proc) const {
   std::set<Pid> pids;
-  if (auto in_group = group_.members(); in_group.ok()) pids.insert(in_group->begin(), in_group->end());
+  if (auto in_group = group_.members(); in_group.ok())
+    pids.insert(in_group->begin(), in_group->end());
   // A root workload may move itself out of the group; as our descendant it is still ours.
   const std::set<Pid> below = procfs::descendants(procfs::read_process_table(proc), ::getpid());
   pids.insert(below.begin(), below.end());
   pids.erase(::getpid());
-  return read_members(proc, pids);
+  return live(proc, pids);
 }
 
-void CgroupContainment::kill_remaining() const { (void)group_.kill_all(); }
+void CgroupContainment::kill_remaining() const {
+  (void)group_.kill_all();
+}
 
 std::string SubreaperContainment::limits() const {
   return "it catches every descendant of the workload (double-forked and setsid ones "
@@ -180,7 +197,7 @@ std::string SubreaperContainment::limits() const {
 }
 
 std::vector<ProcessInfo> SubreaperContainment::members(const procfs::ProcFs& proc) const {
-  return read_members(proc, procfs::descendants(procfs::read_process_table(proc), ::getpid()));
+  return live(proc, procfs::descendants(procfs::read_process_table(proc), ::getpid()));
 }
 
 std::size_t GroupTeardown::remaining() const {

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,14 @@ struct SuperviseOptions {
   // The workload shares gpuclean's process group, so a terminal's ^C reaches it directly and
   // must not be forwarded a second time.
   bool child_in_our_process_group = false;
+  // More descriptors to wait on (the GPU sampler's answers): on_ready is called when one is
+  // readable; one whose writer is gone is dropped.
+  std::vector<int> watch_fds;
 };
 
 struct SuperviseHooks {
   std::function<void()> on_sample;
+  std::function<void(int fd)> on_ready;
   // kind: "signal" (forwarded), "interrupt" (escalation), "exit", "timeout"
   std::function<void(const std::string& kind, const std::string& detail)> on_event;
 };
@@ -63,7 +68,8 @@ class Supervisor {
   [[nodiscard]] std::optional<int> child_status() const { return child_status_; }
 
  private:
-  Supervisor(UniqueFd signal_fd, sigset_t old_mask) : signal_fd_(std::move(signal_fd)), old_mask_(old_mask) {}
+  Supervisor(UniqueFd signal_fd, sigset_t old_mask)
+      : signal_fd_(std::move(signal_fd)), old_mask_(old_mask) {}
   UniqueFd signal_fd_;
   sigset_t old_mask_{};
   bool restore_mask_ = true;
@@ -75,6 +81,8 @@ class Supervisor {
 class Containment {
  public:
   virtual ~Containment() = default;
+  // A process of gpuclean's own (the GPU sampler) that is never a member.
+  void exclude(Pid pid) { excluded_.insert(pid); }
   // "cgroup" or "subreaper".
   [[nodiscard]] virtual std::string mode() const = 0;
   // What this mode cannot catch, one sentence for the user.
@@ -83,6 +91,14 @@ class Containment {
   [[nodiscard]] virtual std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const = 0;
   // Last resort after the signals: SIGKILL whatever is left in one step, where the mode can.
   virtual void kill_remaining() const {}
+
+ protected:
+  // The live processes of `pids` that are not excluded, as /proc shows them now.
+  [[nodiscard]] std::vector<ProcessInfo> live(const procfs::ProcFs& proc,
+                                              const std::set<Pid>& pids) const;
+
+ private:
+  std::set<Pid> excluded_;
 };
 
 // Members: every process in `group` and every descendant of this process.

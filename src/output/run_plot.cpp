@@ -26,12 +26,23 @@ std::string xml_text(std::string_view text) {
   std::string out;
   for (char c : escape_terminal(text)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -49,8 +60,8 @@ double nice_step(double span, int ticks) {
 }
 
 bool is_marked(const RunEvent& e) {
-  return e.kind == "exit" || e.kind == "timeout" || e.kind == "interrupt" ||
-         e.kind == "teardown" || e.kind == "teardown-done";
+  return e.kind == "exit" || e.kind == "timeout" || e.kind == "interrupt" || e.kind == "teardown" ||
+         e.kind == "teardown-done";
 }
 
 }  // namespace
@@ -92,9 +103,10 @@ std::string render_run_svg(const RunRecord& record) {
       record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es");
 
   // Axes with ticks: seconds across, GiB up.
-  svg += fmt::format("<g stroke=\"#333\"><line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>"
-                     "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\"/></g>\n",
-                     kLeft, kTop + plot_h, kLeft + plot_w, kTop);
+  svg += fmt::format(
+      "<g stroke=\"#333\"><line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>"
+      "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\"/></g>\n",
+      kLeft, kTop + plot_h, kLeft + plot_w, kTop);
   const double t_step = nice_step(t_max, 8);
   for (double t = 0; t <= t_max + 1e-9; t += t_step) {
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:g}</text>\n",
@@ -105,9 +117,10 @@ std::string render_run_svg(const RunRecord& record) {
   const double y_step = nice_step(y_gib, 6);
   for (double g = 0; g <= y_gib + 1e-9; g += y_step) {
     const double y = y_of(g * static_cast<double>(kGiB));
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
-                       "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
-                       kLeft, y, kLeft + plot_w, kLeft - 6, y + 4, g);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
+        kLeft, y, kLeft + plot_w, kLeft - 6, y + 4, g);
   }
   svg += fmt::format(
       "<text x=\"16\" y=\"{:.1f}\" transform=\"rotate(-90 16 {:.1f})\" text-anchor=\"middle\">"
@@ -129,8 +142,9 @@ std::string render_run_svg(const RunRecord& record) {
     for (const RunLeftover& l : record.leftovers) remaining += l.outcome == "remaining";
     const double x = x_of(record.leftovers.front().t);
     const std::string label =
-        remaining > 0 ? fmt::format("{} left behind, {} STILL RUNNING", record.leftovers.size(), remaining)
-                      : fmt::format("{} left behind, all ended", record.leftovers.size());
+        remaining > 0
+            ? fmt::format("{} left behind, {} STILL RUNNING", record.leftovers.size(), remaining)
+            : fmt::format("{} left behind, all ended", record.leftovers.size());
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>"
         "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
@@ -151,14 +165,16 @@ std::string render_run_svg(const RunRecord& record) {
     if (!points.empty()) {
       any_data = true;
       svg += fmt::format(
-          "<polyline class=\"gpu\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
+          "<polyline class=\"gpu\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+          "points=\"{}\"/>\n",
           colour, points);
     }
     if (record.gpus[g].baseline) {
       const double y = y_of(static_cast<double>(*record.gpus[g].baseline));
-      svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
-                         "stroke-dasharray=\"1 3\"/>\n",
-                         kLeft, y, kLeft + plot_w, y, colour);
+      svg += fmt::format(
+          "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+          "stroke-dasharray=\"1 3\"/>\n",
+          kLeft, y, kLeft + plot_w, y, colour);
     }
     const RunGpu& gpu = record.gpus[g];
     std::string legend = fmt::format("GPU {} {}", gpu.index, gpu.name);
@@ -167,14 +183,16 @@ std::string render_run_svg(const RunRecord& record) {
     // Two legend entries per row, rows upwards from the bottom edge.
     const double lx = kLeft + static_cast<double>(g % 2) * plot_w / 2;
     const double ly = kHeight - 10 - static_cast<double>(g / 2) * 14;
-    svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"4\" fill=\"{}\"/>"
-                       "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-                       lx, ly - 4, colour, lx + 16, ly, xml_text(legend));
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"4\" fill=\"{}\"/>"
+        "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+        lx, ly - 4, colour, lx + 16, ly, xml_text(legend));
   }
   if (!any_data) {
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#888\">"
-                       "no GPU memory samples in this record (NVML absent or --no-nvml)</text>\n",
-                       kLeft + plot_w / 2, kTop + plot_h / 2);
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#888\">"
+        "no GPU memory samples in this record (NVML absent or --no-nvml)</text>\n",
+        kLeft + plot_w / 2, kTop + plot_h / 2);
   }
   svg += "</svg>\n";
   return svg;

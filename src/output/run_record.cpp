@@ -146,7 +146,8 @@ Result<RunRecord> parse_run_record(std::string_view text) {
                                 doc["schema"].dump(), kSchemaVersion)};
   }
   if (!doc.contains("kind") || doc["kind"] != "run") {
-    return Error{0, "not a run record (no \"kind\": \"run\"; write one with gpuclean run --record)"};
+    return Error{0,
+                 "not a run record (no \"kind\": \"run\"; write one with gpuclean run --record)"};
   }
   std::string problem;
   Reader r(problem);
@@ -243,9 +244,9 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
   if (record.leftovers.empty()) {
     lines.push_back({"nothing was left behind"});
   } else {
-    lines.push_back({fmt::format("{} left-behind process{} found at teardown, {} ended",
-                                 record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es",
-                                 gone)});
+    lines.push_back(
+        {fmt::format("{} left-behind process{} found at teardown, {} ended",
+                     record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es", gone)});
   }
   for (const RunLeftover* l : remaining) {
     const std::vector<std::string> argv =

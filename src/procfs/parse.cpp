@@ -144,10 +144,9 @@ std::string decode_mount_field(std::string_view field) {
   for (std::size_t i = 0; i < field.size(); ++i) {
     if (field[i] == '\\' && i + 3 < field.size()) {
       const std::string_view digits = field.substr(i + 1, 3);
-      if (std::all_of(digits.begin(), digits.end(),
-                                            [](char c) { return c >= '0' && c <= '7'; })) {
-        out.push_back(static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 +
-                                        (digits[2] - '0')));
+      if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
+        out.push_back(
+            static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0')));
         i += 3;
         continue;
       }

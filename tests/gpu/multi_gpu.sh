@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Multi-GPU scenario (issue 9, the part that needs no `gpuclean run`): a tensor-parallel-style
-# server with one worker per GPU, its parent SIGKILLed so every GPU holds an orphan. Checks
-# minor→index mapping, per-GPU attribution, `kill --leftovers --gpus 1` touching only GPU 1's
-# worker, and a full `kill --leftovers` leaving every GPU clean.
+# Multi-GPU scenario (issue 9): a tensor-parallel-style server with one worker per GPU, its
+# parent SIGKILLed so every GPU holds an orphan. Checks minor→index mapping, per-GPU
+# attribution, `kill --leftovers --gpus 1` touching only GPU 1's worker, and a full
+# `kill --leftovers` leaving every GPU clean. Then the same server under `gpuclean run
+# --record`, parent SIGKILLed again: every GPU back at its pre-run level when run returns.
 #   tests/gpu/multi_gpu.sh [BIN_DIR]      (on a machine with 2+ GPUs; BIN_DIR default .device-bin)
 # Signals only the processes it started (by PID); every worker ends itself after 90 s.
 set -uo pipefail
@@ -89,6 +90,47 @@ t0=$EPOCHREALTIME
 echo "  kill --leftovers (rest): $(python3 -c "print(round(($EPOCHREALTIME-$t0)*1000))") ms"
 check "kill --leftovers exits 0" test $rc -eq 0
 "$G" check; check "check clean on every GPU" test $? -eq 0
+
+echo "=== the same server under gpuclean run"
+rm -f "$work/pids"
+"$G" run --record "$work/run.json" --sample-interval 100ms --grace 2s -- \
+  python3 "$work/server.py" "$work" "$n" 2>"$work/run.err" &
+run_pid=$!
+for _ in $(seq 600); do [[ -s $work/pids ]] && break; sleep 0.1; done
+[[ -s $work/pids ]] || { echo "FAIL: the server did not start under run"; cat "$work/run.err"; exit 1; }
+read -ra pids <"$work/pids"
+parent=${pids[0]}
+workers=("${pids[@]:1}")
+echo "server parent $parent, workers ${workers[*]}; gpuclean run is $run_pid"
+"$G" check --gpus all | sed 's/^/  before: /'
+t0=$EPOCHREALTIME
+kill -KILL "$parent"
+wait "$run_pid"; rc=$?
+echo "  run returned $(python3 -c "print(round(($EPOCHREALTIME-$t0)*1000))") ms after the SIGKILL"
+sed 's/^/  run: /' "$work/run.err"
+check "gpuclean run exits 137 (the workload's status)" test $rc -eq 137
+for w in "${workers[@]}"; do
+  check "worker $w gone when run returns" test ! -d "/proc/$w" -o "$(awk '{print $3}' /proc/"$w"/stat 2>/dev/null)" = Z
+done
+python3 - "$work/run.json" "${workers[@]}" <<'PY' >"$work/run.asserts"
+import json, sys
+d = json.load(open(sys.argv[1])); workers = {int(w) for w in sys.argv[2:]}
+left = {l["pid"]: l for l in d["leftovers"]}
+# multiprocessing's resource tracker may be a leftover too: the workers must all be there.
+print(("ok" if workers <= set(left) and all(l["outcome"] == "gone" for l in left.values()) else "bad")
+      + f" record: every worker a leftover, all ended: {[(l['pid'], l['comm'], l['outcome']) for l in left.values()]}")
+for g in d["gpus"]:
+    i = g["index"]
+    rise = (g.get("peak") or 0) - (g.get("baseline") or 0)
+    print(("ok" if rise >= (2 + i) << 30 else "bad") + f" record: GPU {i} rose {rise >> 20} MiB above its pre-run level")
+    print(("ok" if g.get("back") is True else "bad") + f" record: GPU {i} back to its pre-run level ({g.get('after')} B, note {g.get('note')!r})")
+PY
+while read -r verdict rest; do check "$rest" test "$verdict" = ok; done <"$work/run.asserts"
+"$G" check; check "check clean on every GPU after run" test $? -eq 0
+"$G" plot "$work/run.json" -o "${GPU_TEST_ARTIFACTS:-$work}/multi-gpu-run.svg"
+check "plot of the 2-GPU record" test -s "${GPU_TEST_ARTIFACTS:-$work}/multi-gpu-run.svg"
+[[ -n ${GPU_TEST_ARTIFACTS:-} ]] && cp "$work/run.json" "$GPU_TEST_ARTIFACTS/multi-gpu-run.json"
+
 # No blind safety-net kill by PID here (a PID may be recycled by now): every worker ends
 # itself after 90 s (signal.alarm).
 rm -rf "$work"

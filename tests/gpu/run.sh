@@ -384,6 +384,39 @@ def summary(doc):
     out("INFO", f"verdict: {doc.get('verdict')}")
 
 
+def check_run_record(doc, n, alloc_mib, *workers):
+    """gpuclean run --record of the server scenario: the workers are the leftovers, ended; GPU 0
+    went up by about n workers' memory and came back to its pre-run level."""
+    n, alloc_mib, workers = int(n), float(alloc_mib), sorted(int(w) for w in workers)
+    verdict(doc.get("kind") == "run" and doc.get("schema") == 1, "the record is a schema-1 run record")
+    verdict(doc.get("exit_code") == 137 and doc.get("exit_signal") == 9,
+            f"record: exit code 137, signal 9 (got {doc.get('exit_code')}, {doc.get('exit_signal')})")
+    out("INFO", f"record: mode {doc.get('mode')} cgroup {doc.get('cgroup')} gpu_source {doc.get('gpu_source')} "
+                f"duration {doc.get('duration', 0):.2f} s, {len(doc.get('samples', []))} samples")
+    left = doc.get("leftovers", [])
+    pids = sorted(l.get("pid") for l in left)
+    verdict(pids == workers, f"record: the leftovers are exactly the {n} workers (got {pids})")
+    verdict(all(l.get("outcome") == "gone" for l in left),
+            f"record: every leftover ended ({[(l.get('pid'), l.get('outcome'), l.get('signals')) for l in left]})")
+    g = next((g for g in doc.get("gpus", []) if g.get("index") == 0), None)
+    if g is None:
+        out("FAIL", "record: GPU 0 is in the record")
+        return
+    lo, _, text = expected(alloc_mib)
+    peak, base, after = g.get("peak") or 0, g.get("baseline"), g.get("after")
+    verdict(base is not None and peak - base >= n * lo * MIB,
+            f"record: GPU 0 peak {mib(peak)} is >= {n} x ({text}) above the pre-run level {mib(base or 0)}")
+    verdict(g.get("back") is True, f"record: GPU 0 back to the pre-run level (after {mib(after or 0)}, note {g.get('note')!r})")
+    kinds = [e.get("kind") for e in doc.get("events", [])]
+    verdict(kinds.index("exit") < kinds.index("teardown") < kinds.index("teardown-done") < kinds.index("verified")
+            if all(k in kinds for k in ("exit", "teardown", "teardown-done", "verified")) else False,
+            f"record: events in order exit, teardown, teardown-done, verified (got {kinds})")
+    ev = {e.get("kind"): e.get("t") for e in doc.get("events", [])}
+    if "teardown" in ev and "verified" in ev:
+        out("INFO", f"record: teardown {1000 * (ev['teardown-done'] - ev['teardown']):.0f} ms, "
+                    f"memory verified back {1000 * (ev['verified'] - ev['teardown-done']):.0f} ms after it")
+
+
 def main():
     check, path, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     try:
@@ -416,6 +449,8 @@ def main():
         check_explain_zombie(doc, *args)
     elif check == "explain-heirs":
         check_explain_heirs(doc, *args)
+    elif check == "run-record":
+        check_run_record(doc, *args)
     else:
         out("FAIL", f"check.py: unknown check {check}")
 
@@ -785,6 +820,43 @@ scenario_server() {
   expect_dirty
 }
 
+# The server of scenario_server under `gpuclean run` (scenario_server is its negative control:
+# there the workers outlive their SIGKILLed parent and hold the GPU).
+scenario_run_server() {
+  local n=4 mib=2048 ready=$work/run-server.ready record=$work/run-server.record.json
+  local gpid parent worker workers rc t0 ms
+  PIDS_FILE=$ready.pids
+  "$GPUCLEAN" run --record "$record" --sample-interval 100ms --grace 2s -- \
+    "$SCENARIOS" server "$n" "$mib" "$ready" </dev/null >>"$work/scenario.log" \
+    2>"$work/run-server.err" 3>&- 4>&- &
+  gpid=$!
+  track "$gpid"
+  wait_ready "$ready" "$gpid" || return
+  parent=${READY[0]}
+  workers=("${READY[@]:1}")
+  for worker in "${workers[@]}"; do wait_nvml "$worker" "$mib" "worker" || return; done
+  echo "  SIGKILL server parent $parent (gpuclean run is pid $gpid)"
+  t0=$(now_us)
+  kill_ours KILL "$parent"
+  wait "$gpid"
+  rc=$?
+  ms=$((($(now_us) - t0) / 1000))
+  echo "  gpuclean run returned ${ms} ms after the SIGKILL; its stderr:"
+  indent <"$work/run-server.err"
+  expect "gpuclean run exits 137, the workload's own status (got $rc)" test "$rc" -eq 137
+  expect "every worker gone when gpuclean run returns" all_gone "${workers[@]}"
+  expect "NVML lists no server process when gpuclean run returns" nvml_lacks_all "$parent" "${workers[@]}"
+  gc check >"$work/run-server.check" 2>&1
+  rc=$?
+  indent <"$work/run-server.check"
+  expect "gpuclean check is clean right after gpuclean run returns (got $rc)" test "$rc" -eq 0
+  keep "$record"
+  pycheck run-record "$record" "$n" "$mib" "${workers[@]}"
+  gc plot "$record" -o "$work/run-server.svg"
+  expect "gpuclean plot draws the record" test -s "$work/run-server.svg"
+  keep "$work/run-server.svg"
+}
+
 # ---- run ----------------------------------------------------------------------------------------
 
 watchdog=
@@ -898,4 +970,5 @@ run_scenario zombie-leader "main thread exited, a worker keeps the context (prob
 run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
 run_scenario ipc "CUDA IPC importer after the exporter died" scenario_ipc
 run_scenario server "orphaned server workers (problem 4)" scenario_server
+run_scenario run-server "the same server under gpuclean run, parent SIGKILLed" scenario_run_server
 finish

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <future>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "holder_fixture.h"
@@ -78,9 +78,7 @@ struct LeakyWorkload {
 
 class RunTest : public HolderFixture {
  protected:
-  void SetUp() override {
-    std::filesystem::create_directory(reports_);
-  }
+  void SetUp() override { std::filesystem::create_directory(reports_); }
   // PIDs a workload's helpers reported; every one adopted, so a failing test still cleans up.
   std::vector<pid_t> reported(const LeakyWorkload& w) {
     std::vector<pid_t> pids;
@@ -125,7 +123,8 @@ TEST_F(RunTest, CgroupModeLeavesNothingBehind) {
   ASSERT_GE(pids.size(), 7u) << result.err;
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.err, "in cgroup /")) << result.err;
-  for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run\n" << result.err;
+  for (pid_t pid : pids)
+    EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run\n" << result.err;
   EXPECT_TRUE(contains(result.err, "left-behind process")) << result.err;
 }
 
@@ -137,7 +136,8 @@ TEST_F(RunTest, SubreaperFallbackLeavesNothingBehindAndSaysWhatItCannotCatch) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.err, "falling back to a child subreaper")) << result.err;
   EXPECT_TRUE(contains(result.err, "re-parent to init")) << result.err;  // the mode's limit
-  for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run\n" << result.err;
+  for (pid_t pid : pids)
+    EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run\n" << result.err;
 }
 
 TEST_F(RunTest, ACgroupThatCannotBeCreatedFallsBackAndSaysSo) {
@@ -150,7 +150,7 @@ TEST_F(RunTest, ACgroupThatCannotBeCreatedFallsBackAndSaysSo) {
   EXPECT_TRUE(contains(result.err, "not a writable cgroup v2 directory")) << result.err;
   EXPECT_TRUE(contains(result.err, "falling back")) << result.err;
   for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run";
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/gpuclean-run." ))
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/gpuclean-run."))
       << "the failed group's directory must be removed";
 }
 
@@ -214,10 +214,12 @@ TEST_F(RunTest, MissingOrUnexecutableProgramsGetTheShellsCodes) {
 }
 
 TEST_F(RunTest, BadInputIsAUsageError) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"run"}, {"run", "--"}, {"run", "--timeout", "soon", "--", "true"},
-        {"run", "--grace", "-1s", "--", "true"}, {"run", "--gpus", "x", "--", "true"},
-        {"run", "--json", "--", "true"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"run"},
+                                               {"run", "--"},
+                                               {"run", "--timeout", "soon", "--", "true"},
+                                               {"run", "--grace", "-1s", "--", "true"},
+                                               {"run", "--gpus", "x", "--", "true"},
+                                               {"run", "--json", "--", "true"}}) {
     auto result = gpuclean(args);
     EXPECT_EQ(result.exit_code, 2) << args.size() << " " << result.err;
     EXPECT_TRUE(contains(result.err, "gpuclean")) << result.err;
@@ -228,8 +230,9 @@ TEST_F(RunTest, FirstSigintReachesTheWorkloadSecondEscalates) {
   // Forwarded: a workload that exits 42 on SIGINT ends the run with 42.
   const std::string ready = dir_.path() + "/trap-ready";
   const pid_t run = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--", "sh", "-c",
-                           "trap 'exit 42' INT; echo $$ > '" + ready + "'; "
-                           "while :; do sleep 0.05; done"});
+                           "trap 'exit 42' INT; echo $$ > '" + ready +
+                               "'; "
+                               "while :; do sleep 0.05; done"});
   reaper_.adopt(run);
   const auto workload = wait_for_pids(ready);
   ASSERT_EQ(workload.size(), 1u);
@@ -240,10 +243,11 @@ TEST_F(RunTest, FirstSigintReachesTheWorkloadSecondEscalates) {
   // Negative control and escalation: a workload that ignores SIGINT outlives the first one;
   // the second tears the run down.
   const std::string ready2 = dir_.path() + "/ignore-ready";
-  const pid_t run2 = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--grace", "1s", "--",
-                            "sh", "-c",
-                            "trap '' INT; echo $$ > '" + ready2 + "'; "
-                            "while :; do sleep 0.05; done"});
+  const pid_t run2 =
+      spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--grace", "1s", "--", "sh", "-c",
+             "trap '' INT; echo $$ > '" + ready2 +
+                 "'; "
+                 "while :; do sleep 0.05; done"});
   reaper_.adopt(run2);
   const auto workload2 = wait_for_pids(ready2);
   ASSERT_EQ(workload2.size(), 1u);
@@ -260,10 +264,10 @@ TEST_F(RunTest, FirstSigintReachesTheWorkloadSecondEscalates) {
 TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
   if (!cgroups_usable()) GTEST_SKIP() << "no writable cgroup v2 hierarchy on this machine";
   const std::string ready = dir_.path() + "/main";
-  const pid_t run = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--", "sh", "-c",
-                           std::string("'") + HOLDER_HELPER + "' daemon '" + held_ + "' '" +
-                               reports_ + "/daemon'; echo $$ > '" + ready +
-                               "'; while :; do sleep 0.05; done"});
+  const pid_t run =
+      spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--", "sh", "-c",
+             std::string("'") + HOLDER_HELPER + "' daemon '" + held_ + "' '" + reports_ +
+                 "/daemon'; echo $$ > '" + ready + "'; while :; do sleep 0.05; done"});
   reaper_.adopt(run);
   const auto main = wait_for_pids(ready);
   const auto daemon = wait_for_pids(reports_ + "/daemon");
@@ -281,8 +285,8 @@ TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
   // Documented limit: the daemon lives on, in the run's group, where kill --cgroup finds it.
   EXPECT_FALSE(gone(daemon[0]));
   EXPECT_EQ(cgroup_of(daemon[0]), group);
-  auto kill = gpuclean({"kill", "--cgroup", group, "--yes", "--no-nvml", "--device-glob", held_,
-                        "--grace", "1s"});
+  auto kill = gpuclean(
+      {"kill", "--cgroup", group, "--yes", "--no-nvml", "--device-glob", held_, "--grace", "1s"});
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   EXPECT_TRUE(gone(daemon[0]));
   // The group itself is the test's to remove now (its gpuclean is gone).
@@ -309,9 +313,9 @@ TEST_F(RunTest, AWorkloadStillForkingAtTeardownLeavesNothing) {
     std::filesystem::remove(log);
     std::vector<std::string> args = {"run", "--no-nvml", "-q", "--grace", "500ms"};
     if (fallback) args.push_back("--no-cgroup");
-    args.insert(args.end(), {"--", "sh", "-c",
-                             "(while :; do sleep 30 & echo $! >> '" + log +
-                                 "'; done) & sleep 0.3; exit 0"});
+    args.insert(args.end(),
+                {"--", "sh", "-c",
+                 "(while :; do sleep 30 & echo $! >> '" + log + "'; done) & sleep 0.3; exit 0"});
     auto result = gpuclean(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;
     const std::vector<pid_t> forked = wait_for_pids(log, 1s);
@@ -343,8 +347,7 @@ TEST_F(RunTest, AHolderThatAppearsOutsideTheRunIsNamedAndLeftAlone) {
   ASSERT_GT(holder, 0);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(gone(holder)) << "run signalled a process that is not its own";
-  EXPECT_TRUE(contains(result.err, "outside the run: pid " + std::to_string(holder)))
-      << result.err;
+  EXPECT_TRUE(contains(result.err, "outside the run: pid " + std::to_string(holder))) << result.err;
   EXPECT_TRUE(contains(result.err, "left alone")) << result.err;
   // Negative control: the same run over a file nobody else holds names nobody.
   auto quiet = gpuclean({"run", "--no-nvml", "-q", "--device-glob", other_, "--", "true"});
@@ -353,15 +356,15 @@ TEST_F(RunTest, AHolderThatAppearsOutsideTheRunIsNamedAndLeftAlone) {
 
 TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {
   const std::string view = dir_.path() + "/gpus.json";
-  std::ofstream(view) << json{{"driver_version", "580.159.04"},
-                              {"gpus",
-                               {{{"index", 0},
-                                 {"uuid", "GPU-test-0"},
-                                 {"name", "NVIDIA H200"},
-                                 {"memory",
-                                  {{"total", 150ull << 30}, {"used", 0}, {"free", 150ull << 30}}},
-                                 {"processes", json::array()}}}}}
-                                 .dump();
+  std::ofstream(view) << json{
+      {"driver_version", "580.159.04"},
+      {"gpus",
+       {{{"index", 0},
+         {"uuid", "GPU-test-0"},
+         {"name", "NVIDIA H200"},
+         {"memory", {{"total", 150ull << 30}, {"used", 0}, {"free", 150ull << 30}}},
+         {"processes",
+          json::array()}}}}}.dump();
   const std::string record = dir_.path() + "/run.json";
   auto result = gpuclean({"run", "--device-glob", held_, "--test-gpu-source", view, "--record",
                           record, "--sample-interval", "50ms", "--grace", "1s", "--", "sh", "-c",
@@ -399,6 +402,23 @@ TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {
   EXPECT_TRUE(contains(picture, ">teardown<"));
 }
 
+TEST_F(RunTest, AFailingNvmlIsSaidAndAnAbsentOneIsNot) {
+  const std::string failed = dir_.path() + "/failed.json";
+  std::ofstream(failed) << R"({"state": "failed", "message": "driver/library version mismatch"})";
+  auto result =
+      gpuclean({"run", "-q", "--device-glob", held_, "--test-gpu-source", failed, "--", "true"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "NVML is failing (driver/library version mismatch)"))
+      << result.err;
+  // Negative control: a machine without the driver is normal, not worth a line.
+  const std::string absent = dir_.path() + "/absent.json";
+  std::ofstream(absent) << R"({"state": "absent", "message": "no libnvidia-ml.so.1"})";
+  auto quiet =
+      gpuclean({"run", "-q", "--device-glob", held_, "--test-gpu-source", absent, "--", "true"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.err, "");
+}
+
 TEST_F(RunTest, PlotRefusesWhatIsNotARecord) {
   const std::string truncated = dir_.path() + "/truncated.json";
   std::ofstream(truncated) << R"({"schema": 1, "kind": "run", "gpus": [)";
@@ -429,8 +449,8 @@ TEST_F(RunTest, PlotRefusesWhatIsNotARecord) {
 TEST_F(RunTest, RequireCleanRefusesADirtyMachineAndRunsOnACleanOne) {
   const pid_t holder = start("hold", held_).at(0);
   const std::string marker = dir_.path() + "/ran";
-  auto refused = gpuclean({"run", "--no-nvml", "--device-glob", held_, "--require-clean", "--",
-                           "touch", marker});
+  auto refused = gpuclean(
+      {"run", "--no-nvml", "--device-glob", held_, "--require-clean", "--", "touch", marker});
   EXPECT_EQ(refused.exit_code, 125) << refused.err;
   EXPECT_TRUE(contains(refused.err, std::to_string(holder))) << "the reason names the holder";
   EXPECT_FALSE(std::filesystem::exists(marker));

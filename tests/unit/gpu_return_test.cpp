@@ -11,7 +11,8 @@ Gpu gpu_with(Bytes used, std::vector<std::pair<Pid, Bytes>> processes) {
   Gpu gpu;
   gpu.index = 0;
   gpu.memory = GpuMemory{140 * kGiB, used, 140 * kGiB - used, std::nullopt};
-  for (const auto& [pid, bytes] : processes) gpu.processes.push_back({pid, bytes, GpuProcess::Kind::kCompute});
+  for (const auto& [pid, bytes] : processes)
+    gpu.processes.push_back({pid, bytes, GpuProcess::Kind::kCompute});
   return gpu;
 }
 
@@ -27,7 +28,8 @@ TEST(GpuReturnTest, BaselineLeavesOutWhatTheRunAlreadyHolds) {
 
 TEST(GpuReturnTest, BackWhenUsedIsAtThePreRunLevel) {
   const GpuBaseline baseline{0, 5 * kGiB, {20}};
-  auto judged = judge_return(baseline, gpu_with(5 * kGiB + 10 * (1u << 20), {{20, 5 * kGiB}}), {10});
+  auto judged =
+      judge_return(baseline, gpu_with(5 * kGiB + 10 * (1u << 20), {{20, 5 * kGiB}}), {10});
   ASSERT_TRUE(judged);
   EXPECT_TRUE(judged->back);
   EXPECT_EQ(judged->note, "");

@@ -17,7 +17,8 @@ namespace {
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpuclean-unit-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "gpuclean-unit-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) std::abort();
     path_ = pattern;
   }

@@ -23,7 +23,8 @@ RunRecord sample_record() {
             {1, "NVIDIA H200", "GPU-b", 150ull << 30, 0, 6ull << 30, 0, true, ""}};
   r.samples = {{0, {0, 0}}, {5, {8ull << 30, 6ull << 30}}, {12.4, {0, std::nullopt}}};
   r.events = {{0, "start", "pid 43"}, {10, "exit", ""}, {10.1, "teardown", ""}};
-  r.leftovers = {{44, 1, "worker", {"python", "-c", "w"}, {"STOP", "TERM", "CONT"}, "gone", "", 10.1}};
+  r.leftovers = {
+      {44, 1, "worker", {"python", "-c", "w"}, {"STOP", "TERM", "CONT"}, "gone", "", 10.1}};
   return r;
 }
 

@@ -1,0 +1,209 @@
+#include "cli/gpu_sampler.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+
+#include <nlohmann/json.hpp>
+
+#include "nvml/fake_source.h"
+#include "nvml/nvml_source.h"
+#include "output/json.h"
+
+namespace gpuclean::cli {
+namespace {
+
+using nlohmann::json;
+
+bool write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+json answer_json(const nvml::OpenedSource& opened) {
+  switch (opened.state) {
+    case nvml::OpenedSource::State::kAbsent:
+      return {{"state", "absent"}, {"message", opened.message}};
+    case nvml::OpenedSource::State::kFailed:
+      return {{"state", "failed"}, {"message", opened.message}};
+    case nvml::OpenedSource::State::kPresent:
+      break;
+  }
+  auto view = opened.source->query();
+  if (!view.ok()) return {{"state", "failed"}, {"message", view.error().message()}};
+  return {{"state", "present"}, {"view", output::to_json(*view)}};
+}
+
+// The sampler's whole life, in the forked child: open the source once, answer each request
+// byte with one line, end at EOF. Never returns.
+[[noreturn]] void serve(const CommonOptions& options, int requests, int answers) {
+  // It is long-lived (the run may last days): shut NVML down properly at the end.
+  nvml::OpenedSource opened = options.test_gpu_source.empty()
+                                  ? nvml::open_nvml({.shutdown_on_destroy = true})
+                                  : nvml::open_fake_source(options.test_gpu_source);
+  char request = 0;
+  for (;;) {
+    const ssize_t n = ::read(requests, &request, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const std::string line =
+        answer_json(opened).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    if (!write_all(answers, line)) break;
+  }
+  opened = {};
+  ::_exit(0);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CommonOptions& options) {
+  std::array<int, 2> requests{};
+  std::array<int, 2> answers{};
+  if (::pipe2(requests.data(), O_CLOEXEC) != 0) return errno_error("pipe2");
+  UniqueFd request_read(requests[0]);
+  UniqueFd request_write(requests[1]);
+  if (::pipe2(answers.data(), O_CLOEXEC) != 0) return errno_error("pipe2");
+  UniqueFd answer_read(answers[0]);
+  UniqueFd answer_write(answers[1]);
+
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno_error("fork (GPU sampler)");
+  if (pid == 0) {
+    // Ends with gpuclean, whatever ends gpuclean.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(0);
+    request_write.reset();  // else the sampler would never see EOF on its requests
+    answer_read.reset();
+    serve(options, request_read.get(), answer_write.get());
+  }
+  // Ours and unreaped: the PID cannot be reused before this.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) {
+    const Error error = errno_error("pidfd_open (GPU sampler)");
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return error;
+  }
+  ::fcntl(answer_read.get(), F_SETFL, O_NONBLOCK);
+  return std::shared_ptr<GpuSampler>(
+      new GpuSampler(pid, std::move(pidfd), std::move(request_write), std::move(answer_read)));
+}
+
+GpuSampler::~GpuSampler() {
+  to_child_.reset();  // EOF: a healthy sampler ends by itself
+  ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  // A sampler stuck in the driver (D state) cannot die yet: never block on it.
+  pollfd exited{pidfd_.get(), POLLIN, 0};
+  if (::poll(&exited, 1, 100) == 1) ::waitpid(pid_, nullptr, WNOHANG);
+}
+
+void GpuSampler::request() {
+  if (outstanding_ || hung_) return;
+  outstanding_ = write_all(to_child_.get(), "s");
+}
+
+std::optional<SamplerAnswer> GpuSampler::receive() {
+  std::array<char, 65536> chunk{};
+  for (;;) {
+    const ssize_t n = ::read(from_child_.get(), chunk.data(), chunk.size());
+    if (n > 0) {
+      buffer_.append(chunk.data(), static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;  // EAGAIN: nothing more for now; 0: the sampler is gone
+  }
+  const std::size_t newline = buffer_.find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  const json doc = json::parse(buffer_.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  buffer_.erase(0, newline + 1);
+  outstanding_ = false;
+  SamplerAnswer answer;
+  if (!doc.is_object()) {
+    answer.state = "failed";
+    answer.message = "the GPU sampler's answer is not JSON";
+    return answer;
+  }
+  answer.state = doc.value("state", "failed");
+  answer.message = doc.value("message", "");
+  if (answer.state == "present" && doc.contains("view")) {
+    try {
+      answer.view = nvml::gpu_view_from_json(doc["view"]);
+    } catch (const json::exception& e) {
+      answer.state = "failed";
+      answer.message = std::string("the GPU sampler's view is malformed: ") + e.what();
+    }
+  }
+  return answer;
+}
+
+SamplerAnswer GpuSampler::query(Duration timeout) {
+  const SamplerAnswer hung{"failed", "NVML did not answer (the GPU sampler hung in the driver?)",
+                           std::nullopt};
+  if (hung_) return hung;
+  request();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto answer = receive()) return *answer;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd ready{from_child_.get(), POLLIN, 0};
+    if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    if ((ready.revents & (POLLHUP | POLLERR)) != 0 && (ready.revents & POLLIN) == 0) {
+      return {"failed", "the GPU sampler exited", std::nullopt};
+    }
+  }
+  hung_ = true;
+  return hung;
+}
+
+namespace {
+
+class SamplerSource : public nvml::GpuSource {
+ public:
+  SamplerSource(std::shared_ptr<GpuSampler> sampler, Duration timeout)
+      : sampler_(std::move(sampler)), timeout_(timeout) {}
+  Result<GpuView> query() override {
+    SamplerAnswer answer = sampler_->query(timeout_);
+    if (answer.view) return std::move(*answer.view);
+    return Error{0, answer.message};
+  }
+
+ private:
+  std::shared_ptr<GpuSampler> sampler_;
+  Duration timeout_;
+};
+
+}  // namespace
+
+nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler,
+                                       Duration timeout) {
+  nvml::OpenedSource opened;
+  const SamplerAnswer first = sampler->query(timeout);
+  opened.message = first.message;
+  if (first.state == "absent") {
+    opened.state = nvml::OpenedSource::State::kAbsent;
+  } else if (first.state != "present") {
+    opened.state = nvml::OpenedSource::State::kFailed;
+  } else {
+    opened.state = nvml::OpenedSource::State::kPresent;
+    opened.source = std::make_unique<SamplerSource>(sampler, timeout);
+  }
+  return opened;
+}
+
+}  // namespace gpuclean::cli

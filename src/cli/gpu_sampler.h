@@ -1,0 +1,69 @@
+// NVML in a process of its own, for `gpuclean run`. Two reasons (docs/design.md, "run"):
+// a sick GPU can hold an NVML call in the driver for minutes, and the supervisor must keep
+// forwarding signals and tearing down meanwhile; and loading NVML took 18 MiB of RSS on an
+// H200 (driver 580, bench/run_bench.sh), which a supervisor that waits for hours need not carry.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/common.h"
+#include "core/duration.h"
+#include "core/model.h"
+#include "core/result.h"
+#include "core/unique_fd.h"
+#include "nvml/gpu_source.h"
+
+namespace gpuclean::cli {
+
+struct SamplerAnswer {
+  std::string state;    // "present", "absent", "failed"
+  std::string message;  // absent/failed: why
+  std::optional<GpuView> view;
+};
+
+class GpuSampler {
+ public:
+  // Forks the sampler. It opens NVML (or --test-gpu-source) and then answers each request
+  // with one JSON line; it dies with gpuclean (PR_SET_PDEATHSIG) and ends at EOF.
+  static Result<std::shared_ptr<GpuSampler>> start(const CommonOptions& options);
+  GpuSampler(const GpuSampler&) = delete;
+  GpuSampler& operator=(const GpuSampler&) = delete;
+  // SIGKILLs the sampler (through its pidfd) and reaps it if it is already gone; one stuck in
+  // the driver is left to the subreaper's reaping, never waited for.
+  ~GpuSampler();
+
+  [[nodiscard]] Pid pid() const { return pid_; }
+  // Readable when (part of) an answer has arrived.
+  [[nodiscard]] int reply_fd() const { return from_child_.get(); }
+  [[nodiscard]] bool outstanding() const { return outstanding_; }
+  // Asks for one view; nothing when an answer is still outstanding or the sampler hung.
+  void request();
+  // Reads what has arrived without blocking; an answer once a whole line is in.
+  std::optional<SamplerAnswer> receive();
+  // request(), then waits in poll() up to `timeout` for the answer. A sampler that does not
+  // answer in time is taken as hung: this and every later query answer "failed".
+  SamplerAnswer query(Duration timeout);
+
+ private:
+  GpuSampler(Pid pid, UniqueFd pidfd, UniqueFd to_child, UniqueFd from_child)
+      : pid_(pid),
+        pidfd_(std::move(pidfd)),
+        to_child_(std::move(to_child)),
+        from_child_(std::move(from_child)) {}
+  Pid pid_;
+  UniqueFd pidfd_;
+  UniqueFd to_child_;
+  UniqueFd from_child_;
+  std::string buffer_;
+  bool outstanding_ = false;
+  bool hung_ = false;
+};
+
+// The sampler as a GpuSource for a Gatherer: opened by one query (NVML's state comes from the
+// sampler's first answer); each query() waits up to `timeout`.
+nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler,
+                                       Duration timeout);
+
+}  // namespace gpuclean::cli
