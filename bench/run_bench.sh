@@ -67,19 +67,38 @@ done
 
 echo
 echo "== idle: wake-ups (context switches, all threads) while the workload sleeps 3 s"
-printf '%-40s %12s %10s %12s\n' "supervisor" "switches" "per s" "VmHWM KiB"
+echo "   (the sampler: gpuclean's NVML process, alive only with --record; '-' when there is none)"
+printf '%-40s %9s %7s %10s %9s %10s\n' "supervisor" "switches" "per s" "VmHWM KiB" "sampler" "its KiB"
+# The GPU sampler: the child of PID that is gpuclean itself (the other child is the workload).
+sampler_of() {
+  local c
+  for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+    if [[ $(cat /proc/"$c"/comm 2>/dev/null) == gpuclean ]]; then
+      echo "$c"
+      return 0
+    fi
+  done
+  return 0
+}
 idle() {  # LABEL COMMAND...
-  local label=$1 pid a b hwm
+  local label=$1 pid a b hwm s sa sb shwm
   shift
   "$@" >/dev/null 2>&1 &
   pid=$!
   sleep 0.5
+  s=$(sampler_of "$pid")
   a=$(switches "$pid")
+  [[ -n $s ]] && sa=$(switches "$s")
   sleep 2
   b=$(switches "$pid")
   hwm=$(hwm_kib "$pid")
+  if [[ -n $s ]]; then
+    sb=$(switches "$s")
+    shwm=$(hwm_kib "$s")
+  fi
   wait "$pid" || true
-  printf '%-40s %12d %10.2f %12s\n' "$label" "$((b - a))" "$(awk -v n=$((b - a)) 'BEGIN {print n / 2}')" "$hwm"
+  printf '%-40s %9d %7.2f %10s %9s %10s\n' "$label" "$((b - a))" \
+    "$(awk -v n=$((b - a)) 'BEGIN {print n / 2}')" "$hwm" "${s:+$((sb - sa))}" "${shwm:--}"
 }
 idle "timeout 60 sleep 3" timeout 60 sleep 3
 idle "gpuclean run -- sleep 3" "$gpuclean" run -- sleep 3

@@ -151,9 +151,11 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
 }
 
 SamplerAnswer GpuSampler::query(Duration timeout) {
-  const SamplerAnswer hung{"failed", "NVML did not answer (the GPU sampler hung in the driver?)",
-                           std::nullopt};
-  if (hung_) return hung;
+  auto hung = [] {
+    return SamplerAnswer{"failed", "NVML did not answer (the GPU sampler hung in the driver?)",
+                         std::nullopt};
+  };
+  if (hung_) return hung();
   request();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -168,7 +170,7 @@ SamplerAnswer GpuSampler::query(Duration timeout) {
     }
   }
   hung_ = true;
-  return hung;
+  return hung();
 }
 
 namespace {

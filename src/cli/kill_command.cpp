@@ -18,10 +18,10 @@
 #include "diagnose/diagnosis.h"
 #include "ops/signals.h"
 #include "ops/teardown.h"
-#include "procfs/process_table.h"
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/who_view.h"
+#include "procfs/process_table.h"
 
 namespace gpuclean::cli {
 namespace {

@@ -46,7 +46,9 @@ bool is_executable_file(const std::string& path) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) ::signal(signo, SIG_DFL);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) {
+    (void)::signal(signo, SIG_DFL);
+  }
 
   if (!born_in_cgroup && options.cgroup_procs_fd >= 0 &&
       ::write(options.cgroup_procs_fd, "0", 1) != 1) {

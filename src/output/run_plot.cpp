@@ -108,14 +108,16 @@ std::string render_run_svg(const RunRecord& record) {
       "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\"/></g>\n",
       kLeft, kTop + plot_h, kLeft + plot_w, kTop);
   const double t_step = nice_step(t_max, 8);
-  for (double t = 0; t <= t_max + 1e-9; t += t_step) {
+  for (int i = 0; i * t_step <= t_max + 1e-9; ++i) {
+    const double t = i * t_step;
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:g}</text>\n",
                        x_of(t), kTop + plot_h + 16, t);
   }
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">seconds</text>\n",
                      kLeft + plot_w / 2, kTop + plot_h + 34);
   const double y_step = nice_step(y_gib, 6);
-  for (double g = 0; g <= y_gib + 1e-9; g += y_step) {
+  for (int i = 0; i * y_step <= y_gib + 1e-9; ++i) {
+    const double g = i * y_step;
     const double y = y_of(g * static_cast<double>(kGiB));
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
@@ -182,7 +184,8 @@ std::string render_run_svg(const RunRecord& record) {
     if (gpu.back) legend += *gpu.back ? ", back to pre-run level" : ", NOT back";
     // Two legend entries per row, rows upwards from the bottom edge.
     const double lx = kLeft + static_cast<double>(g % 2) * plot_w / 2;
-    const double ly = kHeight - 10 - static_cast<double>(g / 2) * 14;
+    const std::size_t row = g / 2;
+    const double ly = kHeight - 10 - static_cast<double>(row) * 14;
     svg += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"4\" fill=\"{}\"/>"
         "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",

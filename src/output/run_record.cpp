@@ -58,11 +58,11 @@ class Reader {
 
   // The array `key` of `object`, or an empty one; a non-array is a problem.
   const json& array(const json& object, const char* key) {
-    static const json kEmpty = json::array();
-    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return kEmpty;
+    static const json empty = json::array();
+    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return empty;
     if (!object[key].is_array()) {
       fail(std::string(key) + " is not an array");
-      return kEmpty;
+      return empty;
     }
     return object[key];
   }
