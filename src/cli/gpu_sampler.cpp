@@ -155,22 +155,32 @@ SamplerAnswer GpuSampler::query(Duration timeout) {
     return SamplerAnswer{"failed", "NVML did not answer (the GPU sampler hung in the driver?)",
                          std::nullopt};
   };
-  if (hung_) return hung();
-  request();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (auto answer = receive()) return *answer;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd ready{from_child_.get(), POLLIN, 0};
-    if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
-    if ((ready.revents & (POLLHUP | POLLERR)) != 0 && (ready.revents & POLLIN) == 0) {
-      return {"failed", "the GPU sampler exited", std::nullopt};
+  // The answer to a request made before this call (a periodic sample) is older than the
+  // caller wants: wait it out, then ask afresh.
+  for (bool fresh = !outstanding_;; fresh = true) {
+    if (hung_) return hung();
+    request();
+    for (;;) {
+      if (auto answer = receive()) {
+        if (fresh) return *answer;
+        break;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        hung_ = true;
+        return hung();
+      }
+      pollfd ready{from_child_.get(), POLLIN, 0};
+      if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+        return {"failed", "poll on the GPU sampler failed", std::nullopt};
+      }
+      if ((ready.revents & (POLLHUP | POLLERR)) != 0 && (ready.revents & POLLIN) == 0) {
+        return {"failed", "the GPU sampler exited", std::nullopt};
+      }
     }
   }
-  hung_ = true;
-  return hung();
 }
 
 namespace {

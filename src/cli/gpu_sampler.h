@@ -42,8 +42,9 @@ class GpuSampler {
   void request();
   // Reads what has arrived without blocking; an answer once a whole line is in.
   std::optional<SamplerAnswer> receive();
-  // request(), then waits in poll() up to `timeout` for the answer. A sampler that does not
-  // answer in time is taken as hung: this and every later query answer "failed".
+  // A view taken after this call: waits out an answer still outstanding, then request()s and
+  // waits in poll() up to `timeout` in all. A sampler that does not answer in time is taken
+  // as hung: this and every later query answer "failed".
   SamplerAnswer query(Duration timeout);
 
  private:

@@ -43,6 +43,8 @@ constexpr auto kVerifyPoll = std::chrono::milliseconds(100);
 // How long one NVML query may take in the sampler before it counts as hung (a healthy one
 // takes ~20 ms including NVML's init, FACTS.md).
 constexpr Duration kNvmlTimeout = std::chrono::seconds(15);
+// The sample taken as the workload ends waits less: the teardown must not.
+constexpr Duration kLastSampleTimeout = std::chrono::seconds(2);
 
 struct Settings {
   std::optional<Duration> timeout;
@@ -486,6 +488,11 @@ int run_run(const RunOptions& o, const Io& io) {
   };
   const ops::RunEnd end = supervisor->supervise(*launched, supervise_options, hooks);
 
+  // What the GPUs hold as the workload ends: the leftovers' memory, the record's last word
+  // before the teardown (a periodic sample may be most of an interval old).
+  if (sampling) {
+    if (auto answer = sampler->query(kLastSampleTimeout); answer.view) state.sample(*answer.view);
+  }
   // Teardown: everything still in the run, however it detached.
   ops::TeardownOptions teardown_options;
   teardown_options.grace = settings->grace;
