@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -129,15 +132,24 @@ std::string render_run_svg(const RunRecord& record) {
       "GPU memory used (GiB)</text>\n",
       kTop + plot_h / 2, kTop + plot_h / 2);
 
-  // Events: where the workload ended and the teardown ran.
+  // Events: where the workload ended and the teardown ran. Events a few pixels apart share
+  // one line and one label ("exit, teardown"), so the labels stay readable.
+  std::vector<std::pair<double, std::string>> marks;
   for (const RunEvent& e : record.events) {
     if (!is_marked(e)) continue;
     const double x = x_of(e.t);
+    if (!marks.empty() && x - marks.back().first < 12) {
+      marks.back().second += ", " + e.kind;
+    } else {
+      marks.emplace_back(x, e.kind);
+    }
+  }
+  for (const auto& [x, label] : marks) {
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#888\" "
         "stroke-dasharray=\"4 3\"/><text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\" "
         "transform=\"rotate(-90 {3:.1f} {4})\" text-anchor=\"end\">{5}</text>\n",
-        x, kTop, kTop + plot_h, x - 3, kTop + 4, xml_text(e.kind));
+        x, kTop, kTop + plot_h, x - 3, kTop + 4, xml_text(label));
   }
   if (!record.leftovers.empty()) {
     std::size_t remaining = 0;
@@ -147,22 +159,30 @@ std::string render_run_svg(const RunRecord& record) {
         remaining > 0
             ? fmt::format("{} left behind, {} STILL RUNNING", record.leftovers.size(), remaining)
             : fmt::format("{} left behind, all ended", record.leftovers.size());
+    // Right of the marker, or left of it near the right edge.
+    const bool left = x > kLeft + plot_w * 0.6;
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>"
-        "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
-        x, kTop + plot_h - 8, remaining > 0 ? "#d62728" : "#333", x + 8, kTop + plot_h - 4,
-        remaining > 0 ? "#d62728" : "#333", xml_text(label));
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\" text-anchor=\"{}\">{}</text>\n",
+        x, kTop + plot_h - 8, remaining > 0 ? "#d62728" : "#333", left ? x - 8 : x + 8,
+        kTop + plot_h - 4, remaining > 0 ? "#d62728" : "#333", left ? "end" : "start",
+        xml_text(label));
   }
 
   // One line per GPU, the pre-run level dotted in the same colour; a legend under the axis.
   bool any_data = false;
   for (std::size_t g = 0; g < record.gpus.size(); ++g) {
     const char* colour = kColours[g % kColours.size()];
+    // Steps, not slopes: a sample holds until the next one is taken.
     std::string points;
-    for (const RunSample& s : record.samples) {
-      if (g < s.used.size() && s.used[g]) {
-        points += fmt::format("{:.1f},{:.1f} ", x_of(s.t), y_of(static_cast<double>(*s.used[g])));
-      }
+    std::optional<double> last_y;
+    for (const RunSample& sample : record.samples) {
+      if (g >= sample.used.size() || !sample.used[g]) continue;
+      const double x = x_of(sample.t);
+      const double y = y_of(static_cast<double>(*sample.used[g]));
+      if (last_y) points += fmt::format("{:.1f},{:.1f} ", x, *last_y);
+      points += fmt::format("{:.1f},{:.1f} ", x, y);
+      last_y = y;
     }
     if (!points.empty()) {
       any_data = true;

@@ -399,7 +399,7 @@ TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {
   EXPECT_EQ(picture.rfind("<svg", 0), 0u);
   EXPECT_TRUE(contains(picture, "class=\"gpu\"")) << "one line per GPU";
   EXPECT_TRUE(contains(picture, "1 left behind, all ended"));
-  EXPECT_TRUE(contains(picture, ">teardown<"));
+  EXPECT_TRUE(contains(picture, "teardown-done<"));
 }
 
 TEST_F(RunTest, AFailingNvmlIsSaidAndAnAbsentOneIsNot) {
