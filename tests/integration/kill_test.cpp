@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "freezer.h"
 #include "holder_fixture.h"
 
 namespace gpuclean::testing {
@@ -318,75 +319,28 @@ TEST_F(KillTest, StoppedProcessIsKilled) {
 // "unkillable" case without a GPU. TearDown always thaws and removes the group.
 class KillFrozenTest : public KillTest {
  protected:
-  static constexpr const char* kFreezer = "/sys/fs/cgroup/freezer";
-
-  static bool freezer_mounted() {
-    std::istringstream in(slurp("/proc/self/mountinfo"));
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string field;
-      std::string mount_point;
-      for (int i = 0; i < 5 && fields >> field; ++i) {
-        if (i == 4) mount_point = field;
-      }
-      if (mount_point != kFreezer) continue;
-      const auto dash = line.find(" - ");
-      if (dash == std::string::npos) continue;
-      std::istringstream tail(line.substr(dash + 3));
-      std::string fstype;
-      std::string source;
-      std::string options;
-      tail >> fstype >> source >> options;
-      if (fstype == "cgroup" && contains("," + options + ",", ",freezer,")) return true;
-    }
-    return false;
-  }
-
-  static bool write_file(const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    out << text;
-    out.flush();
-    return static_cast<bool>(out);
-  }
-
   void TearDown() override {
-    if (!group_.empty()) {
-      write_file(group_ + "/freezer.state", "THAWED");
-      // Anything still frozen would keep a pending SIGKILL forever: wait for the thaw.
-      wait_until([&] { return contains(slurp(group_ + "/freezer.state"), "THAWED"); }, 5s);
-    }
+    // Anything still frozen would keep a pending SIGKILL forever: thaw first.
+    if (freezer_) freezer_->thaw();
     KillTest::TearDown();  // SIGKILLs and waits for what the test started
-    if (!group_.empty()) {
-      // Move back whatever is left (nothing, normally) so the group can go.
-      std::istringstream procs(slurp(group_ + "/cgroup.procs"));
-      std::string pid;
-      while (procs >> pid) write_file(std::string(kFreezer) + "/cgroup.procs", pid);
-      std::error_code ec;
-      const bool removed = wait_until(
-          [&] { return std::filesystem::remove(group_, ec) || !std::filesystem::exists(group_); },
-          5s);
-      EXPECT_TRUE(removed) << "could not remove " << group_ << ": " << ec.message();
-    }
+    freezer_.reset();      // then the group can go
   }
 
-  std::string group_;
+  std::optional<FreezerGroup> freezer_;
 };
 
 TEST_F(KillFrozenTest, FrozenProcessIsReportedAndBoundedThenThawed) {
   if (::geteuid() != 0) GTEST_SKIP() << "freezing a cgroup needs root";
-  if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezer;
+  if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezerRoot;
 
   static std::atomic<int> counter{0};
-  const std::string group =
-      std::string(kFreezer) + "/gpuclean-test-" + str(::getpid()) + "-" + std::to_string(counter++);
-  std::error_code ec;
-  ASSERT_TRUE(std::filesystem::create_directory(group, ec)) << group << ": " << ec.message();
-  group_ = group;  // from here on TearDown thaws and removes it
+  freezer_.emplace("gpuclean-test-" + str(::getpid()) + "-" + std::to_string(counter++));
+  ASSERT_TRUE(freezer_->created()) << freezer_->path();
+  const std::string group = freezer_->path();
 
   const pid_t holder = start("hold", held_).at(0);
-  ASSERT_TRUE(write_file(group + "/cgroup.procs", str(holder)));
-  ASSERT_TRUE(write_file(group + "/freezer.state", "FROZEN"));
+  ASSERT_TRUE(write_text(group + "/cgroup.procs", str(holder)));
+  ASSERT_TRUE(write_text(group + "/freezer.state", "FROZEN"));
   ASSERT_TRUE(wait_until([&] { return contains(slurp(group + "/freezer.state"), "FROZEN"); }, 10s))
       << slurp(group + "/freezer.state");
   ASSERT_TRUE(wait_until([&] { return proc_state(holder) == 'D'; }, 10s))
@@ -421,7 +375,7 @@ TEST_F(KillFrozenTest, FrozenProcessIsReportedAndBoundedThenThawed) {
       << t->dump();
 
   // Thawed, the pending SIGKILL takes effect: gpuclean did send it.
-  ASSERT_TRUE(write_file(group + "/freezer.state", "THAWED"));
+  ASSERT_TRUE(write_text(group + "/freezer.state", "THAWED"));
   EXPECT_TRUE(wait_gone(holder, 10s)) << "state " << proc_state(holder);
 }
 

@@ -12,6 +12,7 @@
 #include <future>
 #include <sstream>
 
+#include "freezer.h"
 #include "holder_fixture.h"
 
 namespace gpuclean::testing {
@@ -52,6 +53,25 @@ std::string cgroup_of(pid_t pid) {
     if (line.rfind("0::", 0) == 0) return line.substr(3);
   }
   return "";
+}
+
+// Removes a run's cgroup v2 group (hierarchy path `group`) that its gpuclean could not: it was
+// killed, or something in the group outlived it. Waits (bounded) for the group to empty.
+bool remove_run_group(const std::string& group) {
+  std::string mount;
+  std::istringstream mounts(slurp("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(mounts, line)) {
+    if (contains(line, " - cgroup2 ")) {
+      std::istringstream fields(line);
+      std::string f;
+      for (int i = 0; i < 5 && fields >> f; ++i) mount = f;
+      break;
+    }
+  }
+  const bool removed = wait_until([&] { return ::rmdir((mount + group).c_str()) == 0; }, 5s);
+  if (!removed) ADD_FAILURE() << "cannot remove " << mount + group;
+  return removed;
 }
 
 // A workload that leaves one of each kind of leftover behind and exits 0: a double-forked
@@ -290,19 +310,47 @@ TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   EXPECT_TRUE(gone(daemon[0]));
   // The group itself is the test's to remove now (its gpuclean is gone).
-  std::string mount;
-  std::istringstream mounts(slurp("/proc/self/mountinfo"));
-  std::string line;
-  while (std::getline(mounts, line)) {
-    if (contains(line, " - cgroup2 ")) {
-      std::istringstream fields(line);
-      std::string f;
-      for (int i = 0; i < 5 && fields >> f; ++i) mount = f;
-      break;
-    }
+  EXPECT_TRUE(remove_run_group(group));
+}
+
+TEST_F(RunTest, ALeftoverNothingCanKillIsReportedWithinItsBoundsAndFailsTheRun) {
+  // The workload freezes its own leftover (a cgroup v1 freezer: state D, `refrigerator`) and
+  // exits 0. run must not call that success: exit 1, the process named with why, within
+  // --grace + --wait; the group left in place. Thawed, the SIGKILL run sent takes effect.
+  if (::geteuid() != 0) GTEST_SKIP() << "freezing a cgroup needs root";
+  if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezerRoot;
+  FreezerGroup freezer("gpuclean-run-test-" + std::to_string(::getpid()));
+  ASSERT_TRUE(freezer.created()) << freezer.path();
+  const std::string ready = reports_ + "/frozen";
+  const std::string script = "'" + std::string(HOLDER_HELPER) + "' hold '" + held_ + "' '" + ready +
+                             "' & " + "for i in $(seq 200); do [ -e '" + ready +
+                             "' ] && break; sleep 0.05; done; " + "echo $! > '" + freezer.path() +
+                             "/cgroup.procs' && echo FROZEN > '" + freezer.path() +
+                             "/freezer.state' && for i in $(seq 200); do grep -q FROZEN '" +
+                             freezer.path() + "/freezer.state' && exit 0; sleep 0.05; done; exit 9";
+  const auto begin = std::chrono::steady_clock::now();
+  auto result = gpuclean({"run", "--no-nvml", "--device-glob", held_, "--grace", "200ms", "--wait",
+                          "1s", "--", "sh", "-c", script});
+  const auto took = std::chrono::steady_clock::now() - begin;
+  const auto frozen = wait_for_pids(ready, 1s);
+  ASSERT_EQ(frozen.size(), 1u) << result.err;
+  reaper_.adopt(frozen[0]);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_LT(took, 15s) << "bounded by --grace and --wait";
+  EXPECT_TRUE(contains(result.err, "STILL RUNNING: pid " + std::to_string(frozen[0])))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, "frozen")) << result.err;
+  EXPECT_FALSE(gone(frozen[0]));
+  const std::string group = cgroup_of(frozen[0]);
+  if (contains(result.err, "in cgroup")) {
+    EXPECT_TRUE(contains(result.err, "is left in place")) << result.err;
   }
-  EXPECT_TRUE(wait_until([&] { return ::rmdir((mount + group).c_str()) == 0; }, 5s))
-      << mount + group;
+  ASSERT_TRUE(freezer.thaw());
+  EXPECT_TRUE(wait_until([&] { return gone(frozen[0]); }, 10s)) << "the pending SIGKILL";
+  // The run's cgroup v2 group (if any) is the test's to remove now.
+  if (group.find("gpuclean-run.") != std::string::npos) {
+    EXPECT_TRUE(remove_run_group(group));
+  }
 }
 
 TEST_F(RunTest, AWorkloadStillForkingAtTeardownLeavesNothing) {
