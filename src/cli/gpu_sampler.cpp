@@ -85,6 +85,11 @@ Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CommonOptions& optio
   if (pid == 0) {
     // Ends with gpuclean, whatever ends gpuclean.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(0);
+    // It shares gpuclean's process group: a terminal's ^C or ^Z is for the workload (and for
+    // gpuclean, which forwards it), not for the sampler, which must answer until the end.
+    for (int signo : {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU}) {
+      (void)::signal(signo, SIG_IGN);
+    }
     request_write.reset();  // else the sampler would never see EOF on its requests
     answer_read.reset();
     serve(options, request_read.get(), answer_write.get());
