@@ -22,16 +22,9 @@ inline bool write_text(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 // Whether a cgroup v1 hierarchy with the freezer controller is mounted at kFreezerRoot.
 inline bool freezer_mounted() {
-  std::istringstream in(read_text("/proc/self/mountinfo"));
+  std::istringstream in(slurp("/proc/self/mountinfo"));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
@@ -66,7 +59,7 @@ class FreezerGroup {
   ~FreezerGroup() {
     if (!created_) return;
     thaw();
-    std::istringstream procs(read_text(path_ + "/cgroup.procs"));
+    std::istringstream procs(slurp(path_ + "/cgroup.procs"));
     std::string pid;
     while (procs >> pid) write_text(std::string(kFreezerRoot) + "/cgroup.procs", pid);
     std::error_code ec;
@@ -82,7 +75,7 @@ class FreezerGroup {
   bool thaw() {
     write_text(path_ + "/freezer.state", "THAWED");
     return wait_until(
-        [&] { return read_text(path_ + "/freezer.state").find("THAWED") != std::string::npos; },
+        [&] { return slurp(path_ + "/freezer.state").find("THAWED") != std::string::npos; },
         std::chrono::seconds(5));
   }
 

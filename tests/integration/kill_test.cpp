@@ -27,13 +27,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 std::string str(pid_t pid) {
   return std::to_string(pid);
 }

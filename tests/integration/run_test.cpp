@@ -21,13 +21,6 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -247,38 +240,35 @@ TEST_F(RunTest, BadInputIsAUsageError) {
 }
 
 TEST_F(RunTest, FirstSigintReachesTheWorkloadSecondEscalates) {
+  // A workload under `run` with this SIGINT trap; returns gpuclean's PID and the workload's.
+  int started = 0;
+  auto start_trapping = [&](const std::string& trap) {
+    const std::string ready = dir_.path() + "/trap-ready-" + std::to_string(started++);
+    const pid_t run =
+        spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--grace", "1s", "--", "sh", "-c",
+               "trap '" + trap + "' INT; echo $$ > '" + ready + "'; while :; do sleep 0.05; done"});
+    reaper_.adopt(run);
+    const auto workload = wait_for_pids(ready);
+    for (pid_t pid : workload) reaper_.adopt(pid);
+    return std::pair{run, workload.empty() ? pid_t{-1} : workload[0]};
+  };
   // Forwarded: a workload that exits 42 on SIGINT ends the run with 42.
-  const std::string ready = dir_.path() + "/trap-ready";
-  const pid_t run = spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--", "sh", "-c",
-                           "trap 'exit 42' INT; echo $$ > '" + ready +
-                               "'; "
-                               "while :; do sleep 0.05; done"});
-  reaper_.adopt(run);
-  const auto workload = wait_for_pids(ready);
-  ASSERT_EQ(workload.size(), 1u);
-  reaper_.adopt(workload[0]);
+  const auto [run, workload] = start_trapping("exit 42");
+  ASSERT_GT(workload, 0);
   ASSERT_EQ(::kill(run, SIGINT), 0);
   EXPECT_EQ(reap(run), 42);
 
   // Negative control and escalation: a workload that ignores SIGINT outlives the first one;
   // the second tears the run down.
-  const std::string ready2 = dir_.path() + "/ignore-ready";
-  const pid_t run2 =
-      spawn({GPUCLEAN_BINARY, "run", "--no-nvml", "-q", "--grace", "1s", "--", "sh", "-c",
-             "trap '' INT; echo $$ > '" + ready2 +
-                 "'; "
-                 "while :; do sleep 0.05; done"});
-  reaper_.adopt(run2);
-  const auto workload2 = wait_for_pids(ready2);
-  ASSERT_EQ(workload2.size(), 1u);
-  reaper_.adopt(workload2[0]);
+  const auto [run2, workload2] = start_trapping("");
+  ASSERT_GT(workload2, 0);
   ASSERT_EQ(::kill(run2, SIGINT), 0);
-  EXPECT_FALSE(wait_until([&] { return gone(workload2[0]); }, 500ms))
+  EXPECT_FALSE(wait_until([&] { return gone(workload2); }, 500ms))
       << "the workload ignores SIGINT: the first one must not end it";
   ASSERT_EQ(::kill(run2, SIGINT), 0);
   const int code = reap(run2);
   EXPECT_EQ(code, 128 + SIGTERM) << "the teardown's SIGTERM ends the workload";
-  EXPECT_TRUE(gone(workload2[0]));
+  EXPECT_TRUE(gone(workload2));
 }
 
 TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {

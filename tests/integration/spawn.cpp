@@ -26,13 +26,6 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 int decode_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -40,6 +33,13 @@ int decode_status(int status) {
 }
 
 }  // namespace
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
 
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   TempDir dir;

@@ -17,6 +17,9 @@ struct CommandResult {
   std::string err;
 };
 
+// A whole file's contents; empty when it cannot be read (a process that is gone, say).
+std::string slurp(const std::string& path);
+
 // Runs argv to completion (bounded by timeout) and captures stdout/stderr.
 CommandResult run_command(const std::vector<std::string>& argv,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
