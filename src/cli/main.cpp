@@ -7,6 +7,9 @@
 
 #include "cli/common.h"
 #include "cli/kill_command.h"
+#ifdef GPUCLEAN_METRICS
+#include "cli/metrics_command.h"
+#endif
 #include "cli/plot_command.h"
 #include "cli/run_command.h"
 #include "cli/snapshot_command.h"
@@ -77,6 +80,11 @@ int run(int argc, char** argv) {
   add_snapshot_command(app, snapshot);
   DiffCommandOptions diff;
   add_diff_command(app, diff);
+#ifdef GPUCLEAN_METRICS
+  MetricsOptions metrics;
+  metrics.version = GPUCLEAN_VERSION;
+  add_metrics_command(app, metrics);
+#endif
   StatusOptions bare;
   add_common_options(app, bare.common);
 
@@ -87,6 +95,9 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("who")) return run_who(who, io);
   if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
   if (app.got_subcommand("diff")) return run_diff(diff, io);
+#ifdef GPUCLEAN_METRICS
+  if (app.got_subcommand("metrics")) return run_metrics(metrics, io);
+#endif
   if (app.got_subcommand("check") && !check.against.empty()) return run_check_against(check, io);
   if (app.got_subcommand("plot")) return run_plot(plot, io);
   if (app.got_subcommand("check")) return run_check(check, io);

@@ -1,0 +1,256 @@
+#include "cli/metrics_command.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+
+#include "cli/gather.h"
+#include "core/unique_fd.h"
+#include "output/escape.h"
+#include "output/metrics_view.h"
+
+namespace gpuclean::cli {
+namespace {
+
+// One scan + diagnosis as metrics. nullopt status when the gather failed (said on io.err);
+// `usable` false when the flags cannot be served at all (exit code in `exit_code`).
+struct Scan {
+  output::MetricsReport report;
+  bool usable = true;
+  int exit_code = kExitClean;
+};
+
+Scan scan(const MetricsOptions& options, Gatherer& gatherer, const Io& io) {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  Scan result;
+  result.report.version = options.version;
+  StatusPrepared prepared = prepare_status(options.status, gatherer.collect(), io);
+  if (!prepared.usable) {
+    result.usable = false;
+    result.exit_code = prepared.exit_code;
+    return result;
+  }
+  result.report.scan_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  result.report.scan_time = unix_now();
+  result.report.status = std::move(prepared.report);
+  return result;
+}
+
+// Serves each scrape from a fresh scan. civetweb calls Collect() from its worker threads;
+// the Gatherer is not thread-safe, so scrapes take turns.
+class ScanCollectable : public prometheus::Collectable {
+ public:
+  ScanCollectable(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer)
+      : options_(options), gatherer_(std::move(gatherer)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const std::lock_guard lock(mutex_);
+    std::ostringstream ignored;  // usage problems were found at start; none can appear now
+    Scan result = scan(options_, *gatherer_, Io{ignored, ignored});
+    return output::metric_families(result.report);
+  }
+
+ private:
+  const MetricsOptions& options_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<Gatherer> gatherer_;
+};
+
+// Atomic for node_exporter's textfile collector: it must never read a half-written file, so
+// write a temp file in the same directory (same filesystem: rename is atomic), then rename.
+// The temp name does not end in ".prom", so the collector ignores it meanwhile.
+Status write_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return errno_error("open " + temp);
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const ssize_t n = ::write(fd.get(), rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Error error = errno_error("write " + temp);
+      ::unlink(temp.c_str());
+      return error;
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::close(fd.release()) != 0) {
+    Error error = errno_error("close " + temp);
+    ::unlink(temp.c_str());
+    return error;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    Error error = errno_error("rename " + temp + " to " + path);
+    ::unlink(temp.c_str());
+    return error;
+  }
+  return Ok{};
+}
+
+// civetweb reports a failed bind only as "possible problem binding to port": bind once
+// ourselves first so the error names the reason (EADDRINUSE, EADDRNOTAVAIL, EACCES).
+Status probe_bind(const std::string& address) {
+  const auto colon = address.rfind(':');
+  std::string host = address.substr(0, colon);
+  const auto port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
+  const bool v6 = !host.empty() && host.front() == '[';
+  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return errno_error("socket");
+  const int one = 1;
+  // As civetweb does, so a port in TIME_WAIT is not refused here and accepted there.
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int rc = 0;
+  if (v6) {
+    sockaddr_in6 sa{};
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(port);
+    ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &sa.sin6_addr);
+    rc = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+  } else {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+    rc = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+  }
+  if (rc != 0) return errno_error("bind " + address);
+  if (::listen(fd.get(), 1) != 0) return errno_error("listen " + address);
+  return Ok{};
+}
+
+int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
+          const std::string& address, const Io& io) {
+  // Block SIGINT/SIGTERM before civetweb starts its threads (they inherit the mask), then
+  // wait for them here: a clean stop with exit 0, and no handler running in a random thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
+  sigset_t previous;
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+
+  if (auto probed = probe_bind(address); !probed.ok()) {
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    io.err << "gpuclean: metrics: cannot listen: " << probed.error().message() << '\n';
+    return kExitUsage;
+  }
+  auto collectable = std::make_shared<ScanCollectable>(options, std::move(gatherer));
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    // One worker: scrapes are serialised by the collectable anyway.
+    exposer = std::make_unique<prometheus::Exposer>(address, 1);
+  } catch (const std::exception& e) {
+    // civetweb throws when it cannot bind: port taken, address not on this host, privilege.
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    io.err << "gpuclean: metrics: cannot listen on " << address << ": "
+           << output::escape_terminal(e.what()) << '\n';
+    return kExitUsage;
+  }
+  exposer->RegisterCollectable(collectable);
+  const auto ports = exposer->GetListeningPorts();
+  io.err << "gpuclean: serving metrics on http://" << address.substr(0, address.rfind(':') + 1)
+         << (ports.empty() ? 0 : ports.front()) << "/metrics" << std::endl;
+  int signal_number = 0;
+  ::sigwait(&stop_signals, &signal_number);
+  exposer.reset();
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return kExitClean;
+}
+
+}  // namespace
+
+void add_metrics_command(CLI::App& app, MetricsOptions& options) {
+  CLI::App* metrics = app.add_subcommand(
+      "metrics", "Prometheus metrics: print once, --textfile PATH, or --listen [ADDR:]PORT");
+  add_diagnosis_options(*metrics, options.status);
+  CLI::Option* textfile =
+      metrics->add_option("--textfile", options.textfile,
+                          "Write the metrics to this file atomically (node_exporter's textfile "
+                          "collector reads *.prom files)");
+  metrics
+      ->add_option("--listen", options.listen,
+                   "Serve /metrics on [ADDR:]PORT until SIGINT/SIGTERM (ADDR defaults to "
+                   "127.0.0.1)")
+      ->excludes(textfile);
+}
+
+Result<std::string> parse_listen_address(const std::string& text) {
+  std::string address = "127.0.0.1";
+  std::string port = text;
+  if (const auto colon = text.rfind(':'); colon != std::string::npos) {
+    address = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (address.empty()) address = "127.0.0.1";
+  }
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
+    return Error{0, "--listen " + text + ": the port must be a number from 0 to 65535"};
+  }
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+    in6_addr v6{};
+    if (::inet_pton(AF_INET6, address.substr(1, address.size() - 2).c_str(), &v6) == 1) {
+      return address + ":" + port;
+    }
+  } else {
+    in_addr v4{};
+    if (::inet_pton(AF_INET, address.c_str(), &v4) == 1) return address + ":" + port;
+  }
+  return Error{0, "--listen " + text + ": '" + address +
+                      "' is not an IPv4 address or a bracketed IPv6 address ([::1])"};
+}
+
+int run_metrics(const MetricsOptions& options, const Io& io) {
+  if (options.status.common.json) {
+    io.err << "gpuclean: metrics: --json does not apply (the output is Prometheus's text "
+              "format)\n";
+    return kExitUsage;
+  }
+  std::optional<std::string> address;
+  if (!options.listen.empty()) {
+    auto parsed = parse_listen_address(options.listen);
+    if (!parsed.ok()) {
+      io.err << "gpuclean: metrics: " << output::escape_terminal(parsed.error().message()) << '\n';
+      return kExitUsage;
+    }
+    address = *parsed;
+  }
+  auto opened = Gatherer::open(options.status.common);
+  if (auto* error = std::get_if<GatherError>(&opened)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    return error->exit_code;
+  }
+  auto gatherer = std::move(std::get<std::unique_ptr<Gatherer>>(opened));
+  // One scan first, also before serving: bad flags (--gpus 7 on a 1-GPU machine) are a usage
+  // error at start, not an empty scrape later.
+  Scan first = scan(options, *gatherer, io);
+  if (!first.usable) return first.exit_code;
+  if (address) return serve(options, std::move(gatherer), *address, io);
+
+  std::ostringstream text;
+  output::render_metrics_text(text, first.report);
+  if (options.textfile.empty()) {
+    io.out << text.str();
+    return kExitClean;
+  }
+  if (auto written = write_atomically(options.textfile, text.str()); !written.ok()) {
+    io.err << "gpuclean: metrics: " << output::escape_terminal(written.error().message()) << '\n';
+    return kExitRuntime;
+  }
+  return kExitClean;
+}
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,36 @@
+// `gpuclean metrics`: the diagnosis as Prometheus metrics (docs/fleet.md lists every name).
+// Pure: builds prometheus-cpp metric families from plain data and serialises them in the text
+// exposition format; no syscalls, no clock (the caller passes times in).
+//
+// Names follow Prometheus conventions: `gpuclean_` prefix, base units (`_bytes`, `_seconds`),
+// labels `gpu` (NVML index), `uuid`, `class` (SPEC.md holder class), `kind` (problem kind),
+// `state` (NVML state). Every class and every known problem kind is always exported (0 when
+// none), so a series does not vanish when the count drops to zero and alerts resolve.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "output/status_view.h"
+
+namespace gpuclean::output {
+
+struct MetricsReport {
+  // The diagnosis as status prepares it; absent when the scan failed (then only the build
+  // info and `gpuclean_scan_success 0` are exported).
+  std::optional<StatusReport> status;
+  double scan_seconds = 0;  // wall time of gather + diagnosis
+  double scan_time = 0;     // when the scan ended, seconds since the Unix epoch
+  std::string version;      // gpuclean's version, for gpuclean_build_info
+};
+
+// The metric families, in a fixed order (stable output for diffing and tests).
+std::vector<prometheus::MetricFamily> metric_families(const MetricsReport& report);
+
+// The text exposition format (version 0.0.4) of metric_families(report).
+void render_metrics_text(std::ostream& out, const MetricsReport& report);
+
+}  // namespace gpuclean::output
