@@ -21,3 +21,5 @@ if [ $quick -eq 0 ]; then
   BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON
   (cd build-asan && ctest --output-on-failure -j "$(nproc)")
 fi
+echo "== Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
+tests/slurm/run.sh build
