@@ -112,8 +112,8 @@ script="for i in \$(seq $leftovers); do sleep 600 & done; exit 0"
 for mode in "" "--no-cgroup"; do
   start=$EPOCHREALTIME
   # shellcheck disable=SC2086
-  "$gpuclean" run -q --no-nvml $mode --record "$work/tear.json" -- sh -c "$script" 2>/dev/null
-  rc=$?
+  rc=0
+  "$gpuclean" run -q --no-nvml $mode --record "$work/tear.json" -- sh -c "$script" || rc=$?
   end=$EPOCHREALTIME
   python3 - "$work/tear.json" "$start" "$end" "${mode:-cgroup}" "$rc" <<'PY'
 import json, sys

@@ -16,6 +16,8 @@
 #include "nvml/fake_source.h"
 #include "nvml/nvml_source.h"
 #include "output/json.h"
+#include "procfs/parse.h"
+#include "procfs/proc_fs.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -103,21 +105,33 @@ Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CommonOptions& optio
     return error;
   }
   ::fcntl(answer_read.get(), F_SETFL, O_NONBLOCK);
-  return std::shared_ptr<GpuSampler>(
-      new GpuSampler(pid, std::move(pidfd), std::move(request_write), std::move(answer_read)));
+  // Its identity for the teardown's exclusion: PID and start time (the pidfd pins the PID).
+  std::string stat;
+  const std::string stat_path = "/proc/" + std::to_string(pid) + "/stat";
+  std::uint64_t start_ticks = 0;
+  if (procfs::read_file_at(AT_FDCWD, stat_path.c_str(), stat)) {
+    if (auto fields = procfs::parse_stat(stat); fields.ok()) start_ticks = fields->start_ticks;
+  }
+  return std::shared_ptr<GpuSampler>(new GpuSampler(
+      pid, start_ticks, std::move(pidfd), std::move(request_write), std::move(answer_read)));
 }
 
 GpuSampler::~GpuSampler() {
-  to_child_.reset();  // EOF: a healthy sampler ends by itself
-  ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
-  // A sampler stuck in the driver (D state) cannot die yet: never block on it.
+  // EOF on its requests: a healthy sampler shuts NVML down and exits; give it a moment.
+  to_child_.reset();
   pollfd exited{pidfd_.get(), POLLIN, 0};
-  if (::poll(&exited, 1, 100) == 1) ::waitpid(pid_, nullptr, WNOHANG);
+  if (::poll(&exited, 1, 200) != 1) {
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    // A sampler stuck in the driver (D state) cannot die yet: never block on it.
+    if (::poll(&exited, 1, 100) != 1) return;
+  }
+  ::waitpid(pid_, nullptr, WNOHANG);
 }
 
 void GpuSampler::request() {
-  if (outstanding_ || hung_) return;
+  if (outstanding_ || gone_) return;
   outstanding_ = write_all(to_child_.get(), "s");
+  if (!outstanding_) gone_ = true;  // EPIPE: the sampler is gone (gpuclean ignores SIGPIPE)
 }
 
 std::optional<SamplerAnswer> GpuSampler::receive() {
@@ -129,7 +143,8 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    break;  // EAGAIN: nothing more for now; 0: the sampler is gone
+    if (n == 0) gone_ = true;  // EOF: the sampler exited
+    break;                     // EAGAIN: nothing more for now
   }
   const std::size_t newline = buffer_.find('\n');
   if (newline == std::string::npos) return std::nullopt;
@@ -156,33 +171,26 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
 }
 
 SamplerAnswer GpuSampler::query(Duration timeout) {
-  auto hung = [] {
-    return SamplerAnswer{"failed", "NVML did not answer (the GPU sampler hung in the driver?)",
-                         std::nullopt};
-  };
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  // The answer to a request made before this call (a periodic sample) is older than the
-  // caller wants: wait it out, then ask afresh.
+  // The answer to a request made before this call (a periodic sample, or a query that timed
+  // out) is older than the caller wants: wait it out, then ask afresh.
   for (bool fresh = !outstanding_;; fresh = true) {
-    if (hung_) return hung();
     request();
     for (;;) {
       if (auto answer = receive()) {
         if (fresh) return *answer;
         break;
       }
+      if (gone_) return {"failed", "the GPU sampler exited", std::nullopt};
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
-        hung_ = true;
-        return hung();
+        // Still outstanding: the next query waits this answer out first.
+        return {"failed", "NVML did not answer in time (the driver may be hung)", std::nullopt};
       }
       pollfd ready{from_child_.get(), POLLIN, 0};
       if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
         return {"failed", "poll on the GPU sampler failed", std::nullopt};
-      }
-      if ((ready.revents & (POLLHUP | POLLERR)) != 0 && (ready.revents & POLLIN) == 0) {
-        return {"failed", "the GPU sampler exited", std::nullopt};
       }
     }
   }

@@ -4,6 +4,7 @@
 // H200 (driver 580, bench/run_bench.sh), which a supervisor that waits for hours need not carry.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,36 +31,40 @@ class GpuSampler {
   static Result<std::shared_ptr<GpuSampler>> start(const CommonOptions& options);
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
-  // SIGKILLs the sampler (through its pidfd) and reaps it if it is already gone; one stuck in
-  // the driver is left to the subreaper's reaping, never waited for.
+  // Closes the request pipe (the sampler shuts NVML down and exits), SIGKILLs it through its
+  // pidfd if it has not within 200 ms, and reaps it; one stuck in the driver is never waited for.
   ~GpuSampler();
 
   [[nodiscard]] Pid pid() const { return pid_; }
+  [[nodiscard]] std::uint64_t start_ticks() const { return start_ticks_; }
   // Readable when (part of) an answer has arrived.
   [[nodiscard]] int reply_fd() const { return from_child_.get(); }
   [[nodiscard]] bool outstanding() const { return outstanding_; }
-  // Asks for one view; nothing when an answer is still outstanding or the sampler hung.
+  // Asks for one view; nothing when an answer is still outstanding or the sampler is gone.
   void request();
   // Reads what has arrived without blocking; an answer once a whole line is in.
   std::optional<SamplerAnswer> receive();
   // A view taken after this call: waits out an answer still outstanding, then request()s and
-  // waits in poll() up to `timeout` in all. A sampler that does not answer in time is taken
-  // as hung: this and every later query answer "failed".
+  // waits in poll() up to `timeout` in all. "failed" when it does not come in time (the
+  // request stays outstanding, for the next query to wait out) or the sampler is gone.
   SamplerAnswer query(Duration timeout);
 
  private:
-  GpuSampler(Pid pid, UniqueFd pidfd, UniqueFd to_child, UniqueFd from_child)
+  GpuSampler(Pid pid, std::uint64_t start_ticks, UniqueFd pidfd, UniqueFd to_child,
+             UniqueFd from_child)
       : pid_(pid),
+        start_ticks_(start_ticks),
         pidfd_(std::move(pidfd)),
         to_child_(std::move(to_child)),
         from_child_(std::move(from_child)) {}
   Pid pid_;
+  std::uint64_t start_ticks_;
   UniqueFd pidfd_;
   UniqueFd to_child_;
   UniqueFd from_child_;
   std::string buffer_;
   bool outstanding_ = false;
-  bool hung_ = false;
+  bool gone_ = false;
 };
 
 // The sampler as a GpuSource for a Gatherer: opened by one query (NVML's state comes from the

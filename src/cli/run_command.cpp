@@ -1,10 +1,12 @@
 #include "cli/run_command.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -93,7 +95,9 @@ class RecordFile {
     RecordFile file;
     file.path_ = path;
     file.temp_ = path + ".tmp." + std::to_string(::getpid());
-    file.fd_ = UniqueFd(::open(file.temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    // O_EXCL|O_NOFOLLOW: a root run must not write through a link planted at this name.
+    file.fd_ = UniqueFd(
+        ::open(file.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!file.fd_) return errno_error("create " + file.temp_);
     return file;
   }
@@ -177,30 +181,50 @@ class RunState {
     record_.samples.push_back(std::move(s));
   }
 
-  // Whether every GPU is back (diagnose::judge_return); notes each GPU's verdict.
+  // Whether every GPU is back (diagnose::judge_return); notes each GPU's verdict. A GPU the
+  // view lacks, or that gives no memory figure now, is not back.
   bool check_back(const GpuView& view, const std::set<Pid>& run_pids) {
     bool all_back = true;
     for (const diagnose::GpuBaseline& baseline : baselines_) {
-      RunGpu* g = nullptr;
-      for (RunGpu& candidate : record_.gpus) {
-        if (candidate.index == baseline.index) g = &candidate;
-      }
-      for (const Gpu& gpu : view.gpus) {
-        if (g == nullptr || gpu.index != baseline.index) continue;
-        if (auto judged = diagnose::judge_return(baseline, gpu, run_pids)) {
+      RunGpu* g = gpu(baseline.index);
+      if (g == nullptr) continue;
+      g->back = false;
+      g->note = "GPU " + std::to_string(baseline.index) + " is no longer reported by NVML";
+      for (const Gpu& now : view.gpus) {
+        if (now.index != baseline.index) continue;
+        if (auto judged = diagnose::judge_return(baseline, now, run_pids)) {
           g->after = judged->after;
           g->back = judged->back;
           g->note = judged->note;
-          all_back = all_back && judged->back;
+        } else {
+          g->note = "NVML gives no memory figure for GPU " + std::to_string(now.index) + " now";
         }
       }
+      all_back = all_back && *g->back;
     }
     return all_back;
+  }
+
+  // No reading after the teardown: every GPU with a pre-run level is "not checked".
+  void not_checked(const std::string& why) {
+    for (const diagnose::GpuBaseline& baseline : baselines_) {
+      if (RunGpu* g = gpu(baseline.index)) {
+        g->back.reset();
+        g->note = "not checked: " + why;
+      }
+    }
   }
 
   RunRecord& record() { return record_; }
 
  private:
+  RunGpu* gpu(unsigned index) {
+    for (RunGpu& g : record_.gpus) {
+      if (g.index == index) return &g;
+    }
+    return nullptr;
+  }
+
   const Settings& settings_;
   Clock::time_point started_;
   RunRecord record_;
@@ -312,6 +336,16 @@ void add_run_command(CLI::App& app, RunOptions& o) {
 }
 
 int run_run(const RunOptions& o, const Io& io) {
+  // A reader of stderr that went away (`gpuclean run … 2>&1 | tee log`, and ^C killed tee)
+  // must not kill gpuclean mid-teardown: writes fail with EPIPE instead. The workload gets the
+  // default back (launch.cpp).
+  (void)::signal(SIGPIPE, SIG_IGN);
+  // One pidfd per process at teardown: a workload with thousands of leftovers must not run
+  // out of descriptors (the soft limit is often 1024; the hard one is the limit).
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &files);
+  }
   if (o.command.empty()) {
     io.err << "gpuclean: run: no command given (gpuclean run [OPTIONS] -- CMD [ARGS...])\n";
     return kExitUsage;
@@ -346,11 +380,15 @@ int run_run(const RunOptions& o, const Io& io) {
     if (o.check.common.no_nvml) return;
     auto started = GpuSampler::start(o.check.common);
     if (!started.ok()) {
-      io.err << "gpuclean: run: " << started.error().message() << ": GPU memory is not checked\n";
+      // Never NVML in this process instead: say it failed.
+      gatherer_owner->use_gpu_source(
+          {nvml::OpenedSource::State::kFailed, nullptr, started.error().message()});
       return;
     }
     sampler = std::move(started).value();
-    if (containment_ptr != nullptr) containment_ptr->exclude(sampler->pid());
+    if (containment_ptr != nullptr) {
+      containment_ptr->exclude(sampler->pid(), sampler->start_ticks());
+    }
     gatherer_owner->use_gpu_source(open_sampler_source(sampler, kNvmlTimeout));
   };
   auto detach_sampler = [&] {
@@ -407,7 +445,7 @@ int run_run(const RunOptions& o, const Io& io) {
   Contained contained = contain(o, io);
   const ops::Containment& containment = *contained.containment;
   containment_ptr = contained.containment.get();
-  if (sampler) containment_ptr->exclude(sampler->pid());
+  if (sampler) containment_ptr->exclude(sampler->pid(), sampler->start_ticks());
 
   RunState state(*settings, o.command);
   RunRecord& record = state.record();
@@ -527,6 +565,8 @@ int run_run(const RunOptions& o, const Io& io) {
     record.end = "timeout";
   } else if (end == ops::RunEnd::kEscalated) {
     record.end = "interrupted";
+  } else if (end == ops::RunEnd::kFailed) {
+    record.end = "supervision-failed";
   }
   if (auto status = supervisor->child_status()) {
     if (WIFEXITED(*status)) record.exit_status = WEXITSTATUS(*status);
@@ -540,30 +580,44 @@ int run_run(const RunOptions& o, const Io& io) {
   }
 
   // Verification: the GPUs back at their pre-run level (a deadline poll; the driver frees a
-  // context ~0.1 s after its last holder exits, FACTS.md).
-  bool back = true;
+  // context ~0.1 s after its last holder exits, FACTS.md). No answer is "not checked", never
+  // "back".
   if (before.input.gpu_view && gatherer_owner) {
     if (!sampler) attach_sampler();
     const auto deadline = Clock::now() + settings->wait;
     for (;;) {
       auto view = gatherer_owner->query_gpu_view();
-      if (view) {
-        state.sample(*view);
-        back = state.check_back(*view, run_pids);
+      if (!view) {
+        record.gpu_check = "not-checked";
+        state.not_checked("NVML gave no answer after the teardown");
+        break;
       }
-      if (back || !view || Clock::now() >= deadline) break;
+      state.sample(*view);
+      const bool back = state.check_back(*view, run_pids);
+      record.gpu_check = back ? "back" : "not-back";
+      if (back || Clock::now() >= deadline) break;
       std::this_thread::sleep_for(kVerifyPoll);
     }
   }
   if (gatherer_owner) {
     record.escaped = find_escaped(gatherer_owner->collect(), holders_before, run_pids);
   }
-  state.event("verified", back ? "GPUs back at the pre-run level" : "GPU memory not back");
-  record.clean = teardown.remaining() == 0 && back;
+  state.event("verified", record.gpu_check);
+  // The group itself must be empty too: a process no listing showed would still be in it.
+  const bool group_populated = contained.cgroup != nullptr &&
+                               contained.cgroup->group().populated().ok() &&
+                               *contained.cgroup->group().populated();
+  if (group_populated && teardown.remaining() == 0) {
+    state.event("problem", "the cgroup still has processes after the teardown");
+    io.err << "gpuclean: run: cgroup " << output::escape_terminal(record.cgroup)
+           << " still has processes after the teardown\n";
+  }
+  record.clean = teardown.remaining() == 0 && !group_populated &&
+                 (record.gpu_check == "back" || record.gpu_check == "none");
   if (!record.clean && record.exit_code == kExitClean) record.exit_code = kExitDirty;
   record.duration = state.now();
 
-  if (contained.cgroup != nullptr && teardown.remaining() == 0) {
+  if (contained.cgroup != nullptr && !group_populated) {
     if (auto removed = contained.cgroup->group().remove(); !removed.ok()) {
       io.err << "gpuclean: run: " << removed.error().message() << '\n';
     }
@@ -571,7 +625,7 @@ int run_run(const RunOptions& o, const Io& io) {
   for (const output::SummaryLine& line : output::run_summary_lines(record)) {
     if (!o.quiet || line.problem) io.err << "gpuclean: run: " << line.text << '\n';
   }
-  if (contained.cgroup != nullptr && teardown.remaining() > 0) {
+  if (group_populated) {
     io.err << "gpuclean: run: cgroup " << output::escape_terminal(record.cgroup)
            << " is left in place with what remains in it\n";
   }

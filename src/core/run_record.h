@@ -58,6 +58,9 @@ struct RunRecord {
   std::optional<int> exit_signal;  // the signal that ended it
   int exit_code = 0;               // what gpuclean run returned
   std::string gpu_source;          // "nvml", "test", "none"
+  // "back" (every GPU at its pre-run level), "not-back", "not-checked" (NVML gave no answer
+  // after the teardown), "none" (no pre-run level: no NVML, or --no-nvml)
+  std::string gpu_check = "none";
   std::vector<RunGpu> gpus;
   std::vector<RunSample> samples;
   std::vector<RunEvent> events;

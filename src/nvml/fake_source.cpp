@@ -1,6 +1,8 @@
 #include "nvml/fake_source.h"
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -87,11 +89,27 @@ GpuDetails details_from_json(const json& g) {
   return d;
 }
 
+// What the source says once a file exists: a GPU that changes during a test (`run` leaving
+// memory behind, NVML failing mid-run), switched by the test's own workload.
+struct LaterView {
+  std::string when_exists;  // path
+  std::optional<GpuView> view;
+  std::string fail_query;
+};
+
 class FakeGpuSource final : public GpuSource {
  public:
-  FakeGpuSource(GpuView view, std::vector<GpuDetails> details, std::string fail_query)
-      : view_(std::move(view)), details_(std::move(details)), fail_query_(std::move(fail_query)) {}
+  FakeGpuSource(GpuView view, std::vector<GpuDetails> details, std::string fail_query,
+                std::optional<LaterView> later)
+      : view_(std::move(view)),
+        details_(std::move(details)),
+        fail_query_(std::move(fail_query)),
+        later_(std::move(later)) {}
   Result<GpuView> query() override {
+    if (later_ && std::filesystem::exists(later_->when_exists)) {
+      if (!later_->fail_query.empty()) return Error{0, later_->fail_query};
+      if (later_->view) return *later_->view;
+    }
     if (!fail_query_.empty()) return Error{0, fail_query_};
     return view_;
   }
@@ -101,6 +119,7 @@ class FakeGpuSource final : public GpuSource {
   GpuView view_;
   std::vector<GpuDetails> details_;
   std::string fail_query_;
+  std::optional<LaterView> later_;
 };
 
 }  // namespace
@@ -124,8 +143,15 @@ OpenedSource open_fake_source(const std::string& path) {
     if (state == "failed") return opened;
     std::vector<GpuDetails> details;
     for (const json& g : doc.value("gpus", json::array())) details.push_back(details_from_json(g));
+    std::optional<LaterView> later;
+    if (doc.contains("later")) {
+      const json& l = doc["later"];
+      later = LaterView{l.at("when_exists").get<std::string>(), std::nullopt,
+                        l.value("fail_query", "")};
+      if (l.contains("gpus")) later->view = gpu_view_from_json(l);
+    }
     opened.source = std::make_unique<FakeGpuSource>(gpu_view_from_json(doc), std::move(details),
-                                                    doc.value("fail_query", ""));
+                                                    doc.value("fail_query", ""), std::move(later));
     opened.state = OpenedSource::State::kPresent;
   } catch (const json::exception& e) {
     opened.message = "test GPU source " + path + ": " + e.what();

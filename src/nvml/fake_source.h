@@ -8,6 +8,8 @@
 //              "minor": 0, "memory": {"total": B, "used": B, "free": B, "reserved": B},
 //              "persistence_mode": true, "compute_mode": "default", "mig_enabled": false,
 //              "processes": [{"pid": 123, "used_memory": B, "kind": "compute"}]}]}
+//    "later": {"when_exists": "PATH", "gpus": [...] | "fail_query": "…"}   (optional: once PATH
+//             exists, query() gives these GPUs instead, or fails — a GPU changing mid-test)
 // Snapshot-only facts go flat in each GPU object, named as GpuDetails' members: "clocks_sm",
 // "clocks_memory", "application_clocks_sm", "max_clocks_memory", "throttle_reasons" (bit mask),
 // "temperature_c", "power_limit_mw", "ecc_enabled", "ecc_pending_enabled",

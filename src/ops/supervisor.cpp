@@ -68,11 +68,7 @@ Result<Supervisor> Supervisor::create() {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return error;
   }
-  return Supervisor(std::move(fd), old_mask);
-}
-
-Supervisor::~Supervisor() {
-  if (signal_fd_) ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  return Supervisor(std::move(fd));
 }
 
 void Supervisor::reap() {
@@ -91,10 +87,19 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
     if (hooks.on_event) hooks.on_event(kind, detail);
   };
   UniqueFd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_fd) {
+    event("error", errno_error("epoll_create1").message());
+    return RunEnd::kFailed;
+  }
   watch(epoll_fd.get(), signal_fd_.get());
   UniqueFd timeout_fd;
   if (options.timeout) {
     timeout_fd = make_timer(*options.timeout, std::nullopt);
+    if (!timeout_fd) {
+      // A --timeout that cannot be kept must not be dropped silently: the run ends now.
+      event("error", errno_error("timerfd_create").message());
+      return RunEnd::kFailed;
+    }
     watch(epoll_fd.get(), timeout_fd.get());
   }
   UniqueFd sample_fd;
@@ -114,7 +119,11 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
     }
     epoll_event ready{};
     const int n = ::epoll_wait(epoll_fd.get(), &ready, 1, -1);  // no timeout: no idle wake-ups
-    if (n <= 0) continue;                                       // EINTR
+    if (n < 0 && errno != EINTR) {
+      event("error", errno_error("epoll_wait").message());
+      return RunEnd::kFailed;
+    }
+    if (n <= 0) continue;
     if (timeout_fd && ready.data.fd == timeout_fd.get()) {
       event("timeout", "");
       return RunEnd::kTimeout;
@@ -162,9 +171,10 @@ std::vector<ProcessInfo> Containment::live(const procfs::ProcFs& proc,
                                            const std::set<Pid>& pids) const {
   std::vector<ProcessInfo> out;
   for (Pid pid : pids) {
-    if (excluded_.count(pid) > 0) continue;
     auto info = proc.read_process(pid);
-    if (info.ok() && has_live_thread(*info)) out.push_back(std::move(info).value());
+    if (!info.ok() || !has_live_thread(*info)) continue;
+    if (excluded_.count({pid, info->start_ticks}) > 0) continue;
+    out.push_back(std::move(info).value());
   }
   return out;
 }
@@ -202,7 +212,10 @@ std::vector<ProcessInfo> SubreaperContainment::members(const procfs::ProcFs& pro
 
 std::size_t GroupTeardown::remaining() const {
   std::size_t n = 0;
-  for (const TargetOutcome& o : outcomes) n += o.state == TargetOutcome::State::kRemaining;
+  for (const TargetOutcome& o : outcomes) {
+    n += o.state == TargetOutcome::State::kRemaining ||
+         (o.state == TargetOutcome::State::kSkipped && !o.recycled);
+  }
   return n;
 }
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <csignal>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/duration.h"
@@ -43,6 +45,7 @@ enum class RunEnd {
   kChildExited,  // the workload's main process exited (or was killed by a signal)
   kTimeout,      // --timeout passed
   kEscalated,    // a second SIGINT/SIGTERM: tear down now
+  kFailed,       // epoll itself failed: tear down rather than leave the workload unwatched
 };
 
 class Supervisor {
@@ -55,7 +58,9 @@ class Supervisor {
   Supervisor& operator=(Supervisor&&) noexcept = default;
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
-  ~Supervisor();  // restores the signal mask
+  // Leaves the signals blocked: a ^C or a scheduler's SIGTERM that comes during the teardown
+  // must neither cut it short nor replace the exit code; gpuclean exits right after.
+  ~Supervisor() = default;
 
   // Sleeps in epoll_wait until the workload exits, the timeout passes or an escalation comes.
   // The first SIGINT/SIGTERM and every SIGHUP/SIGQUIT go to `child` through its pidfd.
@@ -68,11 +73,8 @@ class Supervisor {
   [[nodiscard]] std::optional<int> child_status() const { return child_status_; }
 
  private:
-  Supervisor(UniqueFd signal_fd, sigset_t old_mask)
-      : signal_fd_(std::move(signal_fd)), old_mask_(old_mask) {}
+  explicit Supervisor(UniqueFd signal_fd) : signal_fd_(std::move(signal_fd)) {}
   UniqueFd signal_fd_;
-  sigset_t old_mask_{};
-  bool restore_mask_ = true;
   Pid child_ = 0;
   std::optional<int> child_status_;
 };
@@ -81,8 +83,9 @@ class Supervisor {
 class Containment {
  public:
   virtual ~Containment() = default;
-  // A process of gpuclean's own (the GPU sampler) that is never a member.
-  void exclude(Pid pid) { excluded_.insert(pid); }
+  // A process of gpuclean's own (the GPU sampler) that is never a member: by PID and start
+  // time, so a workload process that is given the PID later is still one.
+  void exclude(Pid pid, std::uint64_t start_ticks) { excluded_.insert({pid, start_ticks}); }
   // "cgroup" or "subreaper".
   [[nodiscard]] virtual std::string mode() const = 0;
   // What this mode cannot catch, one sentence for the user.
@@ -98,7 +101,7 @@ class Containment {
                                               const std::set<Pid>& pids) const;
 
  private:
-  std::set<Pid> excluded_;
+  std::set<std::pair<Pid, std::uint64_t>> excluded_;
 };
 
 // Members: every process in `group` and every descendant of this process.
@@ -127,6 +130,8 @@ class SubreaperContainment : public Containment {
 struct GroupTeardown {
   std::vector<ProcessInfo> found;       // every member met, in the order found
   std::vector<TargetOutcome> outcomes;  // one per found process
+  // Not known to be gone: survivors, and processes that could not even be opened (a pidfd
+  // refused, EMFILE, …) — never counted as ended. A recycled PID means the process is gone.
   [[nodiscard]] std::size_t remaining() const;
 };
 

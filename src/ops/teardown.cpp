@@ -59,6 +59,7 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
       const int err = handle.error().errnum;
       outcomes[i].state =
           err == ESRCH ? TargetOutcome::State::kGone : TargetOutcome::State::kSkipped;
+      outcomes[i].recycled = err == kRecycledErrno;
       outcomes[i].reason = err == ESRCH ? "already gone"
                            : err == kRecycledErrno
                                ? "skipped: its PID now belongs to a newer process (recycled)"

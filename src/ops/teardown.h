@@ -25,6 +25,7 @@ struct TargetOutcome {
   State state = State::kSkipped;
   std::vector<std::string> signals;  // names, in the order sent
   std::string reason;                // skipped or remaining: why, one line
+  bool recycled = false;             // skipped because the PID now names another process
   std::vector<ThreadInfo> threads;   // remaining: each thread's state and wait channel
   double seconds = 0;                // gone: from the first signal to the exit seen
 };

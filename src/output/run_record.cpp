@@ -92,6 +92,7 @@ json to_json(const RunRecord& record, const std::string& host) {
   doc["exit_signal"] = optional_json(record.exit_signal);
   doc["exit_code"] = record.exit_code;
   doc["gpu_source"] = record.gpu_source;
+  doc["gpu_check"] = record.gpu_check;
   doc["clean"] = record.clean;
   json gpus = json::array();
   for (const RunGpu& gpu : record.gpus) {
@@ -164,6 +165,7 @@ Result<RunRecord> parse_run_record(std::string_view text) {
   r.get(doc, "exit_signal", record.exit_signal, "record");
   r.get(doc, "exit_code", record.exit_code, "record");
   r.get(doc, "gpu_source", record.gpu_source, "record");
+  r.get(doc, "gpu_check", record.gpu_check, "record");
   r.get(doc, "clean", record.clean, "record");
   r.get(doc, "escaped", record.escaped, "record");
   for (const json& g : r.array(doc, "gpus")) {
@@ -256,6 +258,10 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
                      true});
   }
   for (const std::string& e : record.escaped) lines.push_back({"outside the run: " + e, true});
+  if (record.gpu_check == "not-checked") {
+    const std::string why = record.gpus.empty() ? "" : ": " + record.gpus.front().note;
+    lines.push_back({"GPU memory NOT verified" + why, true});
+  }
   for (const RunGpu& gpu : record.gpus) {
     if (!gpu.back) continue;
     if (*gpu.back) {

@@ -4,6 +4,7 @@
 // modes run: the cgroup (when this machine lets us create one) and the forced subreaper
 // fallback. Only processes the test started are ever signalled, and only through pidfds.
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 
 #include "freezer.h"
 #include "holder_fixture.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX
 
 namespace gpuclean::testing {
 namespace {
@@ -163,8 +166,10 @@ TEST_F(RunTest, ACgroupThatCannotBeCreatedFallsBackAndSaysSo) {
   EXPECT_TRUE(contains(result.err, "not a writable cgroup v2 directory")) << result.err;
   EXPECT_TRUE(contains(result.err, "falling back")) << result.err;
   for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "pid " << pid << " outlived the run";
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/gpuclean-run."))
-      << "the failed group's directory must be removed";
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    EXPECT_EQ(entry.path().filename().string().rfind("gpuclean-run.", 0), std::string::npos)
+        << "the failed group's directory must be removed: " << entry.path();
+  }
 }
 
 class RunExitTest : public RunTest, public ::testing::WithParamInterface<bool> {
@@ -356,6 +361,7 @@ TEST_F(RunTest, AWorkloadStillForkingAtTeardownLeavesNothing) {
                  "(while :; do sleep 30 & echo $! >> '" + log + "'; done) & sleep 0.3; exit 0"});
     auto result = gpuclean(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(contains(result.err, "falling back"), fallback || !cgroups_usable()) << result.err;
     const std::vector<pid_t> forked = wait_for_pids(log, 1s);
     EXPECT_GT(forked.size(), 10u) << "the loop should have forked many sleepers";
     for (pid_t pid : forked) reaper_.adopt(pid);
@@ -390,6 +396,84 @@ TEST_F(RunTest, AHolderThatAppearsOutsideTheRunIsNamedAndLeftAlone) {
   // Negative control: the same run over a file nobody else holds names nobody.
   auto quiet = gpuclean({"run", "--no-nvml", "-q", "--device-glob", other_, "--", "true"});
   EXPECT_EQ(quiet.err, "");
+}
+
+TEST_F(RunTest, AStderrReaderThatWentAwayDoesNotStopTheTeardown) {
+  // `gpuclean run … 2>&1 | tee log` where tee died: every line gpuclean writes hits a closed
+  // pipe. The run must still start, tear down and exit with the workload's code.
+  const std::string script = std::string("'") + HOLDER_HELPER + "' daemon '" + held_ + "' '" +
+                             reports_ + "/daemon'; exit 3";
+  // stderr is a pipe whose read end is closed before gpuclean starts: its very first line
+  // (before the workload starts) already meets EPIPE.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  const std::vector<std::string> argv = {GPUCLEAN_BINARY, "run", "--no-nvml", "--",
+                                         "/bin/sh",       "-c",  script};
+  std::vector<char*> c_argv;
+  for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  pid_t run = 0;
+  ASSERT_EQ(::posix_spawn(&run, GPUCLEAN_BINARY, &actions, nullptr, c_argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  reaper_.adopt(run);
+  EXPECT_EQ(reap(run), 3) << "the workload's exit code";
+  const auto daemon = wait_for_pids(reports_ + "/daemon", 5s);
+  ASSERT_EQ(daemon.size(), 1u) << "the workload must have run";
+  reaper_.adopt(daemon[0]);
+  EXPECT_TRUE(wait_until([&] { return gone(daemon[0]); }, 5s)) << "the daemon outlived the run";
+}
+
+TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
+  // The test GPU source says 8 GiB used, held by nobody, once the workload's last act (a file)
+  // exists: memory the teardown could not return (a leak, a holder in another namespace).
+  const std::string leaked = dir_.path() + "/leaked";
+  auto view_with_later = [&](const json& later) {
+    const std::string path = dir_.path() + "/gpus-later.json";
+    json gpu = {{"index", 0},
+                {"uuid", "GPU-test-0"},
+                {"name", "NVIDIA H200"},
+                {"memory", {{"total", 150ull << 30}, {"used", 0}, {"free", 150ull << 30}}},
+                {"processes", json::array()}};
+    json doc = {{"driver_version", "580.159.04"}, {"gpus", {gpu}}};
+    if (!later.is_null()) doc["later"] = later;
+    std::ofstream(path) << doc.dump();
+    return path;
+  };
+  json leaked_gpu = {
+      {"index", 0},
+      {"uuid", "GPU-test-0"},
+      {"name", "NVIDIA H200"},
+      {"memory", {{"total", 150ull << 30}, {"used", 8ull << 30}, {"free", 142ull << 30}}},
+      {"processes", json::array()}};
+  // The pre-run level is read within milliseconds of the start; half a second is ample.
+  const std::string workload = "sleep 0.5; touch '" + leaked + "'";
+  auto not_back = gpuclean({"run", "--device-glob", held_, "--wait", "300ms", "--test-gpu-source",
+                            view_with_later({{"when_exists", leaked}, {"gpus", {leaked_gpu}}}),
+                            "--", "sh", "-c", workload});
+  EXPECT_EQ(not_back.exit_code, 1) << not_back.err;
+  EXPECT_TRUE(contains(not_back.err, "GPU 0: NOT back")) << not_back.err;
+  EXPECT_TRUE(contains(not_back.err, "8.0 GiB not returned")) << not_back.err;
+
+  // No answer at all after the teardown is "not verified", never "back".
+  std::filesystem::remove(leaked);
+  auto unchecked =
+      gpuclean({"run", "--device-glob", held_, "--test-gpu-source",
+                view_with_later({{"when_exists", leaked}, {"fail_query", "GPU is lost"}}), "--",
+                "sh", "-c", workload});
+  EXPECT_EQ(unchecked.exit_code, 1) << unchecked.err;
+  EXPECT_TRUE(contains(unchecked.err, "GPU memory NOT verified")) << unchecked.err;
+
+  // Negative control: the same run where the GPU stays as it was.
+  std::filesystem::remove(leaked);
+  auto back = gpuclean({"run", "--device-glob", held_, "--test-gpu-source",
+                        view_with_later(nullptr), "--", "sh", "-c", workload});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_TRUE(contains(back.err, "GPU 0: back to the pre-run level")) << back.err;
 }
 
 TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {

@@ -2,8 +2,10 @@
 // resolution, the cgroup2 mount lookup, and refusing a directory that is not a cgroup.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -59,6 +61,67 @@ TEST(ResolveProgramTest, NotFoundAndNotExecutableAreTold) {
   EXPECT_EQ(ops::resolve_program(a.path() + "/absent", "").error().errnum, ENOENT);
   EXPECT_EQ(ops::resolve_program(a.path(), "").error().errnum, EACCES);  // a directory
   EXPECT_EQ(ops::resolve_program("", a.path()).error().errnum, ENOENT);
+}
+
+int wait_exit_code(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(LaunchTest, StartsTheProgramWithAPidfdAndNoBlockedSignals) {
+  // gpuclean blocks the signals it forwards; the workload must start with none blocked.
+  ScratchDir dir;
+  const std::string out = dir.path() + "/sigblk";
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigset_t old;
+  ASSERT_EQ(::sigprocmask(SIG_BLOCK, &block, &old), 0);
+  auto launched =
+      ops::launch("/bin/sh", {"sh", "-c", "grep SigBlk /proc/self/status > '" + out + "'"}, {});
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(launched.ok()) << launched.error().message();
+  EXPECT_TRUE(launched->pidfd.valid());
+  EXPECT_EQ(wait_exit_code(launched->pid), 0);
+  std::ifstream in(out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "SigBlk:\t0000000000000000")
+      << "negative control: the parent had INT and TERM blocked";
+}
+
+TEST(LaunchTest, AnExecFailureComesBackAsTheExecStepsError) {
+  auto missing = ops::launch("/nonexistent/gpuclean-test", {"x"}, {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().context, "exec");
+  EXPECT_EQ(missing.error().errnum, ENOENT);
+  ScratchDir dir;
+  auto denied = ops::launch(dir.file("plain", 0644), {"plain"}, {});
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().errnum, EACCES);
+}
+
+TEST(LaunchTest, NewSessionPutsTheChildInItsOwnSession) {
+  ScratchDir dir;
+  const std::string out = dir.path() + "/sid";
+  for (const bool new_session : {false, true}) {
+    ops::LaunchOptions options;
+    options.new_session = new_session;
+    auto launched = ops::launch(
+        "/bin/sh",
+        {"sh", "-c", "cut -d' ' -f6 /proc/self/stat > '" + out + "'; echo $$ >> '" + out + "'"},
+        options);
+    ASSERT_TRUE(launched.ok()) << launched.error().message();
+    EXPECT_EQ(wait_exit_code(launched->pid), 0);
+    std::ifstream in(out);
+    std::string sid;
+    std::string pid;
+    in >> sid >> pid;
+    // The session of `cut` is its shell's: the shell's own PID when it leads a new session.
+    EXPECT_EQ(sid == pid, new_session) << "sid " << sid << " pid " << pid;
+  }
 }
 
 TEST(Cgroup2MountTest, FindsTheV2MountAmongV1Ones) {
