@@ -190,10 +190,17 @@ if grep -q " /sys/fs/cgroup/freezer " /proc/self/mountinfo; then
   [[ $reason == gpuclean:* ]] || fail "drain reason is not gpuclean's: $reason"
   [[ $reason == *"$holder"* ]] || fail "drain reason does not name the holder $holder: $reason"
   echo "slurm test: frozen holder -> node drained: $reason"
+  # The health check keeps a dirty node drained, and resumes it (its reason is gpuclean's)
+  # once the holder is gone.
+  health() { GPUCLEAN=$gpuclean GPUCLEAN_DEVICE_GLOB=$device "$repo/contrib/slurm/healthcheck.sh"; }
+  health 2>/dev/null || fail "healthcheck.sh failed on a dirty node"
+  sinfo -h -n "$node" -o %t | grep -q drain || fail "healthcheck.sh resumed a dirty node"
   echo THAWED >"$freezer/freezer.state"
   kill -KILL "$holder"
   wait_for 10 bash -c "! grep -q '$device' <(ls -l /proc/$holder/fd 2>/dev/null)" || fail "could not kill $holder after thawing"
-  scontrol update nodename="$node" state=resume
+  health || fail "healthcheck.sh failed on a clean node"
+  wait_for 10 node_idle || fail "healthcheck.sh did not resume the clean node: $(sinfo -h -o '%t %E')"
+  echo "slurm test: healthcheck.sh kept the node drained while dirty, resumed it once clean"
 else
   echo "slurm test: drain case SKIPPED: no cgroup v1 freezer at /sys/fs/cgroup/freezer"
 fi
