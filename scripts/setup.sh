@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
   clang-format clang-tidy
   psmisc lsof procps util-linux time   # fuser/lsof for the bench and tests, unshare for PID namespaces
+  clang libclang-rt-dev   # libFuzzer for fuzz/ci.sh and bench/fuzz_bench.sh
   prometheus-cpp-dev prometheus shellcheck   # gpuclean metrics; promtool and shellcheck for its tests
 )
 

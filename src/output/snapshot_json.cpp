@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <limits>
+#include <map>
 
 #include "output/json.h"
 
@@ -402,6 +403,24 @@ Result<Snapshot> read_snapshot(const json& doc) {
   if (const json* gpus = r.array(doc, "gpus", "");
       gpus != nullptr && (!snap.nvml_state || *snap.nvml_state == "present")) {
     snap.gpus = read_gpus(r, *gpus);
+  }
+  // GPUs are matched by UUID (by index without one): a second GPU with the same UUID or index
+  // would be matched to the first, and a file would differ from itself (found by fuzzing).
+  if (snap.gpus) {
+    std::map<std::string, std::size_t> uuids;
+    std::map<unsigned, std::size_t> indexes;
+    for (std::size_t i = 0; i < snap.gpus->size(); ++i) {
+      const SnapshotGpu& gpu = (*snap.gpus)[i];
+      const std::string path = "gpus[" + std::to_string(i) + "]";
+      if (gpu.uuid && !gpu.uuid->empty()) {
+        if (auto [at, added] = uuids.emplace(*gpu.uuid, i); !added) {
+          return Error{0, path + ".uuid: the same as gpus[" + std::to_string(at->second) + "]'s"};
+        }
+      }
+      if (auto [at, added] = indexes.emplace(gpu.index, i); !added) {
+        return Error{0, path + ".index: the same as gpus[" + std::to_string(at->second) + "]'s"};
+      }
+    }
   }
   if (const json* holders = r.array(doc, "holders", "")) snap.holders = read_holders(r, *holders);
   if (const json* k = r.object(doc, "kernel_log", ""))

@@ -1,0 +1,15 @@
+// `gpuclean plot` reads a run record that may be hand-edited or hostile: parse it, then print
+// its summary and draw it, as plot and run do.
+#include "fuzz_check.h"
+#include "output/run_plot.h"
+#include "output/run_record.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  auto record = gpuclean::output::parse_run_record(gpuclean::fuzz::as_text(data, size));
+  if (!record.ok()) return 0;
+  for (const auto& line : gpuclean::output::run_summary_lines(*record)) {
+    gpuclean::fuzz::check(gpuclean::fuzz::is_safe_utf8(line.text), "run summary lines are escaped");
+  }
+  (void)gpuclean::output::render_run_svg(*record);
+  return 0;
+}
