@@ -1,0 +1,160 @@
+// The read-only commands and `kill` run by an unprivileged user (created here when the suite runs
+// as root; skipped otherwise): other users' processes are summarised as unreadable, nothing
+// crashes, and `kill` on a root-owned process refuses with a reason while the process lives on.
+// Each guarantee has a root-run negative control that shows the same command succeeding.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "holder_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using nlohmann::json;
+
+// Left in place after the tests (several test processes may share it at once under ctest -j).
+constexpr const char* kUser = "gpuclean-unpriv";
+constexpr const char* kSetpriv = "/usr/bin/setpriv";  // util-linux (scripts/setup.sh)
+
+class PrivilegeTest : public HolderFixture {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and to setuid to it";
+    if (::access(kSetpriv, X_OK) != 0 || ::access("/usr/sbin/useradd", X_OK) != 0) {
+      GTEST_SKIP() << "needs /usr/bin/setpriv and /usr/sbin/useradd";
+    }
+    if (::getpwnam(kUser) == nullptr) {
+      // 9: the user exists (another test process created it just now).
+      const auto added = run_command({"/usr/sbin/useradd", "--system", "--no-create-home",
+                                      "--shell", "/usr/sbin/nologin", kUser});
+      ASSERT_TRUE(added.exit_code == 0 || added.exit_code == 9) << added.err;
+    }
+    const passwd* user = ::getpwnam(kUser);
+    ASSERT_NE(user, nullptr);
+    uid_ = user->pw_uid;
+    ASSERT_NE(uid_, 0u);
+    // The user must reach the binaries and the files: copies in a world-readable scratch dir.
+    std::filesystem::permissions(dir_.path(), std::filesystem::perms::all);
+    namespace fs = std::filesystem;
+    binary_ = dir_.path() + "/gpuclean";
+    helper_ = dir_.path() + "/holder_helper";
+    fs::copy_file(GPUCLEAN_BINARY, binary_);
+    fs::copy_file(HOLDER_HELPER, helper_);
+    for (const std::string& f : {held_, other_}) {
+      fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read | fs::perms::others_write);
+    }
+  }
+
+  // argv run as the unprivileged user (real and effective ids, no supplementary groups).
+  CommandResult as_user(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {kSetpriv, "--reuid=" + std::to_string(uid_),
+                                     "--regid=" + std::to_string(::getpwnam(kUser)->pw_gid),
+                                     "--clear-groups", "--"};
+    argv.push_back(binary_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv);
+  }
+  CommandResult as_root(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {binary_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv);
+  }
+  static void expect_no_crash(const CommandResult& result) {
+    EXPECT_LT(result.exit_code, 4) << "crash or error exit\n" << result.out << result.err;
+    EXPECT_EQ(result.err.find("Sanitizer"), std::string::npos) << result.err;
+  }
+
+  uid_t uid_ = 0;
+  std::string binary_;
+  std::string helper_;
+};
+
+TEST_F(PrivilegeTest, OtherUsersProcessesAreSummarisedAsUnreadable) {
+  const pid_t root_holder = start_argv({helper_, "hold", held_, ready_}).at(0);
+  // A holder of the user's own: the unprivileged scan does see what it may read.
+  const pid_t own_holder = start_argv({kSetpriv, "--reuid=" + std::to_string(uid_),
+                                       "--regid=" + std::to_string(::getpwnam(kUser)->pw_gid),
+                                       "--clear-groups", "--", helper_, "hold", held_, ready_})
+                               .at(0);
+
+  const auto result = as_user({"who", "--json", "--device-glob", held_});
+  expect_no_crash(result);
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  const json doc = json::parse(result.out);
+  EXPECT_NE(find_holder(doc, own_holder), nullptr) << result.out;
+  EXPECT_EQ(find_holder(doc, root_holder), nullptr) << "read a root process's fds as a user";
+  EXPECT_GE(doc["scan"]["unreadable"].get<int>(), 1) << result.out;
+  EXPECT_LE(doc["scan"]["unreadable_sample"].size(), 5u) << result.out;
+
+  // Text: one summary line for all unreadable processes, not one line each.
+  const auto text = as_user({"who", "--device-glob", held_});
+  expect_no_crash(text);
+  std::size_t lines = 0;
+  for (std::size_t at = text.err.find("could not be read"); at != std::string::npos;
+       at = text.err.find("could not be read", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << text.out << text.err;
+  EXPECT_NE(text.err.find("permission denied"), std::string::npos) << text.err;
+
+  // Negative control: root reads the same process and finds both holders.
+  const json root_doc = json::parse(as_root({"who", "--json", "--device-glob", held_}).out);
+  EXPECT_NE(find_holder(root_doc, root_holder), nullptr);
+  EXPECT_NE(find_holder(root_doc, own_holder), nullptr);
+}
+
+TEST_F(PrivilegeTest, ReadOnlyCommandsRunAsAUser) {
+  start_argv({helper_, "hold", held_, ready_});
+  for (const std::string_view command : {"who", "status", "check"}) {
+    SCOPED_TRACE(std::string(command));
+    std::vector<std::string> args = {std::string(command), "--device-glob", held_};
+    if (command != "who") args.emplace_back("--no-nvml");
+    const auto text = as_user(args);
+    expect_no_crash(text);
+    args.emplace_back("--json");
+    const auto as_json = as_user(args);
+    expect_no_crash(as_json);
+    EXPECT_FALSE(json::parse(as_json.out, nullptr, false).is_discarded()) << as_json.out;
+    // Negative control: root gets the same kind of exit (0 or 1: not an error).
+    const auto root = as_root(args);
+    EXPECT_LT(root.exit_code, 2) << root.out << root.err;
+  }
+  // status says how much it could not see, in one line.
+  const auto status = as_user({"status", "--no-nvml", "--device-glob", held_});
+  EXPECT_NE(status.err.find("could not be read (permission denied"), std::string::npos)
+      << status.out << status.err;
+}
+
+TEST_F(PrivilegeTest, KillOfARootProcessExplainsTheMissingPrivilege) {
+  const pid_t target = start_argv({helper_, "hold", held_, ready_}).at(0);
+  const auto refused = as_user({"kill", std::to_string(target), "--no-tree", "--no-nvml", "--grace",
+                                "300ms", "--wait", "2s", "--device-glob", held_});
+  EXPECT_NE(refused.exit_code, 0) << refused.out << refused.err;
+  EXPECT_LT(refused.exit_code, 4) << "crash\n" << refused.out << refused.err;
+  const std::string said = refused.out + refused.err;
+  EXPECT_TRUE(said.find("permission") != std::string::npos ||
+              said.find("privilege") != std::string::npos || said.find("root") != std::string::npos)
+      << said;
+  EXPECT_NE(proc_state(target), '\0');
+  EXPECT_NE(proc_state(target), 'Z') << "the root-owned process was killed by a user";
+  std::printf("kill as %s (exit %d): %s\n", kUser, refused.exit_code, said.c_str());
+
+  // Negative control: root's kill of the same process works.
+  const auto killed = as_root({"kill", std::to_string(target), "--no-tree", "--no-nvml", "--grace",
+                               "300ms", "--wait", "2s", "--device-glob", held_});
+  EXPECT_EQ(killed.exit_code, 0) << killed.out << killed.err;
+  EXPECT_TRUE(wait_until([&] { return proc_state(target) == '\0' || proc_state(target) == 'Z'; }));
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
