@@ -367,6 +367,9 @@ Result<Snapshot> parse_snapshot(std::string_view text) {
                           std::to_string(text.size()) + ")"};
     }
     return Error{0, "not valid JSON: " + std::string(e.what())};
+  } catch (const json::out_of_range& e) {
+    // A number too large for any JSON number type, e.g. 1e999 (found by fuzzing).
+    return Error{0, "not valid JSON: " + std::string(e.what())};
   }
 }
 
