@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The short fuzz run of ./test.sh: builds the libFuzzer targets with clang, replays every
 # regression input (fuzz/regressions/NAME: inputs that once crashed, kept after the fix), then
-# fuzzes each target for FUZZ_SECONDS (default 3) from its seeds. bench/fuzz_bench.sh is the
+# fuzzes each target for FUZZ_SECONDS (default 2) from its seeds. bench/fuzz_bench.sh is the
 # long run. Without clang's libFuzzer runtime it says so and exits 0 (CI stays green; the
 # parsers are still covered by the unit tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${FUZZ_SECONDS:-3}
+seconds=${FUZZ_SECONDS:-2}
 build_dir=${BUILD_DIR:-build-fuzz}
 targets="stat status nspid cmdline cgroup mountinfo maps fdinfo fd_link run_record snapshot duration signal gpu_list escape"
 
