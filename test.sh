@@ -23,6 +23,8 @@ if [ $quick -eq 0 ]; then
 fi
 echo "== Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
 tests/slurm/run.sh build
+echo "== Prometheus: a real server scrapes gpuclean metrics --listen"
+tests/prometheus/run.sh build
 if [ $quick -eq 0 ]; then
   echo "== fuzz, a few seconds per parser (bench/fuzz_bench.sh is the long run)"
   fuzz/ci.sh
