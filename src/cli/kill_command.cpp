@@ -241,7 +241,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
       skipped.push_back({pid, "a monitor (control files only, no GPU context)"});
     } else if (!root && info.uid && *info.uid != ::geteuid()) {
       skipped.push_back(
-          {pid, "owned by " + info.user + ": not permitted (run as root or as " + info.user + ")"});
+          {pid, "owned by " + info.user + ": not permitted (run as " +
+                    (info.uid == Uid{0} ? std::string("root") : "root or as " + info.user) + ")"});
     } else {
       Target t;
       t.process = info;
