@@ -1,7 +1,7 @@
 // --gpus: "all", "0,2", "0-3".
 #include <string>
 
-#include "cli/gather.h"
+#include "cli/common.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

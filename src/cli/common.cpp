@@ -1,14 +1,21 @@
 #include "cli/common.h"
 
+#include "cli/test_hooks.h"
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <thread>
 
 namespace gpuclean::cli {
 
-void add_common_options(CLI::App& command, CommonOptions& options) {
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
+
+void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope) {
   command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
   command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3 or all")
       ->default_str("all");
@@ -21,10 +28,45 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       .add_option("--threads", options.threads,
                   "Threads for the /proc scan (default: one per core, at most 16)")
       ->check(CLI::Range(1u, 256u));
-  command.add_option("--proc-root", options.proc_root, "procfs to read (for tests)")
-      ->group("");  // hidden
-  command.add_option("--test-gpu-source", options.test_gpu_source, "JSON GPU view (for tests)")
-      ->group("");  // hidden
+  add_test_hooks(command, options, scope);
+}
+
+int exit_code_of(const collect::GatherError& error) {
+  return error.usage ? kExitUsage : kExitRuntime;
+}
+
+Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text) {
+  if (text == "all") return std::optional<std::set<unsigned>>();
+  std::set<unsigned> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto number = [](std::string_view s) -> std::optional<unsigned> {
+      unsigned v = 0;
+      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v > 1023)
+        return std::nullopt;
+      return v;
+    };
+    const std::size_t dash = part.find('-');
+    if (dash == std::string::npos) {
+      auto v = number(part);
+      if (!v) return Error{0, "--gpus: '" + part + "' is not a GPU index (use 0,2 or 0-3 or all)"};
+      out.insert(*v);
+    } else {
+      auto lo = number(std::string_view(part).substr(0, dash));
+      auto hi = number(std::string_view(part).substr(dash + 1));
+      if (!lo || !hi || *lo > *hi) {
+        return Error{0, "--gpus: '" + part + "' is not a range (use 0-3)"};
+      }
+      for (unsigned i = *lo; i <= *hi; ++i) out.insert(i);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return std::optional<std::set<unsigned>>(std::move(out));
 }
 
 std::string host_name() {

@@ -2,10 +2,15 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "collect/gather.h"
+#include "core/result.h"
 
 namespace gpuclean::cli {
 
@@ -16,23 +21,29 @@ enum ExitCode : int {
   kExitRuntime = 3,  // runtime failure (e.g. NVML present but failing)
 };
 
-struct CommonOptions {
+// The global options (SPEC.md): what to collect, plus how to answer.
+struct CommonOptions : collect::CollectOptions {
   bool json = false;
   std::string gpus = "all";
-  std::vector<std::string> device_globs;  // empty: SPEC.md's NVIDIA defaults
-  bool no_nvml = false;
-  unsigned threads = 0;             // 0: one per core, at most 16
-  std::string proc_root = "/proc";  // hidden; tests point it at fixture trees
-  std::string test_gpu_source;      // hidden; a JSON GPU view instead of NVML (tests)
 };
 
-void add_common_options(CLI::App& command, CommonOptions& options);
+enum class HookScope;  // cli/test_hooks.h
+
+// --json, --gpus, --device-glob, --no-nvml, --threads; in the test binary also the test inputs
+// `scope` allows (cli/test_hooks.h).
+void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope);
 
 // Where the command's output and diagnostics go; injected so tests can capture them.
 struct Io {
   std::ostream& out;
   std::ostream& err;
 };
+
+// The exit code for a failed collection: 2 for a bad selection, 3 for an unreadable /proc.
+int exit_code_of(const collect::GatherError& error);
+
+// "0,2", "0-3", "all" → indices; nullopt for "all". Errors name the bad part.
+Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text);
 
 std::string host_name();
 double unix_now();

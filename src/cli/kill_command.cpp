@@ -1,4 +1,5 @@
 #include "cli/kill_command.h"
+#include "cli/test_hooks.h"
 
 #include <unistd.h>
 
@@ -11,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/gather.h"
+#include "collect/gather.h"
 #include "core/duration.h"
 #include "core/units.h"
 #include "diagnose/classify.h"
@@ -24,6 +25,10 @@
 #include "procfs/process_table.h"
 
 namespace gpuclean::cli {
+
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -113,7 +118,7 @@ std::string target_row(const Target& t, int depth) {
 void add_kill_command(CLI::App& app, KillOptions& o) {
   CLI::App* kill = app.add_subcommand(
       "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
-  add_common_options(*kill, o.common);
+  add_common_options(*kill, o.common, HookScope::kAct);
   kill->add_option("pids", o.pids, "These processes and their descendants")
       ->check(CLI::PositiveNumber);
   kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
@@ -148,15 +153,15 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   auto opened = Gatherer::open(common);
   if (auto* error = std::get_if<GatherError>(&opened)) {
     io.err << "gpuclean: kill: " << error->message << '\n';
-    return error->exit_code;
+    return exit_code_of(*error);
   }
   Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
   Gathered gathered = gatherer.collect();
-  const bool have_nvml = gathered.nvml_state == "present";
+  const bool have_nvml = gathered.nvml_state == NvmlState::kPresent;
   if (parsed->gpus && !have_nvml) {
     io.err << "gpuclean: kill: selecting by GPU needs NVML (which GPU a process uses is known "
               "only from NVML's process lists), and NVML is "
-           << gathered.nvml_state << '\n';
+           << to_string(gathered.nvml_state) << '\n';
     return kExitUsage;
   }
   diagnose::Options diagnose_options;

@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "cli/kill_command.h"
+#include "cli/test_hooks.h"
 #ifdef GPUCLEAN_METRICS
 #include "cli/metrics_command.h"
 #endif
@@ -86,7 +87,7 @@ int run(int argc, char** argv) {
   add_metrics_command(app, metrics);
 #endif
   StatusOptions bare;
-  add_common_options(app, bare.common);
+  add_common_options(app, bare.common, HookScope::kInspect);
 
   if (auto exit_code = parse(app, argc, argv)) return *exit_code;
 

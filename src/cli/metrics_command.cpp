@@ -1,4 +1,5 @@
 #include "cli/metrics_command.h"
+#include "cli/test_hooks.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,12 +18,16 @@
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 
-#include "cli/gather.h"
+#include "collect/gather.h"
 #include "core/unique_fd.h"
 #include "output/escape.h"
 #include "output/metrics_view.h"
 
 namespace gpuclean::cli {
+
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
 namespace {
 
 // One scan + diagnosis as metrics. nullopt status when the gather failed (said on io.err);
@@ -176,7 +181,7 @@ int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
 void add_metrics_command(CLI::App& app, MetricsOptions& options) {
   CLI::App* metrics = app.add_subcommand(
       "metrics", "Prometheus metrics: print once, --textfile PATH, or --listen [ADDR:]PORT");
-  add_diagnosis_options(*metrics, options.status);
+  add_diagnosis_options(*metrics, options.status, HookScope::kInspect);
   CLI::Option* textfile =
       metrics->add_option("--textfile", options.textfile,
                           "Write the metrics to this file atomically (node_exporter's textfile "
@@ -231,7 +236,7 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
   auto opened = Gatherer::open(options.status.common);
   if (auto* error = std::get_if<GatherError>(&opened)) {
     io.err << "gpuclean: " << error->message << '\n';
-    return error->exit_code;
+    return exit_code_of(*error);
   }
   auto gatherer = std::move(std::get<std::unique_ptr<Gatherer>>(opened));
   // One scan first, also before serving: bad flags (--gpus 7 on a 1-GPU machine) are a usage

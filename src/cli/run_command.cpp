@@ -1,4 +1,5 @@
 #include "cli/run_command.h"
+#include "cli/test_hooks.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -17,8 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/gather.h"
-#include "cli/gpu_sampler.h"
+#include "collect/gather.h"
+#include "collect/gpu_sampler.h"
 #include "core/duration.h"
 #include "core/run_record.h"
 #include "core/units.h"
@@ -33,6 +34,12 @@
 #include "output/run_record.h"
 
 namespace gpuclean::cli {
+
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
+using collect::GpuSampler;
+using collect::open_sampler_source;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -315,7 +322,7 @@ std::set<Pid> pids_of(const std::vector<ProcessInfo>& processes) {
 void add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* run = app.add_subcommand(
       "run", "Run a workload so that nothing it starts outlives it: gpuclean run [OPTIONS] -- CMD");
-  add_diagnosis_options(*run, o.check);
+  add_diagnosis_options(*run, o.check, HookScope::kAct);
   run->add_option("--timeout", o.timeout, "End the run after DURATION (exit 124)");
   run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown")
       ->default_str("5s");
@@ -329,8 +336,7 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   run->add_flag("--no-cgroup", o.no_cgroup,
                 "Do not use a cgroup: child subreaper and own session only");
   run->add_flag("-q,--quiet", o.quiet, "Print only problems");
-  run->add_option("--cgroup-parent", o.cgroup_parent, "cgroup v2 directory for the group (tests)")
-      ->group("");  // hidden
+  add_cgroup_parent_hook(*run, o.cgroup_parent);
   // After "--" every word is the workload's, its own options included.
   run->add_option("command", o.command, "The workload: -- CMD [ARGS...]");
 }
@@ -370,7 +376,7 @@ int run_run(const RunOptions& o, const Io& io) {
   if (!o.check.common.device_globs.empty() || o.require_clean) {
     if (auto error = open_gatherer()) {
       io.err << "gpuclean: run: " << error->message << '\n';
-      return error->exit_code == kExitUsage ? kExitUsage : kExitNotStarted;
+      return exit_code_of(*error) == kExitUsage ? kExitUsage : kExitNotStarted;
     }
   }
   // NVML is asked only through a sampler process (gpu_sampler.h), never in this one.
@@ -492,7 +498,7 @@ int run_run(const RunOptions& o, const Io& io) {
     if (!sampler) attach_sampler();
     before = gatherer_owner->collect();
   }
-  if (before.nvml_state == "failed") {
+  if (before.nvml_state == NvmlState::kFailed) {
     io.err << "gpuclean: run: NVML is failing (" << output::escape_terminal(before.nvml_message)
            << "): the GPUs' memory will not be verified\n";
   }

@@ -20,7 +20,7 @@ struct RunOptions {
   std::string record_path;
   bool require_clean = false;
   bool no_cgroup = false;     // force the subreaper fallback
-  std::string cgroup_parent;  // hidden: make the group under this directory (tests)
+  std::string cgroup_parent;  // test binary only: make the group under this directory
   bool quiet = false;
 };
 

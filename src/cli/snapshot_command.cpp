@@ -1,4 +1,5 @@
 #include "cli/snapshot_command.h"
+#include "cli/test_hooks.h"
 
 #include <unistd.h>
 
@@ -7,7 +8,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "cli/gather.h"
+#include "collect/gather.h"
 #include "diagnose/snapshot_diff.h"
 #include "output/diff_view.h"
 #include "output/escape.h"
@@ -17,6 +18,11 @@
 extern char** environ;  // NOLINT: POSIX; read once, never written
 
 namespace gpuclean::cli {
+
+using collect::gather;
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
 namespace {
 
 // Snapshots are a few hundred KiB at most; anything far larger is not one.
@@ -49,7 +55,7 @@ std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoo
   auto gathered = gather(options.common, /*gpu_details=*/true);
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
-    failed_exit = error->exit_code;
+    failed_exit = exit_code_of(*error);
     return std::nullopt;
   }
   Gathered& g = std::get<Gathered>(gathered);
@@ -68,7 +74,7 @@ std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoo
   taken.document = output::snapshot_document({report, nvml_version, details, facts, log});
   taken.document["verdict"] = report.diagnosis.clean ? "clean" : "dirty";
   taken.document["problems"] = output::to_json_array(report.diagnosis.problems);
-  taken.exit_code = report.nvml_state == "failed" ? kExitRuntime : kExitClean;
+  taken.exit_code = report.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitClean;
   return taken;
 }
 
@@ -145,7 +151,7 @@ std::optional<Snapshot> snapshot_now(const StatusOptions& options, const procfs:
 void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
   CLI::App* snapshot = app.add_subcommand(
       "snapshot", "JSON fingerprint of what a GPU benchmark depends on (compare with diff)");
-  add_common_options(*snapshot, options.common);
+  add_common_options(*snapshot, options.common, HookScope::kInspect);
   snapshot->add_option("-o,--output", options.output, "Write to this file instead of stdout");
   add_root_options(*snapshot, options.roots);
 }
@@ -153,7 +159,7 @@ void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
 void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
   CLI::App* diff = app.add_subcommand(
       "diff", "What changed between two snapshots (B defaults to now), most relevant first");
-  add_common_options(*diff, options.common);
+  add_common_options(*diff, options.common, HookScope::kInspect);
   diff->add_option("before", options.before, "The earlier snapshot (gpuclean snapshot -o FILE)")
       ->required();
   diff->add_option("after", options.after, "The later snapshot (default: the machine now)");
@@ -253,7 +259,7 @@ int run_check_against(const StatusOptions& options, const Io& io) {
     doc["problems"] = output::to_json_array(status.diagnosis.problems);
     output::write_json(io.out, doc);
   } else {
-    if (status.nvml_state == "failed") {
+    if (status.nvml_state == NvmlState::kFailed) {
       io.err << "gpuclean: NVML failed: " << output::escape_terminal(status.nvml_message) << '\n';
     }
     output::render_check_lines(io.out, status);

@@ -1,4 +1,5 @@
 #include "cli/status_command.h"
+#include "cli/test_hooks.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -10,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/gather.h"
+#include "collect/gather.h"
 #include "core/duration.h"
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
@@ -22,8 +23,13 @@
 
 namespace gpuclean::cli {
 
-void add_diagnosis_options(CLI::App& command, StatusOptions& options) {
-  add_common_options(command, options.common);
+using collect::gather;
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
+
+void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope) {
+  add_common_options(command, options.common, scope);
   command
       .add_option("--max-used", options.max_used_mib,
                   "Used MiB per GPU that no process accounts for and is still clean")
@@ -50,10 +56,10 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
     prepared.exit_code = kExitUsage;
     return prepared;
   }
-  if (gathered.nvml_state != "present" && gpus->has_value()) {
+  if (gathered.nvml_state != NvmlState::kPresent && gpus->has_value()) {
     io.err << "gpuclean: --gpus needs NVML (which GPU a process uses is known only from NVML's "
               "process lists), and NVML is "
-           << gathered.nvml_state << '\n';
+           << to_string(gathered.nvml_state) << '\n';
     prepared.exit_code = kExitUsage;
     return prepared;
   }
@@ -90,7 +96,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   }
   prepared.usable = true;
   // NVML present but failing: the memory answer would be wrong, so say so with exit 3.
-  if (report.nvml_state == "failed") {
+  if (report.nvml_state == NvmlState::kFailed) {
     prepared.exit_code = kExitRuntime;
   } else {
     prepared.exit_code = report.diagnosis.clean ? kExitClean : kExitDirty;
@@ -103,7 +109,7 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
     Prepared failed;
-    failed.exit_code = error->exit_code;
+    failed.exit_code = exit_code_of(*error);
     return failed;
   }
   return prepare_from(options, std::move(std::get<Gathered>(gathered)), io);
@@ -112,8 +118,8 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
 // A machine without the driver is a fact, not a problem: only a failing NVML is worth a line
 // from the quiet commands.
 void warn_nvml(const output::StatusReport& report, const Io& io) {
-  if (report.nvml_state == "failed") {
-    io.err << "gpuclean: NVML " << report.nvml_state << ": "
+  if (report.nvml_state == NvmlState::kFailed) {
+    io.err << "gpuclean: NVML " << to_string(report.nvml_state) << ": "
            << output::escape_terminal(report.nvml_message) << '\n';
   }
 }
@@ -134,13 +140,13 @@ StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, c
 void add_status_command(CLI::App& app, StatusOptions& options) {
   CLI::App* status = app.add_subcommand(
       "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
-  add_diagnosis_options(*status, options);
+  add_diagnosis_options(*status, options, HookScope::kInspect);
 }
 
 void add_check_command(CLI::App& app, StatusOptions& options) {
   CLI::App* check = app.add_subcommand(
       "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
-  add_diagnosis_options(*check, options);
+  add_diagnosis_options(*check, options, HookScope::kInspect);
   check->add_option("--against", options.against,
                     "Also fail on differences from this snapshot that can change a benchmark "
                     "result (gpuclean snapshot -o FILE)");
@@ -149,7 +155,7 @@ void add_check_command(CLI::App& app, StatusOptions& options) {
 void add_explain_command(CLI::App& app, ExplainOptions& options) {
   CLI::App* explain =
       app.add_subcommand("explain", "Everything known about one PID and why it holds GPU memory");
-  add_common_options(*explain, options.common);
+  add_common_options(*explain, options.common, HookScope::kInspect);
   explain->add_option("pid", options.pid, "The process (it may be one NVML names that is gone)")
       ->required()
       ->check(CLI::PositiveNumber);
@@ -176,7 +182,7 @@ int run_check(const StatusOptions& options, const Io& io) {
   auto gathered = gather(options.common);
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
-    return error->exit_code;
+    return exit_code_of(*error);
   }
   return run_check_on(options, std::move(std::get<Gathered>(gathered)), io);
 }
@@ -195,7 +201,7 @@ int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) 
 
 void add_wait_command(CLI::App& app, WaitOptions& options) {
   CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
-  add_diagnosis_options(*wait, options.status);
+  add_diagnosis_options(*wait, options.status, HookScope::kInspect);
   wait->add_option("--timeout", options.timeout, "Give up after this long (30s, 5m, …): exit 1")
       ->each([&options](const std::string&) { options.has_timeout = true; });
 }
@@ -218,7 +224,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   auto opened = Gatherer::open(options.status.common);
   if (auto* error = std::get_if<GatherError>(&opened)) {
     io.err << "gpuclean: " << error->message << '\n';
-    return error->exit_code;
+    return exit_code_of(*error);
   }
   Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
   auto elapsed = [&started] {
@@ -227,7 +233,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   while (true) {
     Prepared prepared = prepare_from(options.status, gatherer.collect(), io);
     if (!prepared.usable) return prepared.exit_code;
-    if (prepared.report.nvml_state == "failed") {
+    if (prepared.report.nvml_state == NvmlState::kFailed) {
       warn_nvml(prepared.report, io);
       return kExitRuntime;
     }

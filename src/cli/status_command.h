@@ -9,6 +9,10 @@
 #include "core/model.h"
 #include "output/status_view.h"
 
+namespace gpuclean::collect {
+struct Gathered;
+}
+
 namespace gpuclean::cli {
 
 struct StatusOptions {
@@ -31,14 +35,12 @@ struct ExplainOptions {
 };
 
 // The common flags plus check's: --max-used, --allow-user, --ignore-pid.
-void add_diagnosis_options(CLI::App& command, StatusOptions& options);
+void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope);
 
 void add_status_command(CLI::App& app, StatusOptions& options);
 void add_check_command(CLI::App& app, StatusOptions& options);
 void add_explain_command(CLI::App& app, ExplainOptions& options);
 void add_wait_command(CLI::App& app, WaitOptions& options);
-
-struct Gathered;
 
 // The diagnosis of gathered inputs as status/check report it, for commands that gather
 // themselves (snapshot, check --against gather with GPU details). Usage problems are printed
@@ -48,15 +50,15 @@ struct StatusPrepared {
   int exit_code = kExitClean;  // as run_status would return
   bool usable = false;
 };
-StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, const Io& io);
+StatusPrepared prepare_status(const StatusOptions& options, collect::Gathered gathered,
+                              const Io& io);
 
 // 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong).
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
 // Silent and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
 int run_check(const StatusOptions& options, const Io& io);
 // run_check on inputs already gathered (run gathers through its GPU sampler).
-struct Gathered;
-int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io);
+int run_check_on(const StatusOptions& options, collect::Gathered gathered, const Io& io);
 // Polls until the selected GPUs are clean: 0 when they are, 1 when --timeout passes first (the
 // remaining problems printed as `check` prints them), 2 for bad flags, 3 when NVML fails.
 // On a terminal a progress line shows what is still holding.

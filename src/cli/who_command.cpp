@@ -1,18 +1,26 @@
 #include "cli/who_command.h"
+#include "cli/test_hooks.h"
 
 #include <ostream>
 
-#include "cli/gather.h"
+#include "collect/gather.h"
 #include "output/who_view.h"
 #include "procfs/device_files.h"
 #include "procfs/holder_scan.h"
 
 namespace gpuclean::cli {
 
+using collect::gather;
+using collect::Gathered;
+using collect::Gatherer;
+using collect::GatherError;
+using collect::read_holders;
+using collect::select_device_files;
+
 void add_who_command(CLI::App& app, WhoOptions& options) {
   CLI::App* who = app.add_subcommand(
       "who", "Every process holding the device files, including zombie-led thread groups");
-  add_common_options(*who, options.common);
+  add_common_options(*who, options.common, HookScope::kInspect);
   who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files");
 }
 

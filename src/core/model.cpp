@@ -51,4 +51,26 @@ const char* to_string(GpuProcess::Kind kind) {
   return "unknown";
 }
 
+const char* to_string(NvmlState state) {
+  switch (state) {
+    case NvmlState::kPresent:
+      return "present";
+    case NvmlState::kAbsent:
+      return "absent";
+    case NvmlState::kDisabled:
+      return "disabled";
+    case NvmlState::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+std::optional<NvmlState> nvml_state_from_string(const std::string& text) {
+  for (NvmlState state :
+       {NvmlState::kPresent, NvmlState::kAbsent, NvmlState::kDisabled, NvmlState::kFailed}) {
+    if (text == to_string(state)) return state;
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpuclean

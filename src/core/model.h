@@ -142,6 +142,15 @@ struct Gpu {
   std::vector<GpuProcess> processes;  // compute, graphics and MPS lists, one entry per pid+kind
 };
 
+// Whether NVML answered: kPresent (a view), kAbsent (no driver or library), kDisabled
+// (--no-nvml), kFailed (the library is there but init or a query failed: memory unknown).
+enum class NvmlState { kPresent, kAbsent, kDisabled, kFailed };
+
+// "present", "absent", "disabled", "failed" (JSON and metrics spell it so).
+const char* to_string(NvmlState state);
+// The inverse of to_string; nullopt for anything else.
+std::optional<NvmlState> nvml_state_from_string(const std::string& text);
+
 struct GpuView {
   std::string driver_version;
   std::string nvml_version;

@@ -133,8 +133,9 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
     row(out, "holds", "no selected device file");
   }
 
-  if (report.nvml_state != "present") {
-    row(out, "NVML", "not available (" + report.nvml_state + "): GPU memory unknown");
+  if (report.nvml_state != NvmlState::kPresent) {
+    row(out, "NVML",
+        "not available (" + std::string(to_string(report.nvml_state)) + "): GPU memory unknown");
   } else if (holder != nullptr && !holder->gpu_memory.empty()) {
     for (const auto& [gpu, bytes] : holder->gpu_memory) {
       row(out, "NVML",
@@ -187,7 +188,7 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
     if (h.inherited_from == subject.pid) doc["heirs"].push_back(h.process.pid);
   }
   doc["problems"] = to_json_array(problems_about(report.diagnosis, subject.pid));
-  doc["nvml"] = {{"state", report.nvml_state}, {"message", report.nvml_message}};
+  doc["nvml"] = {{"state", to_string(report.nvml_state)}, {"message", report.nvml_message}};
   write_json(out, doc);
 }
 

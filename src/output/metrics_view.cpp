@@ -72,7 +72,7 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
                            "1 for NVML's state: present, absent (no driver), disabled "
                            "(--no-nvml) or failed; 0 for the others");
   for (const char* state : kNvmlStates)
-    add(nvml, status.nvml_state == state ? 1 : 0, {{"state", state}});
+    add(nvml, std::string_view(to_string(status.nvml_state)) == state ? 1 : 0, {{"state", state}});
   families.push_back(std::move(nvml));
 
   auto clean = gauge_family("gpuclean_clean", "1 when the selected GPUs are clean (no problems)");

@@ -327,7 +327,7 @@ json snapshot_document(const SnapshotInputs& inputs) {
   const StatusReport& report = inputs.report;
   json doc = document_header(report.host, report.time);
   doc["kind"] = "snapshot";
-  doc["nvml"] = {{"state", report.nvml_state},
+  doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
                  {"driver_version", report.driver_version},
                  {"nvml_version", inputs.nvml_version},

@@ -105,18 +105,18 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
   const auto& d = report.diagnosis;
   out << paint(
       fmt::format("gpuclean · {} · {}", escape_terminal(report.host), rfc3339(report.time)), kBold);
-  if (report.nvml_state == "present") {
+  if (report.nvml_state == NvmlState::kPresent) {
     out << fmt::format(" · driver {}{}", escape_terminal(report.driver_version),
                        cuda_version(report.cuda_driver_version));
   }
   out << '\n';
-  if (report.nvml_state == "absent") {
+  if (report.nvml_state == NvmlState::kAbsent) {
     out << paint("NVML not available: " + escape_terminal(report.nvml_message), kYellow)
         << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
-  } else if (report.nvml_state == "failed") {
+  } else if (report.nvml_state == NvmlState::kFailed) {
     out << paint("NVML failed: " + escape_terminal(report.nvml_message), kRed)
         << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
-  } else if (report.nvml_state == "disabled") {
+  } else if (report.nvml_state == NvmlState::kDisabled) {
     out << "NVML not used (--no-nvml): memory per GPU is unknown\n";
   }
   if (report.files.empty()) out << "No device files match (no /dev/nvidia* on this machine)\n";
@@ -174,7 +174,7 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   const auto& d = report.diagnosis;
   nlohmann::json doc = document_header(report.host, report.time);
   doc["verdict"] = d.clean ? "clean" : "dirty";
-  doc["nvml"] = {{"state", report.nvml_state},
+  doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
                  {"driver_version", report.driver_version}};
   doc["nvml"]["cuda_driver_version"] =

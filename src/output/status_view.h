@@ -13,7 +13,7 @@ namespace gpuclean::output {
 struct StatusReport {
   std::string host;
   double time = 0;
-  std::string nvml_state;    // present | absent | disabled | failed
+  NvmlState nvml_state = NvmlState::kDisabled;
   std::string nvml_message;  // why not present
   std::string driver_version;
   std::optional<int> cuda_driver_version;

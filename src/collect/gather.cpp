@@ -1,4 +1,4 @@
-#include "cli/gather.h"
+#include "collect/gather.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "procfs/device_files.h"
 #include "procfs/holder_scan.h"
 
-namespace gpuclean::cli {
+namespace gpuclean::collect {
 namespace {
 
 Holder make_holder(ProcessInfo process, std::vector<HeldFile> devices) {
@@ -24,41 +24,7 @@ Holder make_holder(ProcessInfo process, std::vector<HeldFile> devices) {
 
 }  // namespace
 
-Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text) {
-  if (text == "all") return std::optional<std::set<unsigned>>();
-  std::set<unsigned> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = text.find(',', start);
-    const std::string part =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    auto number = [](std::string_view s) -> std::optional<unsigned> {
-      unsigned v = 0;
-      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v > 1023)
-        return std::nullopt;
-      return v;
-    };
-    const std::size_t dash = part.find('-');
-    if (dash == std::string::npos) {
-      auto v = number(part);
-      if (!v) return Error{0, "--gpus: '" + part + "' is not a GPU index (use 0,2 or 0-3 or all)"};
-      out.insert(*v);
-    } else {
-      auto lo = number(std::string_view(part).substr(0, dash));
-      auto hi = number(std::string_view(part).substr(dash + 1));
-      if (!lo || !hi || *lo > *hi) {
-        return Error{0, "--gpus: '" + part + "' is not a range (use 0-3)"};
-      }
-      for (unsigned i = *lo; i <= *hi; ++i) out.insert(i);
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return std::optional<std::set<unsigned>>(std::move(out));
-}
-
-Result<std::vector<DeviceFile>> select_device_files(const CommonOptions& options,
+Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& options,
                                                     const std::vector<std::string>& paths) {
   procfs::DeviceSelection selection;
   selection.must_match = paths;
@@ -83,11 +49,11 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   return holders;
 }
 
-std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CommonOptions& options) {
+std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CollectOptions& options) {
   auto files = select_device_files(options);
-  if (!files.ok()) return GatherError{kExitUsage, files.error().message()};
+  if (!files.ok()) return GatherError{true, files.error().message()};
   auto proc = procfs::ProcFs::open(options.proc_root);
-  if (!proc.ok()) return GatherError{kExitRuntime, proc.error().message()};
+  if (!proc.ok()) return GatherError{false, proc.error().message()};
   return std::unique_ptr<Gatherer>(
       new Gatherer(options, std::move(files).value(), std::move(proc).value()));
 }
@@ -104,21 +70,21 @@ Gatherer::NvmlOutcome Gatherer::query_gpus() {
   outcome.message = source_.message;
   switch (source_.state) {
     case nvml::OpenedSource::State::kAbsent:
-      outcome.state = "absent";
+      outcome.state = NvmlState::kAbsent;
       return outcome;
     case nvml::OpenedSource::State::kFailed:
-      outcome.state = "failed";
+      outcome.state = NvmlState::kFailed;
       return outcome;
     case nvml::OpenedSource::State::kPresent:
       break;
   }
   auto view = source_.source->query();
   if (!view.ok()) {
-    outcome.state = "failed";
+    outcome.state = NvmlState::kFailed;
     outcome.message = view.error().message();
     return outcome;
   }
-  outcome.state = "present";
+  outcome.state = NvmlState::kPresent;
   outcome.view = std::move(view).value();
   if (gpu_details_) outcome.details = source_.source->query_details();
   return outcome;
@@ -163,11 +129,11 @@ Gathered Gatherer::collect() {
   return out;
 }
 
-std::variant<Gathered, GatherError> gather(const CommonOptions& options, bool gpu_details) {
+std::variant<Gathered, GatherError> gather(const CollectOptions& options, bool gpu_details) {
   auto gatherer = Gatherer::open(options);
   if (auto* error = std::get_if<GatherError>(&gatherer)) return *error;
   if (gpu_details) std::get<std::unique_ptr<Gatherer>>(gatherer)->want_gpu_details();
   return std::get<std::unique_ptr<Gatherer>>(gatherer)->collect();
 }
 
-}  // namespace gpuclean::cli
+}  // namespace gpuclean::collect

@@ -1,4 +1,4 @@
-#include "cli/gpu_sampler.h"
+#include "collect/gpu_sampler.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,7 +19,7 @@
 #include "procfs/parse.h"
 #include "procfs/proc_fs.h"
 
-namespace gpuclean::cli {
+namespace gpuclean::collect {
 namespace {
 
 using nlohmann::json;
@@ -51,7 +51,7 @@ json answer_json(const nvml::OpenedSource& opened) {
 
 // The sampler's whole life, in the forked child: open the source once, answer each request
 // byte with one line, end at EOF. Never returns.
-[[noreturn]] void serve(const CommonOptions& options, int requests, int answers) {
+[[noreturn]] void serve(const CollectOptions& options, int requests, int answers) {
   // It is long-lived (the run may last days): shut NVML down properly at the end.
   nvml::OpenedSource opened = options.test_gpu_source.empty()
                                   ? nvml::open_nvml({.shutdown_on_destroy = true})
@@ -71,7 +71,7 @@ json answer_json(const nvml::OpenedSource& opened) {
 
 }  // namespace
 
-Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CommonOptions& options) {
+Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CollectOptions& options) {
   std::array<int, 2> requests{};
   std::array<int, 2> answers{};
   if (::pipe2(requests.data(), O_CLOEXEC) != 0) return errno_error("pipe2");
@@ -153,17 +153,17 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
   outstanding_ = false;
   SamplerAnswer answer;
   if (!doc.is_object()) {
-    answer.state = "failed";
+    answer.state = NvmlState::kFailed;
     answer.message = "the GPU sampler's answer is not JSON";
     return answer;
   }
-  answer.state = doc.value("state", "failed");
+  answer.state = nvml_state_from_string(doc.value("state", "failed")).value_or(NvmlState::kFailed);
   answer.message = doc.value("message", "");
-  if (answer.state == "present" && doc.contains("view")) {
+  if (answer.state == NvmlState::kPresent && doc.contains("view")) {
     try {
       answer.view = nvml::gpu_view_from_json(doc["view"]);
     } catch (const json::exception& e) {
-      answer.state = "failed";
+      answer.state = NvmlState::kFailed;
       answer.message = std::string("the GPU sampler's view is malformed: ") + e.what();
     }
   }
@@ -181,16 +181,17 @@ SamplerAnswer GpuSampler::query(Duration timeout) {
         if (fresh) return *answer;
         break;
       }
-      if (gone_) return {"failed", "the GPU sampler exited", std::nullopt};
+      if (gone_) return {NvmlState::kFailed, "the GPU sampler exited", std::nullopt};
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         // Still outstanding: the next query waits this answer out first.
-        return {"failed", "NVML did not answer in time (the driver may be hung)", std::nullopt};
+        return {NvmlState::kFailed, "NVML did not answer in time (the driver may be hung)",
+                std::nullopt};
       }
       pollfd ready{from_child_.get(), POLLIN, 0};
       if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
-        return {"failed", "poll on the GPU sampler failed", std::nullopt};
+        return {NvmlState::kFailed, "poll on the GPU sampler failed", std::nullopt};
       }
     }
   }
@@ -220,9 +221,9 @@ nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sample
   nvml::OpenedSource opened;
   const SamplerAnswer first = sampler->query(timeout);
   opened.message = first.message;
-  if (first.state == "absent") {
+  if (first.state == NvmlState::kAbsent) {
     opened.state = nvml::OpenedSource::State::kAbsent;
-  } else if (first.state != "present") {
+  } else if (first.state != NvmlState::kPresent) {
     opened.state = nvml::OpenedSource::State::kFailed;
   } else {
     opened.state = nvml::OpenedSource::State::kPresent;
@@ -231,4 +232,4 @@ nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sample
   return opened;
 }
 
-}  // namespace gpuclean::cli
+}  // namespace gpuclean::collect

@@ -8,35 +8,42 @@
 #include <string>
 #include <vector>
 
-#include "cli/common.h"
 #include "diagnose/diagnosis.h"
 #include "nvml/gpu_source.h"
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"
 
-namespace gpuclean::cli {
+namespace gpuclean::collect {
+
+// What a collection reads: the device files, /proc and NVML, and how.
+struct CollectOptions {
+  std::vector<std::string> device_globs;  // empty: SPEC.md's NVIDIA defaults
+  bool no_nvml = false;
+  unsigned threads = 0;             // 0: one per core, at most 16
+  std::string proc_root = "/proc";  // test builds point it at fixture trees
+  std::string test_gpu_source;      // test builds: a JSON GPU view instead of NVML
+};
 
 struct Gathered {
   diagnose::Input input;
   std::vector<DeviceFile> files;
   ScanStats stats;
-  // "present", "absent" (no driver/library), "disabled" (--no-nvml), "failed"
-  std::string nvml_state = "disabled";
+  NvmlState nvml_state = NvmlState::kDisabled;
   std::string nvml_message;
   // Only when asked for (Gatherer::want_gpu_details, snapshot): clocks, ECC, … per GPU.
   std::vector<GpuDetails> gpu_details;
 };
 
-// Errors: a bad device selection (exit 2) or an unreadable /proc (exit 3); `exit_code` says
-// which. An NVML failure is not an error here: nvml_state says so and the caller decides.
+// Errors: a bad device selection (a usage error) or an unreadable /proc (a runtime failure).
+// An NVML failure is not an error here: nvml_state says so and the caller decides.
 struct GatherError {
-  int exit_code = kExitRuntime;
+  bool usage = false;  // true: the selection was wrong (exit 2); false: /proc failed (exit 3)
   std::string message;
 };
 
 // The files to scan: `paths` and --device-glob patterns (each must match something), or the
 // NVIDIA defaults when both are empty. Errors are usage errors.
-Result<std::vector<DeviceFile>> select_device_files(const CommonOptions& options,
+Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& options,
                                                     const std::vector<std::string>& paths = {});
 
 // Everything /proc says about each holder the scan found, classified from /proc alone.
@@ -48,7 +55,7 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
 // `test_gpu_source` (hidden flag) replaces NVML.
 class Gatherer {
  public:
-  static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CommonOptions& options);
+  static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CollectOptions& options);
   // One /proc scan and one NVML query, run side by side.
   Gathered collect();
   // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU).
@@ -65,16 +72,16 @@ class Gatherer {
 
  private:
   struct NvmlOutcome {
-    std::string state = "disabled";
+    NvmlState state = NvmlState::kDisabled;
     std::string message;
     std::optional<GpuView> view;
     std::vector<GpuDetails> details;
   };
-  Gatherer(CommonOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
+  Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
       : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
   NvmlOutcome query_gpus();
 
-  CommonOptions options_;
+  CollectOptions options_;
   std::vector<DeviceFile> files_;
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
@@ -83,9 +90,6 @@ class Gatherer {
 };
 
 // Gatherer::open + one collect(), for the one-shot commands.
-std::variant<Gathered, GatherError> gather(const CommonOptions& options, bool gpu_details = false);
+std::variant<Gathered, GatherError> gather(const CollectOptions& options, bool gpu_details = false);
 
-// "0,2", "0-3", "all" → indices; nullopt for "all". Errors name the bad part.
-Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text);
-
-}  // namespace gpuclean::cli
+}  // namespace gpuclean::collect

@@ -9,17 +9,17 @@
 #include <optional>
 #include <string>
 
-#include "cli/common.h"
+#include "collect/gather.h"
 #include "core/duration.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
 #include "nvml/gpu_source.h"
 
-namespace gpuclean::cli {
+namespace gpuclean::collect {
 
 struct SamplerAnswer {
-  std::string state;    // "present", "absent", "failed"
+  NvmlState state = NvmlState::kFailed;
   std::string message;  // absent/failed: why
   std::optional<GpuView> view;
 };
@@ -28,7 +28,7 @@ class GpuSampler {
  public:
   // Forks the sampler. It opens NVML (or --test-gpu-source) and then answers each request
   // with one JSON line; it dies with gpuclean (PR_SET_PDEATHSIG) and ends at EOF.
-  static Result<std::shared_ptr<GpuSampler>> start(const CommonOptions& options);
+  static Result<std::shared_ptr<GpuSampler>> start(const CollectOptions& options);
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
   // Closes the request pipe (the sampler shuts NVML down and exits), SIGKILLs it through its
@@ -45,7 +45,7 @@ class GpuSampler {
   // Reads what has arrived without blocking; an answer once a whole line is in.
   std::optional<SamplerAnswer> receive();
   // A view taken after this call: waits out an answer still outstanding, then request()s and
-  // waits in poll() up to `timeout` in all. "failed" when it does not come in time (the
+  // waits in poll() up to `timeout` in all. kFailed when it does not come in time (the
   // request stays outstanding, for the next query to wait out) or the sampler is gone.
   SamplerAnswer query(Duration timeout);
 
@@ -72,4 +72,4 @@ class GpuSampler {
 nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler,
                                        Duration timeout);
 
-}  // namespace gpuclean::cli
+}  // namespace gpuclean::collect

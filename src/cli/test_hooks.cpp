@@ -1,0 +1,39 @@
+// Compiled twice: into gpuclean_hooks_off (the shipping binary) and, with GPUCLEAN_TEST_HOOKS,
+// into gpuclean_hooks_on (gpuclean-test, which the integration tests run).
+#include "cli/test_hooks.h"
+
+namespace gpuclean::cli {
+
+#ifdef GPUCLEAN_TEST_HOOKS
+
+bool test_hooks_built() {
+  return true;
+}
+
+void add_test_hooks(CLI::App& command, CommonOptions& options, HookScope scope) {
+  if (scope == HookScope::kInspect) {
+    command.add_option("--proc-root", options.proc_root, "procfs to read (test binary)")
+        ->group("");  // hidden
+  }
+  command.add_option("--test-gpu-source", options.test_gpu_source, "JSON GPU view (test binary)")
+      ->group("");  // hidden
+}
+
+void add_cgroup_parent_hook(CLI::App& command, std::string& cgroup_parent) {
+  command.add_option("--cgroup-parent", cgroup_parent, "cgroup v2 directory for the group")
+      ->group("");  // hidden
+}
+
+#else
+
+bool test_hooks_built() {
+  return false;
+}
+
+void add_test_hooks(CLI::App& /*command*/, CommonOptions& /*options*/, HookScope /*scope*/) {}
+
+void add_cgroup_parent_hook(CLI::App& /*command*/, std::string& /*cgroup_parent*/) {}
+
+#endif
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,30 @@
+// Test-only inputs: a fixture /proc tree and a JSON GPU view instead of NVML, and a cgroup
+// parent for `run`. They exist only in the test binary (gpuclean-test, built with
+// GPUCLEAN_TEST_HOOKS); in the binary users install add_test_hooks adds nothing, so the flags
+// are unknown options there (exit 2). SPEC.md: test inputs never reach kill or run in the
+// shipping binary; and even in the test binary kill and run never read a fixture /proc (their
+// identity checks read the real one).
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/common.h"
+
+namespace gpuclean::cli {
+
+enum class HookScope {
+  kInspect,  // read-only commands: --proc-root and --test-gpu-source
+  kAct,      // kill and run: --test-gpu-source only
+};
+
+// True in the test binary.
+bool test_hooks_built();
+
+void add_test_hooks(CLI::App& command, CommonOptions& options, HookScope scope);
+
+// `run --cgroup-parent DIR` (test binary only): where run makes its group.
+void add_cgroup_parent_hook(CLI::App& command, std::string& cgroup_parent);
+
+}  // namespace gpuclean::cli
