@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 namespace gpuclean::cli {
@@ -29,6 +30,57 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
                   "Threads for the /proc scan (default: one per core, at most 16)")
       ->check(CLI::Range(1u, 256u));
   add_test_hooks(command, options, scope);
+}
+
+namespace {
+
+bool given_in(const CLI::App& app, const std::string& name) {
+  const CLI::Option* option = app.get_option_no_throw(name);
+  return option != nullptr && option->count() > 0;
+}
+
+}  // namespace
+
+Status apply_global_options(const CLI::App& top, const CommonOptions& given, const CLI::App& sub,
+                            CommonOptions* into) {
+  const std::string command = sub.get_name();
+  struct Global {
+    const char* name;
+    std::function<bool()> merge;  // given in both places: merged, or false when they disagree
+    std::function<void()> copy;   // given only before the subcommand
+  };
+  const auto& g = given;
+  std::vector<Global> globals = {
+      {"--json", [] { return true; }, [&] { into->json = true; }},
+      {"--no-nvml", [] { return true; }, [&] { into->no_nvml = true; }},
+      {"--device-glob",
+       [&] {
+         into->device_globs.insert(into->device_globs.begin(), g.device_globs.begin(),
+                                   g.device_globs.end());
+         return true;
+       },
+       [&] { into->device_globs = g.device_globs; }},
+      {"--gpus", [&] { return into->gpus == g.gpus; }, [&] { into->gpus = g.gpus; }},
+      {"--threads", [&] { return into->threads == g.threads; }, [&] { into->threads = g.threads; }},
+      {"--proc-root", [&] { return into->proc_root == g.proc_root; },
+       [&] { into->proc_root = g.proc_root; }},
+      {"--test-gpu-source", [&] { return into->test_gpu_source == g.test_gpu_source; },
+       [&] { into->test_gpu_source = g.test_gpu_source; }},
+  };
+  for (const Global& option : globals) {
+    if (!given_in(top, option.name)) continue;
+    if (into == nullptr || sub.get_option_no_throw(option.name) == nullptr) {
+      return Error{EINVAL, std::string(option.name) + " is not an option of " + command +
+                               " (given before it)"};
+    }
+    if (!given_in(sub, option.name)) {
+      option.copy();
+    } else if (!option.merge()) {
+      return Error{EINVAL, std::string(option.name) + " given before and after " + command +
+                               " with different values"};
+    }
+  }
+  return Ok{};
 }
 
 int exit_code_of(const collect::GatherError& error) {

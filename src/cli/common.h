@@ -39,6 +39,14 @@ struct Io {
   std::ostream& err;
 };
 
+// Global options given before the subcommand (`gpuclean --json who`) apply to it, as git's
+// do: what the top level `top` parsed into `given` is copied into the subcommand's `into`.
+// Given in both places, --device-glob adds up and flags hold; a value given twice must agree.
+// An option the subcommand does not take (`gpuclean --json plot`) is an error naming it — never
+// silently dropped (issue 13 item 1). `into` null: the subcommand takes none of them.
+Status apply_global_options(const CLI::App& top, const CommonOptions& given, const CLI::App& sub,
+                            CommonOptions* into);
+
 // The exit code for a failed collection: 2 for a bad selection, 3 for an unreadable /proc.
 int exit_code_of(const collect::GatherError& error);
 

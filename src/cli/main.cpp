@@ -1,5 +1,6 @@
 // gpuclean: who holds the GPUs, why memory is not coming back, and a verified clean machine.
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -73,7 +74,7 @@ int run(int argc, char** argv) {
   add_kill_command(app, kill);
   WhoOptions who;
   add_who_command(app, who);
-  RunOptions run_options;  // parsed by run_alone; here for `gpuclean --help`
+  RunOptions run_options;  // `gpuclean run` parses alone; here for --help and `gpuclean --json run`
   add_run_command(app, run_options);
   PlotOptions plot;
   add_plot_command(app, plot);
@@ -91,8 +92,34 @@ int run(int argc, char** argv) {
 
   if (auto exit_code = parse(app, argc, argv)) return *exit_code;
 
+  // Where each subcommand keeps the global options, so that those given before it apply.
+  const std::map<std::string, CommonOptions*> common_of = {
+      {"status", &status.common},
+      {"check", &check.common},
+      {"explain", &explain.common},
+      {"wait", &wait.status.common},
+      {"kill", &kill.common},
+      {"who", &who.common},
+      {"run", &run_options.check.common},
+      {"plot", nullptr},
+      {"snapshot", &snapshot.common},
+      {"diff", &diff.common},
+#ifdef GPUCLEAN_METRICS
+      {"metrics", &metrics.status.common},
+#endif
+  };
+  for (const CLI::App* sub : app.get_subcommands()) {
+    auto applied = apply_global_options(app, bare.common, *sub, common_of.at(sub->get_name()));
+    if (!applied.ok()) {
+      std::cerr << "gpuclean: " << applied.error().message()
+                << "\n(run `gpuclean --help` for usage)\n";
+      return kExitUsage;
+    }
+  }
+
   const Io io{std::cout, std::cerr};
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+  if (app.got_subcommand("run")) return run_run(run_options, io);
   if (app.got_subcommand("who")) return run_who(who, io);
   if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
   if (app.got_subcommand("diff")) return run_diff(diff, io);

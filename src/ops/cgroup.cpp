@@ -38,6 +38,32 @@ Result<CgroupLocation> own_cgroup(const std::string& proc_root) {
   return CgroupLocation{mount->mount_point + relative, *path};
 }
 
+Result<CgroupLocation> find_cgroup(const std::string& proc_root, const std::string& path) {
+  auto mountinfo = read_text(proc_root + "/self/mountinfo");
+  if (!mountinfo.ok()) return mountinfo.error();
+  auto mount = procfs::parse_cgroup2_mount(*mountinfo);
+  if (!mount) return Error{ENOENT, "no cgroup v2 hierarchy is mounted (cgroup v1 only)"};
+  if (path.empty() || path[0] != '/' || path.find("/../") != std::string::npos ||
+      path.ends_with("/..")) {
+    return Error{EINVAL, "'" + path + "' is not a cgroup path (like /slurm/job_7)"};
+  }
+  std::string relative = path;
+  if (mount->root != "/") {
+    if (relative.rfind(mount->root, 0) != 0) {
+      return Error{ENOENT, "cgroup " + path + " is outside the mounted hierarchy"};
+    }
+    relative = relative.substr(mount->root.size());
+  }
+  while (relative.size() > 1 && relative.back() == '/') relative.pop_back();
+  if (relative == "/") relative.clear();
+  const std::string directory = mount->mount_point + relative;
+  struct stat info {};
+  if (::stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return Error{ENOENT, "no cgroup " + path + " (" + directory + " does not exist)"};
+  }
+  return CgroupLocation{directory, path};
+}
+
 Result<CgroupGroup> CgroupGroup::create(const CgroupLocation& parent, const std::string& name) {
   CgroupLocation location{parent.directory + "/" + name,
                           (parent.path == "/" ? "" : parent.path) + "/" + name};

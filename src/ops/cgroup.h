@@ -21,6 +21,11 @@ struct CgroupLocation {
 };
 Result<CgroupLocation> own_cgroup(const std::string& proc_root);
 
+// The directory of the cgroup v2 group `path` (as /proc/PID/cgroup shows it: "/slurm/job_7"),
+// which must exist. Errors: no cgroup v2 mount, or no such group (a typo must not select
+// nothing).
+Result<CgroupLocation> find_cgroup(const std::string& proc_root, const std::string& path);
+
 class CgroupGroup {
  public:
   // Creates the group `name` under `parent` (must be a cgroup v2 directory: a directory

@@ -1,5 +1,6 @@
 #include "ops/process_handle.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <csignal>
 
 #include "procfs/parse.h"
+#include "procfs/proc_fs.h"
 
 namespace gpuclean::ops {
 namespace {
@@ -23,14 +25,13 @@ int pidfd_send_signal(int fd, int signo) {
 
 }  // namespace
 
-Result<ProcessHandle> ProcessHandle::open(const procfs::ProcFs& proc, Pid pid,
-                                          std::uint64_t start_ticks) {
+Result<ProcessHandle> ProcessHandle::open(Pid pid, std::uint64_t start_ticks) {
   UniqueFd fd(pidfd_open(pid));
   if (!fd) return errno_error("pidfd_open " + std::to_string(pid));
   std::string text;
-  const std::string stat_path = std::to_string(pid) + "/stat";
-  if (!procfs::read_file_at(proc.root_fd(), stat_path.c_str(), text)) {
-    return errno_error("read " + proc.root() + "/" + stat_path);
+  const std::string stat_path = "/proc/" + std::to_string(pid) + "/stat";
+  if (!procfs::read_file_at(AT_FDCWD, stat_path.c_str(), text)) {
+    return errno_error("read " + stat_path);
   }
   auto stat = procfs::parse_stat(text);
   if (!stat.ok()) return Error{ESRCH, "stat of " + std::to_string(pid)};

@@ -9,7 +9,6 @@
 #include "core/model.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
-#include "procfs/proc_fs.h"
 
 namespace gpuclean::ops {
 
@@ -18,12 +17,13 @@ constexpr int kRecycledErrno = ESTALE;
 
 class ProcessHandle {
  public:
-  // Opens a pidfd for `pid`, then re-reads its start time through `proc`: it must equal
+  // Opens a pidfd for `pid`, then re-reads its start time from the real /proc (never a test
+  // root: SPEC.md, the identity check reads the kernel's own view): it must equal
   // `start_ticks` (stat field 22, read when the plan was made). The order matters: once the
   // pidfd is open the PID cannot be reused, so a matching start time afterwards proves the
   // handle refers to the planned process. Errors: ESRCH (gone), kRecycledErrno (another
   // process has the PID now), or pidfd_open's errno.
-  static Result<ProcessHandle> open(const procfs::ProcFs& proc, Pid pid, std::uint64_t start_ticks);
+  static Result<ProcessHandle> open(Pid pid, std::uint64_t start_ticks);
 
   [[nodiscard]] Pid pid() const { return pid_; }
   [[nodiscard]] int fd() const { return fd_.get(); }

@@ -210,51 +210,11 @@ std::vector<ProcessInfo> SubreaperContainment::members(const procfs::ProcFs& pro
   return live(proc, procfs::descendants(procfs::read_process_table(proc), ::getpid()));
 }
 
-std::size_t GroupTeardown::remaining() const {
-  std::size_t n = 0;
-  for (const TargetOutcome& o : outcomes) {
-    n += o.state == TargetOutcome::State::kRemaining ||
-         (o.state == TargetOutcome::State::kSkipped && !o.recycled);
-  }
-  return n;
-}
-
 GroupTeardown tear_down_group(const procfs::ProcFs& proc, const Containment& containment,
                               Supervisor& supervisor, const TeardownOptions& options,
                               const std::function<void(const std::string&)>& progress) {
-  GroupTeardown result;
-  std::set<std::pair<Pid, std::uint64_t>> seen;  // (pid, start): a survivor is not re-signalled
-  constexpr int kRounds = 4;
-  for (int round = 0; round < kRounds; ++round) {
-    supervisor.reap();
-    std::vector<ProcessInfo> fresh;
-    for (ProcessInfo& info : containment.members(proc)) {
-      if (seen.insert({info.pid, info.start_ticks}).second) fresh.push_back(std::move(info));
-    }
-    if (fresh.empty()) break;
-    TeardownOptions round_options = options;
-    // Whatever appears after the first round was forked during it: no second grace period.
-    if (round > 0) round_options.signal = SIGKILL;
-    std::vector<TargetOutcome> outcomes = tear_down(proc, fresh, round_options, progress);
-    containment.kill_remaining();
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
-      // cgroup.kill may have ended what outlived the per-process SIGKILL wait.
-      TargetOutcome& o = outcomes[i];
-      if (o.state == TargetOutcome::State::kRemaining) {
-        auto now = proc.read_process(o.pid);
-        if (!now.ok() || now->start_ticks != fresh[i].start_ticks || !has_live_thread(*now)) {
-          o.state = TargetOutcome::State::kGone;
-          o.reason.clear();
-        }
-      }
-    }
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
-      result.found.push_back(std::move(fresh[i]));
-      result.outcomes.push_back(std::move(outcomes[i]));
-    }
-  }
-  supervisor.reap();
-  return result;
+  return tear_down_rounds(
+      proc, containment, options, [&supervisor] { supervisor.reap(); }, progress);
 }
 
 }  // namespace gpuclean::ops

@@ -80,9 +80,8 @@ class Supervisor {
 };
 
 // The processes a run owns, however they detached.
-class Containment {
+class Containment : public MemberSource {
  public:
-  virtual ~Containment() = default;
   // A process of gpuclean's own (the GPU sampler) that is never a member: by PID and start
   // time, so a workload process that is given the PID later is still one.
   void exclude(Pid pid, std::uint64_t start_ticks) { excluded_.insert({pid, start_ticks}); }
@@ -90,10 +89,6 @@ class Containment {
   [[nodiscard]] virtual std::string mode() const = 0;
   // What this mode cannot catch, one sentence for the user.
   [[nodiscard]] virtual std::string limits() const = 0;
-  // Live members now: zombies with no live thread are left out (they only wait to be reaped).
-  [[nodiscard]] virtual std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const = 0;
-  // Last resort after the signals: SIGKILL whatever is left in one step, where the mode can.
-  virtual void kill_remaining() const {}
 
  protected:
   // The live processes of `pids` that are not excluded, as /proc shows them now.
@@ -127,18 +122,10 @@ class SubreaperContainment : public Containment {
   [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
 };
 
-struct GroupTeardown {
-  std::vector<ProcessInfo> found;       // every member met, in the order found
-  std::vector<TargetOutcome> outcomes;  // one per found process
-  // Not known to be gone: survivors, and processes that could not even be opened (a pidfd
-  // refused, EMFILE, …) — never counted as ended. A recycled PID means the process is gone.
-  [[nodiscard]] std::size_t remaining() const;
-};
+using GroupTeardown = RoundsOutcome;
 
-// Ends every member of `containment`: the first round gets options.signal, options.grace and
-// SIGKILL (tear_down); later rounds — processes forked while the first ran — get SIGKILL at
-// once; then kill_remaining(). At most four rounds, each bounded by options.wait; reaps after
-// each, so nothing is left as a zombie of ours.
+// tear_down_rounds over `containment`, reaping before each round and at the end, so nothing
+// is left as a zombie of ours.
 GroupTeardown tear_down_group(const procfs::ProcFs& proc, const Containment& containment,
                               Supervisor& supervisor, const TeardownOptions& options,
                               const std::function<void(const std::string&)>& progress = {});

@@ -1,10 +1,16 @@
 #include "ops/teardown.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <map>
 #include <optional>
 
+#include "core/process_tree.h"
 #include "ops/process_handle.h"
 #include "ops/signals.h"
+#include "procfs/process_table.h"
 
 namespace gpuclean::ops {
 namespace {
@@ -17,11 +23,31 @@ struct Live {
 };
 
 void send(Live& live, std::vector<TargetOutcome>& outcomes, int signo) {
-  // ESRCH: it exited in the meantime, which is what we want.
-  if (live.handle.signal(signo).ok()) outcomes[live.outcome].signals.push_back(signal_name(signo));
+  TargetOutcome& outcome = outcomes[live.outcome];
+  const Status sent = live.handle.signal(signo);
+  if (sent.ok()) {
+    outcome.signals.push_back(signal_name(signo));
+  } else if (sent.error().errnum != ESRCH) {
+    // ESRCH: it exited in the meantime, which is what we want. Anything else (EPERM: its
+    // owner changed, or a user namespace forbids it; EINVAL) must be said, not taken for
+    // "it ignored the signal".
+    outcome.signal_errors.push_back(signal_name(signo) + ": " + std::strerror(sent.error().errnum));
+  }
 }
 
 }  // namespace
+
+const char* to_string(TargetOutcome::State state) {
+  switch (state) {
+    case TargetOutcome::State::kGone:
+      return "gone";
+    case TargetOutcome::State::kRemaining:
+      return "remaining";
+    case TargetOutcome::State::kSkipped:
+      return "skipped";
+  }
+  return "skipped";
+}
 
 std::string why_remaining(const std::vector<ThreadInfo>& threads) {
   for (const ThreadInfo& t : threads) {
@@ -46,7 +72,8 @@ std::string why_remaining(const std::vector<ThreadInfo>& threads) {
 std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
                                      const std::vector<ProcessInfo>& targets,
                                      const TeardownOptions& options,
-                                     const std::function<void(const std::string&)>& progress) {
+                                     const std::function<void(const std::string&)>& progress,
+                                     const std::function<void()>& before_kill) {
   auto say = [&progress](const std::string& line) {
     if (progress) progress(line);
   };
@@ -54,7 +81,7 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
   std::vector<Live> live;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     outcomes[i].pid = targets[i].pid;
-    auto handle = ProcessHandle::open(proc, targets[i].pid, targets[i].start_ticks);
+    auto handle = ProcessHandle::open(targets[i].pid, targets[i].start_ticks);
     if (!handle.ok()) {
       const int err = handle.error().errnum;
       outcomes[i].state =
@@ -105,6 +132,7 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
         std::to_string(options.grace.count()) + " ms");
     wait_until(Clock::now() + options.grace);
   }
+  if (before_kill) before_kill();
   if (options.kill9 || options.signal == SIGKILL) {
     for (Live& l : live) {
       if (outcomes[l.outcome].state != TargetOutcome::State::kGone) send(l, outcomes, SIGKILL);
@@ -123,11 +151,104 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
     if (o.state == TargetOutcome::State::kGone) continue;
     o.state = TargetOutcome::State::kRemaining;
     if (auto info = proc.read_process(l.handle.pid()); info.ok()) o.threads = info->threads;
-    o.reason = options.kill9 || options.signal == SIGKILL
-                   ? why_remaining(o.threads)
-                   : "it survived " + signal_name(options.signal) + " and --no-kill9 was given";
+    if (!o.signal_errors.empty()) {
+      std::string errors;
+      for (const std::string& e : o.signal_errors) errors += (errors.empty() ? "" : "; ") + e;
+      o.reason = "the kernel refused the signals (" + errors + ")";
+    } else {
+      o.reason = options.kill9 || options.signal == SIGKILL
+                     ? why_remaining(o.threads)
+                     : "it survived " + signal_name(options.signal) + " and --no-kill9 was given";
+    }
   }
   return outcomes;
+}
+
+std::size_t RoundsOutcome::remaining() const {
+  std::size_t n = 0;
+  for (const TargetOutcome& o : outcomes) {
+    n += o.state == TargetOutcome::State::kRemaining ||
+         (o.state == TargetOutcome::State::kSkipped && !o.recycled);
+  }
+  return n;
+}
+
+RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& source,
+                               const TeardownOptions& options, const std::function<void()>& reap,
+                               const std::function<void(const std::string&)>& progress) {
+  RoundsOutcome result;
+  auto reap_now = [&reap] {
+    if (reap) reap();
+  };
+  std::set<std::pair<Pid, std::uint64_t>> seen;  // (pid, start): a survivor is not re-signalled
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    reap_now();
+    std::vector<ProcessInfo> fresh;
+    for (ProcessInfo& info : source.members(proc)) {
+      if (seen.insert({info.pid, info.start_ticks}).second) fresh.push_back(std::move(info));
+    }
+    if (fresh.empty()) break;
+    TeardownOptions round_options = options;
+    // Whatever appears after the first round was forked during it: no second grace period.
+    if (round > 0) round_options.signal = SIGKILL;
+    std::vector<TargetOutcome> outcomes =
+        tear_down(proc, fresh, round_options, progress, [&] { (void)source.members(proc); });
+    source.kill_remaining();
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      // cgroup.kill may have ended what outlived the per-process SIGKILL wait.
+      TargetOutcome& o = outcomes[i];
+      if (o.state == TargetOutcome::State::kRemaining) {
+        auto now = proc.read_process(o.pid);
+        if (!now.ok() || now->start_ticks != fresh[i].start_ticks || !has_live_thread(*now)) {
+          o.state = TargetOutcome::State::kGone;
+          o.reason.clear();
+        }
+      }
+    }
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      result.found.push_back(std::move(fresh[i]));
+      result.outcomes.push_back(std::move(outcomes[i]));
+    }
+  }
+  reap_now();
+  return result;
+}
+
+std::vector<ProcessInfo> PlannedMembers::members(const procfs::ProcFs& proc) const {
+  const ProcessTable table = procfs::read_process_table(proc);
+  std::vector<ProcessInfo> out;
+  std::set<Pid> alive;       // members now, for the newcomers' ancestry
+  std::set<Pid> led_groups;  // process groups a planned member leads
+  for (const ProcessInfo& planned : planned_) {
+    if (planned.pgid == planned.pid) led_groups.insert(planned.pid);
+    auto it = table.find(planned.pid);
+    if (it == table.end() || it->second.start_ticks != planned.start_ticks) continue;
+    if (!has_live_thread(it->second)) continue;
+    alive.insert(planned.pid);
+    out.push_back(it->second);
+  }
+  if (!follow_children_) return out;
+  auto is_member = [&](Pid pid) {
+    auto it = table.find(pid);
+    return alive.count(pid) > 0 ||
+           (it != table.end() && adopted_.count({pid, it->second.start_ticks}) > 0);
+  };
+  // Newcomers: the ancestor walk finds a grandchild whatever the PID order, as long as some
+  // ancestor is a member now.
+  for (const auto& [pid, info] : table) {
+    if (existing_.count({pid, info.start_ticks}) > 0 || alive.count(pid) > 0) continue;
+    if (pid == self_ || !has_live_thread(info)) continue;
+    if (!privileged_ && info.uid && *info.uid != euid_) continue;
+    const std::set<Pid> chain = ancestors(table, pid);
+    if (chain.count(self_) > 0) continue;
+    const bool known = adopted_.count({pid, info.start_ticks}) > 0;
+    const bool descends = std::any_of(chain.begin(), chain.end(), is_member);
+    if (!known && !descends && led_groups.count(info.pgid) == 0) continue;
+    adopted_.insert({pid, info.start_ticks});
+    out.push_back(info);
+  }
+  return out;
 }
 
 }  // namespace gpuclean::ops

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/duration.h"
@@ -26,22 +29,102 @@ struct TargetOutcome {
   std::vector<std::string> signals;  // names, in the order sent
   std::string reason;                // skipped or remaining: why, one line
   bool recycled = false;             // skipped because the PID now names another process
-  std::vector<ThreadInfo> threads;   // remaining: each thread's state and wait channel
-  double seconds = 0;                // gone: from the first signal to the exit seen
+  // Signals the kernel refused for a reason other than "already gone" (ESRCH): "TERM:
+  // Operation not permitted". A survivor with such errors is reported with them.
+  std::vector<std::string> signal_errors;
+  std::vector<ThreadInfo> threads;  // remaining: each thread's state and wait channel
+  double seconds = 0;               // gone: from the first signal to the exit seen
 };
 
+// "gone", "remaining", "skipped" (JSON and run records spell them so).
+const char* to_string(TargetOutcome::State state);
+
 // Processes in plan order (parents before children). Each is opened through a pidfd and its
-// start time re-checked (a recycled PID is skipped, never signalled); then all are stopped
+// start time re-checked against the real /proc (a recycled PID is skipped, never signalled);
+// then all are stopped
 // (SIGSTOP, so none can fork away or respawn a sibling mid-kill), sent `signal` and SIGCONT,
 // given `grace`, sent SIGKILL (unless !kill9) and waited for until `wait` passes. Never loops
 // beyond those bounds.
 // `progress` (may be empty) hears one line per phase, for a live line on a terminal.
+// `proc` is read only to report a survivor's threads. `before_kill` (may be empty) runs when
+// the grace period ends, while the targets that ignored the signal still live: the moment to
+// note what they forked meanwhile.
 std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
                                      const std::vector<ProcessInfo>& targets,
                                      const TeardownOptions& options,
-                                     const std::function<void(const std::string&)>& progress = {});
+                                     const std::function<void(const std::string&)>& progress = {},
+                                     const std::function<void()>& before_kill = {});
 
 // One line on why a process survived, from its threads: "thread 507 in D (refrigerator): …".
 std::string why_remaining(const std::vector<ThreadInfo>& threads);
+
+// Where the processes to end come from, round after round: what was planned, and whatever
+// appears meanwhile (a child forked after the plan, a worker respawned by its parent).
+class MemberSource {
+ public:
+  MemberSource() = default;
+  MemberSource(const MemberSource&) = default;
+  MemberSource& operator=(const MemberSource&) = default;
+  MemberSource(MemberSource&&) = default;
+  MemberSource& operator=(MemberSource&&) = default;
+  virtual ~MemberSource() = default;
+  // Live members now: zombies with no live thread are left out (they only wait to be reaped).
+  [[nodiscard]] virtual std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const = 0;
+  // Last resort after the signals: SIGKILL whatever is left in one step, where the source can
+  // (a cgroup's cgroup.kill).
+  virtual void kill_remaining() const {}
+};
+
+struct RoundsOutcome {
+  std::vector<ProcessInfo> found;       // every member met, in the order found
+  std::vector<TargetOutcome> outcomes;  // one per found process
+  // Not known to be gone: survivors, and processes that could not even be opened (a pidfd
+  // refused, EMFILE, …) — never counted as ended. A recycled PID means the process is gone.
+  [[nodiscard]] std::size_t remaining() const;
+};
+
+// Ends every member of `source`: the first round gets options.signal, options.grace and
+// SIGKILL (tear_down); later rounds — processes that appeared while the first ran — get
+// SIGKILL at once; then kill_remaining(). At most four rounds, each bounded by options.wait.
+// members() is also asked when a round's grace period ends (see tear_down's before_kill).
+// `reap` (may be empty) runs before each round and at the end (run reaps its children).
+RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& source,
+                               const TeardownOptions& options,
+                               const std::function<void()>& reap = {},
+                               const std::function<void(const std::string&)>& progress = {});
+
+// kill's members: the planned processes (same PID and start time, still alive) and, when
+// `follow_children`, every process that did not exist at plan time and either descends from a
+// live member or is in a process group a planned member leads — forked after the plan (the
+// group catches a child whose parent exited at once, re-parenting it to init). A newcomer
+// once seen stays a member by identity. Newcomers are taken only where the plan could have
+// taken them: never gpuclean, never another user's process unless `privileged`.
+class PlannedMembers : public MemberSource {
+ public:
+  struct Identity {
+    Pid pid = 0;
+    std::uint64_t start_ticks = 0;
+    auto operator<=>(const Identity&) const = default;
+  };
+  PlannedMembers(std::vector<ProcessInfo> planned, std::set<Identity> existing_at_plan,
+                 bool follow_children, Pid self, Uid euid, bool privileged)
+      : planned_(std::move(planned)),
+        existing_(std::move(existing_at_plan)),
+        follow_children_(follow_children),
+        self_(self),
+        euid_(euid),
+        privileged_(privileged) {}
+  [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
+
+ private:
+  std::vector<ProcessInfo> planned_;
+  // Newcomers met so far: lineage is learnt while their parent lives and kept after it dies.
+  mutable std::set<Identity> adopted_;
+  std::set<Identity> existing_;
+  bool follow_children_;
+  Pid self_;
+  Uid euid_;
+  bool privileged_;
+};
 
 }  // namespace gpuclean::ops

@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 
+#include <charconv>
 #include <vector>
 
 namespace gpuclean::procfs {
@@ -20,6 +21,22 @@ std::string UserNames::name(Uid uid) {
   }
   cache_.emplace(uid, name);
   return name;
+}
+
+Result<Uid> uid_of_user(const std::string& name_or_number) {
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (!name_or_number.empty() &&
+      ::getpwnam_r(name_or_number.c_str(), &entry, buffer.data(), buffer.size(), &found) == 0 &&
+      found != nullptr) {
+    return Uid{found->pw_uid};
+  }
+  Uid uid = 0;
+  const char* end = name_or_number.data() + name_or_number.size();
+  auto [ptr, ec] = std::from_chars(name_or_number.data(), end, uid);
+  if (!name_or_number.empty() && ec == std::errc{} && ptr == end) return uid;
+  return Error{ENOENT, "no such user: '" + name_or_number + "'"};
 }
 
 }  // namespace gpuclean::procfs

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/model.h"
+#include "core/result.h"
 
 namespace gpuclean::procfs {
 
@@ -20,5 +21,9 @@ class UserNames {
   std::mutex mutex_;
   std::map<Uid, std::string> cache_;
 };
+
+// A user given on the command line (--user, --allow-user): a name the user database knows, or
+// a number. An unknown name is an error that says so (a typo must not select nothing).
+Result<Uid> uid_of_user(const std::string& name_or_number);
 
 }  // namespace gpuclean::procfs

@@ -16,6 +16,9 @@
 //   stopped   open FILE, report, raise(SIGSTOP); a watchdog child (PR_SET_PDEATHSIG) kills it
 //             after the lifetime, since a stopped process never sees its own alarm; reports
 //             "STOPPED WATCHDOG"
+//   fork-on-term  lead its own process group, open FILE; on SIGTERM fork a child that ignores
+//             SIGTERM and keeps FILE (it reports its PID in READY_FILE.child), then exit — a
+//             server whose shutdown handler starts a helper after gpuclean made its plan
 // READY_FILE gets the PIDs as seen in the host /proc (readlink /proc/self), space separated.
 #include <fcntl.h>
 #include <pthread.h>
@@ -125,6 +128,18 @@ void on_usr1(int) {
   _exit(0);
 }
 
+// fork-on-term's handler: only async-signal-safe calls until the child's own code.
+void on_term_fork(int) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGTERM, SIG_IGN);
+    ::alarm(kLifetimeSeconds);
+    report((std::string(g_ready) + ".child").c_str(), self_pid());
+    wait_forever();
+  }
+  _exit(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,6 +154,13 @@ int main(int argc, char** argv) {
 
   if (mode == "hold") {
     open_or_die(file);
+    report(g_ready, self_pid());
+    wait_forever();
+  }
+  if (mode == "fork-on-term") {
+    if (::setpgid(0, 0) != 0) return 3;
+    open_or_die(file);
+    if (::signal(SIGTERM, on_term_fork) == SIG_ERR) return 3;
     report(g_ready, self_pid());
     wait_forever();
   }

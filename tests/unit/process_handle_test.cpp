@@ -44,11 +44,11 @@ TEST(ProcessHandle, OpensTheSameProcessAndRefusesARecycledOne) {
   ChildProcess child;
   auto p = proc();
   const auto ticks = start_ticks(p, child.pid());
-  auto handle = ProcessHandle::open(p, child.pid(), ticks);
+  auto handle = ProcessHandle::open(child.pid(), ticks);
   ASSERT_TRUE(handle.ok()) << handle.error().message();
   EXPECT_FALSE(handle->exited());
   // A plan made for a process that started at another time: the PID was recycled.
-  auto stale = ProcessHandle::open(p, child.pid(), ticks + 1);
+  auto stale = ProcessHandle::open(child.pid(), ticks + 1);
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.error().errnum, kRecycledErrno);
 }
@@ -56,7 +56,7 @@ TEST(ProcessHandle, OpensTheSameProcessAndRefusesARecycledOne) {
 TEST(ProcessHandle, SignalAndExitAreSeenThroughThePidfd) {
   ChildProcess child;
   auto p = proc();
-  auto handle = ProcessHandle::open(p, child.pid(), start_ticks(p, child.pid()));
+  auto handle = ProcessHandle::open(child.pid(), start_ticks(p, child.pid()));
   ASSERT_TRUE(handle.ok());
   ASSERT_TRUE(handle->signal(SIGKILL).ok());
   // Not reaped yet: a zombie nobody reaps counts as exited (FACTS.md: treat Z as gone).
@@ -70,7 +70,7 @@ TEST(ProcessHandle, GoneProcessIsEsrch) {
   pid_t pid = ::fork();
   if (pid == 0) ::_exit(0);
   ::waitpid(pid, nullptr, 0);
-  auto handle = ProcessHandle::open(proc(), pid, 0);
+  auto handle = ProcessHandle::open(pid, 0);
   ASSERT_FALSE(handle.ok());
   EXPECT_EQ(handle.error().errnum, ESRCH);
 }
@@ -78,7 +78,7 @@ TEST(ProcessHandle, GoneProcessIsEsrch) {
 TEST(ProcessHandle, WaitIsBoundedByTheDeadline) {
   ChildProcess child;
   auto p = proc();
-  auto handle = ProcessHandle::open(p, child.pid(), start_ticks(p, child.pid()));
+  auto handle = ProcessHandle::open(child.pid(), start_ticks(p, child.pid()));
   ASSERT_TRUE(handle.ok());
   const auto start = std::chrono::steady_clock::now();
   const auto left = wait_for_exit({&*handle}, start + std::chrono::milliseconds(100));

@@ -1,0 +1,179 @@
+#include "diagnose/kill_plan.h"
+
+#include <algorithm>
+
+#include "diagnose/classify.h"
+
+namespace gpuclean::diagnose {
+namespace {
+
+std::string pid_text(Pid pid) {
+  return std::to_string(pid);
+}
+
+// Why `process` may never be signalled by gpuclean, or nullopt.
+std::optional<std::string> protection(const ProcessInfo& process, const KillContext& context,
+                                      const std::set<Pid>& ancestors_of_self) {
+  if (process.pid == 1) return "PID 1 (init) is never a target";
+  if (process.pid == context.self) return "gpuclean itself";
+  if (ancestors_of_self.count(process.pid) > 0) {
+    return "an ancestor of gpuclean (the shell or program that started it)";
+  }
+  if (process.kernel_thread) return "a kernel thread";
+  return std::nullopt;
+}
+
+std::string not_permitted(const ProcessInfo& process) {
+  const std::string as = process.uid == Uid{0} ? "root" : "root or as " + process.user;
+  return "owned by " + process.user + ": not permitted (run as " + as + ")";
+}
+
+bool in_cgroup(const ProcessInfo& process, const std::string& cgroup) {
+  if (!process.cgroup) return false;
+  const std::string prefix =
+      cgroup.size() > 1 && cgroup.back() == '/' ? cgroup.substr(0, cgroup.size() - 1) : cgroup;
+  return *process.cgroup == prefix || process.cgroup->rfind(prefix + "/", 0) == 0;
+}
+
+bool on_selected_gpu(const Holder& holder, const std::optional<std::set<unsigned>>& gpus) {
+  if (!gpus) return true;
+  return std::any_of(holder.gpu_memory.begin(), holder.gpu_memory.end(),
+                     [&](const auto& entry) { return gpus->count(entry.first) > 0; });
+}
+
+}  // namespace
+
+bool KillSelectors::broad() const {
+  return holders || leftovers || !sessions.empty() || !pgids.empty() || !users.empty() ||
+         !cgroups.empty();
+}
+
+bool is_leftover(HolderClass klass) {
+  return klass == HolderClass::kOrphan || klass == HolderClass::kHeir ||
+         klass == HolderClass::kZombieLeader || klass == HolderClass::kStuck;
+}
+
+KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
+                   const KillSelectors& selectors, const KillContext& context) {
+  KillPlan plan;
+  const std::set<Pid> ancestors_of_self = ancestors(table, context.self);
+
+  // The scan's holders, by PID, only where /proc still shows the same process (PID and start
+  // time): a PID recycled since the scan is another process and inherits nothing.
+  std::map<Pid, const Holder*> holder_of;
+  std::set<Pid> recycled;
+  for (const Holder& h : holders) {
+    if (!h.visible) continue;
+    auto now = table.find(h.process.pid);
+    if (now != table.end() && now->second.start_ticks != h.process.start_ticks) {
+      recycled.insert(h.process.pid);
+      continue;
+    }
+    holder_of[h.process.pid] = &h;
+  }
+
+  std::map<Pid, std::string> chosen;  // pid → why (the first selector that chose it)
+  std::map<Pid, Pid> named_root;      // descendant → the named PID whose tree it is in
+  for (Pid pid : selectors.pids) {
+    auto it = table.find(pid);
+    if (it == table.end()) {
+      plan.not_found.push_back(pid);
+      continue;
+    }
+    if (auto reason = protection(it->second, context, ancestors_of_self)) {
+      plan.refused.push_back({pid, *reason});
+      continue;
+    }
+    chosen.emplace(pid, "named");
+    if (!selectors.tree) continue;
+    for (Pid child : descendants(table, pid)) {
+      chosen.emplace(child, "descendant of " + pid_text(pid));
+      named_root.emplace(child, pid);
+    }
+  }
+  for (const auto& [pid, info] : table) {
+    for (Pid sid : selectors.sessions) {
+      if (info.sid == sid) chosen.emplace(pid, "session " + pid_text(sid));
+    }
+    for (Pid pgid : selectors.pgids) {
+      if (info.pgid == pgid) chosen.emplace(pid, "process group " + pid_text(pgid));
+    }
+    for (Uid uid : selectors.users) {
+      if (info.uid == uid) chosen.emplace(pid, "user " + info.user);
+    }
+    for (const std::string& cgroup : selectors.cgroups) {
+      if (in_cgroup(info, cgroup)) chosen.emplace(pid, "cgroup " + cgroup);
+    }
+  }
+  if (selectors.holders || selectors.leftovers) {
+    for (const Holder& h : holders) {
+      if (!h.visible || h.klass == HolderClass::kMonitor) continue;
+      if (!on_selected_gpu(h, selectors.gpus)) continue;
+      const bool wanted = selectors.holders || (selectors.leftovers && is_leftover(h.klass));
+      if (!wanted) continue;
+      if (recycled.count(h.process.pid) > 0) {
+        plan.skipped.push_back(
+            {h.process.pid, "its PID was recycled since the scan (now another process)"});
+      } else if (table.count(h.process.pid) == 0) {
+        plan.skipped.push_back({h.process.pid, "exited since the scan"});
+      } else {
+        chosen.emplace(h.process.pid, selectors.holders
+                                          ? std::string("holder")
+                                          : std::string("leftover (") + to_string(h.klass) + ")");
+      }
+    }
+  }
+
+  for (const auto& [pid, why] : chosen) {
+    const ProcessInfo& info = table.at(pid);
+    const auto holder = holder_of.find(pid);
+    const Holder* h = holder == holder_of.end() ? nullptr : holder->second;
+    if (auto reason = protection(info, context, ancestors_of_self)) {
+      plan.skipped.push_back({pid, *reason});
+    } else if (h != nullptr && h->klass == HolderClass::kMonitor) {
+      plan.skipped.push_back({pid, "a monitor (control files only, no GPU context)"});
+    } else if (!context.privileged && info.uid && *info.uid != context.euid) {
+      plan.skipped.push_back({pid, not_permitted(info)});
+    } else {
+      KillTarget target;
+      target.process = h != nullptr ? h->process : info;
+      target.klass = h != nullptr ? h->klass : classify_from_proc(info);
+      if (h != nullptr) {
+        target.gpu_memory = h->gpu_memory;
+        target.inherited_from = h->inherited_from;
+      }
+      target.why = why;
+      plan.targets.push_back(std::move(target));
+    }
+  }
+  std::sort(plan.targets.begin(), plan.targets.end(),
+            [&table](const KillTarget& a, const KillTarget& b) {
+              const int da = depth_in(table, a.process.pid);
+              const int db = depth_in(table, b.process.pid);
+              return da != db ? da < db : a.process.pid < b.process.pid;  // parents first
+            });
+
+  if (selectors.broad()) {
+    plan.confirm_reasons.push_back("selectors other than explicit PIDs need a confirmation");
+  }
+  // An explicit PID is a confirmation of that process, not of whatever its tree reaches: a
+  // session leader's tree can hold another user's job or a detached daemon.
+  for (const KillTarget& target : plan.targets) {
+    auto root = named_root.find(target.process.pid);
+    if (root == named_root.end()) continue;
+    const ProcessInfo& named = table.at(root->second);
+    const ProcessInfo& p = target.process;
+    if (p.uid && named.uid && *p.uid != *named.uid) {
+      plan.confirm_reasons.push_back("the tree of pid " + pid_text(named.pid) +
+                                     " reaches another user's process (pid " + pid_text(p.pid) +
+                                     ", user " + p.user + ")");
+    } else if (p.sid != named.sid) {
+      plan.confirm_reasons.push_back("the tree of pid " + pid_text(named.pid) +
+                                     " reaches another session (pid " + pid_text(p.pid) +
+                                     ", session " + pid_text(p.sid) + ")");
+    }
+  }
+  return plan;
+}
+
+}  // namespace gpuclean::diagnose

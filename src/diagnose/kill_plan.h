@@ -1,0 +1,86 @@
+// Kill planning: which processes `gpuclean kill` may signal, which it must not, and why. Pure:
+// the caller reads /proc and NVML, resolves user names and checks cgroup paths; this decides.
+//
+// The rules (SPEC.md "Safety rules"; docs/design.md "kill"):
+// - Never a target: PID 1, gpuclean itself, its ancestors (the shell that started it), kernel
+//   threads, monitors (control files only, no GPU context), foreign holders (not visible here),
+//   and other users' processes unless the caller is privileged.
+// - A protected PID *named* as a target refuses the whole plan: its descendants are never
+//   implied (`gpuclean kill 1` must not mean "every process of the machine").
+// - A holder found by the scan keeps the identity it had then (PID + start time): if /proc now
+//   shows another process under that PID, it was recycled since the scan and is skipped, and
+//   the class the scan gave it never passes to the newcomer.
+// - Anything but an explicit PID list needs a confirmation; so does an explicit PID whose tree
+//   reaches another user's processes or another session.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/process_tree.h"
+
+namespace gpuclean::diagnose {
+
+struct KillSelectors {
+  std::vector<Pid> pids;  // named processes
+  bool tree = true;       // with their descendants
+  std::vector<Pid> sessions;
+  std::vector<Pid> pgids;
+  std::vector<Uid> users;            // resolved by the caller; unknown names are usage errors
+  std::vector<std::string> cgroups;  // cgroup v2 paths as /proc/PID/cgroup shows them
+  bool holders = false;              // every (visible, non-monitor) holder of the device files
+  bool leftovers = false;            // holders classed orphan, heir, zombie-leader, stuck
+  // With holders/leftovers: only holders NVML attributes memory to on these GPUs (every CUDA
+  // process holds every GPU's device file, FACTS.md, so the files cannot decide).
+  std::optional<std::set<unsigned>> gpus;
+
+  // Anything but explicit PIDs: such a plan always needs a confirmation.
+  [[nodiscard]] bool broad() const;
+  [[nodiscard]] bool empty() const { return pids.empty() && !broad(); }
+};
+
+struct KillContext {
+  Pid self = 0;             // gpuclean's PID
+  Uid euid = 0;             // gpuclean's effective uid
+  bool privileged = false;  // may signal other users' processes (root)
+};
+
+struct KillTarget {
+  // As the scan (or the table, for processes not scanned as holders) saw it: start_ticks is the
+  // identity the pidfd is checked against before any signal.
+  ProcessInfo process;
+  HolderClass klass = HolderClass::kActive;
+  std::map<unsigned, Bytes> gpu_memory;  // GPU index → bytes NVML attributes to it
+  std::optional<Pid> inherited_from;     // heir: the dead owner NVML still lists
+  std::string why;                       // the selector that chose it: "named", "holder", …
+};
+
+struct KillSkip {
+  Pid pid = 0;
+  std::string reason;  // one line
+};
+
+struct KillPlan {
+  std::vector<KillTarget> targets;  // parents before children
+  std::vector<KillSkip> skipped;    // selected, but protected or not permitted
+  // Named explicitly but protected (PID 1, gpuclean, an ancestor, a kernel thread): the caller
+  // must refuse the whole plan (exit 2) and signal nothing.
+  std::vector<KillSkip> refused;
+  std::vector<Pid> not_found;  // named PIDs that do not exist
+  // Why a confirmation (--yes or a prompt) is needed; empty when an explicit PID list is enough.
+  std::vector<std::string> confirm_reasons;
+};
+
+// `table`: every process now (real /proc). `holders`: the diagnosed holders of the scan (their
+// process.start_ticks from the scan). Deterministic; no system calls.
+KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
+                   const KillSelectors& selectors, const KillContext& context);
+
+// The classes --leftovers takes.
+bool is_leftover(HolderClass klass);
+
+}  // namespace gpuclean::diagnose

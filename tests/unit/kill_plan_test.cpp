@@ -1,0 +1,230 @@
+// The kill planner's rules (src/diagnose/kill_plan.h), on made-up process tables. The
+// end-to-end versions with real processes are in tests/integration/kill_test.cpp.
+#include "diagnose/kill_plan.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+namespace gpuclean::diagnose {
+namespace {
+
+constexpr Uid kAlice = 1000;
+constexpr Uid kBob = 1001;
+
+// A machine: init (1) → sshd (10) → login shell (100, session 100) → gpuclean (200);
+// the shell also runs a server (300) with two workers (301, 302); bob's job is 500.
+class KillPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    add(1, 0, 0, "init", 0);
+    add(2, 0, 0, "kthreadd", 0).kernel_thread = true;
+    add(10, 1, 10, "sshd", 0);
+    add(100, 10, 100, "bash", kAlice);
+    add(200, 100, 100, "gpuclean", kAlice);
+    add(300, 100, 100, "server", kAlice);
+    add(301, 300, 100, "worker", kAlice);
+    add(302, 300, 100, "worker", kAlice);
+    add(500, 1, 500, "job", kBob);
+    context_.self = 200;
+    context_.euid = kAlice;
+    context_.privileged = false;
+  }
+  ProcessInfo& add(Pid pid, Pid ppid, Pid sid, const std::string& comm, Uid uid) {
+    ProcessInfo& p = table_[pid];
+    p.pid = pid;
+    p.ppid = ppid;
+    p.pgid = sid;
+    p.sid = sid;
+    p.comm = comm;
+    p.uid = uid;
+    p.user = uid == 0 ? "root" : uid == kAlice ? "alice" : "bob";
+    p.state = 'S';
+    p.start_ticks = static_cast<std::uint64_t>(pid) * 10;
+    return p;
+  }
+  Holder holder(Pid pid, HolderClass klass, std::map<unsigned, Bytes> memory = {}) {
+    Holder h;
+    h.process = table_.at(pid);
+    h.klass = klass;
+    h.gpu_memory = std::move(memory);
+    return h;
+  }
+  KillPlan plan(const KillSelectors& selectors, const std::vector<Holder>& holders = {}) {
+    return plan_kill(table_, holders, selectors, context_);
+  }
+  static std::vector<Pid> target_pids(const KillPlan& plan) {
+    std::vector<Pid> out;
+    for (const KillTarget& t : plan.targets) out.push_back(t.process.pid);
+    return out;
+  }
+  ProcessTable table_;
+  KillContext context_;
+};
+
+TEST_F(KillPlanTest, NamedPidTakesItsTreeParentsFirst) {
+  KillSelectors s;
+  s.pids = {300};
+  const KillPlan p = plan(s);
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{300, 301, 302}));
+  EXPECT_TRUE(p.refused.empty());
+  EXPECT_TRUE(p.confirm_reasons.empty()) << "an explicit PID in one user's session";
+  EXPECT_EQ(p.targets[1].why, "descendant of 300");
+}
+
+TEST_F(KillPlanTest, NoTreeTakesOnlyThePid) {
+  KillSelectors s;
+  s.pids = {300};
+  s.tree = false;
+  EXPECT_EQ(target_pids(plan(s)), (std::vector<Pid>{300}));
+}
+
+// Issue 13 item 2: `gpuclean kill 1` planned every process of the machine (PID 1's
+// descendants), without a prompt. The old kill_command skipped PID 1 itself and planned the
+// rest ("Plan: 87 processes" on the CPU machine, run before this module existed).
+TEST_F(KillPlanTest, ProtectedPidNamedIsRefusedAndImpliesNothing) {
+  for (Pid pid : {1, 2, 100, 200, 10}) {
+    KillSelectors s;
+    s.pids = {pid};
+    const KillPlan p = plan(s);
+    EXPECT_TRUE(p.targets.empty()) << "pid " << pid;
+    ASSERT_EQ(p.refused.size(), 1u) << "pid " << pid;
+    EXPECT_EQ(p.refused[0].pid, pid);
+  }
+  KillSelectors init;
+  init.pids = {1};
+  EXPECT_NE(plan(init).refused[0].reason.find("PID 1"), std::string::npos);
+  KillSelectors shell;
+  shell.pids = {100};
+  EXPECT_NE(plan(shell).refused[0].reason.find("ancestor"), std::string::npos);
+  KillSelectors kthread;
+  kthread.pids = {2};
+  EXPECT_NE(plan(kthread).refused[0].reason.find("kernel thread"), std::string::npos);
+}
+
+TEST_F(KillPlanTest, TreeReachingAnotherUserOrSessionNeedsConfirmation) {
+  add(303, 300, 303, "setsid-daemon", kAlice);  // the server's child left the session
+  KillSelectors s;
+  s.pids = {300};
+  const KillPlan other_session = plan(s);
+  ASSERT_EQ(other_session.confirm_reasons.size(), 1u);
+  EXPECT_NE(other_session.confirm_reasons[0].find("another session"), std::string::npos);
+
+  context_.privileged = true;
+  context_.euid = 0;
+  add(304, 300, 100, "bobs-child", kBob);
+  const KillPlan other_user = plan(s);
+  EXPECT_TRUE(std::any_of(other_user.confirm_reasons.begin(), other_user.confirm_reasons.end(),
+                          [](const std::string& r) {
+                            return r.find("another user's process (pid 304") != std::string::npos;
+                          }));
+}
+
+TEST_F(KillPlanTest, OtherUsersProcessesNeedPrivilege) {
+  KillSelectors s;
+  s.pids = {500};
+  const KillPlan unprivileged = plan(s);
+  EXPECT_TRUE(unprivileged.targets.empty());
+  ASSERT_EQ(unprivileged.skipped.size(), 1u);
+  EXPECT_NE(unprivileged.skipped[0].reason.find("not permitted"), std::string::npos);
+  context_.privileged = true;
+  EXPECT_EQ(target_pids(plan(s)), (std::vector<Pid>{500}));
+}
+
+TEST_F(KillPlanTest, BroadSelectorsNeedConfirmationAndSkipProtected) {
+  KillSelectors s;
+  s.sessions = {100};
+  const KillPlan p = plan(s);
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{300, 301, 302}));
+  EXPECT_FALSE(p.confirm_reasons.empty());
+  std::vector<Pid> skipped;
+  for (const KillSkip& k : p.skipped) skipped.push_back(k.pid);
+  EXPECT_EQ(skipped, (std::vector<Pid>{100, 200})) << "the shell and gpuclean are protected";
+}
+
+TEST_F(KillPlanTest, UsersPgidsAndCgroups) {
+  context_.privileged = true;
+  table_.at(500).cgroup = "/slurm/job_7/step_0";
+  KillSelectors by_user;
+  by_user.users = {kBob};
+  EXPECT_EQ(target_pids(plan(by_user)), (std::vector<Pid>{500}));
+  KillSelectors by_cgroup;
+  by_cgroup.cgroups = {"/slurm/job_7/"};
+  EXPECT_EQ(target_pids(plan(by_cgroup)), (std::vector<Pid>{500}));
+  KillSelectors prefix_only;
+  prefix_only.cgroups = {"/slurm/job_"};
+  EXPECT_TRUE(plan(prefix_only).targets.empty()) << "a path prefix is not a parent group";
+  KillSelectors by_pgid;
+  by_pgid.pgids = {500};
+  EXPECT_EQ(target_pids(plan(by_pgid)), (std::vector<Pid>{500}));
+}
+
+TEST_F(KillPlanTest, LeftoversTakeOnlyLeftoverClassesOnSelectedGpus) {
+  context_.privileged = true;
+  std::vector<Holder> holders = {
+      holder(300, HolderClass::kActive, {{0, 1}}), holder(301, HolderClass::kOrphan, {{0, 1}}),
+      holder(302, HolderClass::kHeir, {{1, 1}}), holder(500, HolderClass::kMonitor)};
+  KillSelectors s;
+  s.leftovers = true;
+  EXPECT_EQ(target_pids(plan(s, holders)), (std::vector<Pid>{301, 302}));
+  s.gpus = std::set<unsigned>{1};
+  EXPECT_EQ(target_pids(plan(s, holders)), (std::vector<Pid>{302}));
+  KillSelectors all;
+  all.holders = true;
+  EXPECT_EQ(target_pids(plan(all, holders)), (std::vector<Pid>{300, 301, 302}))
+      << "never the monitor";
+}
+
+TEST_F(KillPlanTest, NamedMonitorIsSkipped) {
+  KillSelectors s;
+  s.pids = {302};
+  s.tree = false;
+  const KillPlan p = plan(s, {holder(302, HolderClass::kMonitor)});
+  EXPECT_TRUE(p.targets.empty());
+  ASSERT_EQ(p.skipped.size(), 1u);
+  EXPECT_NE(p.skipped[0].reason.find("monitor"), std::string::npos);
+}
+
+// Issue 13 item 4: the old kill_command keyed the scan's holders by PID alone, so a PID
+// reused between the scan and the plan inherited the holder's class (an orphan's PID taken by
+// a new process was planned as "leftover (orphan)").
+TEST_F(KillPlanTest, PidRecycledSinceTheScanInheritsNothing) {
+  Holder old = holder(301, HolderClass::kOrphan, {{0, 8}});
+  table_.at(301).start_ticks += 1;  // the PID now names a newer process
+  KillSelectors leftovers;
+  leftovers.leftovers = true;
+  const KillPlan p = plan(leftovers, {old});
+  EXPECT_TRUE(p.targets.empty());
+  ASSERT_EQ(p.skipped.size(), 1u);
+  EXPECT_NE(p.skipped[0].reason.find("recycled since the scan"), std::string::npos);
+
+  // Named explicitly, the newcomer is what the user named: it gets its own class, not the
+  // scanned holder's, and no GPU memory.
+  KillSelectors named;
+  named.pids = {301};
+  const KillPlan n = plan(named, {old});
+  ASSERT_EQ(n.targets.size(), 1u);
+  EXPECT_EQ(n.targets[0].klass, HolderClass::kActive);
+  EXPECT_TRUE(n.targets[0].gpu_memory.empty());
+  EXPECT_EQ(n.targets[0].process.start_ticks, table_.at(301).start_ticks);
+}
+
+TEST_F(KillPlanTest, HolderKeepsTheScansIdentity) {
+  KillSelectors s;
+  s.holders = true;
+  const KillPlan p = plan(s, {holder(301, HolderClass::kActive, {{0, 8}})});
+  ASSERT_EQ(p.targets.size(), 1u);
+  EXPECT_EQ(p.targets[0].process.start_ticks, 3010u);
+  EXPECT_EQ(p.targets[0].gpu_memory.at(0), 8u);
+}
+
+TEST_F(KillPlanTest, MissingNamedPidIsNotFound) {
+  KillSelectors s;
+  s.pids = {9999, 301};
+  const KillPlan p = plan(s);
+  EXPECT_EQ(p.not_found, (std::vector<Pid>{9999}));
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{301}));
+}
+
+}  // namespace
+}  // namespace gpuclean::diagnose
