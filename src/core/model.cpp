@@ -39,6 +39,34 @@ const char* to_string(HolderClass klass) {
   return "unknown";
 }
 
+const char* to_string(HeirEvidence::Kind kind) {
+  switch (kind) {
+    case HeirEvidence::Kind::kProcessGroup:
+      return "process-group";
+    case HeirEvidence::Kind::kSession:
+      return "session";
+    case HeirEvidence::Kind::kOrphanWithContext:
+      return "orphan-with-context";
+  }
+  return "unknown";
+}
+
+std::string describe(const HeirEvidence& evidence) {
+  const std::string owner = std::to_string(evidence.dead_owner);
+  switch (evidence.kind) {
+    case HeirEvidence::Kind::kProcessGroup:
+      return "its process group ID is " + owner + ": the dead pid " + owner +
+             " led the process group it is in";
+    case HeirEvidence::Kind::kSession:
+      return "its session ID is " + owner + ": the dead pid " + owner + " led the session it is in";
+    case HeirEvidence::Kind::kOrphanWithContext:
+      return "it is the only orphan mapping an inherited CUDA context that NVML does not list, "
+             "and pid " +
+             owner + " the only dead owner left unexplained";
+  }
+  return "unknown evidence";
+}
+
 const char* to_string(GpuProcess::Kind kind) {
   switch (kind) {
     case GpuProcess::Kind::kCompute:

@@ -76,13 +76,34 @@ enum class HolderClass {
 // SPEC.md's spelling of the class ("zombie-leader", …).
 const char* to_string(HolderClass klass);
 
+// What ties a holder to a dead owner D (a PID NVML still names and /proc no longer has).
+// kProcessGroup/kSession: the holder's process group or session ID is D, so D led the group
+// or session the holder is in (while the group or session lives the kernel does not reuse D).
+// kOrphanWithContext: the holder is an orphan mapping an inherited CUDA context that NVML does
+// not list itself — evidence only when it is the only such orphan and D the only dead owner
+// left unexplained.
+struct HeirEvidence {
+  enum class Kind { kProcessGroup, kSession, kOrphanWithContext };
+  Pid dead_owner = 0;
+  Kind kind = Kind::kProcessGroup;
+};
+
+// "process-group", "session", "orphan-with-context" (JSON spells it so).
+const char* to_string(HeirEvidence::Kind kind);
+// Why a holder named heir is one: one line, no trailing period, about that holder ("its
+// process group ID is 442: the dead pid 442 led the process group it is in"). For
+// kOrphanWithContext it states the whole rule (the only such orphan, the only dead owner left).
+std::string describe(const HeirEvidence& evidence);
+
 struct Holder {
   ProcessInfo process;
   std::vector<HeldFile> devices;
   HolderClass klass = HolderClass::kActive;
-  // GPU index → bytes NVML attributes to it (or, for an heir, to its dead owner).
+  // GPU index → bytes NVML attributes to it (or, for an heir, to its dead owner): for a PID in
+  // several of NVML's lists (compute, graphics, MPS), its largest figure once.
   std::map<unsigned, Bytes> gpu_memory;
   std::optional<Pid> inherited_from;  // heir: the dead owner NVML still names
+  std::optional<HeirEvidence> heir;   // heir: why it is one (dead_owner == *inherited_from)
   bool visible = true;                // false: known only from NVML (foreign); /proc lacks it
 };
 
@@ -94,6 +115,9 @@ struct Problem {
   std::optional<Pid> pid;
   std::string message;  // one line, no trailing period: "GPU 3: 76.0 GiB held by …"
   std::string fix;      // the exact command (or action) to run
+  // The GPU memory this problem counts, when it counts some. The problems of one GPU never
+  // add up to more than its used memory (a figure cut to fit says so in its message).
+  std::optional<Bytes> bytes = std::nullopt;
 };
 
 // How complete a /proc scan was: vanished and unreadable processes are normal and are
@@ -161,14 +185,36 @@ struct GpuView {
 // One GPU as the diagnosis sees it.
 struct GpuReport {
   Gpu gpu;
-  Bytes attributed = 0;    // used memory explained by live holders (heirs included)
+  // Used memory explained by live holders (heirs included) and by dead owners whose possible
+  // heirs are named (ambiguous evidence): at most `used`.
+  Bytes attributed = 0;
   Bytes unattributed = 0;  // used − attributed, never negative
+};
+
+// A PID NVML names on some GPU that /proc does not have: the process that made a CUDA context
+// and is gone (or lives in another PID namespace), and who may hold its context now.
+struct DeadOwner {
+  Pid pid = 0;
+  std::map<unsigned, Bytes> gpu_memory;  // GPU index → NVML's figure (largest of its lists)
+  struct Candidate {
+    Pid pid = 0;
+    HeirEvidence evidence;  // evidence.dead_owner == this owner's pid
+  };
+  // Holders with evidence for it, ascending by pid. Empty: nobody here is tied to it (the
+  // owner shows as a `foreign` holder).
+  std::vector<Candidate> candidates;
+  std::optional<Pid> heir;  // the one candidate named heir, when the evidence is unambiguous
+  // True when there are candidates but no heir: several holders have evidence for it, or
+  // orphans with inherited contexts and dead owners cannot be paired one to one.
+  bool ambiguous = false;
+  std::string ambiguity;  // when ambiguous: why no candidate was chosen (one line, no period)
 };
 
 // What diagnose() concludes: the model every renderer draws.
 struct Diagnosis {
-  std::vector<GpuReport> gpus;  // selected GPUs, NVML index order
-  std::vector<Holder> holders;  // ascending by pid; holders not visible here (foreign) last
+  std::vector<GpuReport> gpus;         // selected GPUs, NVML index order
+  std::vector<Holder> holders;         // ascending by pid; holders not visible here (foreign) last
+  std::vector<DeadOwner> dead_owners;  // ascending by pid
   std::vector<Problem> problems;
   bool clean = true;  // no problems
 };

@@ -123,16 +123,154 @@ bool excused(const Options& options, const Holder& h) {
          (!h.process.user.empty() && options.allow_users.count(h.process.user) > 0);
 }
 
-// The dead owner a heir most likely forked from: the nearest lower PID among the dead owners
-// on that GPU (a child's PID is usually above its parent's), else the lowest.
-std::optional<Pid> likely_owner(Pid heir, const std::vector<Pid>& dead_owners) {
-  std::optional<Pid> best;
-  for (Pid owner : dead_owners) {
-    if (owner < heir && (!best || owner > *best)) best = owner;
+// NVML's figure for each PID on each GPU. A PID in several lists (an MPS client is in the
+// compute and the MPS list: FACTS.md) counts its largest figure once, never the sum.
+std::map<unsigned, std::map<Pid, Bytes>> listed_memory(const GpuView& view) {
+  std::map<unsigned, std::map<Pid, Bytes>> out;
+  for (const Gpu& gpu : view.gpus) {
+    std::map<Pid, Bytes>& per_pid = out[gpu.index];
+    for (const GpuProcess& p : gpu.processes) {
+      Bytes& figure = per_pid[p.pid];
+      figure = std::max(figure, p.used_memory.value_or(0));
+    }
   }
-  if (!best && !dead_owners.empty())
-    best = *std::min_element(dead_owners.begin(), dead_owners.end());
-  return best;
+  return out;
+}
+
+std::string pid_list(const std::vector<DeadOwner::Candidate>& candidates, const char* last_joint) {
+  std::string text;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (i > 0) text += i + 1 == candidates.size() ? last_joint : ", ";
+    text += std::to_string(candidates[i].pid);
+  }
+  return text;
+}
+
+std::string count_of(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// Ties the heir candidates (holders NVML does not list that map a CUDA context) to the dead
+// owners (docs/design.md "Diagnosis"). Strong evidence: the candidate's process group or
+// session ID is the dead PID (group first: it is the closer tie). Weak evidence, only for the
+// owners no candidate has strong evidence for: an orphan candidate without strong evidence,
+// and only when it is the one such orphan and the owner the one owner left. One candidate
+// with evidence names the heir; more than one, or a weak pairing that is not one to one,
+// names nobody and marks the owner ambiguous.
+std::vector<DeadOwner> tie_heirs(const std::map<Pid, std::map<unsigned, Bytes>>& dead,
+                                 const std::vector<const Holder*>& candidates) {
+  std::vector<DeadOwner> owners;
+  std::map<Pid, std::size_t> index_of;
+  for (const auto& [pid, memory] : dead) {
+    index_of[pid] = owners.size();
+    DeadOwner owner;
+    owner.pid = pid;
+    owner.gpu_memory = memory;
+    owners.push_back(std::move(owner));
+  }
+  std::vector<const Holder*> untied_orphans;
+  for (const Holder* c : candidates) {
+    const ProcessInfo& p = c->process;
+    std::optional<HeirEvidence> tie;
+    if (auto it = index_of.find(p.pgid); it != index_of.end()) {
+      tie = HeirEvidence{p.pgid, HeirEvidence::Kind::kProcessGroup};
+    } else if (auto jt = index_of.find(p.sid); jt != index_of.end()) {
+      tie = HeirEvidence{p.sid, HeirEvidence::Kind::kSession};
+    }
+    if (tie) {
+      owners[index_of.at(tie->dead_owner)].candidates.push_back({p.pid, *tie});
+    } else if (c->klass == HolderClass::kOrphan) {
+      untied_orphans.push_back(c);
+    }
+  }
+  std::vector<DeadOwner*> unexplained;
+  for (DeadOwner& owner : owners) {
+    if (owner.candidates.empty()) unexplained.push_back(&owner);
+  }
+  if (!untied_orphans.empty()) {
+    for (DeadOwner* owner : unexplained) {
+      for (const Holder* orphan : untied_orphans) {
+        owner->candidates.push_back(
+            {orphan->process.pid, {owner->pid, HeirEvidence::Kind::kOrphanWithContext}});
+      }
+    }
+  }
+  for (DeadOwner& owner : owners) {
+    std::sort(
+        owner.candidates.begin(), owner.candidates.end(),
+        [](const DeadOwner::Candidate& a, const DeadOwner::Candidate& b) { return a.pid < b.pid; });
+    if (owner.candidates.empty()) continue;
+    const bool weak =
+        owner.candidates.front().evidence.kind == HeirEvidence::Kind::kOrphanWithContext;
+    if (owner.candidates.size() == 1 && (!weak || unexplained.size() == 1)) {
+      owner.heir = owner.candidates.front().pid;
+      continue;
+    }
+    owner.ambiguous = true;
+    if (!weak) {
+      owner.ambiguity = "pids " + pid_list(owner.candidates, " and ") +
+                        " are each in the process group or session it led, so nothing singles "
+                        "out the one holding its context";
+    } else {
+      owner.ambiguity = count_of(untied_orphans.size(), "orphan maps", "orphans map") +
+                        " an inherited CUDA context and " +
+                        count_of(unexplained.size(), "dead owner is", "dead owners are") +
+                        " left unexplained, so which context came from which cannot be told";
+    }
+  }
+  return owners;
+}
+
+// Caps the problems of each GPU at its used memory: take() hands out at most what is left.
+class UsedMemoryBudget {
+ public:
+  UsedMemoryBudget(const GpuView& view, const std::map<unsigned, std::map<Pid, Bytes>>& listed) {
+    for (const Gpu& gpu : view.gpus) {
+      if (!gpu.memory) continue;  // used unknown: nothing to cap at
+      Bytes total = 0;
+      if (auto it = listed.find(gpu.index); it != listed.end()) {
+        for (const auto& entry : it->second) total += entry.second;
+      }
+      left_[gpu.index] = gpu.memory->used;
+      note_[gpu.index] = " (cut to fit: NVML's per-process figures on GPU " +
+                         std::to_string(gpu.index) + " add up to " + format_bytes(total) +
+                         ", more than the " + format_bytes(gpu.memory->used) + " used)";
+    }
+  }
+  // The bytes to report out of `bytes` on `gpu`, and the note to append when they were cut.
+  std::pair<Bytes, std::string> take(unsigned gpu, Bytes bytes) {
+    auto it = left_.find(gpu);
+    if (it == left_.end()) return {bytes, ""};
+    const Bytes shown = std::min(bytes, it->second);
+    it->second -= shown;
+    return {shown, shown < bytes ? note_.at(gpu) : ""};
+  }
+
+ private:
+  std::map<unsigned, Bytes> left_;
+  std::map<unsigned, std::string> note_;
+};
+
+// The problem for a dead owner whose heir cannot be named: its memory, the candidates and
+// why none was chosen. The fix is to look, not to kill: any of them may be innocent.
+Problem ambiguous_problem(const DeadOwner& owner, unsigned gpu, Bytes bytes,
+                          const std::string& note) {
+  Problem p;
+  p.kind = "heir-ambiguous";
+  p.gpu = gpu;
+  p.pid = owner.pid;
+  p.bytes = bytes;
+  p.message = "GPU " + std::to_string(gpu) + ": " + format_bytes(bytes) +
+              " still counted for dead pid " + std::to_string(owner.pid) + "; " +
+              (owner.candidates.size() == 1 ? "pid " : "one of pids ") +
+              pid_list(owner.candidates, " or ") +
+              " may hold its context, but the evidence is ambiguous: " + owner.ambiguity + note;
+  std::string looks;
+  for (const DeadOwner::Candidate& c : owner.candidates) {
+    looks += (looks.empty() ? "" : ", ") + std::string("gpuclean explain ") + std::to_string(c.pid);
+  }
+  p.fix = "look at each candidate (" + looks + ") and stop the one that is yours";
+  return p;
 }
 
 }  // namespace
@@ -165,59 +303,54 @@ Diagnosis diagnose(Input input, const Options& options) {
     return nullptr;
   };
 
+  std::map<unsigned, std::map<Pid, Bytes>> listed;  // NVML: GPU → PID → figure
   if (input.gpu_view) {
-    // NVML's entries: to live holders directly; dead owners' entries collected per GPU.
-    std::set<Pid> listed;
-    std::map<unsigned, std::vector<std::pair<Pid, Bytes>>> dead_entries;
-    for (const Gpu& gpu : input.gpu_view->gpus) {
-      for (const GpuProcess& p : gpu.processes) {
-        const Bytes bytes = p.used_memory.value_or(0);
-        listed.insert(p.pid);
-        if (Holder* h = find_holder(p.pid)) {
-          h->gpu_memory[gpu.index] += bytes;
-        } else if (input.missing_pids.count(p.pid) > 0) {
-          dead_entries[gpu.index].emplace_back(p.pid, bytes);
+    listed = listed_memory(*input.gpu_view);
+    // NVML's entries: to live holders directly; dead owners' entries collected per owner.
+    std::set<Pid> listed_pids;
+    std::map<Pid, std::map<unsigned, Bytes>> dead;
+    for (const auto& [gpu, per_pid] : listed) {
+      for (const auto& [pid, bytes] : per_pid) {
+        listed_pids.insert(pid);
+        if (Holder* h = find_holder(pid)) {
+          h->gpu_memory[gpu] = bytes;
+        } else if (input.missing_pids.count(pid) > 0) {
+          dead[pid][gpu] = bytes;
         }
       }
     }
-    // Holders NVML does not list: a context shape means an heir of a dead owner (or a stray
-    // context); anything else is a monitor (nvidia-smi, DCGM, persistenced).
-    std::vector<Holder*> heir_candidates;
+    // Holders NVML does not list: a context shape makes an heir candidate (or a stray context);
+    // anything else is a monitor (nvidia-smi, DCGM, persistenced).
+    std::vector<const Holder*> heir_candidates;
     for (Holder& h : holders) {
-      if (listed.count(h.process.pid) > 0) continue;
-      if (looks_like_context(h) && h.klass != HolderClass::kZombieLeader) {
+      if (listed_pids.count(h.process.pid) > 0) continue;
+      if (looks_like_context(h) && h.klass != HolderClass::kZombieLeader &&
+          h.klass != HolderClass::kZombie) {
         heir_candidates.push_back(&h);
       } else if (h.klass == HolderClass::kActive || h.klass == HolderClass::kOrphan) {
         h.klass = HolderClass::kMonitor;
       }
     }
-    // Each dead owner's memory passes to its heir; with no heir it is foreign.
-    for (auto& [gpu, entries] : dead_entries) {
-      std::vector<Pid> owners;
-      for (const auto& entry : entries) owners.push_back(entry.first);
-      std::map<Pid, Holder*> heir_of;
-      for (Holder* candidate : heir_candidates) {
-        if (auto owner = likely_owner(candidate->process.pid, owners)) {
-          if (heir_of.count(*owner) == 0) heir_of[*owner] = candidate;
+    // A dead owner's memory passes to its heir; with no candidate at all it is foreign; with
+    // candidates but no heir it stays the dead owner's, reported with the candidates.
+    out.dead_owners = tie_heirs(dead, heir_candidates);
+    for (const DeadOwner& owner : out.dead_owners) {
+      if (owner.heir) {
+        Holder& heir = *find_holder(*owner.heir);
+        if (heir.klass == HolderClass::kActive || heir.klass == HolderClass::kOrphan) {
+          heir.klass = HolderClass::kHeir;
         }
-      }
-      for (const auto& [owner, bytes] : entries) {
-        if (auto it = heir_of.find(owner); it != heir_of.end()) {
-          Holder& heir = *it->second;
-          if (heir.klass == HolderClass::kActive || heir.klass == HolderClass::kOrphan) {
-            heir.klass = HolderClass::kHeir;
-          }
-          heir.inherited_from = owner;
-          heir.gpu_memory[gpu] += bytes;
-        } else {
-          Holder foreign;
-          foreign.process.pid = owner;
-          foreign.process.comm = "?";
-          foreign.klass = HolderClass::kForeign;
-          foreign.visible = false;
-          foreign.gpu_memory[gpu] = bytes;
-          holders.push_back(std::move(foreign));
-        }
+        heir.inherited_from = owner.pid;
+        heir.heir = owner.candidates.front().evidence;
+        heir.gpu_memory = owner.gpu_memory;
+      } else if (owner.candidates.empty()) {
+        Holder foreign;
+        foreign.process.pid = owner.pid;
+        foreign.process.comm = "?";
+        foreign.klass = HolderClass::kForeign;
+        foreign.visible = false;
+        foreign.gpu_memory = owner.gpu_memory;
+        holders.push_back(std::move(foreign));
       }
     }
 
@@ -228,6 +361,12 @@ Diagnosis diagnose(Input input, const Options& options) {
       for (const Holder& h : holders) {
         if (!h.visible) continue;
         if (auto it = h.gpu_memory.find(gpu.index); it != h.gpu_memory.end()) {
+          report.attributed += it->second;
+        }
+      }
+      for (const DeadOwner& owner : out.dead_owners) {
+        if (!owner.ambiguous) continue;
+        if (auto it = owner.gpu_memory.find(gpu.index); it != owner.gpu_memory.end()) {
           report.attributed += it->second;
         }
       }
@@ -253,6 +392,8 @@ Diagnosis diagnose(Input input, const Options& options) {
     return a.process.pid < b.process.pid;
   });
 
+  std::optional<UsedMemoryBudget> budget;
+  if (input.gpu_view) budget.emplace(*input.gpu_view, listed);
   for (const Holder& h : holders) {
     // A zombie matters only while NVML still counts memory for it.
     if (h.klass == HolderClass::kMonitor || excused(options, h) ||
@@ -266,7 +407,11 @@ Diagnosis diagnose(Input input, const Options& options) {
     bool reported = false;
     for (const auto& [gpu, bytes] : h.gpu_memory) {
       if (!selected(options, gpu)) continue;
-      out.problems.push_back(holder_problem(h, gpu, bytes));
+      const auto [shown, note] = budget->take(gpu, bytes);
+      Problem p = holder_problem(h, gpu, shown);
+      p.message += note;
+      p.bytes = shown;
+      out.problems.push_back(std::move(p));
       reported = true;
     }
     // A context shape with no memory anywhere is still worth a line when no GPU is excluded.
@@ -274,11 +419,27 @@ Diagnosis diagnose(Input input, const Options& options) {
       out.problems.push_back(holder_problem(h, std::nullopt, std::nullopt));
     }
   }
+  for (const DeadOwner& owner : out.dead_owners) {
+    if (!owner.ambiguous || options.ignore_pids.count(owner.pid) > 0) continue;
+    // Not a problem when every candidate is excused (ignored or of an allowed user).
+    const bool all_excused = std::all_of(owner.candidates.begin(), owner.candidates.end(),
+                                         [&](const DeadOwner::Candidate& c) {
+                                           const Holder* h = find_holder(c.pid);
+                                           return h != nullptr && excused(options, *h);
+                                         });
+    if (all_excused) continue;
+    for (const auto& [gpu, bytes] : owner.gpu_memory) {
+      if (!selected(options, gpu)) continue;
+      const auto [shown, note] = budget->take(gpu, bytes);
+      out.problems.push_back(ambiguous_problem(owner, gpu, shown, note));
+    }
+  }
   for (const GpuReport& report : out.gpus) {
     if (report.unattributed <= options.max_unattributed) continue;
     Problem p;
     p.kind = "unattributed";
     p.gpu = report.gpu.index;
+    p.bytes = report.unattributed;
     p.message = "GPU " + std::to_string(report.gpu.index) + ": " +
                 format_bytes(report.unattributed) +
                 " used that no visible process accounts for (a holder in another PID namespace or "

@@ -33,6 +33,15 @@ struct Input {
   std::optional<Pid> self;  // gpuclean's own PID: never a holder
 };
 
+// Joins NVML's lists with the holders. Contract (docs/design.md "Diagnosis"):
+// - A PID in several of a GPU's lists (compute, graphics, MPS) counts its largest figure once.
+// - A holder NVML does not list is an heir of a dead owner D (a listed PID in missing_pids) only
+//   on evidence: its process group or session ID is D, or it is the only orphan with a context
+//   shape left and D the only dead owner left. Several candidates for one owner (or a weak
+//   pairing that is not one to one) name no heir: the owner's memory becomes a
+//   "heir-ambiguous" problem naming the candidates, which keep their own class. An owner with
+//   no candidate is a `foreign` holder. Every owner is in Diagnosis::dead_owners.
+// - The problems of one GPU never count more bytes than its used memory (cut, and said so).
 Diagnosis diagnose(Input input, const Options& options);
 
 // True when the holder has the shape of a CUDA context: it maps /dev/nvidia-uvm or a

@@ -143,9 +143,12 @@ TEST(Diagnose, MonitorIsNeverAProblemButTheSameFilesMappedAreAnHeir) {
   ASSERT_NE(find(d, 437), nullptr);
   EXPECT_EQ(find(d, 437)->klass, HolderClass::kMonitor);
   EXPECT_TRUE(d.clean);
-  // Negative control: the context shape with a dead owner on the GPU is an heir.
-  auto heir =
-      diagnose(input_with({gpu(0, kGiB, {entry(436, kGiB)})}, {cuda_holder(437)}, {436}), {});
+  // Negative control: the context shape with a dead owner on the GPU is an heir — when it is
+  // an orphan (the only one, and 436 the only dead owner). This expectation used an active
+  // holder (parent 50 alive) before issue 13 item 3: that was the innocent-heir bug.
+  Holder orphan = cuda_holder(437, 1);
+  orphan.klass = HolderClass::kOrphan;
+  auto heir = diagnose(input_with({gpu(0, kGiB, {entry(436, kGiB)})}, {orphan}, {436}), {});
   EXPECT_EQ(find(heir, 437)->klass, HolderClass::kHeir);
 }
 
@@ -239,6 +242,306 @@ TEST(Diagnose, WithoutNvmlContextHoldersAreProblemsAndMonitorsAreNot) {
   EXPECT_EQ(d.problems[0].pid, std::optional<Pid>(100));
   EXPECT_EQ(d.problems[0].kind, "holder");
   EXPECT_EQ(find(d, 101)->klass, HolderClass::kMonitor);
+}
+
+// Issue 13 item 3. Failed before the fix (the nearest-lower-PID guess named it heir):
+//   Expected equality of these values: h->klass Which is: 4-byte object <02-00 00-00> (heir)
+//   HolderClass::kActive … h->inherited_from Which is: (442) …
+//   "gpuclean kill 900" vs "gpuclean kill 900"
+//   GPU 0: 8.0 GiB held by heir pid 900 (python3): it inherited the CUDA context of pid 442, …
+TEST(DiagnoseHeir, UnrelatedActiveHolderOfAnotherSessionIsNeverAnHeir) {
+  // Its parent (850) lives and it leads its own session and group: nothing ties it to 442.
+  for (Pid innocent : {900, 300}) {  // above and below the dead PID: the old guess took both
+    Holder other = cuda_holder(innocent, 850);
+    other.process.pgid = innocent;
+    other.process.sid = innocent;
+    auto d = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})}, {other}, {442}), {});
+    const Holder* h = find(d, innocent);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->klass, HolderClass::kActive) << innocent;
+    EXPECT_EQ(h->inherited_from, std::nullopt) << innocent;
+    EXPECT_TRUE(h->gpu_memory.empty()) << innocent;
+    for (const Problem& p : d.problems) {
+      EXPECT_NE(p.fix, "gpuclean kill " + std::to_string(innocent)) << p.message;
+    }
+    // The dead owner's memory stays nobody's visible: foreign, as with no holder at all.
+    const Holder* owner = find(d, 442);
+    ASSERT_NE(owner, nullptr) << innocent;
+    EXPECT_EQ(owner->klass, HolderClass::kForeign);
+    EXPECT_EQ(d.gpus[0].unattributed, 8 * kGiB);
+  }
+}
+
+// A holder not listed by NVML, with the context shape, in the given group and session.
+Holder tied_holder(Pid pid, Pid ppid, Pid pgid, Pid sid) {
+  Holder h = cuda_holder(pid, ppid);
+  h.process.pgid = pgid;
+  h.process.sid = sid;
+  h.klass = ppid == 1 ? HolderClass::kOrphan : HolderClass::kActive;  // as classify_from_proc
+  return h;
+}
+
+const DeadOwner* dead_owner(const Diagnosis& d, Pid pid) {
+  for (const DeadOwner& o : d.dead_owners) {
+    if (o.pid == pid) return &o;
+  }
+  return nullptr;
+}
+
+std::vector<Pid> candidate_pids(const DeadOwner& owner) {
+  std::vector<Pid> out;
+  for (const auto& c : owner.candidates) out.push_back(c.pid);
+  return out;
+}
+
+TEST(DiagnoseHeir, ItsProcessGroupIdIsTheDeadPid) {
+  // Parent 450 alive (not an orphan), own session 300: only the group ties it to 442.
+  auto d = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                               {tied_holder(500, 450, 442, 300)}, {442}),
+                    {});
+  const Holder* h = find(d, 500);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->klass, HolderClass::kHeir);
+  EXPECT_EQ(h->inherited_from, std::optional<Pid>(442));
+  ASSERT_TRUE(h->heir.has_value());
+  EXPECT_EQ(h->heir->dead_owner, 442);
+  EXPECT_EQ(h->heir->kind, HeirEvidence::Kind::kProcessGroup);
+  EXPECT_EQ(describe(*h->heir),
+            "its process group ID is 442: the dead pid 442 led the process group it is in");
+  EXPECT_EQ(h->gpu_memory.at(0), 8 * kGiB);
+  ASSERT_NE(dead_owner(d, 442), nullptr);
+  EXPECT_EQ(dead_owner(d, 442)->heir, std::optional<Pid>(500));
+  EXPECT_FALSE(dead_owner(d, 442)->ambiguous);
+  EXPECT_EQ(d.problems.at(0).kind, "heir");
+  // Negative control: its own group instead: nothing ties it, the memory is foreign.
+  auto none = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                                  {tied_holder(500, 450, 500, 300)}, {442}),
+                       {});
+  EXPECT_EQ(find(none, 500)->klass, HolderClass::kActive);
+  EXPECT_EQ(find(none, 442)->klass, HolderClass::kForeign);
+  EXPECT_TRUE(dead_owner(none, 442)->candidates.empty());
+}
+
+TEST(DiagnoseHeir, ItsSessionIdIsTheDeadPid) {
+  auto d = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                               {tied_holder(500, 450, 460, 442)}, {442}),
+                    {});
+  const Holder* h = find(d, 500);
+  EXPECT_EQ(h->klass, HolderClass::kHeir);
+  ASSERT_TRUE(h->heir.has_value());
+  EXPECT_EQ(h->heir->kind, HeirEvidence::Kind::kSession);
+  EXPECT_STREQ(to_string(h->heir->kind), "session");
+  // Negative control: another session.
+  auto none = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                                  {tied_holder(500, 450, 460, 300)}, {442}),
+                       {});
+  EXPECT_EQ(find(none, 500)->klass, HolderClass::kActive);
+  // Group and session both dead owners: the group is the closer tie; the session's owner is
+  // left to nobody.
+  auto both = diagnose(input_with({gpu(0, 9 * kGiB, {entry(441, kGiB), entry(442, 8 * kGiB)})},
+                                  {tied_holder(500, 450, 442, 441)}, {441, 442}),
+                       {});
+  EXPECT_EQ(find(both, 500)->inherited_from, std::optional<Pid>(442));
+  EXPECT_EQ(find(both, 500)->heir->kind, HeirEvidence::Kind::kProcessGroup);
+  EXPECT_EQ(find(both, 441)->klass, HolderClass::kForeign);
+}
+
+// The H200 scenario (FACTS.md): the parent was a background job of a script, so the child's
+// group and session are the script's; only the weak rule can name it.
+TEST(DiagnoseHeir, TheOnlyOrphanWithAnInheritedContextIsTheHeirOfTheOnlyDeadOwner) {
+  auto in = [](std::vector<Holder> holders, std::vector<GpuProcess> entries = {}) {
+    entries.push_back(entry(442, 8 * kGiB));
+    return input_with({gpu(0, 9 * kGiB, entries)}, std::move(holders), {442});
+  };
+  auto d = diagnose(in({tied_holder(443, 1, 400, 400)}), {});
+  const Holder* h = find(d, 443);
+  EXPECT_EQ(h->klass, HolderClass::kHeir);
+  ASSERT_TRUE(h->heir.has_value());
+  EXPECT_EQ(h->heir->kind, HeirEvidence::Kind::kOrphanWithContext);
+  EXPECT_NE(describe(*h->heir).find("only orphan"), std::string::npos);
+  // Negative controls. Not an orphan (parent alive, another session):
+  EXPECT_EQ(find(diagnose(in({tied_holder(443, 420, 400, 400)}), {}), 443)->klass,
+            HolderClass::kActive);
+  // no inherited context (nvidia-smi's shape): a monitor;
+  Holder smi = monitor_holder(443);
+  smi.process.ppid = 1;
+  smi.klass = HolderClass::kOrphan;
+  EXPECT_EQ(find(diagnose(in({smi}), {}), 443)->klass, HolderClass::kMonitor);
+  // NVML lists it itself: its own memory, not the dead owner's.
+  auto listed = diagnose(in({tied_holder(443, 1, 400, 400)}, {entry(443, kGiB)}), {});
+  EXPECT_EQ(find(listed, 443)->klass, HolderClass::kOrphan);
+  EXPECT_EQ(find(listed, 443)->gpu_memory.at(0), kGiB);
+  EXPECT_EQ(find(listed, 442)->klass, HolderClass::kForeign);
+}
+
+TEST(DiagnoseHeir, TwoOrphansWithInheritedContextsAreAmbiguous) {
+  Options options;
+  auto d =
+      diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                          {tied_holder(443, 1, 400, 400), tied_holder(444, 1, 400, 400)}, {442}),
+               options);
+  for (Pid pid : {443, 444}) {
+    const Holder* h = find(d, pid);
+    EXPECT_EQ(h->klass, HolderClass::kOrphan) << "keeps its own class, never heir";
+    EXPECT_EQ(h->inherited_from, std::nullopt);
+    EXPECT_FALSE(h->heir.has_value());
+    EXPECT_TRUE(h->gpu_memory.empty());
+  }
+  const DeadOwner* owner = dead_owner(d, 442);
+  ASSERT_NE(owner, nullptr);
+  EXPECT_TRUE(owner->ambiguous);
+  EXPECT_EQ(owner->heir, std::nullopt);
+  EXPECT_EQ(candidate_pids(*owner), (std::vector<Pid>{443, 444}));
+  EXPECT_EQ(owner->ambiguity,
+            "2 orphans map an inherited CUDA context and 1 dead owner is left unexplained, so "
+            "which context came from which cannot be told");
+  EXPECT_EQ(find(d, 442), nullptr) << "not foreign: its candidates are named";
+  EXPECT_EQ(d.gpus[0].unattributed, 0u);
+  const auto it = std::find_if(d.problems.begin(), d.problems.end(),
+                               [](const Problem& p) { return p.kind == "heir-ambiguous"; });
+  ASSERT_NE(it, d.problems.end());
+  EXPECT_EQ(it->pid, std::optional<Pid>(442));
+  EXPECT_EQ(it->bytes, std::optional<Bytes>(8 * kGiB));
+  EXPECT_EQ(it->message,
+            "GPU 0: 8.0 GiB still counted for dead pid 442; one of pids 443 or 444 may hold its "
+            "context, but the evidence is ambiguous: " +
+                owner->ambiguity);
+  EXPECT_EQ(it->fix,
+            "look at each candidate (gpuclean explain 443, gpuclean explain 444) and stop the one "
+            "that is yours");
+  for (const Problem& p : d.problems) {
+    EXPECT_EQ(p.message.find("heir pid"), std::string::npos) << p.message;
+  }
+  // Ignoring the dead pid (or both candidates) drops the ambiguous problem.
+  options.ignore_pids = {442};
+  auto ignored =
+      diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                          {tied_holder(443, 1, 400, 400), tied_holder(444, 1, 400, 400)}, {442}),
+               options);
+  EXPECT_TRUE(std::none_of(ignored.problems.begin(), ignored.problems.end(),
+                           [](const Problem& p) { return p.kind == "heir-ambiguous"; }));
+}
+
+TEST(DiagnoseHeir, OneOrphanAndTwoDeadOwnersAreAmbiguous) {
+  auto d = diagnose(input_with({gpu(0, 9 * kGiB, {entry(441, kGiB), entry(442, 8 * kGiB)})},
+                               {tied_holder(443, 1, 400, 400)}, {441, 442}),
+                    {});
+  EXPECT_EQ(find(d, 443)->klass, HolderClass::kOrphan);
+  ASSERT_EQ(d.dead_owners.size(), 2u);
+  for (const DeadOwner& owner : d.dead_owners) {
+    EXPECT_TRUE(owner.ambiguous) << owner.pid;
+    EXPECT_EQ(candidate_pids(owner), (std::vector<Pid>{443}));
+  }
+  EXPECT_EQ(std::count_if(d.problems.begin(), d.problems.end(),
+                          [](const Problem& p) { return p.kind == "heir-ambiguous"; }),
+            2);
+}
+
+TEST(DiagnoseHeir, TwoHoldersInTheDeadOwnersGroupAreAmbiguous) {
+  auto d = diagnose(
+      input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
+                 {tied_holder(500, 450, 442, 300), tied_holder(501, 450, 442, 300)}, {442}),
+      {});
+  EXPECT_EQ(find(d, 500)->klass, HolderClass::kActive);
+  EXPECT_EQ(find(d, 501)->klass, HolderClass::kActive);
+  const DeadOwner* owner = dead_owner(d, 442);
+  ASSERT_NE(owner, nullptr);
+  EXPECT_TRUE(owner->ambiguous);
+  EXPECT_EQ(candidate_pids(*owner), (std::vector<Pid>{500, 501}));
+  EXPECT_EQ(owner->candidates[0].evidence.kind, HeirEvidence::Kind::kProcessGroup);
+  EXPECT_NE(owner->ambiguity.find("pids 500 and 501"), std::string::npos) << owner->ambiguity;
+}
+
+TEST(DiagnoseHeir, StrongEvidenceExplainsItsOwnerAndTheWeakRuleCountsOnlyTheRest) {
+  // 442 is explained by 500's group; 441 is then the only owner left and 443 the only orphan.
+  auto d = diagnose(
+      input_with({gpu(0, 9 * kGiB, {entry(441, kGiB), entry(442, 8 * kGiB)})},
+                 {tied_holder(500, 450, 442, 300), tied_holder(443, 1, 400, 400)}, {441, 442}),
+      {});
+  EXPECT_EQ(find(d, 500)->inherited_from, std::optional<Pid>(442));
+  EXPECT_EQ(find(d, 443)->inherited_from, std::optional<Pid>(441));
+  EXPECT_EQ(find(d, 443)->heir->kind, HeirEvidence::Kind::kOrphanWithContext);
+  EXPECT_EQ(d.gpus[0].unattributed, 0u);
+}
+
+// Issue 13 item 11 (FACTS.md "CUDA MPS": NVML lists an MPS client in the compute and the MPS
+// list). Failed before the fix: h->gpu_memory.at(0) Which is: 5583457484 (5.2 GiB), figure
+// Which is: 2791728742 (2.6 GiB); d.problems[0].message Which is: "GPU 0: 5.2 GiB in use by
+// pid 100 (python3), user alice".
+TEST(DiagnoseMemory, PidInComputeAndMpsListsCountsItsLargestFigureOnce) {
+  const Bytes figure = 26 * kGiB / 10;
+  const Bytes used = 27 * kGiB / 10;
+  auto d = diagnose(
+      input_with(
+          {gpu(0, used,
+               {{100, figure, GpuProcess::Kind::kCompute}, {100, figure, GpuProcess::Kind::kMps}})},
+          {cuda_holder(100)}),
+      {});
+  const Holder* h = find(d, 100);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->gpu_memory.at(0), figure);
+  EXPECT_EQ(d.gpus[0].attributed, figure);
+  EXPECT_EQ(d.gpus[0].unattributed, used - figure);
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].message, "GPU 0: 2.6 GiB in use by pid 100 (python3), user alice");
+  // Different figures in the lists: the largest, once.
+  auto mixed = diagnose(input_with({gpu(0, used,
+                                        {{100, figure - kGiB, GpuProcess::Kind::kCompute},
+                                         {100, figure, GpuProcess::Kind::kMps},
+                                         {100, kGiB, GpuProcess::Kind::kGraphics}})},
+                                   {cuda_holder(100)}),
+                        {});
+  EXPECT_EQ(find(mixed, 100)->gpu_memory.at(0), figure);
+  // A dead owner listed twice is counted once too.
+  auto dead = diagnose(
+      input_with(
+          {gpu(0, used,
+               {{442, figure, GpuProcess::Kind::kCompute}, {442, figure, GpuProcess::Kind::kMps}})},
+          {}, {442}),
+      {});
+  ASSERT_NE(find(dead, 442), nullptr);
+  EXPECT_EQ(find(dead, 442)->gpu_memory.at(0), figure);
+  // Negative control: two different PIDs with the same figure are two figures.
+  auto two = diagnose(
+      input_with(
+          {gpu(0, 2 * figure,
+               {{100, figure, GpuProcess::Kind::kCompute}, {101, figure, GpuProcess::Kind::kMps}})},
+          {cuda_holder(100), cuda_holder(101)}),
+      {});
+  EXPECT_EQ(two.gpus[0].attributed, 2 * figure);
+}
+
+// Issue 13 item 11. Failed before the fix: d.problems[1].message.substr(0, 36) Which is:
+// "GPU 0: 3.0 GiB in use by pid 101 (py" (3.0 + 3.0 GiB of problems on a GPU with 4.0 GiB used).
+TEST(DiagnoseMemory, ProblemsOnAGpuNeverAddUpToMoreThanItsUsedMemory) {
+  auto d = diagnose(input_with({gpu(0, 4 * kGiB, {entry(100, 3 * kGiB), entry(101, 3 * kGiB)})},
+                               {cuda_holder(100), cuda_holder(101)}),
+                    {});
+  ASSERT_EQ(d.problems.size(), 2u);
+  EXPECT_EQ(d.problems[0].message.substr(0, 36), "GPU 0: 3.0 GiB in use by pid 100 (py");
+  EXPECT_EQ(d.problems[1].message.substr(0, 36), "GPU 0: 1.0 GiB in use by pid 101 (py");
+  EXPECT_NE(d.problems[1].message.find("add up to 6.0 GiB, more than the 4.0 GiB used"),
+            std::string::npos)
+      << d.problems[1].message;
+  EXPECT_EQ(d.problems[0].message.find("cut to fit"), std::string::npos) << "not cut";
+  EXPECT_EQ(d.problems[0].bytes, std::optional<Bytes>(3 * kGiB));
+  EXPECT_EQ(d.problems[1].bytes, std::optional<Bytes>(kGiB));
+  EXPECT_EQ(d.gpus[0].unattributed, 0u);
+  // A dead owner's ambiguous entry is capped the same way.
+  auto dead = diagnose(
+      input_with({gpu(0, 4 * kGiB, {entry(100, 3 * kGiB), entry(442, 3 * kGiB)})},
+                 {cuda_holder(100), tied_holder(443, 1, 400, 400), tied_holder(444, 1, 400, 400)},
+                 {442}),
+      {});
+  Bytes sum = 0;
+  for (const Problem& p : dead.problems) sum += p.bytes.value_or(0);
+  EXPECT_EQ(sum, 4 * kGiB);
+  // Negative control: figures within the used memory are not cut.
+  auto fits = diagnose(input_with({gpu(0, 6 * kGiB, {entry(100, 3 * kGiB), entry(101, 3 * kGiB)})},
+                                  {cuda_holder(100), cuda_holder(101)}),
+                       {});
+  EXPECT_EQ(fits.problems[1].bytes, std::optional<Bytes>(3 * kGiB));
+  EXPECT_EQ(fits.problems[1].message.find("cut to fit"), std::string::npos);
 }
 
 TEST(ShortName, ProcessTitleOrBasenameOrComm) {

@@ -15,7 +15,7 @@ StatusReport dirty_report() {
   StatusReport r;
   r.host = "h200-1";
   r.time = 1764500000;
-  r.nvml_state = "present";
+  r.nvml_state = NvmlState::kPresent;
   r.driver_version = "580.159.04";
   r.cuda_driver_version = 13000;
   GpuReport g;
