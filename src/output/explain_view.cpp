@@ -74,12 +74,48 @@ std::string files_text(const HeldFile& f) {
   return text;
 }
 
-// The problems of `pid` itself and, for a dead owner, those of the heirs holding its memory.
+const DeadOwner* dead_owner_of(const Diagnosis& d, Pid pid) {
+  for (const DeadOwner& owner : d.dead_owners) {
+    if (owner.pid == pid) return &owner;
+  }
+  return nullptr;
+}
+
+// The ambiguous dead owners `pid` is a candidate heir of.
+std::vector<const DeadOwner*> candidate_of(const Diagnosis& d, Pid pid) {
+  std::vector<const DeadOwner*> out;
+  for (const DeadOwner& owner : d.dead_owners) {
+    if (!owner.ambiguous) continue;
+    for (const DeadOwner::Candidate& c : owner.candidates) {
+      if (c.pid == pid) out.push_back(&owner);
+    }
+  }
+  return out;
+}
+
+// What one candidate's evidence says, without the "only one" that makes the weak rule decide.
+std::string candidate_evidence(const HeirEvidence& evidence) {
+  if (evidence.kind == HeirEvidence::Kind::kOrphanWithContext) {
+    return "an orphan mapping an inherited CUDA context that NVML does not list";
+  }
+  return describe(evidence);
+}
+
+const Holder* holder_of(const Diagnosis& d, Pid pid) {
+  for (const Holder& h : d.holders) {
+    if (h.process.pid == pid) return &h;
+  }
+  return nullptr;
+}
+
+// The problems of `pid` itself; for a dead owner, those of the heirs holding its memory; for a
+// candidate heir, those of the dead owners it may have inherited from.
 std::vector<Problem> problems_about(const Diagnosis& d, Pid pid) {
   std::set<Pid> about{pid};
   for (const Holder& h : d.holders) {
     if (h.inherited_from == pid) about.insert(h.process.pid);
   }
+  for (const DeadOwner* owner : candidate_of(d, pid)) about.insert(owner->pid);
   std::vector<Problem> out;
   for (const Problem& p : d.problems) {
     if (p.pid && about.count(*p.pid) > 0) out.push_back(p);
@@ -122,7 +158,11 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
     }
     row(out, "command", command_label(*p, 400));
   } else {
-    out << fmt::format("pid {} — not in /proc\n", subject.pid);
+    out << fmt::format("pid {} — not in /proc{}\n", subject.pid,
+                       dead_owner_of(d, subject.pid) != nullptr
+                           ? " (a dead owner: NVML still names it, or it lives in another PID "
+                             "namespace)"
+                           : "");
   }
 
   if (holder != nullptr) {
@@ -144,14 +184,48 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
                           ? fmt::format(" (NVML names dead pid {})", *holder->inherited_from)
                           : ""));
     }
+  } else if (const DeadOwner* owner = dead_owner_of(d, subject.pid);
+             owner != nullptr && !owner->gpu_memory.empty()) {
+    for (const auto& [gpu, bytes] : owner->gpu_memory) {
+      row(out, "NVML",
+          fmt::format("GPU {}: {} (for this pid, which /proc lacks)", gpu, format_bytes(bytes)));
+    }
   } else {
     row(out, "NVML", "names no GPU memory for it");
+  }
+  if (holder != nullptr && holder->heir) {
+    row(out, "evidence", escape_terminal(describe(*holder->heir)));
+  }
+  for (const DeadOwner* owner : candidate_of(d, subject.pid)) {
+    for (const DeadOwner::Candidate& c : owner->candidates) {
+      if (c.pid != subject.pid) continue;
+      row(out, "candidate",
+          fmt::format("may hold the context of dead pid {} ({}), but it is not named heir: {}",
+                      owner->pid, candidate_evidence(c.evidence), owner->ambiguity));
+    }
   }
   for (const Holder& h : d.holders) {
     if (h.inherited_from == subject.pid) {
       row(out, "heir",
-          fmt::format("pid {} ({}) holds its context now", h.process.pid,
-                      escape_terminal(h.process.comm)));
+          fmt::format("pid {} ({}) holds its context now; evidence: {}", h.process.pid,
+                      escape_terminal(h.process.comm),
+                      h.heir ? describe(*h.heir) : std::string("none recorded")));
+    }
+  }
+  if (const DeadOwner* owner = dead_owner_of(d, subject.pid); owner != nullptr) {
+    if (owner->ambiguous) {
+      for (const DeadOwner::Candidate& c : owner->candidates) {
+        const Holder* h = holder_of(d, c.pid);
+        row(out, "candidate",
+            fmt::format("pid {} ({}, {}): {}", c.pid,
+                        h != nullptr ? escape_terminal(h->process.comm) : std::string("?"),
+                        h != nullptr ? to_string(h->klass) : "?", candidate_evidence(c.evidence)));
+      }
+      row(out, "no heir", "the evidence is ambiguous: " + owner->ambiguity);
+    } else if (owner->candidates.empty()) {
+      row(out, "no heir",
+          "no holder here is tied to it (no process group or session it led, no lone orphan "
+          "with an inherited CUDA context)");
     }
   }
   const std::vector<Problem> problems = problems_about(d, subject.pid);
@@ -186,6 +260,12 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
   doc["heirs"] = nlohmann::json::array();
   for (const Holder& h : report.diagnosis.holders) {
     if (h.inherited_from == subject.pid) doc["heirs"].push_back(h.process.pid);
+  }
+  const DeadOwner* owner = dead_owner_of(report.diagnosis, subject.pid);
+  doc["dead_owner"] = owner != nullptr ? to_json(*owner) : nlohmann::json();
+  doc["candidate_of"] = nlohmann::json::array();
+  for (const DeadOwner* of : candidate_of(report.diagnosis, subject.pid)) {
+    doc["candidate_of"].push_back(of->pid);
   }
   doc["problems"] = to_json_array(problems_about(report.diagnosis, subject.pid));
   doc["nvml"] = {{"state", to_string(report.nvml_state)}, {"message", report.nvml_message}};

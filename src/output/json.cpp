@@ -49,6 +49,7 @@ nlohmann::json to_json(const Holder& holder) {
   out["start_time"] = p.start_time ? nlohmann::json(rfc3339(*p.start_time)) : nlohmann::json();
   out["cgroup"] = or_null(p.cgroup);
   out["inherited_from"] = or_null(holder.inherited_from);
+  out["evidence"] = holder.heir ? to_json(*holder.heir) : nlohmann::json();
 
   nlohmann::json devices = nlohmann::json::array();
   for (const HeldFile& file : holder.devices) {
@@ -72,6 +73,28 @@ nlohmann::json to_json(const Holder& holder) {
     threads.push_back({{"tid", t.tid}, {"state", std::string(1, t.state)}, {"wchan", t.wchan}});
   }
   out["threads"] = std::move(threads);
+  return out;
+}
+
+nlohmann::json to_json(const HeirEvidence& evidence) {
+  return {{"kind", to_string(evidence.kind)},
+          {"dead_owner", evidence.dead_owner},
+          {"text", describe(evidence)}};
+}
+
+nlohmann::json to_json(const DeadOwner& owner) {
+  nlohmann::json memory = nlohmann::json::object();
+  for (const auto& [gpu, bytes] : owner.gpu_memory) memory[std::to_string(gpu)] = bytes;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const DeadOwner::Candidate& c : owner.candidates) {
+    candidates.push_back({{"pid", c.pid}, {"evidence", to_string(c.evidence.kind)}});
+  }
+  nlohmann::json out{{"pid", owner.pid},
+                     {"gpu_memory", std::move(memory)},
+                     {"candidates", std::move(candidates)},
+                     {"ambiguous", owner.ambiguous}};
+  out["heir"] = or_null(owner.heir);
+  out["why_no_heir"] = owner.ambiguous ? nlohmann::json(owner.ambiguity) : nlohmann::json();
   return out;
 }
 
@@ -119,11 +142,9 @@ nlohmann::json to_json(const GpuView& view) {
 }
 
 nlohmann::json to_json(const Problem& problem) {
-  return {{"kind", problem.kind},
-          {"gpu", or_null(problem.gpu)},
-          {"pid", or_null(problem.pid)},
-          {"message", problem.message},
-          {"fix", problem.fix}};
+  return {{"kind", problem.kind},        {"gpu", or_null(problem.gpu)},
+          {"pid", or_null(problem.pid)}, {"message", problem.message},
+          {"fix", problem.fix},          {"bytes", or_null(problem.bytes)}};
 }
 
 nlohmann::json to_json(const ScanStats& stats) {

@@ -19,7 +19,12 @@ std::string rfc3339(double unix_seconds);
 // The fields every document starts with: schema, host, time.
 nlohmann::json document_header(const std::string& host, double now);
 
+// SPEC.md's holder fields; "evidence" is to_json(heir evidence) for an heir, else null.
 nlohmann::json to_json(const Holder& holder);
+// {kind, dead_owner, text}: what ties an heir to its dead owner.
+nlohmann::json to_json(const HeirEvidence& evidence);
+// {pid, gpu_memory, candidates [{pid, evidence}], heir, ambiguous, why_no_heir}.
+nlohmann::json to_json(const DeadOwner& owner);
 nlohmann::json to_json(const ScanStats& stats);
 nlohmann::json to_json(const Problem& problem);
 nlohmann::json to_json(const DeviceFile& file);

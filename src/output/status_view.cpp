@@ -48,12 +48,28 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
   }
   const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
   std::string command = h.visible ? command_label(p, 120) : "(not visible from this PID namespace)";
-  if (h.inherited_from) command += fmt::format("  (inherited from dead pid {})", *h.inherited_from);
+  if (h.inherited_from) {
+    command += fmt::format("  (inherited from dead pid {}{})", *h.inherited_from,
+                           h.heir ? fmt::format("; evidence: {}", to_string(h.heir->kind)) : "");
+  }
   const std::string klass = fmt::format("{:<13}", to_string(h.klass));
   return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n",
                      std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
                      escape_terminal(h.visible ? p.user : "?"), paint(klass, class_colour(h.klass)),
                      age, memory, command);
+}
+
+// A dead owner whose heir cannot be named: its memory stays its own, shown with the
+// candidates (each has its own row elsewhere, in its own class).
+std::string dead_owner_row(const DeadOwner& owner, unsigned gpu, const Paint& paint) {
+  std::string candidates;
+  for (const DeadOwner::Candidate& c : owner.candidates) {
+    candidates += (candidates.empty() ? "" : ", ") + std::to_string(c.pid);
+  }
+  return fmt::format("  {:>8}  {:<10} {} {:>6} {:>9}  {}\n", owner.pid, "?",
+                     paint(fmt::format("{:<13}", "dead owner"), kRed), "-",
+                     format_bytes(owner.gpu_memory.at(gpu)),
+                     fmt::format("(gone; heir ambiguous, candidates: {})", candidates));
 }
 
 bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
@@ -134,7 +150,11 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     for (const Holder& h : d.holders) {
       if (h.gpu_memory.count(g.gpu.index) > 0) group.push_back(&h);
     }
-    if (group.empty()) {
+    std::vector<const DeadOwner*> unclaimed;  // ambiguous dead owners on this GPU
+    for (const DeadOwner& owner : d.dead_owners) {
+      if (owner.ambiguous && owner.gpu_memory.count(g.gpu.index) > 0) unclaimed.push_back(&owner);
+    }
+    if (group.empty() && unclaimed.empty()) {
       out << paint("  no processes", kDim) << '\n';
     } else {
       out << paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS",
@@ -142,6 +162,7 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
                    kDim)
           << '\n';
       render_tree(out, group, g.gpu.index, report.time, paint);
+      for (const DeadOwner* owner : unclaimed) out << dead_owner_row(*owner, g.gpu.index, paint);
     }
   }
   std::vector<const Holder*> others;
@@ -181,6 +202,7 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
       report.cuda_driver_version ? nlohmann::json(*report.cuda_driver_version) : nlohmann::json();
   doc["gpus"] = to_json_array(d.gpus);
   doc["holders"] = to_json_array(d.holders);
+  doc["dead_owners"] = to_json_array(d.dead_owners);
   doc["problems"] = to_json_array(d.problems);
   doc["files"] = to_json_array(report.files);
   doc["scan"] = to_json(report.stats);

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "diagnose/diagnosis.h"
+#include "output/explain_view.h"
 
 namespace gpuclean::output {
 namespace {
@@ -82,6 +84,149 @@ TEST(CheckLines, OneLinePerProblemNothingWhenClean) {
   std::ostringstream none;
   render_check_lines(none, clean);
   EXPECT_TRUE(none.str().empty());
+}
+
+// A report drawn from diagnose() itself: NVML names dead pid 442 with 8 GiB; `holders` are
+// context-shaped holders NVML does not list.
+StatusReport dead_owner_report(std::vector<std::pair<Pid, Pid>> pid_and_pgid, Pid ppid) {
+  diagnose::Input in;
+  Gpu gpu;
+  gpu.index = 0;
+  gpu.name = "NVIDIA H200";
+  gpu.memory = GpuMemory{140 * kGiB, 8 * kGiB, 132 * kGiB, std::nullopt};
+  gpu.processes = {{442, 8 * kGiB, GpuProcess::Kind::kCompute}};
+  in.gpu_view = GpuView{"580.159.04", "13.580.159.04", 13000, {gpu}};
+  for (const auto& [pid, pgid] : pid_and_pgid) {
+    Holder h;
+    h.process.pid = pid;
+    h.process.ppid = ppid;
+    h.process.pgid = pgid;
+    h.process.sid = 300;
+    h.process.state = 'S';
+    h.process.comm = "python3";
+    h.klass = ppid == 1 ? HolderClass::kOrphan : HolderClass::kActive;
+    HeldFile f;
+    f.path = "/dev/nvidia0";
+    f.nvidia_minor = 0u;
+    f.mapped = true;
+    h.devices = {f};
+    in.holders.push_back(h);
+  }
+  in.missing_pids = {442};
+  StatusReport r;
+  r.host = "h200-1";
+  r.time = 1764500000;
+  r.nvml_state = NvmlState::kPresent;
+  r.diagnosis = diagnose::diagnose(std::move(in), {});
+  return r;
+}
+
+TEST(StatusText, AmbiguousDeadOwnerShowsItsCandidatesAndNoKillFix) {
+  std::ostringstream out;
+  render_status_text(out, dead_owner_report({{443, 400}, {444, 400}}, 1),
+                     {.color = false, .width = 100});
+  const std::string text = out.str();
+  EXPECT_NE(text.find("442  ?          dead owner"), std::string::npos) << text;
+  EXPECT_NE(text.find("(gone; heir ambiguous, candidates: 443, 444)"), std::string::npos) << text;
+  EXPECT_NE(text.find("one of pids 443 or 444 may hold its context, but the evidence is "
+                      "ambiguous"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fix: look at each candidate (gpuclean explain 443, gpuclean explain 444)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("heir pid"), std::string::npos) << text;
+  // Negative control: one orphan is the heir, with its evidence on its row.
+  std::ostringstream one;
+  render_status_text(one, dead_owner_report({{443, 400}}, 1), {.color = false, .width = 100});
+  EXPECT_EQ(one.str().find("dead owner"), std::string::npos) << one.str();
+  EXPECT_NE(one.str().find("(inherited from dead pid 442; evidence: orphan-with-context)"),
+            std::string::npos)
+      << one.str();
+}
+
+TEST(StatusJson, HeirsCarryTheirEvidenceAndTheDocumentItsDeadOwners) {
+  std::ostringstream out;
+  render_status_json(out, dead_owner_report({{500, 442}}, 450));
+  auto doc = nlohmann::json::parse(out.str());
+  ASSERT_EQ(doc["holders"].size(), 1u);
+  const auto& heir = doc["holders"][0];
+  EXPECT_EQ(heir["class"], "heir");
+  EXPECT_EQ(heir["evidence"]["kind"], "process-group");
+  EXPECT_EQ(heir["evidence"]["dead_owner"], 442);
+  EXPECT_EQ(heir["evidence"]["text"],
+            "its process group ID is 442: the dead pid 442 led the process group it is in");
+  ASSERT_EQ(doc["dead_owners"].size(), 1u);
+  EXPECT_EQ(doc["dead_owners"][0]["pid"], 442);
+  EXPECT_EQ(doc["dead_owners"][0]["heir"], 500);
+  EXPECT_EQ(doc["dead_owners"][0]["ambiguous"], false);
+  EXPECT_EQ(doc["dead_owners"][0]["gpu_memory"]["0"], 8 * kGiB);
+  EXPECT_EQ(doc["problems"][0]["bytes"], 8 * kGiB);
+
+  std::ostringstream two;
+  render_status_json(two, dead_owner_report({{443, 400}, {444, 400}}, 1));
+  auto amb = nlohmann::json::parse(two.str());
+  for (const auto& h : amb["holders"]) EXPECT_TRUE(h["evidence"].is_null()) << h.dump();
+  EXPECT_EQ(amb["dead_owners"][0]["ambiguous"], true);
+  EXPECT_TRUE(amb["dead_owners"][0]["heir"].is_null());
+  EXPECT_EQ(amb["dead_owners"][0]["candidates"][1]["pid"], 444);
+  EXPECT_EQ(amb["dead_owners"][0]["candidates"][1]["evidence"], "orphan-with-context");
+  EXPECT_TRUE(amb["dead_owners"][0]["why_no_heir"].is_string());
+}
+
+std::string explain_text(const StatusReport& report, Pid pid) {
+  ExplainSubject subject;
+  subject.pid = pid;
+  for (const Holder& h : report.diagnosis.holders) {
+    if (h.process.pid == pid) subject.holder = h;
+  }
+  std::ostringstream out;
+  render_explain_text(out, report, subject);
+  return out.str();
+}
+
+TEST(ExplainText, HeirShowsItsEvidenceAndTheDeadOwnerItsHeir) {
+  const StatusReport r = dead_owner_report({{500, 442}}, 450);
+  const std::string heir = explain_text(r, 500);
+  EXPECT_NE(heir.find("  evidence  its process group ID is 442"), std::string::npos) << heir;
+  const std::string owner = explain_text(r, 442);
+  EXPECT_NE(owner.find("pid 442 — not in /proc (a dead owner"), std::string::npos) << owner;
+  EXPECT_NE(owner.find("  heir      pid 500 (python3) holds its context now; evidence: its "
+                       "process group ID is 442"),
+            std::string::npos)
+      << owner;
+  EXPECT_NE(owner.find("  NVML      GPU 0: 8.0 GiB (for this pid, which /proc lacks)"),
+            std::string::npos)
+      << owner;
+}
+
+TEST(ExplainText, AmbiguousDeadOwnerNamesItsCandidatesAndWhyNoneWasChosen) {
+  const StatusReport r = dead_owner_report({{443, 400}, {444, 400}}, 1);
+  const std::string owner = explain_text(r, 442);
+  EXPECT_NE(owner.find("  candidate pid 443 (python3, orphan): an orphan mapping an inherited "
+                       "CUDA context"),
+            std::string::npos)
+      << owner;
+  EXPECT_NE(owner.find("  candidate pid 444 (python3, orphan)"), std::string::npos) << owner;
+  EXPECT_NE(owner.find("  no heir   the evidence is ambiguous: 2 orphans map"), std::string::npos)
+      << owner;
+  EXPECT_NE(owner.find("fix       look at each candidate"), std::string::npos) << owner;
+  const std::string candidate = explain_text(r, 443);
+  EXPECT_NE(candidate.find("  candidate may hold the context of dead pid 442"), std::string::npos)
+      << candidate;
+  EXPECT_EQ(candidate.find("  evidence"), std::string::npos) << "not an heir: " << candidate;
+  // JSON: the dead owner's entry, and which owners a candidate may have inherited from.
+  ExplainSubject subject;
+  subject.pid = 443;
+  std::ostringstream json_out;
+  render_explain_json(json_out, r, subject);
+  auto doc = nlohmann::json::parse(json_out.str());
+  EXPECT_EQ(doc["candidate_of"], nlohmann::json::array({442}));
+  EXPECT_TRUE(doc["dead_owner"].is_null());
+  subject.pid = 442;
+  std::ostringstream owner_json;
+  render_explain_json(owner_json, r, subject);
+  EXPECT_EQ(nlohmann::json::parse(owner_json.str())["dead_owner"]["ambiguous"], true);
 }
 
 TEST(MemoryBar, SmallAmountsStillShow) {
