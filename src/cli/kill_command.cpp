@@ -220,28 +220,39 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
   return v;
 }
 
-// Everything the report needs about one process the teardown met.
+// Everything the report needs about one target: each planned one, and each process forked
+// after the plan that the teardown met.
 struct Met {
-  const ops::TargetOutcome* outcome;
-  KillTarget target;  // the planned target, or a process forked after the plan
+  ops::TargetOutcome outcome;
+  KillTarget target;
 };
 
 std::vector<Met> met_processes(const KillPlan& plan, const ops::RoundsOutcome& rounds) {
-  std::map<std::pair<Pid, std::uint64_t>, const KillTarget*> planned;
-  for (const KillTarget& t : plan.targets) planned[{t.process.pid, t.process.start_ticks}] = &t;
-  std::vector<Met> out;
+  std::map<std::pair<Pid, std::uint64_t>, std::size_t> found;
   for (std::size_t i = 0; i < rounds.found.size(); ++i) {
-    const ProcessInfo& p = rounds.found[i];
-    auto it = planned.find({p.pid, p.start_ticks});
-    Met met{&rounds.outcomes[i], {}};
-    if (it != planned.end()) {
-      met.target = *it->second;
-    } else {
-      met.target.process = p;
-      met.target.klass = diagnose::classify_from_proc(p);
-      met.target.why = "forked after the plan";
+    found[{rounds.found[i].pid, rounds.found[i].start_ticks}] = i;
+  }
+  std::vector<Met> out;
+  for (const KillTarget& target : plan.targets) {
+    auto it = found.find({target.process.pid, target.process.start_ticks});
+    if (it != found.end()) {
+      out.push_back({rounds.outcomes[it->second], target});
+      found.erase(it);
+      continue;
     }
-    out.push_back(std::move(met));
+    // Never a member: it had exited (or was a zombie) before the first signal.
+    ops::TargetOutcome gone;
+    gone.pid = target.process.pid;
+    gone.state = ops::TargetOutcome::State::kGone;
+    gone.reason = "already gone";
+    out.push_back({gone, target});
+  }
+  for (const auto& [identity, index] : found) {
+    KillTarget late;
+    late.process = rounds.found[index];
+    late.klass = diagnose::classify_from_proc(late.process);
+    late.why = "forked after the plan";
+    out.push_back({rounds.outcomes[index], std::move(late)});
   }
   return out;
 }
@@ -253,19 +264,19 @@ void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verific
   nlohmann::json list = nlohmann::json::array();
   for (const Met& m : met) {
     nlohmann::json threads = nlohmann::json::array();
-    for (const ThreadInfo& th : m.outcome->threads) {
+    for (const ThreadInfo& th : m.outcome.threads) {
       threads.push_back(
           {{"tid", th.tid}, {"state", std::string(1, th.state)}, {"wchan", th.wchan}});
     }
-    list.push_back({{"pid", m.outcome->pid},
+    list.push_back({{"pid", m.outcome.pid},
                     {"class", to_string(m.target.klass)},
                     {"why", m.target.why},
                     {"comm", m.target.process.comm},
-                    {"outcome", ops::to_string(m.outcome->state)},
-                    {"signals", m.outcome->signals},
-                    {"signal_errors", m.outcome->signal_errors},
-                    {"reason", m.outcome->reason},
-                    {"seconds", m.outcome->seconds},
+                    {"outcome", ops::to_string(m.outcome.state)},
+                    {"signals", m.outcome.signals},
+                    {"signal_errors", m.outcome.signal_errors},
+                    {"reason", m.outcome.reason},
+                    {"seconds", m.outcome.seconds},
                     {"threads", threads}});
   }
   doc["targets"] = list;
@@ -284,7 +295,7 @@ void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verific
 void print_text(const std::vector<Met>& met, const Verification& v, const ProcessTable& table,
                 std::size_t remaining, bool ok, double seconds, const Io& io) {
   for (const Met& m : met) {
-    const ops::TargetOutcome& outcome = *m.outcome;
+    const ops::TargetOutcome& outcome = m.outcome;
     const ProcessInfo& p = m.target.process;
     const std::string name = output::escape_terminal(p.comm);
     const std::string sent = fmt::format("{}", fmt::join(outcome.signals, ","));

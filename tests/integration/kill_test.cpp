@@ -558,3 +558,205 @@ TEST_F(KillZombieTest, PlainZombieTargetIsExplainedNotSignalledForever) {
 
 }  // namespace
 }  // namespace gpuclean::testing
+
+// Issue 13: only the right processes. Each test below failed on the code before the fix (the
+// runs are quoted in each comment; binary built from commit 4404490).
+namespace gpuclean::testing {
+namespace {
+
+class KillTrustTest : public HolderFixture {
+ protected:
+  // A two-GPU view: GPU i lists `on_gpu[i]` with 2 GiB.
+  std::string two_gpu_view(pid_t on_gpu0, pid_t on_gpu1) {
+    const unsigned long long gib = 1ull << 30;
+    json gpus = json::array();
+    for (unsigned i = 0; i < 2; ++i) {
+      gpus.push_back(
+          {{"index", i},
+           {"name", "NVIDIA H200"},
+           {"minor", i},
+           {"memory", {{"total", 140 * gib}, {"used", 2 * gib}, {"free", 138 * gib}}},
+           {"processes", {{{"pid", i == 0 ? on_gpu0 : on_gpu1}, {"used_memory", 2 * gib}}}}});
+    }
+    const std::string path = dir_.path() + "/two-gpus.json";
+    std::ofstream(path) << json{{"driver_version", "580.159.04"}, {"gpus", gpus}}.dump();
+    return path;
+  }
+  static std::vector<pid_t> planned(const CommandResult& dry_run) {
+    std::vector<pid_t> out;
+    const json doc = json::parse(dry_run.out);
+    for (const json& t : doc["targets"]) out.push_back(t["pid"].get<pid_t>());
+    return out;
+  }
+  static std::string both(const CommandResult& result) {
+    return "exit " + std::to_string(result.exit_code) + "\n--- stdout\n" + result.out +
+           "--- stderr\n" + result.err;
+  }
+};
+
+// Item 1. Before: `gpuclean --json who F` printed the text table; `gpuclean --device-glob F
+// kill --holders --dry-run` planned the holders of /dev/nvidia* (here: "nothing to kill",
+// exit 0); `gpuclean --gpus 1 kill --holders` planned both GPUs' holders; `gpuclean --no-nvml
+// status` used the GPU source ("state": "present"); `gpuclean --no-nvml run -- CMD` ran
+// `status` instead of CMD.
+TEST_F(KillTrustTest, GlobalOptionsBeforeTheSubcommandApply) {
+  const pid_t worker0 = start("hold", held_).at(0);
+  const pid_t worker1 = start("hold", held_).at(0);
+
+  auto who = gpuclean({"--json", "who", held_});
+  EXPECT_EQ(who.exit_code, 1) << both(who);
+  EXPECT_TRUE(json::accept(who.out)) << both(who);
+
+  auto by_glob =
+      gpuclean({"--device-glob", held_, "kill", "--holders", "--dry-run", "--json", "--no-nvml"});
+  ASSERT_EQ(by_glob.exit_code, 0) << both(by_glob);
+  auto glob_plan = planned(by_glob);
+  std::sort(glob_plan.begin(), glob_plan.end());
+  EXPECT_EQ(glob_plan,
+            (std::vector<pid_t>{std::min(worker0, worker1), std::max(worker0, worker1)}));
+
+  const std::string view = two_gpu_view(worker0, worker1);
+  auto by_gpu = gpuclean({"--gpus", "1", "kill", "--holders", "--device-glob", held_,
+                          "--test-gpu-source", view, "--dry-run", "--json"});
+  ASSERT_EQ(by_gpu.exit_code, 0) << both(by_gpu);
+  EXPECT_EQ(planned(by_gpu), (std::vector<pid_t>{worker1})) << "GPU 0's holder planned";
+
+  auto no_nvml = gpuclean(
+      {"--no-nvml", "status", "--device-glob", held_, "--test-gpu-source", view, "--json"});
+  EXPECT_EQ(json::parse(no_nvml.out)["nvml"]["state"], "disabled") << both(no_nvml);
+  // Negative control: after the subcommand it always worked.
+  auto after = gpuclean(
+      {"status", "--no-nvml", "--device-glob", held_, "--test-gpu-source", view, "--json"});
+  EXPECT_EQ(json::parse(after.out)["nvml"]["state"], "disabled") << both(after);
+
+  auto ran = gpuclean(
+      {"--no-nvml", "run", "-q", "--no-cgroup", "--", "/bin/sh", "-c", "echo ran-the-workload"});
+  EXPECT_EQ(ran.exit_code, 0) << both(ran);
+  EXPECT_NE(ran.out.find("ran-the-workload"), std::string::npos) << both(ran);
+
+  // Never dropped: an option the subcommand does not take, or two values that disagree.
+  auto plot = gpuclean({"--json", "plot", dir_.path() + "/none.json"});
+  EXPECT_EQ(plot.exit_code, 2) << both(plot);
+  EXPECT_NE(plot.err.find("--json is not an option of plot"), std::string::npos) << both(plot);
+  auto twice = gpuclean({"--gpus", "0", "kill", "--gpus", "1", "--holders", "--dry-run"});
+  EXPECT_EQ(twice.exit_code, 2) << both(twice);
+  EXPECT_NE(twice.err.find("different values"), std::string::npos) << both(twice);
+}
+
+// Item 2. Before: `gpuclean kill 1 --dry-run` printed "Plan: 31 processes" (every process of
+// the machine but init, as PID 1's descendants) and exited 0 — and without --dry-run it would
+// have acted without a prompt.
+TEST_F(KillTrustTest, ProtectedPidIsRefusedAndItsTreeNotImplied) {
+  auto init = gpuclean({"kill", "1", "--dry-run", "--no-nvml"});
+  EXPECT_EQ(init.exit_code, 2) << both(init);
+  EXPECT_EQ(init.out.find("Plan:"), std::string::npos) << both(init);
+  EXPECT_NE(init.err.find("refusing pid 1"), std::string::npos) << both(init);
+  auto parent = gpuclean({"kill", std::to_string(::getppid()), "--dry-run", "--no-nvml"});
+  EXPECT_EQ(parent.exit_code, 2) << both(parent);
+  EXPECT_EQ(parent.out.find("Plan:"), std::string::npos) << both(parent);
+}
+
+// Item 2. Before: `gpuclean kill PARENT` (explicit PID, no --yes) killed the parent and its
+// child that had moved to a session of its own: "all 2 targets gone".
+TEST_F(KillTrustTest, TreeReachingAnotherSessionNeedsYes) {
+  const auto pair = start("setsid-child", held_);
+  ASSERT_EQ(pair.size(), 2u);
+  ASSERT_NE(::getsid(pair[1]), ::getsid(pair[0]));
+  auto refused =
+      gpuclean({"kill", std::to_string(pair[0]), "--no-nvml", "--grace", "300ms", "--wait", "2s"});
+  EXPECT_EQ(refused.exit_code, 2) << both(refused);
+  EXPECT_NE(refused.err.find("another session"), std::string::npos) << both(refused);
+  EXPECT_TRUE(alive(pair[0]) && alive(pair[1])) << "signalled without --yes\n" << both(refused);
+
+  auto confirmed = gpuclean(
+      {"kill", std::to_string(pair[0]), "--yes", "--no-nvml", "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(confirmed.exit_code, 0) << both(confirmed);
+  EXPECT_TRUE(wait_gone(pair[0], 2s) && wait_gone(pair[1], 2s)) << both(confirmed);
+}
+
+// Item 5. Before: `gpuclean kill --proc-root FIXTURE PID --no-tree` read the start time from
+// the fixture, so a fixture made to match signalled the real process: "all 1 target gone".
+// Now no binary takes --proc-root for kill, and the shipping one has no test inputs at all.
+TEST_F(KillTrustTest, TestInputsNeverReachKill) {
+  const pid_t holder = start("hold", held_).at(0);
+  const std::string fake_proc = dir_.path() + "/proc";
+  std::filesystem::create_directories(fake_proc + "/" + std::to_string(holder));
+  std::ofstream(fake_proc + "/" + std::to_string(holder) + "/stat")
+      << holder << " (fake) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n";
+  for (const char* binary : {GPUCLEAN_BINARY, GPUCLEAN_SHIPPING_BINARY}) {
+    auto result = run_command({binary, "kill", "--proc-root", fake_proc, std::to_string(holder),
+                               "--no-tree", "--no-nvml", "--grace", "300ms", "--wait", "2s"});
+    EXPECT_EQ(result.exit_code, 2) << binary << "\n" << both(result);
+    EXPECT_TRUE(alive(holder)) << binary << " signalled it\n" << both(result);
+  }
+  for (const char* option : {"--proc-root", "--test-gpu-source"}) {
+    auto shipping = run_command({GPUCLEAN_SHIPPING_BINARY, "status", option, fake_proc});
+    EXPECT_EQ(shipping.exit_code, 2) << option << "\n" << both(shipping);
+    auto run = run_command({GPUCLEAN_SHIPPING_BINARY, "run", option, fake_proc, "--", "true"});
+    EXPECT_EQ(run.exit_code, 2) << option << "\n" << both(run);
+  }
+}
+
+// Item 7. Before: kill made one pass, so the child a server forks in its SIGTERM handler (after
+// the plan) lived on holding the device: the test's child was still 'S' after "all 1 target
+// gone".
+TEST_F(KillTrustTest, ChildForkedAfterThePlanIsEndedToo) {
+  const std::string child_ready = ready_ + ".child";
+  // Negative control: with --no-tree only the named process is ended, and the test sees the
+  // child it forked survive.
+  const pid_t lone = start("fork-on-term", held_).at(0);
+  auto no_tree = gpuclean(
+      {"kill", std::to_string(lone), "--no-tree", "--no-nvml", "--grace", "1s", "--wait", "5s"});
+  EXPECT_EQ(no_tree.exit_code, 0) << both(no_tree);
+  const auto survivor = wait_for_pids(child_ready);
+  ASSERT_EQ(survivor.size(), 1u);
+  reaper_.adopt(survivor[0]);
+  EXPECT_TRUE(wait_gone(lone, 2s));
+  EXPECT_TRUE(alive(survivor[0])) << "the negative control did not leak";
+  std::filesystem::remove(child_ready);
+
+  const pid_t server = start("fork-on-term", held_).at(0);
+  auto result = gpuclean(
+      {"kill", std::to_string(server), "--no-nvml", "--grace", "1s", "--wait", "5s", "--json"});
+  const auto child = wait_for_pids(child_ready);
+  ASSERT_EQ(child.size(), 1u) << both(result);
+  reaper_.adopt(child[0]);
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(child[0], 2s)) << "the child forked after the plan lives\n" << both(result);
+  const json doc = json::parse(result.out);
+  const json* late = nullptr;
+  for (const json& t : doc["targets"]) {
+    if (t["pid"] == child[0]) late = &t;
+  }
+  ASSERT_NE(late, nullptr) << doc.dump(1);
+  EXPECT_EQ(late->at("why"), "forked after the plan");
+  EXPECT_EQ(late->at("outcome"), "gone");
+}
+
+// Item 13. Before: each of these was "gpuclean: kill: nothing to kill", exit 0 — a typo that
+// looked like a clean success.
+TEST_F(KillTrustTest, SelectorsThatNameNothingAreUsageErrors) {
+  const pid_t worker0 = start("hold", held_).at(0);
+  const pid_t worker1 = start("hold", held_).at(0);
+  const std::string view = two_gpu_view(worker0, worker1);
+  auto gpu7 = gpuclean(
+      {"kill", "--gpu", "7", "--device-glob", held_, "--test-gpu-source", view, "--dry-run"});
+  EXPECT_EQ(gpu7.exit_code, 2) << both(gpu7);
+  EXPECT_NE(gpu7.err.find("no GPU 7"), std::string::npos) << both(gpu7);
+  auto user = gpuclean({"kill", "--user", "gpuclean-no-such-user", "--yes", "--no-nvml"});
+  EXPECT_EQ(user.exit_code, 2) << both(user);
+  EXPECT_NE(user.err.find("no such user"), std::string::npos) << both(user);
+  auto cgroup = gpuclean({"kill", "--cgroup", "/gpuclean-no-such-group", "--yes", "--no-nvml"});
+  EXPECT_EQ(cgroup.exit_code, 2) << both(cgroup);
+  auto allow = gpuclean({"check", "--allow-user", "gpuclean-no-such-user", "--device-glob", held_,
+                         "--test-gpu-source", view});
+  EXPECT_EQ(allow.exit_code, 2) << both(allow);
+  EXPECT_NE(allow.err.find("no such user"), std::string::npos) << both(allow);
+  // Negative control: a user that exists selects (here: nothing of ours, dry run).
+  auto root = gpuclean({"kill", "--user", "root", "--dry-run", "--no-nvml"});
+  EXPECT_NE(root.exit_code, 2) << both(root);
+  EXPECT_TRUE(alive(worker0) && alive(worker1));
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
