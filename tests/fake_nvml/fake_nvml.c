@@ -1,0 +1,681 @@
+/* A fake libnvidia-ml.so.1 for tests: gpuclean dlopens "libnvidia-ml.so.1", so running it with
+ * LD_LIBRARY_PATH pointing at one of this library's build directories exercises the real
+ * dlopen/dlsym path, the record decoding and every error path without a GPU.
+ *
+ * Built in variants (tests/CMakeLists.txt), one directory each, because which optional symbols
+ * a driver exports is part of what gpuclean looks at, and dlsym must fail for the others:
+ *   r580  exports the _v3 process lists, nvmlDeviceGetConfComputeMemSizeInfo and
+ *         nvmlDeviceGetRunningProcessDetailList (as 580 does); default records: 24 bytes
+ *   r535  exports nvmlDeviceGetConfComputeMemSizeInfo and NOT
+ *         nvmlDeviceGetRunningProcessDetailList (as 535.43-535.86 do); default records: 32 bytes
+ *   r470  no _v3 functions, neither of the two symbols above (the _v2 lists, 24 bytes)
+ *
+ * Behaviour comes from a scenario file named by the environment variable FAKE_NVML_CONFIG
+ * (without it: one idle GPU). One "key value..." per line; '#' starts a comment; GPU is an
+ * index from 0; BYTES are decimal; unknown keys are ignored.
+ *
+ *   driver VERSION           nvmlSystemGetDriverVersion   (r580 default "580.159.04")
+ *   nvml_version VERSION     nvmlSystemGetNVMLVersion
+ *   cuda N                   nvmlSystemGetCudaDriverVersion(_v2), e.g. 13000
+ *   gpus N                   number of GPUs (1..8; default 1)
+ *   name GPU TEXT...         the rest of the line        (default "NVIDIA H200")
+ *   uuid GPU TEXT            (default GPU-fake-N)
+ *   pci GPU BUSID            (default 00000000:0N:00.0)
+ *   minor GPU N              (default N)
+ *   total GPU BYTES          (default 150754820096, an H200)
+ *   used GPU BYTES           (default 641728512, the driver's reserve)
+ *   reserved GPU BYTES       nvmlMemory_v2_t.reserved     (default 0)
+ *   mig GPU 0|1              nvmlDeviceGetMigMode's current mode (default 0)
+ *   process GPU KIND PID BYTES [GI CI]
+ *                            one entry of GPU's list KIND (compute, graphics or mps); BYTES may
+ *                            be "na" (NVML_VALUE_NOT_AVAILABLE); GI/CI default 0xFFFFFFFF
+ *   records STRIDE           how the _v3 and _v2 list functions lay out their records:
+ *                            24 (nvmlProcessInfo_v2_t), 32 (24 + usedGpuCcProtectedMemory, as
+ *                            535.43-535.86), 16 (nvmlProcessInfo_v1_t's layout), or "garbage"
+ *                            (24 bytes per record of pseudo-random bytes). The v1 functions
+ *                            always write 16-byte records.
+ *   fail FUNCTION CODE [GPU] FUNCTION (its exported name, e.g. nvmlDeviceGetMemoryInfo) returns
+ *                            the nvmlReturn_t CODE (e.g. 15, GPU_IS_LOST), for every GPU or only
+ *                            for GPU
+ *   hang FUNCTION            FUNCTION never returns (pause() forever; signals still end the
+ *                            process, as for a user-space hang)
+ *
+ * Example (535-style, two processes on GPU 0):
+ *   driver 535.54.03
+ *   used 0 17179869184
+ *   process 0 compute 4242 8589934592
+ *   process 0 compute 4243 8589934592
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int nvmlReturn_t;
+enum {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+};
+
+typedef struct FakeDevice* nvmlDevice_t;
+
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+
+enum { kMaxGpus = 8, kMaxProcesses = 64, kMaxRules = 32, kKinds = 3 };
+enum { kCompute = 0, kGraphics = 1, kMps = 2 };
+enum { kStrideGarbage = -1 };
+
+struct FakeProcess {
+  int kind;
+  unsigned int pid;
+  unsigned long long used;
+  unsigned int gi, ci;
+};
+
+struct FakeDevice {
+  unsigned int index;
+  char name[96], uuid[96], pci[32];
+  unsigned int minor;
+  unsigned long long total, used, reserved;
+  unsigned int mig;
+  struct FakeProcess processes[kMaxProcesses];
+  int process_count;
+};
+
+struct Rule {
+  char function[96];
+  int code; /* for "fail" */
+  int gpu;  /* -1: every GPU */
+  int hang; /* 1: "hang" */
+};
+
+static struct {
+  int loaded;
+  char driver[96], nvml_version[96];
+  int cuda;
+  unsigned int gpu_count;
+  struct FakeDevice devices[kMaxGpus];
+  int stride;
+  struct Rule rules[kMaxRules];
+  int rule_count;
+  int init_count;
+} g;
+
+static void set_defaults(void) {
+#if defined(FAKE_NVML_R535)
+  snprintf(g.driver, sizeof g.driver, "535.54.03");
+  snprintf(g.nvml_version, sizeof g.nvml_version, "12.535.54.03");
+  g.cuda = 12020;
+  g.stride = 32;
+#elif defined(FAKE_NVML_R470)
+  snprintf(g.driver, sizeof g.driver, "470.256.02");
+  snprintf(g.nvml_version, sizeof g.nvml_version, "11.470.256.02");
+  g.cuda = 11040;
+  g.stride = 24;
+#else
+  snprintf(g.driver, sizeof g.driver, "580.159.04");
+  snprintf(g.nvml_version, sizeof g.nvml_version, "13.580.159.04");
+  g.cuda = 13000;
+  g.stride = 24;
+#endif
+  g.gpu_count = 1;
+  for (unsigned int i = 0; i < kMaxGpus; ++i) {
+    struct FakeDevice* d = &g.devices[i];
+    d->index = i;
+    snprintf(d->name, sizeof d->name, "NVIDIA H200");
+    snprintf(d->uuid, sizeof d->uuid, "GPU-fake-%u", i);
+    snprintf(d->pci, sizeof d->pci, "00000000:%02X:00.0", i + 6);
+    d->minor = i;
+    d->total = 150754820096ULL;
+    d->used = 641728512ULL;
+  }
+}
+
+static struct FakeDevice* device_arg(const char* text) {
+  char* end = NULL;
+  const unsigned long index = strtoul(text, &end, 10);
+  if (end == text || index >= kMaxGpus) return NULL;
+  return &g.devices[index];
+}
+
+static int kind_of(const char* text) {
+  if (strcmp(text, "graphics") == 0) return kGraphics;
+  if (strcmp(text, "mps") == 0) return kMps;
+  return kCompute;
+}
+
+static void parse_line(char* line) {
+  char* hash = strchr(line, '#');
+  if (hash != NULL) *hash = '\0';
+  char* save = NULL;
+  const char* key = strtok_r(line, " \t\r\n", &save);
+  if (key == NULL) return;
+  const char* a = strtok_r(NULL, " \t\r\n", &save);
+  if (a == NULL) return;
+  if (strcmp(key, "driver") == 0) {
+    snprintf(g.driver, sizeof g.driver, "%s", a);
+  } else if (strcmp(key, "nvml_version") == 0) {
+    snprintf(g.nvml_version, sizeof g.nvml_version, "%s", a);
+  } else if (strcmp(key, "cuda") == 0) {
+    g.cuda = atoi(a);
+  } else if (strcmp(key, "gpus") == 0) {
+    const unsigned long n = strtoul(a, NULL, 10);
+    g.gpu_count = n > kMaxGpus ? kMaxGpus : (unsigned int)n;
+  } else if (strcmp(key, "records") == 0) {
+    g.stride = strcmp(a, "garbage") == 0 ? kStrideGarbage : atoi(a);
+  } else if (strcmp(key, "fail") == 0 || strcmp(key, "hang") == 0) {
+    if (g.rule_count == kMaxRules) return;
+    struct Rule* r = &g.rules[g.rule_count++];
+    snprintf(r->function, sizeof r->function, "%s", a);
+    r->hang = key[0] == 'h';
+    r->gpu = -1;
+    if (!r->hang) {
+      const char* code = strtok_r(NULL, " \t\r\n", &save);
+      const char* gpu = strtok_r(NULL, " \t\r\n", &save);
+      r->code = code != NULL ? atoi(code) : 999;
+      if (gpu != NULL) r->gpu = atoi(gpu);
+    }
+  } else {
+    struct FakeDevice* d = device_arg(a);
+    if (d == NULL) return;
+    char* rest = save; /* the remainder of the line, for "name" */
+    const char* b = strtok_r(NULL, " \t\r\n", &save);
+    if (b == NULL) return;
+    if (strcmp(key, "name") == 0) {
+      rest[strcspn(rest, "\r\n")] = '\0';
+      snprintf(d->name, sizeof d->name, "%s", rest + strspn(rest, " \t"));
+    } else if (strcmp(key, "uuid") == 0) {
+      snprintf(d->uuid, sizeof d->uuid, "%s", b);
+    } else if (strcmp(key, "pci") == 0) {
+      snprintf(d->pci, sizeof d->pci, "%s", b);
+    } else if (strcmp(key, "minor") == 0) {
+      d->minor = (unsigned int)strtoul(b, NULL, 10);
+    } else if (strcmp(key, "total") == 0) {
+      d->total = strtoull(b, NULL, 10);
+    } else if (strcmp(key, "used") == 0) {
+      d->used = strtoull(b, NULL, 10);
+    } else if (strcmp(key, "reserved") == 0) {
+      d->reserved = strtoull(b, NULL, 10);
+    } else if (strcmp(key, "mig") == 0) {
+      d->mig = (unsigned int)strtoul(b, NULL, 10);
+    } else if (strcmp(key, "process") == 0 && d->process_count < kMaxProcesses) {
+      const char* pid = strtok_r(NULL, " \t\r\n", &save);
+      const char* bytes = strtok_r(NULL, " \t\r\n", &save);
+      const char* gi = strtok_r(NULL, " \t\r\n", &save);
+      const char* ci = strtok_r(NULL, " \t\r\n", &save);
+      if (pid == NULL || bytes == NULL) return;
+      struct FakeProcess* p = &d->processes[d->process_count++];
+      p->kind = kind_of(b);
+      p->pid = (unsigned int)strtoul(pid, NULL, 10);
+      p->used = strcmp(bytes, "na") == 0 ? ~0ULL : strtoull(bytes, NULL, 10);
+      p->gi = gi != NULL ? (unsigned int)strtoul(gi, NULL, 0) : 0xFFFFFFFFu;
+      p->ci = ci != NULL ? (unsigned int)strtoul(ci, NULL, 0) : 0xFFFFFFFFu;
+    }
+  }
+}
+
+/* Not thread-safe, like the rest of this fake: gpuclean calls NVML from one thread at a time. */
+static void load(void) {
+  if (g.loaded) return;
+  g.loaded = 1;
+  set_defaults();
+  const char* path = getenv("FAKE_NVML_CONFIG");
+  if (path == NULL || *path == '\0') return;
+  FILE* f = fopen(path, "r");
+  if (f == NULL) {
+    fprintf(stderr, "fake_nvml: cannot open %s\n", path);
+    return;
+  }
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) parse_line(line);
+  fclose(f);
+}
+
+/* The injected outcome of FUNCTION on device D (NULL: a system call), or -1 to go on. */
+static int rule_for(const char* function, const struct FakeDevice* d) {
+  load();
+  for (int i = 0; i < g.rule_count; ++i) {
+    const struct Rule* r = &g.rules[i];
+    if (strcmp(r->function, function) != 0) continue;
+    if (r->hang) {
+      for (;;) pause();
+    }
+    if (r->gpu < 0 || (d != NULL && (unsigned int)r->gpu == d->index)) return r->code;
+  }
+  if (g.init_count == 0 && strncmp(function, "nvmlInit", 8) != 0 &&
+      strcmp(function, "nvmlErrorString") != 0) {
+    return NVML_ERROR_UNINITIALIZED;
+  }
+  return -1;
+}
+
+#define INJECT(name, device)                     \
+  do {                                           \
+    const int injected = rule_for(name, device); \
+    if (injected >= 0) return injected;          \
+  } while (0)
+
+static int valid(nvmlDevice_t d) {
+  return d != NULL && d >= &g.devices[0] && d < &g.devices[g.gpu_count];
+}
+
+#define DEVICE_CALL(name, device)                           \
+  do {                                                      \
+    INJECT(name, device);                                   \
+    if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT; \
+  } while (0)
+
+static nvmlReturn_t copy_text(const char* text, char* out, unsigned int length) {
+  if (out == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (strlen(text) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  memcpy(out, text, strlen(text) + 1);
+  return NVML_SUCCESS;
+}
+
+/* ---- init, errors, system ---- */
+
+EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  INJECT("nvmlInit_v2", NULL);
+  ++g.init_count;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlInit(void) {
+  INJECT("nvmlInit", NULL);
+  ++g.init_count;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void) {
+  INJECT("nvmlShutdown", NULL);
+  --g.init_count;
+  return NVML_SUCCESS;
+}
+
+/* The driver's own wording (nvml.h / nvmlErrorString on 580). */
+EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
+  switch (result) {
+    case 0:
+      return "Success";
+    case 1:
+      return "Uninitialized";
+    case 2:
+      return "Invalid Argument";
+    case 3:
+      return "Not Supported";
+    case 4:
+      return "Insufficient Permissions";
+    case 5:
+      return "Already Initialized";
+    case 6:
+      return "Not Found";
+    case 7:
+      return "Insufficient Size";
+    case 8:
+      return "Insufficient External Power";
+    case 9:
+      return "Driver Not Loaded";
+    case 10:
+      return "Timeout";
+    case 11:
+      return "Interrupted by IRQ";
+    case 12:
+      return "NVML Shared Library Not Found";
+    case 13:
+      return "Function Not Found";
+    case 14:
+      return "Corrupted infoROM";
+    case 15:
+      return "GPU is lost";
+    case 16:
+      return "GPU requires restart";
+    case 17:
+      return "Driver Not Loaded"; /* operating system error, close enough */
+    case 18:
+      return "RM has detected an NVML/RM version mismatch.";
+    case 19:
+      return "In use by another client";
+    case 20:
+      return "insufficient memory";
+    case 21:
+      return "No data";
+    default:
+      return "Unknown Error";
+  }
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  INJECT("nvmlSystemGetDriverVersion", NULL);
+  return copy_text(g.driver, version, length);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  INJECT("nvmlSystemGetNVMLVersion", NULL);
+  return copy_text(g.nvml_version, version, length);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version) {
+  INJECT("nvmlSystemGetCudaDriverVersion", NULL);
+  if (version == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *version = g.cuda;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  INJECT("nvmlSystemGetCudaDriverVersion_v2", NULL);
+  if (version == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *version = g.cuda;
+  return NVML_SUCCESS;
+}
+
+/* ---- devices ---- */
+
+static nvmlReturn_t get_count(const char* name, unsigned int* count) {
+  INJECT(name, NULL);
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = g.gpu_count;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  return get_count("nvmlDeviceGetCount_v2", count);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) {
+  return get_count("nvmlDeviceGetCount", count);
+}
+
+static nvmlReturn_t get_handle(const char* name, unsigned int index, nvmlDevice_t* device) {
+  INJECT(name, index < kMaxGpus ? &g.devices[index] : NULL);
+  if (device == NULL || index >= g.gpu_count) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = &g.devices[index];
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  return get_handle("nvmlDeviceGetHandleByIndex_v2", index, device);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
+  return get_handle("nvmlDeviceGetHandleByIndex", index, device);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  DEVICE_CALL("nvmlDeviceGetUUID", device);
+  return copy_text(device->uuid, uuid, length);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  DEVICE_CALL("nvmlDeviceGetName", device);
+  return copy_text(device->name, name, length);
+}
+
+static nvmlReturn_t get_pci(const char* name, nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  DEVICE_CALL(name, device);
+  if (pci == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  memset(pci, 0, sizeof *pci);
+  snprintf(pci->busId, sizeof pci->busId, "%s", device->pci);
+  snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%.15s", device->pci + 4);
+  pci->bus = device->index + 6;
+  pci->pciDeviceId = 0x233510DE;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return get_pci("nvmlDeviceGetPciInfo_v3", device, pci);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  DEVICE_CALL("nvmlDeviceGetMinorNumber", device);
+  if (minor == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *minor = device->minor;
+  return NVML_SUCCESS;
+}
+
+static unsigned long long free_of(const struct FakeDevice* d) {
+  return d->used + d->reserved > d->total ? 0 : d->total - d->used - d->reserved;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  DEVICE_CALL("nvmlDeviceGetMemoryInfo", device);
+  if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  /* v1 counts the reserve as used, as the real v1 query does. */
+  memory->total = device->total;
+  memory->used = device->used + device->reserved;
+  memory->free = free_of(device);
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  DEVICE_CALL("nvmlDeviceGetMemoryInfo_v2", device);
+  if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != ((unsigned int)sizeof(nvmlMemory_v2_t) | (2u << 24))) {
+    return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+  }
+  memory->total = device->total;
+  memory->reserved = device->reserved;
+  memory->used = device->used;
+  memory->free = free_of(device);
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t get_uint(const char* name, nvmlDevice_t device, unsigned int* out,
+                             unsigned int value) {
+  DEVICE_CALL(name, device);
+  if (out == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *out = value;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned int* mode) {
+  return get_uint("nvmlDeviceGetPersistenceMode", device, mode, 1);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, unsigned int* mode) {
+  return get_uint("nvmlDeviceGetComputeMode", device, mode, 0);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
+                                         unsigned int* pending) {
+  DEVICE_CALL("nvmlDeviceGetMigMode", device);
+  if (current == NULL || pending == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = device->mig;
+  *pending = device->mig;
+  return NVML_SUCCESS;
+}
+
+/* ---- snapshot-only facts: plausible H200 answers ---- */
+
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type,
+                                           unsigned int* mhz) {
+  return get_uint("nvmlDeviceGetClockInfo", device, mhz, type == 2 ? 3201 : 1980);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, unsigned int type,
+                                                   unsigned int* mhz) {
+  return get_uint("nvmlDeviceGetApplicationsClock", device, mhz, type == 2 ? 3201 : 1980);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type,
+                                              unsigned int* mhz) {
+  return get_uint("nvmlDeviceGetMaxClockInfo", device, mhz, type == 2 ? 3201 : 1980);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                           unsigned long long* reasons) {
+  DEVICE_CALL("nvmlDeviceGetCurrentClocksEventReasons", device);
+  if (reasons == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *reasons = 0x1ULL; /* GPU idle */
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensor,
+                                             unsigned int* celsius) {
+  (void)sensor;
+  return get_uint("nvmlDeviceGetTemperature", device, celsius, 31);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* mw) {
+  return get_uint("nvmlDeviceGetEnforcedPowerLimit", device, mw, 700000);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, unsigned int* current,
+                                         unsigned int* pending) {
+  DEVICE_CALL("nvmlDeviceGetEccMode", device);
+  if (current == NULL || pending == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = 1;
+  *pending = 1;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigned int type,
+                                                unsigned int counter, unsigned long long* count) {
+  (void)type;
+  (void)counter;
+  DEVICE_CALL("nvmlDeviceGetTotalEccErrors", device);
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned int cause,
+                                              unsigned int* count, unsigned long long* addresses) {
+  (void)cause;
+  (void)addresses;
+  DEVICE_CALL("nvmlDeviceGetRetiredPages", device);
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* correctable,
+                                              unsigned int* uncorrectable, unsigned int* pending,
+                                              unsigned int* failure) {
+  DEVICE_CALL("nvmlDeviceGetRemappedRows", device);
+  if (!correctable || !uncorrectable || !pending || !failure) return NVML_ERROR_INVALID_ARGUMENT;
+  *correctable = *uncorrectable = *pending = *failure = 0;
+  return NVML_SUCCESS;
+}
+
+/* ---- process lists ---- */
+
+static void put32(unsigned char* at, unsigned int v) {
+  memcpy(at, &v, sizeof v);
+}
+static void put64(unsigned char* at, unsigned long long v) {
+  memcpy(at, &v, sizeof v);
+}
+
+/* Writes the list of `kind` at `stride` bytes per record (kStrideGarbage: 24 bytes of noise),
+ * with NVML's size protocol: too small a buffer gets INSUFFICIENT_SIZE and the needed count. */
+static nvmlReturn_t list(const char* name, nvmlDevice_t device, int kind, unsigned int* count,
+                         void* infos, int stride) {
+  DEVICE_CALL(name, device);
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int n = 0;
+  for (int i = 0; i < device->process_count; ++i) n += device->processes[i].kind == kind;
+  if (*count < n) {
+    *count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  *count = n;
+  if (n == 0) return NVML_SUCCESS;
+  if (infos == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned char* out = infos;
+  static unsigned long long noise = 0x9E3779B97F4A7C15ULL;
+  unsigned int written = 0;
+  for (int i = 0; i < device->process_count; ++i) {
+    const struct FakeProcess* p = &device->processes[i];
+    if (p->kind != kind) continue;
+    if (stride == kStrideGarbage) {
+      for (int b = 0; b < 24; ++b) {
+        noise ^= noise << 13;
+        noise ^= noise >> 7;
+        noise ^= noise << 17;
+        out[written * 24 + (unsigned int)b] = (unsigned char)(noise >> 24);
+      }
+    } else {
+      unsigned char* r = out + (size_t)written * (size_t)stride;
+      memset(r, 0, (size_t)stride);
+      put32(r, p->pid);
+      put64(r + 8, p->used);
+      if (stride >= 24) {
+        put32(r + 16, p->gi);
+        put32(r + 20, p->ci);
+      }
+      if (stride >= 32) put64(r + 24, 0); /* usedGpuCcProtectedMemory */
+    }
+    ++written;
+  }
+  return NVML_SUCCESS;
+}
+
+#if !defined(FAKE_NVML_R470)
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int* c,
+                                                            void* i) {
+  return list("nvmlDeviceGetComputeRunningProcesses_v3", d, kCompute, c, i, g.stride);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int* c,
+                                                             void* i) {
+  return list("nvmlDeviceGetGraphicsRunningProcesses_v3", d, kGraphics, c, i, g.stride);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int* c,
+                                                               void* i) {
+  return list("nvmlDeviceGetMPSComputeRunningProcesses_v3", d, kMps, c, i, g.stride);
+}
+#endif
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int* c,
+                                                            void* i) {
+  return list("nvmlDeviceGetComputeRunningProcesses_v2", d, kCompute, c, i, g.stride);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int* c,
+                                                             void* i) {
+  return list("nvmlDeviceGetGraphicsRunningProcesses_v2", d, kGraphics, c, i, g.stride);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int* c,
+                                                               void* i) {
+  return list("nvmlDeviceGetMPSComputeRunningProcesses_v2", d, kMps, c, i, g.stride);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int* c, void* i) {
+  return list("nvmlDeviceGetComputeRunningProcesses", d, kCompute, c, i, 16);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int* c,
+                                                          void* i) {
+  return list("nvmlDeviceGetGraphicsRunningProcesses", d, kGraphics, c, i, 16);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t d, unsigned int* c,
+                                                            void* i) {
+  return list("nvmlDeviceGetMPSComputeRunningProcesses", d, kMps, c, i, 16);
+}
+
+/* The symbols gpuclean (like nvitop) looks for to tell the record layout; their answers do
+ * not matter to gpuclean. */
+#if !defined(FAKE_NVML_R470)
+EXPORT nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, void* info) {
+  (void)info;
+  DEVICE_CALL("nvmlDeviceGetConfComputeMemSizeInfo", device);
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+#endif
+#if !defined(FAKE_NVML_R535) && !defined(FAKE_NVML_R470)
+EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, void* list) {
+  (void)list;
+  DEVICE_CALL("nvmlDeviceGetRunningProcessDetailList", device);
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+#endif
