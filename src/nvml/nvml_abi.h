@@ -3,8 +3,10 @@
 //
 // Layouts were checked against the real driver (580.159.04) on an H200: see
 // tests/gpu/nvml_layout_check.c and docs/gpu-tests.md. The process-info struct is the trap:
-// the _v2/_v3 list functions fill 24-byte records, the v1 functions 16-byte ones; using the
-// wrong size scrambles PIDs and memory (known bugs in pynvml, go-nvml, nvitop).
+// the v1 list functions fill 16-byte records, _v2 24-byte ones, and _v3 24-byte ones on most
+// drivers but 32-byte ones on 535.43–535.86; using the wrong size scrambles PIDs and memory
+// (known bugs in pynvml, go-nvml, nvitop). So the lists are read as bytes and decoded by
+// process_records.h, which checks the layout against the data.
 #pragma once
 
 #include <cstddef>
@@ -47,15 +49,24 @@ struct ProcessInfoV1 {  // nvmlProcessInfo_v1_t: used by the unversioned list fu
   unsigned long long used_gpu_memory;
 };
 
-struct ProcessInfoV2 {  // nvmlProcessInfo_v2_t == nvmlProcessInfo_t: used by _v2 and _v3
+struct ProcessInfoV2 {  // nvmlProcessInfo_v2_t: _v2, and _v3 on most drivers (580 included)
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;      // 0xFFFFFFFF without MIG
+  unsigned int compute_instance_id;  // 0xFFFFFFFF without MIG
+};
+
+struct ProcessInfoV3 {  // nvmlProcessInfo_v3_t: _v3 on 535.43–535.86 only
   unsigned int pid;
   unsigned long long used_gpu_memory;
   unsigned int gpu_instance_id;
   unsigned int compute_instance_id;
+  unsigned long long used_gpu_cc_protected_memory;
 };
 
 static_assert(sizeof(ProcessInfoV1) == 16, "nvmlProcessInfo_v1_t is 16 bytes");
 static_assert(sizeof(ProcessInfoV2) == 24, "nvmlProcessInfo_v2_t is 24 bytes");
+static_assert(sizeof(ProcessInfoV3) == 32, "nvmlProcessInfo_v3_t is 32 bytes");
 static_assert(offsetof(ProcessInfoV2, used_gpu_memory) == 8, "usedGpuMemory at offset 8");
 
 // usedGpuMemory when the driver cannot tell (NVML_VALUE_NOT_AVAILABLE).

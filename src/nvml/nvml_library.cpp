@@ -71,32 +71,58 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& soname
   bind(handle, f.device_get_retired_pages, {"nvmlDeviceGetRetiredPages"});
   bind(handle, f.device_get_remapped_rows, {"nvmlDeviceGetRemappedRows"});
 
-  // Newest first, and the record size goes with the symbol (nvtop's lesson).
-  if (bind(handle, f.compute_v2plus, {"nvmlDeviceGetComputeRunningProcesses_v3"})) {
-    f.list_symbol_version = "v3";
-  } else if (bind(handle, f.compute_v2plus, {"nvmlDeviceGetComputeRunningProcesses_v2"})) {
-    f.list_symbol_version = "v2";
-  } else if (bind(handle, f.compute_v1, {"nvmlDeviceGetComputeRunningProcesses"})) {
-    f.list_symbol_version = "v1";
-  }
-  if (f.list_symbol_version == "v3") {
-    bind(handle, f.graphics_v2plus, {"nvmlDeviceGetGraphicsRunningProcesses_v3"});
-    bind(handle, f.mps_v2plus, {"nvmlDeviceGetMPSComputeRunningProcesses_v3"});
-  } else if (f.list_symbol_version == "v2") {
-    bind(handle, f.graphics_v2plus, {"nvmlDeviceGetGraphicsRunningProcesses_v2"});
-    bind(handle, f.mps_v2plus, {"nvmlDeviceGetMPSComputeRunningProcesses_v2"});
+  // Newest first; all three lists from one generation. The record size does not always go
+  // with the symbol (535.43–535.86 changed _v3's record without renaming it), so the symbols
+  // that tell those drivers apart are recorded for process_records.h.
+  LayoutHints& layout = f.layout;
+  if (bind(handle, f.compute, {"nvmlDeviceGetComputeRunningProcesses_v3"})) {
+    layout.symbols = ListSymbols::kV3;
+    bind(handle, f.graphics, {"nvmlDeviceGetGraphicsRunningProcesses_v3"});
+    bind(handle, f.mps, {"nvmlDeviceGetMPSComputeRunningProcesses_v3"});
+  } else if (bind(handle, f.compute, {"nvmlDeviceGetComputeRunningProcesses_v2"})) {
+    layout.symbols = ListSymbols::kV2;
+    bind(handle, f.graphics, {"nvmlDeviceGetGraphicsRunningProcesses_v2"});
+    bind(handle, f.mps, {"nvmlDeviceGetMPSComputeRunningProcesses_v2"});
+  } else if (bind(handle, f.compute, {"nvmlDeviceGetComputeRunningProcesses"})) {
+    layout.symbols = ListSymbols::kV1;
+    bind(handle, f.graphics, {"nvmlDeviceGetGraphicsRunningProcesses"});
+    bind(handle, f.mps, {"nvmlDeviceGetMPSComputeRunningProcesses"});
   } else {
-    bind(handle, f.graphics_v1, {"nvmlDeviceGetGraphicsRunningProcesses"});
-    bind(handle, f.mps_v1, {"nvmlDeviceGetMPSComputeRunningProcesses"});
-  }
-  if (f.compute_v2plus == nullptr && f.compute_v1 == nullptr) {
     return Error{0, soname + " has no nvmlDeviceGetComputeRunningProcesses"};
   }
+  layout.has_conf_compute_mem_size_info =
+      symbol(handle, "nvmlDeviceGetConfComputeMemSizeInfo") != nullptr;
+  layout.has_running_process_detail_list =
+      symbol(handle, "nvmlDeviceGetRunningProcessDetailList") != nullptr;
   return lib;
 }
 
 NvmlLibrary::~NvmlLibrary() {
   ::dlclose(handle_);
+}
+
+Result<RawProcessList> fetch_process_list(const NvmlLibrary& lib, const char* name,
+                                          NvmlFunctions::List fn, abi::Device device) {
+  constexpr int kMaxAttempts = 4;
+  constexpr std::size_t kHeadroom = 16;
+  std::size_t capacity = kHeadroom;
+  RawProcessList list;
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    list.bytes.assign(capacity * kBytesPerRecordSlot, kFillByte);
+    auto count = static_cast<unsigned int>(capacity);
+    const abi::Return rc = fn(device, &count, list.bytes.data());
+    if (rc == abi::kSuccess) {
+      if (count > capacity) {
+        return Error{0, std::string(name) + ": " + std::to_string(count) +
+                            " records reported for room for " + std::to_string(capacity)};
+      }
+      list.count = count;
+      return list;
+    }
+    if (rc != abi::kErrorInsufficientSize) return Error{0, lib.describe(name, rc)};
+    capacity = static_cast<std::size_t>(count) + kHeadroom;
+  }
+  return Error{0, std::string(name) + ": the process list kept growing"};
 }
 
 std::string NvmlLibrary::describe(const char* call, abi::Return code) const {

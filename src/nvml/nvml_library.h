@@ -1,13 +1,15 @@
 // NvmlLibrary: libnvidia-ml.so.1 opened with dlopen and a table of the functions gpuclean
-// uses. Newest symbol versions are preferred (_v3 → _v2 → v1), each paired with the record
-// layout it fills.
+// uses. Newest symbol versions are preferred (_v3 → _v2 → v1); for the process lists, which
+// optional symbols exist is recorded too, since it tells the record layout.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "nvml/nvml_abi.h"
+#include "nvml/process_records.h"
 
 namespace gpuclean::nvml {
 
@@ -46,17 +48,16 @@ struct NvmlFunctions {
   abi::Return (*device_get_remapped_rows)(abi::Device, unsigned int*, unsigned int*, unsigned int*,
                                           unsigned int*) = nullptr;
 
-  // Process lists. `*_v2plus` take ProcessInfoV2 records (from the _v3 or _v2 symbol);
-  // `*_v1` take ProcessInfoV1 records. Exactly one of each pair is set.
-  using ListV2 = abi::Return (*)(abi::Device, unsigned int*, abi::ProcessInfoV2*);
-  using ListV1 = abi::Return (*)(abi::Device, unsigned int*, abi::ProcessInfoV1*);
-  ListV2 compute_v2plus = nullptr;
-  ListV1 compute_v1 = nullptr;
-  ListV2 graphics_v2plus = nullptr;
-  ListV1 graphics_v1 = nullptr;
-  ListV2 mps_v2plus = nullptr;
-  ListV1 mps_v1 = nullptr;
-  std::string list_symbol_version;  // "v3", "v2" or "v1", for diagnostics
+  // Process lists, all of one generation (layout.symbols): _v3, else _v2, else v1. The record
+  // layout is not in the signature (process_records.h): the buffer is raw bytes, and `layout`
+  // says which layouts to expect. compute is always set; graphics and mps may be null.
+  using List = abi::Return (*)(abi::Device, unsigned int*, void*);
+  List compute = nullptr;
+  List graphics = nullptr;
+  List mps = nullptr;
+  // The generation bound, and whether nvmlDeviceGetConfComputeMemSizeInfo and
+  // nvmlDeviceGetRunningProcessDetailList are exported.
+  LayoutHints layout;
 };
 
 class NvmlLibrary {
@@ -77,5 +78,17 @@ class NvmlLibrary {
   void* handle_;
   NvmlFunctions fn_;
 };
+
+// One process list as the driver wrote it: `count` records in `bytes`, whose layout is not
+// known yet (decode with decode_process_records). The buffer has kBytesPerRecordSlot bytes per
+// record asked for, filled with kFillByte before the call, and grows on INSUFFICIENT_SIZE
+// (processes start between the size query and the fetch: a few tries with headroom). `name`
+// is the function's name, for errors ("nvmlDeviceGetComputeRunningProcesses: GPU is lost").
+struct RawProcessList {
+  std::vector<unsigned char> bytes;
+  std::size_t count = 0;
+};
+Result<RawProcessList> fetch_process_list(const NvmlLibrary& lib, const char* name,
+                                          NvmlFunctions::List fn, abi::Device device);
 
 }  // namespace gpuclean::nvml

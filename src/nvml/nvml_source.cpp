@@ -1,14 +1,15 @@
 #include "nvml/nvml_source.h"
 
+#include <charconv>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "nvml/nvml_library.h"
+#include "nvml/process_records.h"
 
 namespace gpuclean::nvml {
 namespace {
-
-constexpr int kMaxListAttempts = 4;
 
 std::string c_string(const char* buffer, std::size_t size) {
   return std::string(buffer, ::strnlen(buffer, size));
@@ -31,8 +32,8 @@ std::optional<std::string> compute_mode_name(unsigned int mode) {
 
 class NvmlGpuSource final : public GpuSource {
  public:
-  NvmlGpuSource(std::unique_ptr<NvmlLibrary> lib, bool shutdown_on_destroy)
-      : lib_(std::move(lib)), shutdown_on_destroy_(shutdown_on_destroy) {}
+  NvmlGpuSource(std::unique_ptr<NvmlLibrary> lib, bool shutdown_on_destroy, Pid pid_max)
+      : lib_(std::move(lib)), shutdown_on_destroy_(shutdown_on_destroy), pid_max_(pid_max) {}
   ~NvmlGpuSource() override {
     if (shutdown_on_destroy_) {
       lib_->fn().shutdown();
@@ -51,56 +52,54 @@ class NvmlGpuSource final : public GpuSource {
  private:
   Result<Gpu> query_device(unsigned index);
   GpuDetails query_device_details(abi::Device device) const;
-  // Appends one list (compute, graphics or MPS) to gpu.processes.
-  Status list_processes(abi::Device device, GpuProcess::Kind kind, NvmlFunctions::ListV2 v2,
-                        NvmlFunctions::ListV1 v1, std::vector<GpuProcess>& out);
+  // Appends one list (compute, graphics or MPS) to gpu.processes, decoded and checked
+  // (process_records.h). `optional`: a failing call (NOT_SUPPORTED on some boards) leaves the
+  // list out; a list whose records cannot be read is an error either way.
+  Status list_processes(abi::Device device, GpuProcess::Kind kind, NvmlFunctions::List fn,
+                        bool optional, Gpu& gpu) const;
 
   std::unique_ptr<NvmlLibrary> lib_;
   bool shutdown_on_destroy_;
+  Pid pid_max_;
+  std::string driver_version_;  // for messages; set by query()
 };
 
-// Calls an NVML list function, growing the buffer on INSUFFICIENT_SIZE: processes can start
-// between the size query and the fetch, so retry a few times with headroom.
-template <typename Record, typename Fn>
-Result<std::vector<Record>> fetch_list(const NvmlLibrary& lib, const char* name, Fn fn,
-                                       abi::Device device) {
-  std::vector<Record> records(16);
-  for (int attempt = 0; attempt < kMaxListAttempts; ++attempt) {
-    auto count = static_cast<unsigned int>(records.size());
-    const abi::Return rc = fn(device, &count, records.data());
-    if (rc == abi::kSuccess) {
-      records.resize(count);
-      return records;
-    }
-    if (rc != abi::kErrorInsufficientSize) return Error{0, lib.describe(name, rc)};
-    records.resize(static_cast<std::size_t>(count) + 16);
+const char* list_function_name(GpuProcess::Kind kind) {
+  switch (kind) {
+    case GpuProcess::Kind::kCompute:
+      return "nvmlDeviceGetComputeRunningProcesses";
+    case GpuProcess::Kind::kGraphics:
+      return "nvmlDeviceGetGraphicsRunningProcesses";
+    case GpuProcess::Kind::kMps:
+      return "nvmlDeviceGetMPSComputeRunningProcesses";
   }
-  return Error{0, std::string(name) + ": the process list kept growing"};
+  return "?";
 }
 
 Status NvmlGpuSource::list_processes(abi::Device device, GpuProcess::Kind kind,
-                                     NvmlFunctions::ListV2 v2, NvmlFunctions::ListV1 v1,
-                                     std::vector<GpuProcess>& out) {
-  auto add = [&out, kind](unsigned int pid, unsigned long long used) {
-    GpuProcess p;
-    p.pid = static_cast<Pid>(pid);
-    p.kind = kind;
-    if (used != abi::kValueNotAvailable) p.used_memory = used;
-    out.push_back(p);
-  };
-  const char* name = kind == GpuProcess::Kind::kCompute ? "nvmlDeviceGetComputeRunningProcesses"
-                     : kind == GpuProcess::Kind::kGraphics
-                         ? "nvmlDeviceGetGraphicsRunningProcesses"
-                         : "nvmlDeviceGetMPSComputeRunningProcesses";
-  if (v2 != nullptr) {
-    auto list = fetch_list<abi::ProcessInfoV2>(*lib_, name, v2, device);
-    if (!list.ok()) return list.error();
-    for (const auto& r : *list) add(r.pid, r.used_gpu_memory);
-  } else if (v1 != nullptr) {
-    auto list = fetch_list<abi::ProcessInfoV1>(*lib_, name, v1, device);
-    if (!list.ok()) return list.error();
-    for (const auto& r : *list) add(r.pid, r.used_gpu_memory);
+                                     NvmlFunctions::List fn, bool optional, Gpu& gpu) const {
+  if (fn == nullptr) return Ok{};
+  const char* name = list_function_name(kind);
+  auto raw = fetch_process_list(*lib_, name, fn, device);
+  if (!raw.ok()) {
+    if (optional) return Ok{};
+    return raw.error();
   }
+  RecordLimits limits;
+  limits.pid_max = pid_max_;
+  limits.memory_total = gpu.memory ? gpu.memory->total : 0;
+  auto decoded = decode_process_records(raw->bytes, raw->count,
+                                        candidate_strides(lib_->fn().layout), limits, kind);
+  if (!decoded.ok()) {
+    // Never guess: a list read with the wrong stride names wrong PIDs with wrong memory, and
+    // kill targets are chosen from it.
+    return Error{0, "cannot read NVML's process list on driver " +
+                        (driver_version_.empty() ? std::string("?") : driver_version_) +
+                        " (record layout not recognised: " + name + "_" +
+                        to_string(lib_->fn().layout.symbols) + ": " + decoded.error().context +
+                        ")"};
+  }
+  gpu.processes.insert(gpu.processes.end(), decoded->processes.begin(), decoded->processes.end());
   return Ok{};
 }
 
@@ -157,16 +156,14 @@ Result<Gpu> NvmlGpuSource::query_device(unsigned index) {
     gpu.mig_enabled = value != 0;
   }
 
-  if (auto s = list_processes(device, GpuProcess::Kind::kCompute, f.compute_v2plus, f.compute_v1,
-                              gpu.processes);
-      !s.ok()) {
-    return s.error();
+  // Graphics and MPS lists are not supported everywhere (NOT_SUPPORTED on some boards).
+  for (auto [kind, fn, optional] : {std::tuple{GpuProcess::Kind::kCompute, f.compute, false},
+                                    std::tuple{GpuProcess::Kind::kGraphics, f.graphics, true},
+                                    std::tuple{GpuProcess::Kind::kMps, f.mps, true}}) {
+    if (auto listed = list_processes(device, kind, fn, optional, gpu); !listed.ok()) {
+      return listed.error();
+    }
   }
-  // Graphics and MPS lists are not supported everywhere (NOT_SUPPORTED on some boards): an
-  // error there leaves the list out rather than failing the view.
-  (void)list_processes(device, GpuProcess::Kind::kGraphics, f.graphics_v2plus, f.graphics_v1,
-                       gpu.processes);
-  (void)list_processes(device, GpuProcess::Kind::kMps, f.mps_v2plus, f.mps_v1, gpu.processes);
   return gpu;
 }
 
@@ -177,6 +174,7 @@ Result<GpuView> NvmlGpuSource::query() {
   if (f.system_get_driver_version(text, sizeof(text)) == abi::kSuccess) {
     view.driver_version = c_string(text, sizeof(text));
   }
+  driver_version_ = view.driver_version;
   if (f.system_get_nvml_version != nullptr &&
       f.system_get_nvml_version(text, sizeof(text)) == abi::kSuccess) {
     view.nvml_version = c_string(text, sizeof(text));
@@ -292,6 +290,20 @@ std::vector<GpuDetails> NvmlGpuSource::query_details() {
 
 }  // namespace
 
+Pid read_pid_max(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  Pid value = 0;
+  if (in >> text) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size() && value > 1 &&
+        value <= kPidMaxLimit) {
+      return value;
+    }
+  }
+  return kPidMaxLimit;
+}
+
 OpenedSource open_nvml(const NvmlOpenOptions& options) {
   OpenedSource opened;
   auto lib = NvmlLibrary::load(options.soname);
@@ -308,8 +320,8 @@ OpenedSource open_nvml(const NvmlOpenOptions& options) {
     return opened;
   }
   opened.state = OpenedSource::State::kPresent;
-  opened.source =
-      std::make_unique<NvmlGpuSource>(std::move(lib).value(), options.shutdown_on_destroy);
+  opened.source = std::make_unique<NvmlGpuSource>(
+      std::move(lib).value(), options.shutdown_on_destroy, read_pid_max(options.pid_max_path));
   return opened;
 }
 
