@@ -15,6 +15,7 @@
 #include "core/duration.h"
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/gpu_count.h"
 #include "output/escape.h"
 #include "output/explain_view.h"
 #include "output/status_view.h"
@@ -64,6 +65,15 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
     return prepared;
   }
 
+  if (options.expect_gpus && gathered.nvml_state == NvmlState::kDisabled) {
+    io.err << "gpuclean: --expect-gpus needs NVML (it counts the GPUs), and --no-nvml turns it "
+              "off\n";
+    prepared.exit_code = kExitUsage;
+    return prepared;
+  }
+  const std::size_t visible_gpus =
+      gathered.input.gpu_view ? gathered.input.gpu_view->gpus.size() : 0;
+
   diagnose::Options diagnose_options;
   diagnose_options.max_unattributed =
       static_cast<Bytes>(options.max_used_mib * static_cast<double>(kMiB));
@@ -94,8 +104,18 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
       }
     }
   }
+  if (options.expect_gpus) {
+    if (auto missing = diagnose::missing_gpus(*options.expect_gpus, report.nvml_state, visible_gpus,
+                                              report.nvml_message)) {
+      // First: a GPU that is not there matters more than what holds the others.
+      auto& problems = report.diagnosis.problems;
+      problems.insert(problems.begin(), std::move(*missing));
+      report.diagnosis.clean = false;
+    }
+  }
   prepared.usable = true;
-  // NVML present but failing: the memory answer would be wrong, so say so with exit 3.
+  // NVML present but failing: the memory answer would be wrong, so say so with exit 3 (the
+  // verdict is unknown: output::verdict_of).
   if (report.nvml_state == NvmlState::kFailed) {
     prepared.exit_code = kExitRuntime;
   } else {
@@ -137,16 +157,28 @@ StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, c
   return {std::move(prepared.report), prepared.exit_code, prepared.usable};
 }
 
+namespace {
+void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
+  command
+      .add_option("--expect-gpus", options.expect_gpus,
+                  "A problem when NVML sees fewer GPUs than this, or no driver is loaded (Slurm "
+                  "health checks, readiness probes)")
+      ->check(CLI::PositiveNumber);
+}
+}  // namespace
+
 void add_status_command(CLI::App& app, StatusOptions& options) {
   CLI::App* status = app.add_subcommand(
       "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
   add_diagnosis_options(*status, options, HookScope::kInspect);
+  add_expect_gpus_option(*status, options);
 }
 
 void add_check_command(CLI::App& app, StatusOptions& options) {
   CLI::App* check = app.add_subcommand(
       "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
   add_diagnosis_options(*check, options, HookScope::kInspect);
+  add_expect_gpus_option(*check, options);
   check->add_option("--against", options.against,
                     "Also fail on differences from this snapshot that can change a benchmark "
                     "result (gpuclean snapshot -o FILE)");

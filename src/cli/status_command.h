@@ -2,6 +2,7 @@
 // diagnosis for people, for scripts, and for one process.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct StatusOptions {
   std::vector<std::string> allow_users;
   std::vector<Pid> ignore_pids;
   std::string against;  // check --against SNAPSHOT.json (cli/snapshot_command.h)
+  // status/check --expect-gpus N: fewer GPUs than N, or no driver, is a problem
+  // (diagnose/gpu_count.h).
+  std::optional<unsigned> expect_gpus;
 };
 
 struct WaitOptions {
@@ -53,7 +57,8 @@ struct StatusPrepared {
 StatusPrepared prepare_status(const StatusOptions& options, collect::Gathered gathered,
                               const Io& io);
 
-// 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong).
+// 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong:
+// the verdict is then unknown, output::verdict_of).
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
 // Silent and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
 int run_check(const StatusOptions& options, const Io& io);

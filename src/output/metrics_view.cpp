@@ -15,9 +15,10 @@ using prometheus::MetricType;
 // Problem kinds diagnose() makes (src/diagnose/diagnosis.cpp). Exported even at 0 so that
 // `gpuclean_problems{kind="orphan"} > 0` resolves instead of going stale; a kind added later
 // still appears (when it occurs) because counting goes over the problems themselves.
-constexpr std::array kProblemKinds = {"in-use",  "holder",        "orphan",
-                                      "heir",    "zombie-leader", "stuck",
-                                      "foreign", "exiting",       "unattributed"};
+constexpr std::array kProblemKinds = {"in-use",        "holder",      "orphan",  "heir",
+                                      "zombie-leader", "stuck",       "foreign", "exiting",
+                                      "unattributed",  "missing-gpus"};
+constexpr std::array kVerdicts = {Verdict::kClean, Verdict::kDirty, Verdict::kUnknown};
 constexpr std::array kClasses = {
     HolderClass::kActive, HolderClass::kOrphan,  HolderClass::kHeir,    HolderClass::kZombieLeader,
     HolderClass::kStuck,  HolderClass::kForeign, HolderClass::kMonitor, HolderClass::kZombie};
@@ -75,9 +76,18 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
     add(nvml, std::string_view(to_string(status.nvml_state)) == state ? 1 : 0, {{"state", state}});
   families.push_back(std::move(nvml));
 
-  auto clean = gauge_family("gpuclean_clean", "1 when the selected GPUs are clean (no problems)");
-  add(clean, diagnosis.clean ? 1 : 0);
+  // NVML failing makes the verdict unknown: never 1 here, so a dashboard cannot show clean.
+  const Verdict verdict = verdict_of(status);
+  auto clean = gauge_family("gpuclean_clean",
+                            "1 when the selected GPUs are clean (no problems, and NVML answered "
+                            "if it is there)");
+  add(clean, verdict == Verdict::kClean ? 1 : 0);
   families.push_back(std::move(clean));
+  auto verdicts = gauge_family("gpuclean_verdict",
+                               "1 for the verdict (clean, dirty, or unknown when NVML failed); "
+                               "0 for the others");
+  for (Verdict v : kVerdicts) add(verdicts, v == verdict ? 1 : 0, {{"verdict", to_string(v)}});
+  families.push_back(std::move(verdicts));
 
   // Per GPU: what NVML says is used, and how much of it live holders explain. Without NVML
   // there are no GPUs to list (the GPU list is unknown, not empty of memory).

@@ -98,6 +98,23 @@ std::string cuda_version(std::optional<int> version) {
 
 }  // namespace
 
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kClean:
+      return "clean";
+    case Verdict::kDirty:
+      return "dirty";
+    case Verdict::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+Verdict verdict_of(const StatusReport& report) {
+  if (report.nvml_state == NvmlState::kFailed) return Verdict::kUnknown;
+  return report.diagnosis.clean ? Verdict::kClean : Verdict::kDirty;
+}
+
 std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width) {
   if (total == 0 || width <= 0) return "[]";
   auto cells = [&](Bytes b) {
@@ -181,7 +198,16 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     }
   }
   out << '\n';
-  if (d.clean) {
+  if (verdict_of(report) == Verdict::kUnknown) {
+    // Without NVML's answer no GPU can be called clean: the memory nobody is seen holding
+    // may be held all the same.
+    out << paint("UNKNOWN", kYellow) << ": NVML failed, so GPU memory is not known";
+    if (!d.problems.empty()) {
+      out << fmt::format(" ({} problem{} seen from /proc alone)", d.problems.size(),
+                         d.problems.size() == 1 ? "" : "s");
+    }
+    out << '\n';
+  } else if (d.clean) {
     out << paint("CLEAN", kGreen)
         << (d.gpus.empty() ? ": no process holds the device files\n"
                            : ": no process holds GPU memory; every GPU is at its baseline\n");
@@ -194,7 +220,7 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
 void render_status_json(std::ostream& out, const StatusReport& report) {
   const auto& d = report.diagnosis;
   nlohmann::json doc = document_header(report.host, report.time);
-  doc["verdict"] = d.clean ? "clean" : "dirty";
+  doc["verdict"] = to_string(verdict_of(report));
   doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
                  {"driver_version", report.driver_version}};

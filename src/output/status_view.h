@@ -22,6 +22,16 @@ struct StatusReport {
   Diagnosis diagnosis;
 };
 
+// SPEC.md's verdict. NVML present but failing means the memory answer is not known: the
+// verdict is then unknown, never clean (nor dirty — what /proc shows is still listed).
+enum class Verdict { kClean, kDirty, kUnknown };
+
+// "clean", "dirty", "unknown" (JSON and metrics spell it so).
+const char* to_string(Verdict verdict);
+
+// kUnknown when NVML failed; else kClean when the diagnosis found no problem, kDirty if it did.
+Verdict verdict_of(const StatusReport& report);
+
 struct TextStyle {
   bool color = false;  // ANSI colours (a terminal, and NO_COLOR unset)
   int width = 100;     // terminal columns

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +43,21 @@ std::string slurp(const std::string& path) {
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  return run_command(argv, {}, timeout);
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          std::chrono::milliseconds timeout) {
+  std::vector<std::string> entries = env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    if (std::none_of(env.begin(), env.end(),
+                     [&name](const std::string& set) { return set.rfind(name, 0) == 0; })) {
+      entries.push_back(entry);
+    }
+  }
+  auto envp = c_argv(entries);
   TempDir dir;
   const std::string out_path = dir.path() + "/out";
   const std::string err_path = dir.path() + "/err";
@@ -55,7 +71,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   pid_t pid = 0;
   auto args = c_argv(argv);
   CommandResult result;
-  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) != 0) {
     posix_spawn_file_actions_destroy(&actions);
     result.err = "spawn failed";
     return result;

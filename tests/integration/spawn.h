@@ -23,6 +23,10 @@ std::string slurp(const std::string& path);
 // Runs argv to completion (bounded by timeout) and captures stdout/stderr.
 CommandResult run_command(const std::vector<std::string>& argv,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
+// The same with `env` ("NAME=VALUE" each) set in the child's environment on top of ours
+// (replacing a variable of the same name), e.g. LD_LIBRARY_PATH for a fake libnvidia-ml.so.1.
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // Starts argv in the background; returns its PID. The caller reaps it with reap().
 pid_t spawn(const std::vector<std::string>& argv);

@@ -1,0 +1,38 @@
+#include "diagnose/gpu_count.h"
+
+namespace gpuclean::diagnose {
+namespace {
+
+std::string gpus(std::size_t n) {
+  return std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
+}
+
+}  // namespace
+
+std::optional<Problem> missing_gpus(unsigned expected, NvmlState state, std::size_t visible,
+                                    const std::string& nvml_message) {
+  Problem problem;
+  problem.kind = "missing-gpus";
+  switch (state) {
+    case NvmlState::kPresent:
+      if (visible >= expected) return std::nullopt;
+      problem.message = "expected " + gpus(expected) + ", NVML sees " + std::to_string(visible);
+      problem.fix =
+          "look for the missing GPU in the kernel log (dmesg | grep -i -e NVRM -e Xid) and "
+          "`lspci -d 10de:`; keep the node drained until it is back (reset or reboot)";
+      return problem;
+    case NvmlState::kAbsent:
+      problem.message = "expected " + gpus(expected) + ", but no NVIDIA driver is loaded";
+      if (!nvml_message.empty()) problem.message += " (" + nvml_message + ")";
+      problem.fix =
+          "load the driver (modprobe nvidia; check dmesg for why it failed) and check that "
+          "nvidia-smi lists every GPU";
+      return problem;
+    case NvmlState::kFailed:
+    case NvmlState::kDisabled:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpuclean::diagnose

@@ -1,0 +1,23 @@
+// `--expect-gpus N`: a node that shows fewer GPUs than it should (one fell off the bus, the
+// driver failed to load) must not pass a Slurm health check or a readiness probe. Pure.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "core/model.h"
+
+namespace gpuclean::diagnose {
+
+// The "missing-gpus" problem, or nullopt when there is none to report:
+//   NVML present, fewer than `expected` GPUs: "expected 8 GPUs, NVML sees 7";
+//   NVML absent (no library, driver not loaded): "expected 2 GPUs, but no NVIDIA driver is
+//   loaded (<nvml_message>)";
+//   NVML failed or disabled: nullopt — the count is not known (failed makes the verdict
+//   unknown by itself; --no-nvml with --expect-gpus is refused by the CLI).
+// More GPUs than expected is fine.
+std::optional<Problem> missing_gpus(unsigned expected, NvmlState state, std::size_t visible,
+                                    const std::string& nvml_message);
+
+}  // namespace gpuclean::diagnose
