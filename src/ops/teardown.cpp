@@ -87,10 +87,11 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
       outcomes[i].state =
           err == ESRCH ? TargetOutcome::State::kGone : TargetOutcome::State::kSkipped;
       outcomes[i].recycled = err == kRecycledErrno;
-      outcomes[i].reason = err == ESRCH ? "already gone"
-                           : err == kRecycledErrno
-                               ? "skipped: its PID now belongs to a newer process (recycled)"
-                               : "skipped: " + handle.error().message();
+      outcomes[i].reason =
+          err == ESRCH ? "already gone"
+          : err == kRecycledErrno
+              ? "skipped: recycled since the scan (its PID now belongs to a newer process)"
+              : "skipped: " + handle.error().message();
       continue;
     }
     live.push_back({i, std::move(handle).value()});
@@ -223,7 +224,13 @@ std::vector<ProcessInfo> PlannedMembers::members(const procfs::ProcFs& proc) con
   for (const ProcessInfo& planned : planned_) {
     if (planned.pgid == planned.pid) led_groups.insert(planned.pid);
     auto it = table.find(planned.pid);
-    if (it == table.end() || it->second.start_ticks != planned.start_ticks) continue;
+    if (it == table.end()) continue;
+    if (it->second.start_ticks != planned.start_ticks) {
+      // Recycled since the scan: handed to tear_down as planned, whose pidfd check skips it
+      // and says so (never signalled).
+      out.push_back(planned);
+      continue;
+    }
     if (!has_live_thread(it->second)) continue;
     alive.insert(planned.pid);
     out.push_back(it->second);

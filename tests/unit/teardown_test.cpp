@@ -11,11 +11,14 @@
 #include <gtest/gtest.h>
 
 #include "procfs/proc_fs.h"
+#include "procfs/process_table.h"
 
 namespace gpuclean::ops {
 namespace {
 
 using namespace std::chrono_literals;
+
+constexpr Pid kNoSuchPid = -1;
 
 // Issue 13 item 8. A target the kernel will not let us signal (EPERM: here a root process and
 // an unprivileged tear_down) must be reported with that reason. Before, send() dropped every
@@ -43,10 +46,9 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
     if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) _exit(3);
     const TeardownOptions options{SIGTERM, 100ms, true, 300ms};
     const auto outcomes = tear_down(*proc, {*info}, options);
-    const std::string line = outcomes.size() == 1
-                                 ? std::string(to_string(outcomes[0].state)) + "|" +
-                                       outcomes[0].reason
-                                 : "wrong size";
+    const std::string line =
+        outcomes.size() == 1 ? std::string(to_string(outcomes[0].state)) + "|" + outcomes[0].reason
+                             : "wrong size";
     if (::write(report[1], line.data(), line.size()) < 0) _exit(4);
     _exit(0);
   }
@@ -66,6 +68,90 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
   EXPECT_NE(said.find("refused"), std::string::npos) << said;
   EXPECT_NE(said.find(std::strerror(EPERM)), std::string::npos) << said;
   EXPECT_EQ(said.find("still running after every signal"), std::string::npos) << said;
+}
+
+// Issue 13 item 4, at the signal end: a planned target carries the start time the scan read;
+// when the PID now names a process that started at another time, it is reported "recycled
+// since the scan" and never signalled. (The planning end is KillPlanTest.
+// PidRecycledSinceTheScanInheritsNothing.)
+TEST(Teardown, TargetRecycledSinceTheScanIsSkippedNotSignalled) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(30);
+    for (;;) ::pause();
+  }
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+  auto info = proc->read_process(child);
+  ASSERT_TRUE(info.ok());
+  ProcessInfo as_scanned = *info;
+  as_scanned.start_ticks += 7;  // the scan saw another process under this PID
+
+  std::set<PlannedMembers::Identity> existing = {{child, info->start_ticks}};
+  const PlannedMembers members({as_scanned}, existing, true, ::getpid(), ::geteuid(), true);
+  const TeardownOptions options{SIGKILL, 0ms, true, 300ms};
+  const RoundsOutcome rounds = tear_down_rounds(*proc, members, options);
+  ASSERT_EQ(rounds.outcomes.size(), 1u);
+  EXPECT_EQ(rounds.outcomes[0].state, TargetOutcome::State::kSkipped);
+  EXPECT_TRUE(rounds.outcomes[0].recycled);
+  EXPECT_NE(rounds.outcomes[0].reason.find("recycled since the scan"), std::string::npos);
+  EXPECT_TRUE(rounds.outcomes[0].signals.empty());
+  EXPECT_EQ(rounds.remaining(), 0u) << "a recycled PID means the planned process is gone";
+  EXPECT_EQ(::waitpid(child, nullptr, WNOHANG), 0) << "the newer process was signalled";
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+// A child forked after the plan by a member is found in a later round. (The members here are
+// the test's own children, so "gpuclean" is given as a PID no process has: descendants of
+// gpuclean itself are never taken.)
+TEST(Teardown, PlannedMembersFollowNewChildrenOnlyWhenAsked) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t parent = ::fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    ::close(ready[0]);
+    ::alarm(30);
+    ::signal(SIGUSR1, [](int) {
+      if (::fork() == 0) {
+        ::alarm(30);
+        for (;;) ::pause();
+      }
+    });
+    if (::write(ready[1], "r", 1) != 1) _exit(3);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+  std::set<PlannedMembers::Identity> existing;
+  for (const auto& [pid, info] : procfs::read_process_table(*proc)) {
+    existing.insert({pid, info.start_ticks});
+  }
+  const ProcessInfo planned = *proc->read_process(parent);
+  ASSERT_EQ(::kill(parent, SIGUSR1), 0);  // forks after the "plan"
+  std::vector<ProcessInfo> now;
+  for (int i = 0; i < 2000 && now.size() < 2; ++i) {
+    now = PlannedMembers({planned}, existing, true, kNoSuchPid, ::geteuid(), true).members(*proc);
+    if (now.size() < 2) ::usleep(1000);
+  }
+  ASSERT_EQ(now.size(), 2u) << "the new child was not found";
+  EXPECT_EQ(now[0].pid, parent);
+  const pid_t late = now[1].pid;
+  EXPECT_EQ(now[1].ppid, parent);
+  // Negative control: not following children, only the planned process.
+  const auto alone =
+      PlannedMembers({planned}, existing, false, kNoSuchPid, ::geteuid(), true).members(*proc);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].pid, parent);
+  ::kill(late, SIGKILL);
+  ::kill(parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
 }
 
 }  // namespace
