@@ -21,6 +21,7 @@
 #include "output/status_view.h"
 #include "output/who_view.h"
 #include "procfs/proc_fs.h"
+#include "procfs/user_names.h"
 
 namespace gpuclean::cli {
 
@@ -56,6 +57,14 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
     io.err << "gpuclean: " << gpus.error().message() << '\n';
     prepared.exit_code = kExitUsage;
     return prepared;
+  }
+  for (const std::string& user : options.allow_users) {
+    // A typo in --allow-user would excuse nobody and fail a health check for the wrong reason.
+    if (auto uid = procfs::uid_of_user(user); !uid.ok()) {
+      io.err << "gpuclean: --allow-user: " << uid.error().message() << '\n';
+      prepared.exit_code = kExitUsage;
+      return prepared;
+    }
   }
   if (gathered.nvml_state != NvmlState::kPresent && gpus->has_value()) {
     io.err << "gpuclean: --gpus needs NVML (which GPU a process uses is known only from NVML's "
