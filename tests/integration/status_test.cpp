@@ -38,7 +38,7 @@ class StatusTest : public HolderFixture {
         {{"driver_version", "580.159.04"}, {"cuda_driver_version", 13000}, {"gpus", gpus}});
   }
   std::string write_view(const json& view) {
-    const std::string path = dir_.path() + "/gpus-" + std::to_string(views_++) + ".json";
+    std::string path = dir_.path() + "/gpus-" + std::to_string(views_++) + ".json";
     std::ofstream(path) << view.dump();
     return path;
   }
@@ -49,7 +49,7 @@ class StatusTest : public HolderFixture {
     return gpuclean(args);
   }
   json status_json(const std::string& view, std::vector<std::string> extra = {}) {
-    extra.push_back("--json");
+    extra.emplace_back("--json");
     auto result = run("status", view, extra);
     EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.err;
     return json::parse(result.out);
@@ -104,6 +104,10 @@ TEST_F(StatusTest, DeadOwnersMemoryIsLinkedToItsHeir) {
   ASSERT_NE(h, nullptr) << doc.dump(1);
   EXPECT_EQ(h->at("class"), "heir");
   EXPECT_EQ(h->at("inherited_from"), dead_owner);
+  // The H200 scenario's shape: the owner was a child of the test, so the heir's group and
+  // session are the test's; only the weak rule (the only orphan, the only dead owner) ties it.
+  EXPECT_EQ(h->at("evidence")["kind"], "orphan-with-context") << h->dump(1);
+  EXPECT_EQ(h->at("evidence")["dead_owner"], dead_owner);
   EXPECT_EQ(h->at("gpu_memory")["0"], 8 * kGiB);
   EXPECT_EQ(doc["gpus"][0]["memory"]["unattributed"], 0);
   bool fix_found = false;
@@ -124,6 +128,179 @@ TEST_F(StatusTest, DeadOwnersMemoryIsLinkedToItsHeir) {
   ASSERT_NE(foreign, nullptr) << after.dump(1);
   EXPECT_EQ(foreign->at("class"), "foreign");
   EXPECT_EQ(after["gpus"][0]["memory"]["unattributed"], 8 * kGiB);
+}
+
+// A PID that existed and is gone: started and reaped by the test (nothing else is tied to it).
+pid_t dead_pid() {
+  const pid_t pid = spawn({"/bin/true"});
+  EXPECT_GT(pid, 0);
+  reap(pid);
+  return pid;
+}
+
+const json* find_problem(const json& doc, const std::string& kind) {
+  for (const json& p : doc["problems"]) {
+    if (p["kind"] == kind) return &p;
+  }
+  return nullptr;
+}
+
+// Issue 13 item 3: an unrelated holder (its parent alive, its own session) was named heir of
+// any dead PID NVML listed. Failed before the fix (gpuclean-test built from bcb5330):
+//   Expected equality of these values: innocent->at("class") Which is: "heir" "active"
+//   innocent->at("inherited_from") Which is: <the dead pid>
+//   kill --leftovers --dry-run planned it: "class": "heir", "why": "leftover (heir)"
+TEST_F(StatusTest, UnrelatedHolderOfAnotherSessionIsNeverAnHeir) {
+  const auto pids = start("setsid-child", held_);  // "PARENT CHILD": the child holds the file
+  ASSERT_EQ(pids.size(), 2u);
+  const pid_t child = pids[1];
+  const pid_t dead = dead_pid();
+  const std::string view = gpu_view({{{dead, 8 * kGiB}}});
+  json doc = status_json(view);
+  const json* innocent = find_holder(doc, child);
+  ASSERT_NE(innocent, nullptr) << doc.dump(1);
+  EXPECT_EQ(innocent->at("class"), "active");
+  EXPECT_TRUE(innocent->at("inherited_from").is_null());
+  EXPECT_TRUE(innocent->at("evidence").is_null());
+  EXPECT_TRUE(innocent->at("gpu_memory").empty());
+  for (const json& p : doc["problems"]) {
+    EXPECT_NE(p["fix"], "gpuclean kill " + std::to_string(child)) << p.dump();
+  }
+  const json* owner = find_holder(doc, dead);
+  ASSERT_NE(owner, nullptr) << doc.dump(1);
+  EXPECT_EQ(owner->at("class"), "foreign");
+  EXPECT_EQ(doc["dead_owners"][0]["pid"], dead);
+  EXPECT_TRUE(doc["dead_owners"][0]["candidates"].empty());
+  // kill --leftovers does not plan it.
+  auto plan = run("kill", view, {"--leftovers", "--dry-run", "--json"});
+  EXPECT_EQ(plan.out.find("\"pid\": " + std::to_string(child)), std::string::npos)
+      << plan.out << plan.err;
+  // Negative control: NVML naming the child itself makes it an active user, planned by no
+  // --leftovers either, but attributed.
+  json listed = status_json(gpu_view({{{child, 8 * kGiB}}}));
+  EXPECT_EQ(find_holder(listed, child)->at("gpu_memory")["0"], 8 * kGiB);
+}
+
+TEST_F(StatusTest, HolderInTheDeadOwnersProcessGroupIsItsHeir) {
+  // "H M": H holds the file, its parent M lives; the launcher led their process group.
+  const auto pids = start_argv({HEIR_HELPER, "group", held_, ready_});
+  ASSERT_EQ(pids.size(), 2u);
+  const pid_t holder = pids[0];
+  const pid_t leader = launchers_.back();
+  reap_launcher(leader);
+  ASSERT_EQ(proc_state(leader), '\0');
+  const std::string view = gpu_view({{{leader, 8 * kGiB}}});
+  json doc = status_json(view);
+  const json* h = find_holder(doc, holder);
+  ASSERT_NE(h, nullptr) << doc.dump(1);
+  EXPECT_EQ(h->at("ppid"), pids[1]) << "not an orphan: its parent lives";
+  EXPECT_EQ(h->at("pgid"), leader);
+  EXPECT_EQ(h->at("class"), "heir");
+  EXPECT_EQ(h->at("evidence")["kind"], "process-group");
+  EXPECT_EQ(h->at("evidence")["dead_owner"], leader);
+  EXPECT_EQ(doc["dead_owners"][0]["heir"], holder);
+  auto explain = run("explain", view, {std::to_string(holder)});
+  EXPECT_NE(explain.out.find("evidence  its process group ID is " + std::to_string(leader)),
+            std::string::npos)
+      << explain.out;
+  // Negative control: another dead PID, not the group's leader: nothing ties the holder to it.
+  json other = status_json(gpu_view({{{dead_pid(), 8 * kGiB}}}));
+  EXPECT_EQ(find_holder(other, holder)->at("class"), "active");
+}
+
+TEST_F(StatusTest, HolderInTheDeadOwnersSessionIsItsHeir) {
+  const auto pids = start_argv({HEIR_HELPER, "session", held_, ready_});
+  ASSERT_EQ(pids.size(), 2u);
+  const pid_t holder = pids[0];
+  const pid_t leader = launchers_.back();
+  reap_launcher(leader);
+  ASSERT_EQ(proc_state(leader), '\0');
+  json doc = status_json(gpu_view({{{leader, 8 * kGiB}}}));
+  const json* h = find_holder(doc, holder);
+  ASSERT_NE(h, nullptr) << doc.dump(1);
+  EXPECT_EQ(h->at("sid"), leader);
+  EXPECT_NE(h->at("pgid"), leader);
+  EXPECT_EQ(h->at("class"), "heir");
+  EXPECT_EQ(h->at("evidence")["kind"], "session");
+  // Negative control: as above.
+  json other = status_json(gpu_view({{{dead_pid(), 8 * kGiB}}}));
+  EXPECT_EQ(find_holder(other, holder)->at("class"), "active");
+}
+
+TEST_F(StatusTest, TwoOrphansOfOneDeadOwnerAreAmbiguousAndNeitherIsAnHeir) {
+  const auto children = start_argv({HEIR_HELPER, "orphans", held_, ready_, "2"});
+  ASSERT_EQ(children.size(), 2u);
+  const pid_t owner = launchers_.back();
+  reap_launcher(owner);
+  const std::string view = gpu_view({{{owner, 8 * kGiB}}});
+  json doc = status_json(view);
+  for (pid_t child : children) {
+    const json* h = find_holder(doc, child);
+    ASSERT_NE(h, nullptr) << doc.dump(1);
+    EXPECT_EQ(h->at("class"), "orphan") << "keeps its own class";
+    EXPECT_TRUE(h->at("inherited_from").is_null());
+    EXPECT_TRUE(h->at("evidence").is_null());
+  }
+  ASSERT_EQ(doc["dead_owners"].size(), 1u);
+  EXPECT_EQ(doc["dead_owners"][0]["ambiguous"], true);
+  EXPECT_EQ(doc["dead_owners"][0]["candidates"].size(), 2u);
+  EXPECT_EQ(find_holder(doc, owner), nullptr) << "not foreign: its candidates are named";
+  EXPECT_EQ(doc["gpus"][0]["memory"]["unattributed"], 0);
+  const json* problem = find_problem(doc, "heir-ambiguous");
+  ASSERT_NE(problem, nullptr) << doc["problems"].dump(1);
+  EXPECT_EQ(problem->at("pid"), owner);
+  EXPECT_EQ(problem->at("fix").get<std::string>().find("kill"), std::string::npos);
+  auto status = run("status", view);
+  EXPECT_NE(status.out.find("the evidence is ambiguous"), std::string::npos) << status.out;
+  auto explain = run("explain", view, {std::to_string(owner)});
+  EXPECT_NE(explain.out.find("no heir   the evidence is ambiguous"), std::string::npos)
+      << explain.out;
+  // kill --leftovers takes them as the orphans they are, never as heirs.
+  auto plan = run("kill", view, {"--leftovers", "--dry-run", "--json"});
+  EXPECT_EQ(plan.out.find("heir"), std::string::npos) << plan.out << plan.err;
+  // Negative control: one orphan alone is the heir (the weak rule).
+  reaper_.kill_all();
+  const pid_t single = start("heir", held_).at(0);
+  const pid_t single_owner = launchers_.back();
+  reap_launcher(single_owner);
+  json one = status_json(gpu_view({{{single_owner, 8 * kGiB}}}));
+  EXPECT_EQ(find_holder(one, single)->at("class"), "heir");
+  EXPECT_EQ(find_problem(one, "heir-ambiguous"), nullptr);
+}
+
+// Issue 13 item 11 (FACTS.md "CUDA MPS": a client is in the compute and the MPS list).
+// Failed before the fix (gpuclean-test built from bcb5330): gpu_memory["0"] Which is:
+// 5583457484 (5.2 GiB of a GPU with 2.7 GiB used).
+TEST_F(StatusTest, MpsClientInTwoListsIsCountedOnce) {
+  const pid_t holder = start("hold", held_).at(0);
+  const unsigned long long figure = 26 * kGiB / 10;
+  const unsigned long long used = 27 * kGiB / 10;
+  json list = json::array({{{"pid", holder}, {"used_memory", figure}, {"kind", "compute"}},
+                           {{"pid", holder}, {"used_memory", figure}, {"kind", "mps"}}});
+  const std::string view = write_view(
+      {{"driver_version", "580.159.04"},
+       {"gpus",
+        json::array(
+            {{{"index", 0},
+              {"uuid", "GPU-test-0"},
+              {"name", "NVIDIA H200"},
+              {"minor", 0},
+              {"memory", {{"total", 140 * kGiB}, {"used", used}, {"free", 140 * kGiB - used}}},
+              {"processes", list}}})}});
+  json doc = status_json(view);
+  const json* h = find_holder(doc, holder);
+  ASSERT_NE(h, nullptr) << doc.dump(1);
+  EXPECT_EQ(h->at("gpu_memory")["0"], figure);
+  EXPECT_EQ(doc["gpus"][0]["memory"]["attributed"], figure);
+  unsigned long long problems = 0;
+  for (const json& p : doc["problems"]) {
+    if (p["bytes"].is_number()) problems += p["bytes"].get<unsigned long long>();
+  }
+  EXPECT_LE(problems, used);
+  auto check = run("check", view);
+  EXPECT_NE(check.out.find("GPU 0: 2.6 GiB in use by pid " + std::to_string(holder)),
+            std::string::npos)
+      << check.out;
 }
 
 TEST_F(StatusTest, ZombieLeaderFixKillsItsPid) {

@@ -88,7 +88,7 @@ TEST(CheckLines, OneLinePerProblemNothingWhenClean) {
 
 // A report drawn from diagnose() itself: NVML names dead pid 442 with 8 GiB; `holders` are
 // context-shaped holders NVML does not list.
-StatusReport dead_owner_report(std::vector<std::pair<Pid, Pid>> pid_and_pgid, Pid ppid) {
+StatusReport dead_owner_report(const std::vector<std::pair<Pid, Pid>>& pid_and_pgid, Pid ppid) {
   diagnose::Input in;
   Gpu gpu;
   gpu.index = 0;
