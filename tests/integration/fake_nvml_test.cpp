@@ -166,6 +166,10 @@ TEST_F(FakeNvmlTest, LostGpuIsUnknownNeverClean) {
   auto check = run("r580", lost, {"check"});
   EXPECT_EQ(check.exit_code, 3);
   EXPECT_NE(check.err.find("GPU is lost"), std::string::npos) << check.err;
+  // The snapshot document too (before: "verdict": "clean" with NVML failed).
+  auto snapshot = run("r580", lost, {"snapshot"});
+  EXPECT_EQ(snapshot.exit_code, 3) << snapshot.err;
+  EXPECT_EQ(parse(snapshot)["verdict"], "unknown") << snapshot.out;
 #if GPUCLEAN_METRICS_TESTS
   auto metrics = run("r580", lost, {"metrics"});
   EXPECT_NE(metrics.out.find("\ngpuclean_clean 0\n"), std::string::npos) << metrics.out;
@@ -180,6 +184,7 @@ TEST_F(FakeNvmlTest, LostGpuIsUnknownNeverClean) {
   EXPECT_NE(ok.out.find("CLEAN"), std::string::npos);
   EXPECT_EQ(parse(run("r580", fine, {"status", "--json"}))["verdict"], "clean");
   EXPECT_EQ(run("r580", fine, {"check"}).exit_code, 0);
+  EXPECT_EQ(parse(run("r580", fine, {"snapshot"}))["verdict"], "clean");
 #if GPUCLEAN_METRICS_TESTS
   EXPECT_NE(run("r580", fine, {"metrics"}).out.find("\ngpuclean_clean 1\n"), std::string::npos);
 #endif
