@@ -19,6 +19,7 @@
 #include <prometheus/exposer.h>
 
 #include "collect/gather.h"
+#include "core/atomic_file.h"
 #include "core/unique_fd.h"
 #include "output/escape.h"
 #include "output/metrics_view.h"
@@ -73,37 +74,6 @@ class ScanCollectable : public prometheus::Collectable {
   mutable std::mutex mutex_;
   std::unique_ptr<Gatherer> gatherer_;
 };
-
-// Atomic for node_exporter's textfile collector: it must never read a half-written file, so
-// write a temp file in the same directory (same filesystem: rename is atomic), then rename.
-// The temp name does not end in ".prom", so the collector ignores it meanwhile.
-Status write_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return errno_error("open " + temp);
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd.get(), rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Error error = errno_error("write " + temp);
-      ::unlink(temp.c_str());
-      return error;
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
-  }
-  if (::close(fd.release()) != 0) {
-    Error error = errno_error("close " + temp);
-    ::unlink(temp.c_str());
-    return error;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    Error error = errno_error("rename " + temp + " to " + path);
-    ::unlink(temp.c_str());
-    return error;
-  }
-  return Ok{};
-}
 
 // civetweb reports a failed bind only as "possible problem binding to port": bind once
 // ourselves first so the error names the reason (EADDRINUSE, EADDRNOTAVAIL, EACCES).
@@ -251,7 +221,10 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
     io.out << text.str();
     return kExitClean;
   }
-  if (auto written = write_atomically(options.textfile, text.str()); !written.ok()) {
+  // Atomic for node_exporter's textfile collector, which must never read half a file: the
+  // temp file's name does not end in ".prom", so the collector ignores it meanwhile; and a
+  // link planted in a shared textfile directory is never followed (core/atomic_file.h).
+  if (auto written = write_file_atomically(options.textfile, text.str()); !written.ok()) {
     io.err << "gpuclean: metrics: " << output::escape_terminal(written.error().message()) << '\n';
     return kExitRuntime;
   }

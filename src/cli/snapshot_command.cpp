@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "collect/gather.h"
+#include "core/atomic_file.h"
 #include "diagnose/snapshot_diff.h"
 #include "output/diff_view.h"
 #include "output/escape.h"
@@ -72,7 +73,8 @@ std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoo
   const KernelLog log = procfs::read_kernel_log(roots.kmsg);
   const output::StatusReport& report = taken.prepared.report;
   taken.document = output::snapshot_document({report, nvml_version, details, facts, log});
-  taken.document["verdict"] = report.diagnosis.clean ? "clean" : "dirty";
+  // Unknown, never clean, when NVML failed (issue 13 item 9).
+  taken.document["verdict"] = output::to_string(output::verdict_of(report));
   taken.document["problems"] = output::to_json_array(report.diagnosis.problems);
   taken.exit_code = report.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitClean;
   return taken;
@@ -93,28 +95,6 @@ Result<Snapshot> load_snapshot(const std::string& path) {
   auto snapshot = output::parse_snapshot(text);
   if (!snapshot.ok()) return Error{0, path + ": " + snapshot.error().context};
   return snapshot;
-}
-
-// Writes next to the target and renames, so a reader never sees half a snapshot.
-Status write_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return errno_error("create " + temp);
-    out << text;
-    out.flush();
-    if (!out) {
-      const Error error = errno_error("write " + temp);
-      (void)std::remove(temp.c_str());
-      return error;
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const Error error = errno_error("rename " + temp + " to " + path);
-    (void)std::remove(temp.c_str());
-    return error;
-  }
-  return Ok{};
 }
 
 output::DiffSide side_of(const std::string& source, const Snapshot& snapshot) {
@@ -187,7 +167,8 @@ int run_snapshot(const SnapshotOptions& options, const Io& io) {
   }
   std::ostringstream text;
   output::write_json(text, taken->document);
-  if (auto written = write_atomically(options.output, text.str()); !written.ok()) {
+  // Atomically (core/atomic_file.h): a reader never sees half a snapshot.
+  if (auto written = write_file_atomically(options.output, text.str()); !written.ok()) {
     io.err << "gpuclean: snapshot: " << written.error().message() << '\n';
     return kExitRuntime;
   }
@@ -254,8 +235,10 @@ int run_check_against(const StatusOptions& options, const Io& io) {
   const output::StatusReport& status = prepared->report;
   if (options.common.json) {
     nlohmann::json doc = output::diff_document(report, status.host, status.time);
-    doc["verdict"] =
-        status.diagnosis.clean && output::result_changing_count(report) == 0 ? "clean" : "dirty";
+    const output::Verdict verdict = output::verdict_of(status);
+    doc["verdict"] = verdict == output::Verdict::kClean && output::result_changing_count(report) > 0
+                         ? "dirty"
+                         : output::to_string(verdict);
     doc["problems"] = output::to_json_array(status.diagnosis.problems);
     output::write_json(io.out, doc);
   } else {
