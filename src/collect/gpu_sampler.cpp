@@ -10,6 +10,9 @@
 #include <array>
 #include <chrono>
 #include <csignal>
+#include <exception>
+#include <new>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +26,9 @@ namespace gpuclean::collect {
 namespace {
 
 using nlohmann::json;
+
+// Far above any real answer (a few KiB per GPU), far below trouble.
+constexpr std::size_t kMaxAnswerBytes = 16u << 20;
 
 bool write_all(int fd, const std::string& text) {
   std::size_t done = 0;
@@ -70,6 +76,36 @@ json answer_json(const nvml::OpenedSource& opened) {
 }
 
 }  // namespace
+
+SamplerAnswer parse_sampler_answer(std::string_view line) {
+  auto failed = [](std::string message) {
+    return SamplerAnswer{NvmlState::kFailed, std::move(message), std::nullopt};
+  };
+  // An exception here would leave run's supervision by way of its epoll loop: whatever the
+  // line is, it becomes an answer. Only running out of memory is not ours to swallow.
+  try {
+    const json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object()) return failed("the GPU sampler's answer is not JSON");
+    const json* state = doc.contains("state") ? &doc["state"] : nullptr;
+    const json* message = doc.contains("message") ? &doc["message"] : nullptr;
+    if ((state != nullptr && !state->is_string()) ||
+        (message != nullptr && !message->is_string())) {
+      return failed("the GPU sampler's answer is malformed");
+    }
+    SamplerAnswer answer;
+    answer.state = nvml_state_from_string(state != nullptr ? state->get<std::string>() : "failed")
+                       .value_or(NvmlState::kFailed);
+    if (message != nullptr) answer.message = message->get<std::string>();
+    if (answer.state == NvmlState::kPresent && doc.contains("view")) {
+      answer.view = nvml::gpu_view_from_json(doc["view"]);
+    }
+    return answer;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    return failed(std::string("the GPU sampler's answer is malformed: ") + e.what());
+  }
+}
 
 Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CollectOptions& options) {
   std::array<int, 2> requests{};
@@ -140,6 +176,13 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
     const ssize_t n = ::read(from_child_.get(), chunk.data(), chunk.size());
     if (n > 0) {
       buffer_.append(chunk.data(), static_cast<std::size_t>(n));
+      if (buffer_.size() > kMaxAnswerBytes && buffer_.find('\n') == std::string::npos) {
+        // A view of every GPU is a few KiB: this is not an answer. Drop it, say so.
+        buffer_.clear();
+        outstanding_ = false;
+        return SamplerAnswer{NvmlState::kFailed, "the GPU sampler's answer is too long",
+                             std::nullopt};
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -148,25 +191,9 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
   }
   const std::size_t newline = buffer_.find('\n');
   if (newline == std::string::npos) return std::nullopt;
-  const json doc = json::parse(buffer_.substr(0, newline), nullptr, /*allow_exceptions=*/false);
+  SamplerAnswer answer = parse_sampler_answer(std::string_view(buffer_).substr(0, newline));
   buffer_.erase(0, newline + 1);
   outstanding_ = false;
-  SamplerAnswer answer;
-  if (!doc.is_object()) {
-    answer.state = NvmlState::kFailed;
-    answer.message = "the GPU sampler's answer is not JSON";
-    return answer;
-  }
-  answer.state = nvml_state_from_string(doc.value("state", "failed")).value_or(NvmlState::kFailed);
-  answer.message = doc.value("message", "");
-  if (answer.state == NvmlState::kPresent && doc.contains("view")) {
-    try {
-      answer.view = nvml::gpu_view_from_json(doc["view"]);
-    } catch (const json::exception& e) {
-      answer.state = NvmlState::kFailed;
-      answer.message = std::string("the GPU sampler's view is malformed: ") + e.what();
-    }
-  }
   return answer;
 }
 

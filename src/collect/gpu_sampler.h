@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "collect/gather.h"
 #include "core/duration.h"
@@ -23,6 +24,9 @@ struct SamplerAnswer {
   std::string message;  // absent/failed: why
   std::optional<GpuView> view;
 };
+
+// One line of the sampler's answer (without its newline) as an answer.
+SamplerAnswer parse_sampler_answer(std::string_view line);
 
 class GpuSampler {
  public:
