@@ -3,13 +3,45 @@
 // writes and reads it as JSON, output/run_plot.h draws it.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.h"
 
 namespace gpuclean {
+
+// How the check of the GPUs after the teardown came out (the record's "gpu_check").
+enum class GpuCheck {
+  kNone,        // "none": no pre-run level (no NVML, --no-nvml, NVML failing at the start)
+  kBack,        // "back": every GPU at its pre-run level
+  kNotBack,     // "not-back": some GPU is not
+  kNotChecked,  // "not-checked": NVML gave no answer after the teardown; never "back"
+};
+std::string_view to_string(GpuCheck check);
+std::optional<GpuCheck> gpu_check_from_string(std::string_view text);
+
+// How the workload ended (the record's "end").
+enum class WorkloadEnd {
+  kExited,             // "exited": its main process exited
+  kSignaled,           // "signaled": a signal ended it
+  kTimeout,            // "timeout": --timeout passed
+  kInterrupted,        // "interrupted": a second SIGINT/SIGTERM to gpuclean
+  kSupervisionFailed,  // "supervision-failed": gpuclean could not go on waiting
+};
+std::string_view to_string(WorkloadEnd end);
+std::optional<WorkloadEnd> workload_end_from_string(std::string_view text);
+
+// What the teardown did with one leftover (its "outcome").
+enum class LeftoverOutcome {
+  kGone,       // "gone": ended (or found gone)
+  kRemaining,  // "remaining": survived every signal, or could not be opened
+  kSkipped,    // "skipped": not signalled (its PID names another process now)
+};
+std::string_view to_string(LeftoverOutcome outcome);
+std::optional<LeftoverOutcome> leftover_outcome_from_string(std::string_view text);
 
 struct RunGpu {
   unsigned index = 0;
@@ -40,9 +72,9 @@ struct RunLeftover {
   std::string comm;
   std::vector<std::string> cmdline;
   std::vector<std::string> signals;  // sent at teardown, in order
-  std::string outcome;               // "gone", "remaining", "skipped"
-  std::string reason;                // remaining/skipped: why
-  double t = 0;                      // found at teardown, seconds since the start
+  LeftoverOutcome outcome = LeftoverOutcome::kGone;
+  std::string reason;  // remaining/skipped: why
+  double t = 0;        // found at teardown, seconds since the start
 };
 
 struct RunRecord {
@@ -53,20 +85,41 @@ struct RunRecord {
   double started_at = 0;  // seconds since the Unix epoch
   double duration = 0;    // seconds, start to the end of verification
   std::optional<Pid> pid;
-  std::string end;                 // "exited", "signaled", "timeout", "interrupted", "not-started"
+  std::optional<WorkloadEnd> end;  // unset only in a record that lacks it
   std::optional<int> exit_status;  // the workload's own exit code
   std::optional<int> exit_signal;  // the signal that ended it
   int exit_code = 0;               // what gpuclean run returned
   std::string gpu_source;          // "nvml", "test", "none"
-  // "back" (every GPU at its pre-run level), "not-back", "not-checked" (NVML gave no answer
-  // after the teardown), "none" (no pre-run level: no NVML, or --no-nvml)
-  std::string gpu_check = "none";
+  GpuCheck gpu_check = GpuCheck::kNone;
   std::vector<RunGpu> gpus;
   std::vector<RunSample> samples;
   std::vector<RunEvent> events;
   std::vector<RunLeftover> leftovers;
   std::vector<std::string> escaped;  // new device holders outside the run, one line each
   bool clean = true;                 // nothing remained and every GPU is back
+};
+
+}  // namespace gpuclean
+
+namespace gpuclean {
+
+// A run's record as it is being written, with the run's clock: every event and sample is
+// stamped with the seconds since the log was made (just before the launch).
+class RunLog {
+ public:
+  RunLog() : started_(std::chrono::steady_clock::now()) {}
+  [[nodiscard]] double now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+  void event(std::string kind, std::string detail) {
+    record_.events.push_back({now(), std::move(kind), std::move(detail)});
+  }
+  RunRecord& record() { return record_; }
+  [[nodiscard]] const RunRecord& record() const { return record_; }
+
+ private:
+  std::chrono::steady_clock::time_point started_;
+  RunRecord record_;
 };
 
 }  // namespace gpuclean

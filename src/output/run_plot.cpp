@@ -153,7 +153,8 @@ std::string render_run_svg(const RunRecord& record) {
   }
   if (!record.leftovers.empty()) {
     std::size_t remaining = 0;
-    for (const RunLeftover& l : record.leftovers) remaining += l.outcome == "remaining";
+    for (const RunLeftover& l : record.leftovers)
+      remaining += l.outcome == LeftoverOutcome::kRemaining;
     const double x = x_of(record.leftovers.front().t);
     const std::string label =
         remaining > 0

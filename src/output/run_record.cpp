@@ -56,6 +56,29 @@ class Reader {
     out = value;
   }
 
+  // A state written with to_string: `parse` (one of the *_from_string functions) must know it.
+  template <typename E, typename Parse>
+  void get_enum(const json& object, const char* key, E& out, const std::string& where,
+                Parse parse) {
+    std::string text;
+    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return;
+    get(object, key, text, where);
+    if (!object[key].is_string() || text.empty()) return;  // empty: as if absent
+    if (auto value = parse(text)) {
+      out = *value;
+    } else {
+      fail(where + "." + key + " \"" + text + "\" is not one gpuclean writes");
+    }
+  }
+  template <typename E, typename Parse>
+  void get_enum(const json& object, const char* key, std::optional<E>& out,
+                const std::string& where, Parse parse) {
+    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return;
+    E value{};
+    get_enum(object, key, value, where, parse);
+    out = value;
+  }
+
   // The array `key` of `object`, or an empty one; a non-array is a problem.
   const json& array(const json& object, const char* key) {
     static const json empty = json::array();
@@ -87,12 +110,12 @@ json to_json(const RunRecord& record, const std::string& host) {
   doc["started_at"] = record.started_at;
   doc["duration"] = record.duration;
   doc["pid"] = optional_json(record.pid);
-  doc["end"] = record.end;
+  doc["end"] = record.end ? std::string(to_string(*record.end)) : std::string();
   doc["exit_status"] = optional_json(record.exit_status);
   doc["exit_signal"] = optional_json(record.exit_signal);
   doc["exit_code"] = record.exit_code;
   doc["gpu_source"] = record.gpu_source;
-  doc["gpu_check"] = record.gpu_check;
+  doc["gpu_check"] = std::string(to_string(record.gpu_check));
   doc["clean"] = record.clean;
   json gpus = json::array();
   for (const RunGpu& gpu : record.gpus) {
@@ -126,7 +149,7 @@ json to_json(const RunRecord& record, const std::string& host) {
                          {"comm", l.comm},
                          {"cmdline", l.cmdline},
                          {"signals", l.signals},
-                         {"outcome", l.outcome},
+                         {"outcome", std::string(to_string(l.outcome))},
                          {"reason", l.reason},
                          {"t", l.t}});
   }
@@ -160,12 +183,12 @@ Result<RunRecord> parse_run_record(std::string_view text) {
   r.get(doc, "started_at", record.started_at, "record");
   r.get(doc, "duration", record.duration, "record");
   r.get(doc, "pid", record.pid, "record");
-  r.get(doc, "end", record.end, "record");
+  r.get_enum(doc, "end", record.end, "record", workload_end_from_string);
   r.get(doc, "exit_status", record.exit_status, "record");
   r.get(doc, "exit_signal", record.exit_signal, "record");
   r.get(doc, "exit_code", record.exit_code, "record");
   r.get(doc, "gpu_source", record.gpu_source, "record");
-  r.get(doc, "gpu_check", record.gpu_check, "record");
+  r.get_enum(doc, "gpu_check", record.gpu_check, "record", gpu_check_from_string);
   r.get(doc, "clean", record.clean, "record");
   r.get(doc, "escaped", record.escaped, "record");
   for (const json& g : r.array(doc, "gpus")) {
@@ -213,7 +236,7 @@ Result<RunRecord> parse_run_record(std::string_view text) {
     r.get(l, "comm", leftover.comm, "leftovers[]");
     r.get(l, "cmdline", leftover.cmdline, "leftovers[]");
     r.get(l, "signals", leftover.signals, "leftovers[]");
-    r.get(l, "outcome", leftover.outcome, "leftovers[]");
+    r.get_enum(l, "outcome", leftover.outcome, "leftovers[]", leftover_outcome_from_string);
     r.get(l, "reason", leftover.reason, "leftovers[]");
     r.get(l, "t", leftover.t, "leftovers[]");
     record.leftovers.push_back(std::move(leftover));
@@ -225,7 +248,7 @@ Result<RunRecord> parse_run_record(std::string_view text) {
 std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
   std::vector<SummaryLine> lines;
   std::string ended;
-  if (record.end == "timeout") {
+  if (record.end == WorkloadEnd::kTimeout) {
     ended = "timed out";
   } else if (record.exit_signal) {
     ended = fmt::format("ended by signal {}", *record.exit_signal);
@@ -234,14 +257,14 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
   } else {
     ended = "ended";
   }
-  if (record.end == "interrupted") ended += " after a second interrupt";
+  if (record.end == WorkloadEnd::kInterrupted) ended += " after a second interrupt";
   lines.push_back({fmt::format("workload {} after {:.1f} s; exit code {}", ended, record.duration,
                                record.exit_code)});
   std::size_t gone = 0;
   std::vector<const RunLeftover*> remaining;
   for (const RunLeftover& l : record.leftovers) {
-    if (l.outcome == "gone") ++gone;
-    if (l.outcome == "remaining") remaining.push_back(&l);
+    if (l.outcome == LeftoverOutcome::kGone) ++gone;
+    if (l.outcome == LeftoverOutcome::kRemaining) remaining.push_back(&l);
   }
   if (record.leftovers.empty()) {
     lines.push_back({"nothing was left behind"});
@@ -258,7 +281,7 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
                      true});
   }
   for (const std::string& e : record.escaped) lines.push_back({"outside the run: " + e, true});
-  if (record.gpu_check == "not-checked") {
+  if (record.gpu_check == GpuCheck::kNotChecked) {
     const std::string why = record.gpus.empty() ? "" : ": " + record.gpus.front().note;
     lines.push_back({"GPU memory NOT verified" + why, true});
   }

@@ -15,7 +15,7 @@ RunRecord sample_record() {
   r.started_at = 1764500000;
   r.duration = 12.5;
   r.pid = 43;
-  r.end = "signaled";
+  r.end = WorkloadEnd::kSignaled;
   r.exit_signal = 9;
   r.exit_code = 137;
   r.gpu_source = "nvml";
@@ -23,8 +23,14 @@ RunRecord sample_record() {
             {1, "NVIDIA H200", "GPU-b", 150ull << 30, 0, 6ull << 30, 0, true, ""}};
   r.samples = {{0, {0, 0}}, {5, {8ull << 30, 6ull << 30}}, {12.4, {0, std::nullopt}}};
   r.events = {{0, "start", "pid 43"}, {10, "exit", ""}, {10.1, "teardown", ""}};
-  r.leftovers = {
-      {44, 1, "worker", {"python", "-c", "w"}, {"STOP", "TERM", "CONT"}, "gone", "", 10.1}};
+  r.leftovers = {{44,
+                  1,
+                  "worker",
+                  {"python", "-c", "w"},
+                  {"STOP", "TERM", "CONT"},
+                  LeftoverOutcome::kGone,
+                  "",
+                  10.1}};
   return r;
 }
 
@@ -43,6 +49,39 @@ TEST(RunRecordTest, RoundTripsThroughJson) {
   EXPECT_FALSE(back->samples[2].used[1]);  // null stays unknown, not 0
   ASSERT_EQ(back->leftovers.size(), 1u);
   EXPECT_EQ(back->leftovers[0].signals, r.leftovers[0].signals);
+  EXPECT_EQ(back->end, WorkloadEnd::kSignaled);
+  EXPECT_EQ(back->gpu_check, GpuCheck::kNone);
+  EXPECT_EQ(back->leftovers[0].outcome, LeftoverOutcome::kGone);
+}
+
+TEST(RunRecordTest, StatesAreWrittenAsTheirNamesAndReadBack) {
+  // The record's format is unchanged by the enums: the same names as before.
+  RunRecord r = sample_record();
+  r.gpu_check = GpuCheck::kNotChecked;
+  r.end = WorkloadEnd::kSupervisionFailed;
+  r.leftovers[0].outcome = LeftoverOutcome::kSkipped;
+  const nlohmann::json doc = to_json(r, "host");
+  EXPECT_EQ(doc["gpu_check"], "not-checked");
+  EXPECT_EQ(doc["end"], "supervision-failed");
+  EXPECT_EQ(doc["leftovers"][0]["outcome"], "skipped");
+  for (GpuCheck c : {GpuCheck::kNone, GpuCheck::kBack, GpuCheck::kNotBack, GpuCheck::kNotChecked}) {
+    EXPECT_EQ(gpu_check_from_string(to_string(c)), c);
+  }
+  for (WorkloadEnd e : {WorkloadEnd::kExited, WorkloadEnd::kSignaled, WorkloadEnd::kTimeout,
+                        WorkloadEnd::kInterrupted, WorkloadEnd::kSupervisionFailed}) {
+    EXPECT_EQ(workload_end_from_string(to_string(e)), e);
+  }
+  auto parsed = parse_run_record(doc.dump());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->gpu_check, GpuCheck::kNotChecked);
+  EXPECT_EQ(parsed->leftovers[0].outcome, LeftoverOutcome::kSkipped);
+  // A name gpuclean never writes is refused, and said.
+  auto bad = parse_run_record(R"({"schema": 1, "kind": "run", "gpu_check": "clean"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().context.find("record.gpu_check \"clean\""), std::string::npos)
+      << bad.error().context;
+  EXPECT_FALSE(
+      parse_run_record(R"({"schema": 1, "kind": "run", "leftovers": [{"outcome": "x"}]})").ok());
 }
 
 TEST(RunRecordTest, RefusesWhatItCannotTrust) {
@@ -74,7 +113,7 @@ TEST(RunRecordTest, SummaryFlagsWhatIsLeftAsProblems) {
   EXPECT_EQ(lines[0].text, "workload ended by signal 9 after 12.5 s; exit code 137");
   for (const SummaryLine& line : lines) EXPECT_FALSE(line.problem) << line.text;
 
-  r.leftovers[0].outcome = "remaining";
+  r.leftovers[0].outcome = LeftoverOutcome::kRemaining;
   r.leftovers[0].reason = "thread 44 is frozen";
   r.leftovers[0].cmdline = {"evil\x1b[2Jname"};
   r.gpus[0].back = false;

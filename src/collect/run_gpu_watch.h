@@ -1,0 +1,109 @@
+// The GPU side of one `gpuclean run`: the pre-run level right after the launch, memory samples
+// while the workload runs (--record), the check after the teardown that every GPU is back,
+// and device holders that appeared outside the run. NVML is asked only through a GpuSampler
+// process, never in gpuclean's own (gpu_sampler.h). The judgements are diagnose's
+// (gpu_return.h); this class collects their inputs — the views, and what /proc proves about
+// each PID NVML lists — and writes the results into the run's record.
+//
+// It knows nothing of the run's processes beyond the PIDs it is given; the processes are
+// ops::RunSession's (ops may not depend on collect, DESIGN.md), and `run` joins the two.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "collect/gather.h"
+#include "collect/gpu_sampler.h"
+#include "core/duration.h"
+#include "core/run_record.h"
+#include "diagnose/gpu_return.h"
+
+namespace gpuclean::collect {
+
+struct RunGpuOptions {
+  CollectOptions collect;
+  std::optional<std::set<unsigned>> gpus;    // --gpus; nullopt: every GPU
+  Duration wait = std::chrono::seconds(30);  // how long verify() waits for the memory
+  // One NVML query in the sampler before it counts as hung (a healthy one takes ~20 ms
+  // including NVML's init, FACTS.md).
+  Duration nvml_timeout = std::chrono::seconds(15);
+  // The sample taken as the workload ends waits less: the teardown must not.
+  Duration last_sample_timeout = std::chrono::seconds(2);
+};
+
+// The PIDs among `listed` shown to be outside a run whose workload started at
+// `workload_start` (stat ticks): alive in `proc` now, and started before it — so no process of
+// the run can have had the PID. Without a start time nothing is shown.
+std::set<Pid> shown_outside_run(const procfs::ProcFs& proc, const std::set<Pid>& listed,
+                                std::optional<std::uint64_t> workload_start);
+
+class RunGpuWatch {
+ public:
+  // Opens the device files and /proc (Gatherer::open's errors: usage or runtime).
+  static std::variant<std::unique_ptr<RunGpuWatch>, GatherError> open(RunGpuOptions options);
+  RunGpuWatch(const RunGpuWatch&) = delete;
+  RunGpuWatch& operator=(const RunGpuWatch&) = delete;
+  ~RunGpuWatch() = default;
+
+  // Called with the PID and start time of every sampler process (the one running now, and
+  // each started later): the run must never count it as its own.
+  void on_sampler(std::function<void(Pid, std::uint64_t)> exclude);
+
+  // One full collection (/proc + the GPUs through the sampler): --require-clean's check.
+  Gathered collect();
+
+  // Right after the launch: the device holders and the GPUs now, first of all (a holder that
+  // appears later is new); then `run_pids()` — the run's members by then — and the pre-run
+  // level of each selected GPU less what those already hold (diagnose::baseline_of). Fills
+  // gpu_source, gpus and a first sample. Returns NVML's state then: kFailed is worth a line.
+  NvmlState take_baseline(RunLog& log, const std::function<std::set<Pid>()>& run_pids);
+  [[nodiscard]] const std::string& nvml_message() const { return nvml_message_; }
+
+  // Keeps the sampler for samples while the workload runs when `want` (--record) and there is
+  // a pre-run level; otherwise closes it, so nothing of the driver is open meanwhile. The fd
+  // to wait on when sampling, for SuperviseOptions::watch_fds.
+  std::optional<int> keep_sampling(bool want);
+  // The sample timer fired: ask (never waits; a hung driver stalls only the sampler).
+  void request_sample();
+  // The sampler's fd is readable: take the answer, if whole.
+  void receive_sample(RunLog& log);
+  // As the workload ends: one more sample, waiting at most last_sample_timeout.
+  void last_sample(RunLog& log);
+
+  // After the teardown: polls (100 ms, bounded by `wait`) until every GPU is back at its
+  // pre-run level (diagnose::judge_return), with the PIDs of the run (`run_pids`) and those
+  // /proc shows to be outside it. Writes after/back/note per GPU and gpu_check: kNotChecked
+  // when NVML gives no answer (never kBack), kNone without a pre-run level.
+  GpuCheck verify(RunLog& log, const std::set<Pid>& run_pids,
+                  std::optional<std::uint64_t> workload_start);
+
+  // Device holders that appeared during the run and are not part of it: one line each, named
+  // for the user (escaped). Nothing proves they are the run's: they are left alone.
+  std::vector<std::string> escaped(const std::set<Pid>& run_pids);
+
+ private:
+  RunGpuWatch(RunGpuOptions options, std::unique_ptr<Gatherer> gatherer, procfs::ProcFs proc)
+      : options_(std::move(options)), gatherer_(std::move(gatherer)), proc_(std::move(proc)) {}
+  void attach_sampler();
+  void detach_sampler();
+  void sample(RunLog& log, const GpuView& view);
+  RunGpu* gpu(RunLog& log, unsigned index);
+
+  RunGpuOptions options_;
+  std::unique_ptr<Gatherer> gatherer_;
+  procfs::ProcFs proc_;
+  std::shared_ptr<GpuSampler> sampler_;
+  std::function<void(Pid, std::uint64_t)> exclude_;
+  std::vector<diagnose::GpuBaseline> baselines_;
+  bool have_view_ = false;  // the baseline had a GPU view
+  std::string nvml_message_;
+  std::set<std::pair<Pid, std::uint64_t>> holders_before_;
+};
+
+}  // namespace gpuclean::collect
