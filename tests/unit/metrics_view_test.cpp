@@ -11,7 +11,7 @@ namespace {
 
 MetricsReport report_with_orphan() {
   StatusReport r;
-  r.nvml_state = "present";
+  r.nvml_state = NvmlState::kPresent;
   GpuReport g;
   g.gpu.index = 0;
   g.gpu.uuid = "GPU-aaaa";

@@ -119,7 +119,7 @@ TEST(SnapshotWriter, WhatIsWrittenReadsBack) {
   output::StatusReport report;
   report.host = "h";
   report.time = 1.8e9;
-  report.nvml_state = "present";
+  report.nvml_state = NvmlState::kPresent;
   report.driver_version = "580.159.04";
   report.cuda_driver_version = 13000;
   GpuReport g;
