@@ -12,10 +12,6 @@
 
 namespace gpuclean::cli {
 
-using collect::Gathered;
-using collect::Gatherer;
-using collect::GatherError;
-
 void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope) {
   command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
   command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3 or all")
@@ -43,7 +39,7 @@ bool given_in(const CLI::App& app, const std::string& name) {
 
 Status apply_global_options(const CLI::App& top, const CommonOptions& given, const CLI::App& sub,
                             CommonOptions* into) {
-  const std::string command = sub.get_name();
+  const std::string& command = sub.get_name();
   struct Global {
     const char* name;
     std::function<bool()> merge;  // given in both places: merged, or false when they disagree

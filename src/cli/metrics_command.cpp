@@ -26,7 +26,6 @@
 
 namespace gpuclean::cli {
 
-using collect::Gathered;
 using collect::Gatherer;
 using collect::GatherError;
 namespace {

@@ -22,7 +22,6 @@ namespace gpuclean::cli {
 
 using collect::gather;
 using collect::Gathered;
-using collect::Gatherer;
 using collect::GatherError;
 namespace {
 

@@ -10,10 +10,6 @@
 
 namespace gpuclean::cli {
 
-using collect::gather;
-using collect::Gathered;
-using collect::Gatherer;
-using collect::GatherError;
 using collect::read_holders;
 using collect::select_device_files;
 

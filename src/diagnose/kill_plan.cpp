@@ -154,7 +154,7 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
             });
 
   if (selectors.broad()) {
-    plan.confirm_reasons.push_back("selectors other than explicit PIDs need a confirmation");
+    plan.confirm_reasons.emplace_back("selectors other than explicit PIDs need a confirmation");
   }
   // An explicit PID is a confirmation of that process, not of whatever its tree reaches: a
   // session leader's tree can hold another user's job or a detached daemon.

@@ -104,7 +104,9 @@ class PlannedMembers : public MemberSource {
   struct Identity {
     Pid pid = 0;
     std::uint64_t start_ticks = 0;
-    auto operator<=>(const Identity&) const = default;
+    bool operator<(const Identity& other) const {
+      return pid != other.pid ? pid < other.pid : start_ticks < other.start_ticks;
+    }
   };
   PlannedMembers(std::vector<ProcessInfo> planned, std::set<Identity> existing_at_plan,
                  bool follow_children, Pid self, Uid euid, bool privileged)
