@@ -22,43 +22,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "helper_process.h"
+
 namespace {
 
-constexpr unsigned kLifetimeSeconds = 90;
-
-void report(const char* ready_file, const std::string& pids) {
-  const std::string tmp = std::string(ready_file) + ".tmp" + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) _exit(3);
-  const bool written = std::fprintf(f, "%s\n", pids.c_str()) > 0;
-  if (std::fclose(f) != 0 || !written) _exit(3);
-  if (::rename(tmp.c_str(), ready_file) != 0) _exit(3);
-}
-
-void open_or_die(const char* file) {
-  if (::open(file, O_RDWR | O_CLOEXEC) < 0) {
-    std::perror(file);
-    _exit(3);
-  }
-}
-
-[[noreturn]] void wait_forever() {
-  ::alarm(kLifetimeSeconds);  // alarms are not inherited across fork: every process arms its own
-  for (;;) ::pause();
-}
-
-// Reads one "PID " written by a child; exits on a broken pipe.
-std::string read_pid(int fd) {
-  std::string pid;
-  char c = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(3);
-    if (c == ' ') return pid;
-    pid.push_back(c);
-  }
-}
+using gpuclean::testing::helper::kLifetimeSeconds;
+using gpuclean::testing::helper::open_or_die;
+using gpuclean::testing::helper::read_pid;
+using gpuclean::testing::helper::report;
+using gpuclean::testing::helper::wait_forever;
 
 void write_text(int fd, const std::string& text) {
   if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) _exit(3);
@@ -69,7 +41,7 @@ void write_text(int fd, const std::string& text) {
   const pid_t holder = ::fork();
   if (holder < 0) _exit(3);
   if (holder == 0) {
-    open_or_die(file);
+    (void)open_or_die(file);
     write_text(pipe_out, std::to_string(::getpid()) + " " + std::to_string(::getppid()) + " ");
     wait_forever();
   }
@@ -105,7 +77,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "orphans") {
     const int n = argc > 4 ? std::atoi(argv[4]) : 2;
-    open_or_die(file);
+    (void)open_or_die(file);
     std::string pids;
     for (int i = 0; i < n; ++i) {
       const pid_t child = ::fork();

@@ -35,9 +35,15 @@
 #include <cstring>
 #include <string>
 
+#include "helper_process.h"
+
 namespace {
 
-constexpr unsigned kLifetimeSeconds = 90;
+using gpuclean::testing::helper::kLifetimeSeconds;
+using gpuclean::testing::helper::open_or_die;
+using gpuclean::testing::helper::read_pid;
+using gpuclean::testing::helper::report;
+using gpuclean::testing::helper::wait_forever;
 
 std::string self_pid() {
   // /proc/self resolves in the namespace of the proc mount, so inside `unshare --pid` with the
@@ -47,47 +53,11 @@ std::string self_pid() {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::to_string(::getpid());
 }
 
-void report(const char* ready_file, const std::string& pids) {
-  const std::string tmp = std::string(ready_file) + ".tmp" + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) _exit(3);
-  std::fprintf(f, "%s\n", pids.c_str());
-  std::fclose(f);
-  if (::rename(tmp.c_str(), ready_file) != 0) _exit(3);
-}
-
-int open_or_die(const char* file) {
-  const int fd = ::open(file, O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    std::perror(file);
-    _exit(3);
-  }
-  return fd;
-}
-
-[[noreturn]] void wait_forever() {
-  ::alarm(kLifetimeSeconds);
-  for (;;) ::pause();
-}
-
 // Like wait_forever, but reaps children as they exit (a parent that does its job).
 [[noreturn]] void reap_forever() {
   ::alarm(kLifetimeSeconds);
   for (;;) {
     if (::waitpid(-1, nullptr, 0) < 0 && errno == ECHILD) ::pause();
-  }
-}
-
-// Reads the PID a child wrote (terminated by a space) from a pipe.
-std::string read_pid(int fd) {
-  std::string pid;
-  char c = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(3);
-    if (c == ' ') return pid;
-    pid.push_back(c);
   }
 }
 
