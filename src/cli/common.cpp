@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include "cli/test_hooks.h"
+#include "core/duration.h"
 
 #include <unistd.h>
 
@@ -25,6 +26,15 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
       .add_option("--threads", options.threads,
                   "Threads for the /proc scan (default: one per core, at most 16)")
       ->check(CLI::Range(1u, 256u));
+  command.add_option_function<std::string>(
+      "--nvml-timeout",
+      [&options](const std::string& text) {
+        auto timeout = parse_duration(text);
+        if (!timeout.ok()) throw CLI::ValidationError("--nvml-timeout", timeout.error().message());
+        if (timeout->count() <= 0) throw CLI::ValidationError("--nvml-timeout", "must be > 0");
+        options.nvml_timeout = *timeout;
+      },
+      "How long one NVML answer may take (default 5s); then NVML counts as failed");
   add_test_hooks(command, options, scope);
 }
 
@@ -58,6 +68,8 @@ Status apply_global_options(const CLI::App& top, const CommonOptions& given, con
        [&] { into->device_globs = g.device_globs; }},
       {"--gpus", [&] { return into->gpus == g.gpus; }, [&] { into->gpus = g.gpus; }},
       {"--threads", [&] { return into->threads == g.threads; }, [&] { into->threads = g.threads; }},
+      {"--nvml-timeout", [&] { return into->nvml_timeout == g.nvml_timeout; },
+       [&] { into->nvml_timeout = g.nvml_timeout; }},
       {"--proc-root", [&] { return into->proc_root == g.proc_root; },
        [&] { into->proc_root = g.proc_root; }},
       {"--test-gpu-source", [&] { return into->test_gpu_source == g.test_gpu_source; },

@@ -69,12 +69,20 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   s.pgids = o.pgids;
   s.holders = o.holders || !o.gpu.empty();
   s.leftovers = o.leftovers;
+  auto gpus = parse_gpu_list(o.common.gpus);
+  if (!gpus.ok()) return fail(gpus.error().message());
   if (!o.gpu.empty()) {
+    if (gpus->has_value()) return fail("give either --gpu N or --gpus LIST, not both");
     s.gpus = std::set<unsigned>(o.gpu.begin(), o.gpu.end());
   } else {
-    auto gpus = parse_gpu_list(o.common.gpus);
-    if (!gpus.ok()) return fail(gpus.error().message());
     s.gpus = *gpus;
+  }
+  // A GPU selection narrows holders; with PIDs, sessions, users, … it would silently select
+  // nothing less — say so instead.
+  if (s.gpus && !s.holders && !s.leftovers) {
+    return fail(
+        "--gpus narrows --holders and --leftovers only (which GPU a process uses is "
+        "known only for holders)");
   }
   for (const std::string& user : o.users) {
     auto uid = procfs::uid_of_user(user);
@@ -160,6 +168,9 @@ struct Verification {
   std::optional<double> memory_back_seconds;  // when NVML stopped listing the targets
   std::vector<std::string> memory_left;       // "GPU 0: 8.0 GiB still listed for pid 442"
   std::vector<std::string> still_held;        // problems of processes that were not targets
+  // The targets had GPU memory, but no NVML answer came after the teardown (NVML failed or
+  // stopped answering mid-kill): whether it is back is unknown, never "clean".
+  bool unanswered = false;
 };
 
 // Polls NVML alone (no /proc scan) until it stops listing `listed` or `wait` passes; then one
@@ -167,11 +178,14 @@ struct Verification {
 // second time as "unattributed" (issue 13 item 11).
 Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
                     const std::set<Pid>& target_pids, const diagnose::Options& diagnose_options,
-                    Clock::time_point started, Duration wait) {
+                    Clock::time_point started, Duration wait, bool survivors) {
   Verification v;
+  // GPU → PID → bytes: one figure per PID (its largest list), summed over PIDs.
+  std::map<unsigned, std::map<Pid, Bytes>> left_by_pid;
   std::map<unsigned, Bytes> left_bytes;
   auto still_listed = [&](const GpuView& view) {
     v.memory_left.clear();
+    left_by_pid.clear();
     left_bytes.clear();
     for (const Gpu& gpu : view.gpus) {
       for (const GpuProcess& p : gpu.processes) {
@@ -179,15 +193,22 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
         const Bytes bytes = p.used_memory.value_or(0);
         v.memory_left.push_back(fmt::format("GPU {}: {} still listed for pid {}", gpu.index,
                                             format_bytes(bytes), p.pid));
-        left_bytes[gpu.index] = std::max(left_bytes[gpu.index], bytes);
+        Bytes& figure = left_by_pid[gpu.index][p.pid];
+        figure = std::max(figure, bytes);
       }
+    }
+    for (const auto& [gpu, pids] : left_by_pid) {
+      for (const auto& [pid, bytes] : pids) left_bytes[gpu] += bytes;
     }
     return !v.memory_left.empty();
   };
   if (!listed.empty()) {
-    const auto deadline = Clock::now() + wait;
+    // A survivor (stuck in D, frozen) keeps its memory whatever the wait: one look, no poll.
+    const auto deadline = survivors ? Clock::now() : Clock::now() + wait;
+    v.unanswered = true;
     while (true) {
       auto view = gatherer.query_gpu_view();
+      if (view) v.unanswered = false;
       if (view && !still_listed(*view)) {
         v.memory_back_seconds = std::chrono::duration<double>(Clock::now() - started).count();
         break;
@@ -257,10 +278,12 @@ std::vector<Met> met_processes(const KillPlan& plan, const ops::RoundsOutcome& r
   return out;
 }
 
-void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verification& v, bool ok,
-                double seconds, const Io& io) {
+void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verification& v,
+                const std::string& verdict, const std::string& nvml_message, double seconds,
+                const Io& io) {
   nlohmann::json doc = output::document_header(host_name(), unix_now());
-  doc["verdict"] = ok ? "clean" : "dirty";
+  doc["verdict"] = verdict;
+  if (verdict == "unknown") doc["gpu_not_verified"] = "NVML failed: " + nvml_message;
   nlohmann::json list = nlohmann::json::array();
   for (const Met& m : met) {
     nlohmann::json threads = nlohmann::json::array();
@@ -387,15 +410,26 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     return exit_code_of(*error);
   }
   collect::Gatherer& gatherer = *std::get<std::unique_ptr<collect::Gatherer>>(opened);
+  gatherer.start_nvml_helper();  // a wedged driver must not keep kill from signalling
   collect::Gathered gathered = gatherer.collect();
+  const NvmlState nvml_state = gathered.nvml_state;
+  const std::string nvml_message = gathered.nvml_message;
+  if (nvml_state == NvmlState::kFailed) {
+    // Not asked again: the targets are signalled and reported without another wait on it.
+    nvml::OpenedSource failed;
+    failed.state = nvml::OpenedSource::State::kFailed;
+    failed.message = nvml_message;
+    gatherer.use_gpu_source(std::move(failed));
+  }
   if (selectors.gpus) {
-    // Which GPU a process uses is known only from NVML's (checked) process lists.
+    // Which GPU a process uses is known only from NVML's (checked) process lists. NVML failing
+    // is a runtime failure (exit 3); NVML off or absent makes the selection a usage error.
     if (gathered.nvml_state != NvmlState::kPresent) {
       io.err << "gpuclean: kill: selecting by GPU needs NVML (which GPU a process uses is known "
                 "only from NVML's process lists), and NVML is "
              << to_string(gathered.nvml_state)
              << (gathered.nvml_message.empty() ? "" : ": " + gathered.nvml_message) << '\n';
-      return kExitUsage;
+      return gathered.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitUsage;
     }
     if (auto unknown = unknown_gpu(*selectors.gpus, *gathered.input.gpu_view)) {
       io.err << "gpuclean: kill: " << *unknown << '\n';
@@ -413,7 +447,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   }
   const ProcessTable table = procfs::read_process_table(*proc);
   const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
-  const KillPlan plan = diagnose::plan_kill(table, diagnosis.holders, selectors, context);
+  const KillPlan plan =
+      diagnose::plan_kill(table, diagnosis.holders, selectors, context, diagnosis.dead_owners);
 
   for (const auto& r : plan.refused) {
     io.err << "gpuclean: kill: refusing pid " << r.pid << ": " << r.reason
@@ -476,18 +511,28 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   const double kill_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   for (const ProcessInfo& p : rounds.found) target_pids.insert(p.pid);
   const Verification verification =
-      verify(gatherer, listed_for_targets, target_pids, diagnose_options, started, t.wait);
+      verify(gatherer, listed_for_targets, target_pids, diagnose_options, started, t.wait,
+             rounds.remaining() > 0);
   if (live_line) io.err << "\r\x1b[2K" << std::flush;
 
   const std::size_t remaining = rounds.remaining();
   const bool ok = remaining == 0 && verification.memory_left.empty();
   const std::vector<Met> met = met_processes(plan, rounds);
+  // The targets may be gone, but whether their GPU memory came back is unknown when NVML
+  // failed (a wedged driver): never "clean" then (SPEC.md), and exit 3.
+  const bool unverified = nvml_state == NvmlState::kFailed || verification.unanswered;
+  const std::string verdict = !ok ? "dirty" : unverified ? "unknown" : "clean";
   if (o.common.json) {
-    print_json(plan, met, verification, ok, kill_seconds, io);
+    print_json(plan, met, verification, verdict, nvml_message, kill_seconds, io);
   } else {
     print_text(met, verification, table, remaining, ok, kill_seconds, io);
+    if (unverified) {
+      io.out << "gpuclean: kill: GPU memory not verified: NVML failed: "
+             << output::escape_terminal(nvml_message) << '\n';
+    }
   }
-  return ok ? kExitClean : kExitDirty;
+  if (!ok) return kExitDirty;
+  return unverified ? kExitRuntime : kExitClean;
 }
 
 }  // namespace gpuclean::cli

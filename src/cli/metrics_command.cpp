@@ -208,6 +208,7 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
     return exit_code_of(*error);
   }
   auto gatherer = std::move(std::get<std::unique_ptr<Gatherer>>(opened));
+  gatherer->start_nvml_helper();  // every scrape bounded by --nvml-timeout
   // One scan first, also before serving: bad flags (--gpus 7 on a 1-GPU machine) are a usage
   // error at start, not an empty scrape later.
   Scan first = scan(options, *gatherer, io);

@@ -268,6 +268,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
     return exit_code_of(*error);
   }
   Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
+  gatherer.start_nvml_helper();
   auto elapsed = [&started] {
     return fmt::format("{:.1f} s", std::chrono::duration<double>(Clock::now() - started).count());
   };

@@ -1,5 +1,7 @@
 #include "collect/gather.h"
 
+#include "collect/gpu_sampler.h"
+
 #include <unistd.h>
 
 #include <charconv>
@@ -61,7 +63,12 @@ std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const Collec
 Gatherer::NvmlOutcome Gatherer::query_gpus() {
   NvmlOutcome outcome;
   if (options_.no_nvml) return outcome;
-  if (!source_tried_) {
+  if (helper_ && source_.state != nvml::OpenedSource::State::kPresent) {
+    // Asked again on every collect until NVML answers: an init that timed out once (a driver
+    // busy recovering) may answer by the next scrape of `metrics --listen` or poll of `wait`.
+    source_tried_ = true;
+    source_ = open_sampler_source(helper_, options_.nvml_timeout);
+  } else if (!source_tried_) {
     source_tried_ = true;
     // Commands exit right after their last query: no nvmlShutdown() (see NvmlOpenOptions).
     source_ = options_.test_gpu_source.empty() ? nvml::open_nvml({.shutdown_on_destroy = false})
@@ -88,6 +95,24 @@ Gatherer::NvmlOutcome Gatherer::query_gpus() {
   outcome.view = std::move(view).value();
   if (gpu_details_) outcome.details = source_.source->query_details();
   return outcome;
+}
+
+void Gatherer::use_gpu_source(nvml::OpenedSource source) {
+  source_ = std::move(source);
+  source_tried_ = true;
+  helper_.reset();
+}
+
+void Gatherer::start_nvml_helper() {
+  if (options_.no_nvml || source_tried_ || helper_) return;
+  auto started = GpuSampler::start(options_, GpuSampler::Ending::kAbandon);
+  if (started.ok()) {
+    helper_ = std::move(started).value();
+    return;
+  }
+  source_tried_ = true;
+  source_.state = nvml::OpenedSource::State::kFailed;
+  source_.message = "cannot start NVML's helper process: " + started.error().message();
 }
 
 std::optional<GpuView> Gatherer::query_gpu_view() {
@@ -132,7 +157,12 @@ Gathered Gatherer::collect() {
 std::variant<Gathered, GatherError> gather(const CollectOptions& options, bool gpu_details) {
   auto gatherer = Gatherer::open(options);
   if (auto* error = std::get_if<GatherError>(&gatherer)) return *error;
-  if (gpu_details) std::get<std::unique_ptr<Gatherer>>(gatherer)->want_gpu_details();
+  Gatherer& g = *std::get<std::unique_ptr<Gatherer>>(gatherer);
+  if (gpu_details) {
+    g.want_gpu_details();
+  } else {
+    g.start_nvml_helper();
+  }
   return std::get<std::unique_ptr<Gatherer>>(gatherer)->collect();
 }
 

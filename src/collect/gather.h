@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/duration.h"
 #include "diagnose/diagnosis.h"
 #include "nvml/gpu_source.h"
 #include "procfs/holder_scan.h"
@@ -22,6 +23,9 @@ struct CollectOptions {
   unsigned threads = 0;             // 0: one per core, at most 16
   std::string proc_root = "/proc";  // test builds point it at fixture trees
   std::string test_gpu_source;      // test builds: a JSON GPU view instead of NVML
+  // How long one NVML answer may take when NVML is asked through its helper process
+  // (Gatherer::start_nvml_helper): a wedged driver must not hang the command.
+  Duration nvml_timeout = std::chrono::seconds(5);
 };
 
 struct Gathered {
@@ -53,22 +57,28 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
 // Collects diagnosis inputs, as often as asked (`gpuclean wait` polls): the device files and
 // /proc are opened once, NVML on the first collect() and kept open for the next ones.
 // `test_gpu_source` (hidden flag) replaces NVML.
+class GpuSampler;
+
 class Gatherer {
  public:
   static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CollectOptions& options);
   // One /proc scan and one NVML query, run side by side.
   Gathered collect();
-  // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU).
+  // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU). These
+  // are asked in this process (the helper answers views only): not bounded by nvml_timeout.
   void want_gpu_details() { gpu_details_ = true; }
+  // Asks NVML through a helper process from now on (collect/gpu_sampler.h), each answer bounded
+  // by options.nvml_timeout: on a timeout NVML is `failed` ("NVML did not answer in 5 s") and
+  // the command goes on with /proc. The helper is forked here — call this before any thread
+  // exists — and starts NVML at once, so its init overlaps the first /proc scan. It is never
+  // waited for at the end: SIGKILLed, and left to the kernel if it is stuck in the driver.
+  void start_nvml_helper();
   // NVML alone, no /proc scan: for sampling memory while a workload runs. nullopt when NVML
   // is disabled, absent or failing.
   std::optional<GpuView> query_gpu_view();
-  // GPU views come from `source` from now on instead of NVML in this process (run's sampler);
-  // an empty OpenedSource stops asking.
-  void use_gpu_source(nvml::OpenedSource source) {
-    source_ = std::move(source);
-    source_tried_ = true;
-  }
+  // GPU views come from `source` from now on instead of NVML in this process or the helper
+  // (run's sampler); an empty OpenedSource stops asking.
+  void use_gpu_source(nvml::OpenedSource source);
 
  private:
   struct NvmlOutcome {
@@ -85,6 +95,7 @@ class Gatherer {
   std::vector<DeviceFile> files_;
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
+  std::shared_ptr<GpuSampler> helper_;
   bool source_tried_ = false;
   bool gpu_details_ = false;
 };

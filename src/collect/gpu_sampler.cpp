@@ -12,6 +12,7 @@
 #include <csignal>
 #include <exception>
 #include <new>
+#include <sstream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -107,7 +108,8 @@ SamplerAnswer parse_sampler_answer(std::string_view line) {
   }
 }
 
-Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CollectOptions& options) {
+Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CollectOptions& options,
+                                                      Ending ending) {
   std::array<int, 2> requests{};
   std::array<int, 2> answers{};
   if (::pipe2(requests.data(), O_CLOEXEC) != 0) return errno_error("pipe2");
@@ -148,15 +150,17 @@ Result<std::shared_ptr<GpuSampler>> GpuSampler::start(const CollectOptions& opti
   if (procfs::read_file_at(AT_FDCWD, stat_path.c_str(), stat)) {
     if (auto fields = procfs::parse_stat(stat); fields.ok()) start_ticks = fields->start_ticks;
   }
-  return std::shared_ptr<GpuSampler>(new GpuSampler(
-      pid, start_ticks, std::move(pidfd), std::move(request_write), std::move(answer_read)));
+  return std::shared_ptr<GpuSampler>(new GpuSampler(pid, start_ticks, std::move(pidfd),
+                                                    std::move(request_write),
+                                                    std::move(answer_read), ending));
 }
 
 GpuSampler::~GpuSampler() {
-  // EOF on its requests: a healthy sampler shuts NVML down and exits; give it a moment.
+  // EOF on its requests: a healthy sampler shuts NVML down and exits; give it a moment — unless
+  // gpuclean is about to exit anyway (kAbandon): PR_SET_PDEATHSIG would end it then too.
   to_child_.reset();
   pollfd exited{pidfd_.get(), POLLIN, 0};
-  if (::poll(&exited, 1, 200) != 1) {
+  if (ending_ == Ending::kAbandon || ::poll(&exited, 1, 200) != 1) {
     ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     // A sampler stuck in the driver (D state) cannot die yet: never block on it.
     if (::poll(&exited, 1, 100) != 1) return;
@@ -213,8 +217,10 @@ SamplerAnswer GpuSampler::query(Duration timeout) {
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         // Still outstanding: the next query waits this answer out first.
-        return {NvmlState::kFailed, "NVML did not answer in time (the driver may be hung)",
-                std::nullopt};
+        std::ostringstream said;
+        said << "NVML did not answer in " << static_cast<double>(timeout.count()) / 1000.0
+             << " s (the driver may be hung)";
+        return {NvmlState::kFailed, said.str(), std::nullopt};
       }
       pollfd ready{from_child_.get(), POLLIN, 0};
       if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {

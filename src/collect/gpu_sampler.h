@@ -32,7 +32,13 @@ class GpuSampler {
  public:
   // Forks the sampler. It opens NVML (or --test-gpu-source) and then answers each request
   // with one JSON line; it dies with gpuclean (PR_SET_PDEATHSIG) and ends at EOF.
-  static Result<std::shared_ptr<GpuSampler>> start(const CollectOptions& options);
+  // How the sampler ends when gpuclean is done with it.
+  enum class Ending {
+    kShutDown,  // close its requests, give it 200 ms to shut NVML down (run: it lived long)
+    kAbandon,   // SIGKILL at once (one-shot commands: exit now, whatever the driver does)
+  };
+  static Result<std::shared_ptr<GpuSampler>> start(const CollectOptions& options,
+                                                   Ending ending = Ending::kShutDown);
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
   // Closes the request pipe (the sampler shuts NVML down and exits), SIGKILLs it through its
@@ -55,12 +61,14 @@ class GpuSampler {
 
  private:
   GpuSampler(Pid pid, std::uint64_t start_ticks, UniqueFd pidfd, UniqueFd to_child,
-             UniqueFd from_child)
-      : pid_(pid),
+             UniqueFd from_child, Ending ending)
+      : ending_(ending),
+        pid_(pid),
         start_ticks_(start_ticks),
         pidfd_(std::move(pidfd)),
         to_child_(std::move(to_child)),
         from_child_(std::move(from_child)) {}
+  Ending ending_;
   Pid pid_;
   std::uint64_t start_ticks_;
   UniqueFd pidfd_;

@@ -394,6 +394,9 @@ Diagnosis diagnose(Input input, const Options& options) {
 
   std::optional<UsedMemoryBudget> budget;
   if (input.gpu_view) budget.emplace(*input.gpu_view, listed);
+  // Bytes reported for holders this namespace cannot see (foreign), per GPU: they are part of
+  // the unattributed rest too, and must not be reported a second time (issue 13 item 11).
+  std::map<unsigned, Bytes> hidden_reported;
   for (const Holder& h : holders) {
     // A zombie matters only while NVML still counts memory for it.
     if (h.klass == HolderClass::kMonitor || excused(options, h) ||
@@ -408,6 +411,7 @@ Diagnosis diagnose(Input input, const Options& options) {
     for (const auto& [gpu, bytes] : h.gpu_memory) {
       if (!selected(options, gpu)) continue;
       const auto [shown, note] = budget->take(gpu, bytes);
+      if (!h.visible) hidden_reported[gpu] += shown;
       Problem p = holder_problem(h, gpu, shown);
       p.message += note;
       p.bytes = shown;
@@ -435,15 +439,18 @@ Diagnosis diagnose(Input input, const Options& options) {
     }
   }
   for (const GpuReport& report : out.gpus) {
-    if (report.unattributed <= options.max_unattributed) continue;
+    const Bytes hidden = std::min(hidden_reported[report.gpu.index], report.unattributed);
+    const Bytes rest = report.unattributed - hidden;
+    if (rest <= options.max_unattributed) continue;
     Problem p;
     p.kind = "unattributed";
     p.gpu = report.gpu.index;
-    p.bytes = report.unattributed;
-    p.message = "GPU " + std::to_string(report.gpu.index) + ": " +
-                format_bytes(report.unattributed) +
-                " used that no visible process accounts for (a holder in another PID namespace or "
-                "container, or memory the driver has not released yet)";
+    p.bytes = rest;
+    p.message = "GPU " + std::to_string(report.gpu.index) + ": " + format_bytes(rest) +
+                " used that no visible process accounts for" +
+                (hidden > 0 ? " beyond the " + format_bytes(hidden) + " named above" : "") +
+                " (a holder in another PID namespace or container, or memory the driver has not "
+                "released yet)";
     p.fix =
         "run gpuclean on the host (outside containers); if nothing holds it there, only a GPU "
         "reset (nvidia-smi -r -i " +

@@ -11,11 +11,19 @@ std::string pid_text(Pid pid) {
   return std::to_string(pid);
 }
 
-// Why `process` may never be signalled by gpuclean, or nullopt.
+// Why `process` may never be signalled by gpuclean, or nullopt. `own` are gpuclean's ancestors
+// and its descendants (its NVML helper).
+struct Own {
+  std::set<Pid> ancestors;
+  std::set<Pid> children;
+};
+
 std::optional<std::string> protection(const ProcessInfo& process, const KillContext& context,
-                                      const std::set<Pid>& ancestors_of_self) {
+                                      const Own& own) {
   if (process.pid == 1) return "PID 1 (init) is never a target";
   if (process.pid == context.self) return "gpuclean itself";
+  if (own.children.count(process.pid) > 0) return "gpuclean's own helper process";
+  const std::set<Pid>& ancestors_of_self = own.ancestors;
   if (ancestors_of_self.count(process.pid) > 0) {
     return "an ancestor of gpuclean (the shell or program that started it)";
   }
@@ -54,9 +62,15 @@ bool is_leftover(HolderClass klass) {
 }
 
 KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
-                   const KillSelectors& selectors, const KillContext& context) {
+                   const KillSelectors& selectors, const KillContext& context,
+                   const std::vector<DeadOwner>& dead_owners) {
   KillPlan plan;
-  const std::set<Pid> ancestors_of_self = ancestors(table, context.self);
+  const Own own{ancestors(table, context.self), descendants(table, context.self)};
+  std::map<Pid, Pid> ambiguous_candidate;  // holder → the dead owner it may have inherited from
+  for (const DeadOwner& owner : dead_owners) {
+    if (!owner.ambiguous) continue;
+    for (const auto& candidate : owner.candidates) ambiguous_candidate[candidate.pid] = owner.pid;
+  }
 
   // The scan's holders, by PID, only where /proc still shows the same process (PID and start
   // time): a PID recycled since the scan is another process and inherits nothing.
@@ -80,8 +94,22 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
       plan.not_found.push_back(pid);
       continue;
     }
-    if (auto reason = protection(it->second, context, ancestors_of_self)) {
+    if (auto reason = protection(it->second, context, own)) {
       plan.refused.push_back({pid, *reason});
+      continue;
+    }
+    // Skipped here, it implies nothing below it either: a user naming root's tmux server must
+    // not get every own process under it planned.
+    const auto named_holder = holder_of.find(pid);
+    if (named_holder != holder_of.end() && named_holder->second->klass == HolderClass::kMonitor) {
+      plan.skipped.push_back({pid,
+                              "a monitor (control files only, no GPU context); its "
+                              "descendants are not implied"});
+      continue;
+    }
+    if (!context.privileged && it->second.uid && *it->second.uid != context.euid) {
+      plan.skipped.push_back(
+          {pid, not_permitted(it->second) + "; its descendants are not implied"});
       continue;
     }
     chosen.emplace(pid, "named");
@@ -111,7 +139,13 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
       if (!on_selected_gpu(h, selectors.gpus)) continue;
       const bool wanted = selectors.holders || (selectors.leftovers && is_leftover(h.klass));
       if (!wanted) continue;
-      if (recycled.count(h.process.pid) > 0) {
+      if (auto owner = ambiguous_candidate.find(h.process.pid);
+          selectors.leftovers && !selectors.holders && owner != ambiguous_candidate.end()) {
+        plan.skipped.push_back(
+            {h.process.pid, "may hold the context of dead pid " + pid_text(owner->second) +
+                                ", but so may others (ambiguous): see gpuclean explain " +
+                                pid_text(owner->second) + ", then kill the right one by PID"});
+      } else if (recycled.count(h.process.pid) > 0) {
         plan.skipped.push_back(
             {h.process.pid, "its PID was recycled since the scan (now another process)"});
       } else if (table.count(h.process.pid) == 0) {
@@ -128,7 +162,7 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
     const ProcessInfo& info = table.at(pid);
     const auto holder = holder_of.find(pid);
     const Holder* h = holder == holder_of.end() ? nullptr : holder->second;
-    if (auto reason = protection(info, context, ancestors_of_self)) {
+    if (auto reason = protection(info, context, own)) {
       plan.skipped.push_back({pid, *reason});
     } else if (h != nullptr && h->klass == HolderClass::kMonitor) {
       plan.skipped.push_back({pid, "a monitor (control files only, no GPU context)"});

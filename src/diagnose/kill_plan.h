@@ -12,6 +12,11 @@
 //   the class the scan gave it never passes to the newcomer.
 // - Anything but an explicit PID list needs a confirmation; so does an explicit PID whose tree
 //   reaches another user's processes or another session.
+// - gpuclean's own children (its NVML helper) are protected like gpuclean.
+// - A named PID that is skipped (another user's without privilege, a monitor) implies none of
+//   its descendants either.
+// - --leftovers never takes a candidate heir of a dead owner whose evidence is ambiguous
+//   (several holders could hold its context): the user must say which, by PID.
 #pragma once
 
 #include <map>
@@ -77,8 +82,10 @@ struct KillPlan {
 
 // `table`: every process now (real /proc). `holders`: the diagnosed holders of the scan (their
 // process.start_ticks from the scan). Deterministic; no system calls.
+// `dead_owners`: the diagnosis's (for the ambiguous heir candidates).
 KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
-                   const KillSelectors& selectors, const KillContext& context);
+                   const KillSelectors& selectors, const KillContext& context,
+                   const std::vector<DeadOwner>& dead_owners = {});
 
 // The classes --leftovers takes.
 bool is_leftover(HolderClass klass);

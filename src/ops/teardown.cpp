@@ -83,12 +83,13 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
     outcomes[i].pid = targets[i].pid;
     auto handle = ProcessHandle::open(targets[i].pid, targets[i].start_ticks);
     if (!handle.ok()) {
+      // ENOENT: the pidfd opened, then /proc/PID/stat was gone — it exited in between.
       const int err = handle.error().errnum;
-      outcomes[i].state =
-          err == ESRCH ? TargetOutcome::State::kGone : TargetOutcome::State::kSkipped;
+      const bool gone = err == ESRCH || err == ENOENT;
+      outcomes[i].state = gone ? TargetOutcome::State::kGone : TargetOutcome::State::kSkipped;
       outcomes[i].recycled = err == kRecycledErrno;
       outcomes[i].reason =
-          err == ESRCH ? "already gone"
+          gone ? "already gone"
           : err == kRecycledErrno
               ? "skipped: recycled since the scan (its PID now belongs to a newer process)"
               : "skipped: " + handle.error().message();
@@ -192,7 +193,11 @@ RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& s
     if (fresh.empty()) break;
     TeardownOptions round_options = options;
     // Whatever appears after the first round was forked during it: no second grace period.
-    if (round > 0) round_options.signal = SIGKILL;
+    // With --no-kill9 they get the first signal, still without a grace period.
+    if (round > 0) {
+      round_options.signal = options.kill9 ? SIGKILL : options.signal;
+      round_options.grace = Duration(0);
+    }
     std::vector<TargetOutcome> outcomes =
         tear_down(proc, fresh, round_options, progress, [&] { (void)source.members(proc); });
     source.kill_remaining();
@@ -219,12 +224,24 @@ RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& s
 std::vector<ProcessInfo> PlannedMembers::members(const procfs::ProcFs& proc) const {
   const ProcessTable table = procfs::read_process_table(proc);
   std::vector<ProcessInfo> out;
-  std::set<Pid> alive;       // members now, for the newcomers' ancestry
-  std::set<Pid> led_groups;  // process groups a planned member leads
+  std::set<Pid> alive;  // members now, for the newcomers' ancestry
+  // Process groups a planned member leads — while they are still that group: the kernel does
+  // not reuse a PID while a group of that ID has members, so a group P is the planned one as
+  // long as P is the planned leader or no process has PID P.
+  std::set<Pid> led_groups;
   for (const ProcessInfo& planned : planned_) {
-    if (planned.pgid == planned.pid) led_groups.insert(planned.pid);
     auto it = table.find(planned.pid);
-    if (it == table.end()) continue;
+    if (planned.pgid == planned.pid &&
+        (it == table.end() || it->second.start_ticks == planned.start_ticks)) {
+      led_groups.insert(planned.pid);
+    }
+    if (it == table.end()) {
+      // Not in the table: gone — unless it only could not be read (EMFILE, EACCES); then it
+      // goes to tear_down, whose pidfd says which.
+      auto now = proc.read_process(planned.pid);
+      if (!now.ok() && !now.error().is_vanished()) out.push_back(planned);
+      continue;
+    }
     if (it->second.start_ticks != planned.start_ticks) {
       // Recycled since the scan: handed to tear_down as planned, whose pidfd check skips it
       // and says so (never signalled).
@@ -251,7 +268,12 @@ std::vector<ProcessInfo> PlannedMembers::members(const procfs::ProcFs& proc) con
     if (chain.count(self_) > 0) continue;
     const bool known = adopted_.count({pid, info.start_ticks}) > 0;
     const bool descends = std::any_of(chain.begin(), chain.end(), is_member);
-    if (!known && !descends && led_groups.count(info.pgid) == 0) continue;
+    // The group ties a newcomer only once it lost its parent (re-parented to init): a child
+    // forked by another process of a shared job (`a | b`, only `a` named) still has its parent.
+    const auto parent = table.find(info.ppid);
+    const bool orphaned = info.ppid == 1 || parent == table.end();
+    const bool in_led_group = orphaned && led_groups.count(info.pgid) > 0;
+    if (!known && !descends && !in_led_group) continue;
     adopted_.insert({pid, info.start_ticks});
     out.push_back(info);
   }

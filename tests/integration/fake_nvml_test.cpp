@@ -4,6 +4,8 @@
 // started, holding its own temp file (--device-glob).
 #include <dlfcn.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "holder_fixture.h"
@@ -257,6 +259,74 @@ TEST_F(FakeNvmlTest, SnapshotReadsEveryFact) {
   ASSERT_EQ(doc["gpus"].size(), 2u) << snapshot.out;
   EXPECT_EQ(doc["gpus"][1]["uuid"], "GPU-second");
   EXPECT_NE(snapshot.out.find("580.159.04"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
+
+// ---- Issue 14 (first part): a wedged driver does not hang the command ----
+
+namespace gpuclean::testing {
+namespace {
+
+// True while some process still runs with `marker` in its command line (gpuclean's NVML helper
+// is a fork of gpuclean: same command line).
+bool process_with_arg(const std::string& marker) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string cmdline = slurp(it->path().string() + "/cmdline");
+    const std::string stat = slurp(it->path().string() + "/stat");
+    const auto close = stat.rfind(')');
+    const bool zombie =
+        close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+    if (!zombie && cmdline.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Before (4404490, and every commit before the NVML helper process): check and kill with a
+// fake whose nvmlInit_v2 never returns hung until killed — under `timeout 5`, both exit 124,
+// and kill's target was still in state S: it never signalled it.
+TEST_F(FakeNvmlTest, HungDriverBoundsEveryCommandAndKillStillSignals) {
+  for (const char* hung : {"nvmlInit_v2", "nvmlDeviceGetMemoryInfo_v2"}) {
+    const std::string wedged = scenario(std::string("hang ") + hung + "\n");
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"status"}, {"status", "--json"}, {"check"}}) {
+      std::vector<std::string> args = command;
+      args.insert(args.end(), {"--nvml-timeout", "1s"});
+      const auto started = std::chrono::steady_clock::now();
+      auto result = run("r580", wedged, args);
+      const auto took = std::chrono::steady_clock::now() - started;
+      EXPECT_EQ(result.exit_code, 3) << hung << " " << command[0] << "\n" << result.err;
+      EXPECT_LT(took, std::chrono::seconds(8)) << hung << " " << command[0];
+      EXPECT_NE((result.out + result.err).find("NVML did not answer in 1 s"), std::string::npos)
+          << hung << " " << command[0] << "\n"
+          << result.out << result.err;
+      if (command.size() == 2) {
+        EXPECT_EQ(parse(result)["verdict"], "unknown") << result.out;
+      }
+    }
+    EXPECT_TRUE(wait_until([&] { return !process_with_arg(held_); }, std::chrono::seconds(5)))
+        << "an NVML helper was left behind (" << hung << ")";
+  }
+
+  const pid_t target = start("hold", held_).at(0);
+  const std::string wedged = scenario("hang nvmlInit_v2\n");
+  auto kill = run("r580", wedged,
+                  {"kill", std::to_string(target), "--nvml-timeout", "1s", "--grace", "300ms",
+                   "--wait", "2s", "--json"});
+  EXPECT_EQ(kill.exit_code, 3) << "targets gone, GPU memory not verifiable\n"
+                               << kill.out << kill.err;
+  const json doc = parse(kill);
+  EXPECT_EQ(doc["verdict"], "unknown") << kill.out;
+  EXPECT_TRUE(wait_until([&] { return proc_state(target) == '\0' || proc_state(target) == 'Z'; },
+                         std::chrono::seconds(5)))
+      << "kill did not end its target with NVML hung";
+
+  // Negative control: the same fake without the hang answers, clean, exit 0.
+  auto healthy = run("r580", scenario(""), {"check", "--nvml-timeout", "1s"});
+  EXPECT_EQ(healthy.exit_code, 0) << healthy.out << healthy.err;
 }
 
 }  // namespace

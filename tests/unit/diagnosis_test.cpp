@@ -138,6 +138,22 @@ TEST(Diagnose, DeadOwnersMemoryPassesToItsHeir) {
   EXPECT_FALSE(alone.clean);
 }
 
+// Issue 13 item 11: a dead owner nobody here is tied to is reported once, as a foreign holder
+// — not again as "unattributed" memory. Failed before (found in review): two problems, 8.0 GiB
+// each, on a GPU with 8.0 GiB used.
+TEST(Diagnose, ForeignBytesAreNotReportedAgainAsUnattributed) {
+  auto d = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})}, {}, {442}), {});
+  ASSERT_EQ(d.problems.size(), 1u) << d.problems.back().message;
+  EXPECT_EQ(d.problems[0].kind, "foreign");
+  EXPECT_EQ(d.gpus[0].unattributed, 8 * kGiB) << "the split itself is unchanged";
+  // Negative control: 5 GiB more used than NVML lists is still unattributed, once, and only
+  // the 5 GiB beyond the foreign holder's.
+  auto more = diagnose(input_with({gpu(0, 13 * kGiB, {entry(442, 8 * kGiB)})}, {}, {442}), {});
+  ASSERT_EQ(more.problems.size(), 2u);
+  EXPECT_EQ(more.problems[1].kind, "unattributed");
+  EXPECT_EQ(more.problems[1].bytes, std::optional<Bytes>(5 * kGiB));
+}
+
 TEST(Diagnose, MonitorIsNeverAProblemButTheSameFilesMappedAreAnHeir) {
   auto d = diagnose(input_with({gpu(0, 0, {})}, {monitor_holder(437)}), {});
   ASSERT_NE(find(d, 437), nullptr);

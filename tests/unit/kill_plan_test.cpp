@@ -226,5 +226,56 @@ TEST_F(KillPlanTest, MissingNamedPidIsNotFound) {
   EXPECT_EQ(target_pids(p), (std::vector<Pid>{301}));
 }
 
+// Found in review: a named PID skipped as another user's still brought its whole tree in — a
+// user naming root's tmux server got every own process under it planned.
+TEST_F(KillPlanTest, SkippedNamedPidImpliesNoDescendants) {
+  add(501, 500, 500, "alices-shell-in-bobs-tmux", kAlice);
+  KillSelectors s;
+  s.pids = {500};
+  const KillPlan p = plan(s);
+  EXPECT_TRUE(p.targets.empty());
+  ASSERT_EQ(p.skipped.size(), 1u);
+  EXPECT_EQ(p.skipped[0].pid, 500);
+  EXPECT_NE(p.skipped[0].reason.find("descendants are not implied"), std::string::npos);
+}
+
+// Found in review: gpuclean's own children (its NVML helper) were not protected: a session
+// or user selector aimed at the caller's own could plan them.
+TEST_F(KillPlanTest, GpucleansOwnHelperIsProtected) {
+  add(201, 200, 100, "gpuclean", kAlice);
+  KillSelectors s;
+  s.sessions = {100};
+  const KillPlan p = plan(s);
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{300, 301, 302}));
+  EXPECT_TRUE(std::any_of(p.skipped.begin(), p.skipped.end(), [](const KillSkip& k) {
+    return k.pid == 201 && k.reason.find("own helper") != std::string::npos;
+  }));
+}
+
+// Issue 13 item 3: where the heir evidence is ambiguous, --leftovers takes none of the
+// candidates (not even as orphans); naming one by PID still works.
+TEST_F(KillPlanTest, AmbiguousHeirCandidatesAreNotLeftovers) {
+  context_.privileged = true;
+  DeadOwner owner;
+  owner.pid = 299;
+  owner.ambiguous = true;
+  owner.candidates = {{301, {}}, {302, {}}};
+  const std::vector<Holder> holders = {holder(301, HolderClass::kOrphan),
+                                       holder(302, HolderClass::kOrphan)};
+  KillSelectors leftovers;
+  leftovers.leftovers = true;
+  const KillPlan p = plan_kill(table_, holders, leftovers, context_, {owner});
+  EXPECT_TRUE(p.targets.empty());
+  ASSERT_EQ(p.skipped.size(), 2u);
+  EXPECT_NE(p.skipped[0].reason.find("ambiguous"), std::string::npos);
+  // Negative control: without the ambiguity they are orphans, and leftovers.
+  EXPECT_EQ(target_pids(plan_kill(table_, holders, leftovers, context_, {})),
+            (std::vector<Pid>{301, 302}));
+  KillSelectors named;
+  named.pids = {301};
+  EXPECT_EQ(target_pids(plan_kill(table_, holders, named, context_, {owner})),
+            (std::vector<Pid>{301}));
+}
+
 }  // namespace
 }  // namespace gpuclean::diagnose
