@@ -110,6 +110,7 @@ NvmlState RunGpuWatch::take_baseline(RunLog& log, const std::function<std::set<P
   }
   RunRecord& record = log.record();
   have_view_ = before.input.gpu_view.has_value();
+  baseline_failed_ = before.nvml_state == NvmlState::kFailed;
   record.gpu_source =
       have_view_ ? (options_.collect.test_gpu_source.empty() ? "nvml" : "test") : "none";
   const std::set<Pid> members = run_pids();
@@ -157,7 +158,10 @@ GpuCheck RunGpuWatch::verify(RunLog& log, const std::set<Pid>& run_pids,
                              std::optional<std::uint64_t> workload_start) {
   RunRecord& record = log.record();
   if (!have_view_) {
-    record.gpu_check = GpuCheck::kNone;
+    // No NVML (or --no-nvml): nothing to check. NVML failing at the start: the GPUs could not
+    // be checked, which is not the same — never clean (found in review; before, the run was
+    // "clean", exit 0).
+    record.gpu_check = baseline_failed_ ? GpuCheck::kNotChecked : GpuCheck::kNone;
     return record.gpu_check;
   }
   attach_sampler();

@@ -102,6 +102,7 @@ class RunGpuWatch {
   std::function<void(Pid, std::uint64_t)> exclude_;
   std::vector<diagnose::GpuBaseline> baselines_;
   bool have_view_ = false;  // the baseline had a GPU view
+  bool baseline_failed_ = false;  // NVML was there but failed at the start: never "clean"
   std::string nvml_message_;
   std::set<std::pair<Pid, std::uint64_t>> holders_before_;
 };

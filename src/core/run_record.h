@@ -15,10 +15,11 @@ namespace gpuclean {
 
 // How the check of the GPUs after the teardown came out (the record's "gpu_check").
 enum class GpuCheck {
-  kNone,        // "none": no pre-run level (no NVML, --no-nvml, NVML failing at the start)
+  kNone,        // "none": no pre-run level (no NVML, --no-nvml)
   kBack,        // "back": every GPU at its pre-run level
   kNotBack,     // "not-back": some GPU is not
-  kNotChecked,  // "not-checked": NVML gave no answer after the teardown; never "back"
+  kNotChecked,  // "not-checked": NVML failed at the start or gave no answer after the
+                // teardown; never "back"
 };
 std::string_view to_string(GpuCheck check);
 std::optional<GpuCheck> gpu_check_from_string(std::string_view text);

@@ -582,11 +582,17 @@ TEST_F(RunTest, RecordHasTheTimelineAndTheLeftoversAndPlots) {
 TEST_F(RunTest, AFailingNvmlIsSaidAndAnAbsentOneIsNot) {
   const std::string failed = dir_.path() + "/failed.json";
   std::ofstream(failed) << R"({"state": "failed", "message": "driver/library version mismatch"})";
-  auto result =
-      gpuclean({"run", "-q", "--device-glob", held_, "--test-gpu-source", failed, "--", "true"});
-  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const std::string record = dir_.path() + "/failed-run.json";
+  auto result = gpuclean({"run", "-q", "--device-glob", held_, "--test-gpu-source", failed,
+                          "--record", record, "--", "true"});
+  // The GPUs could not be checked: never "clean" (issue 13, SPEC.md). Before (found in review):
+  // exit 0 and "gpu_check": "none", "clean": true in the record.
+  EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_TRUE(contains(result.err, "NVML is failing (driver/library version mismatch)"))
       << result.err;
+  const nlohmann::json doc = nlohmann::json::parse(slurp(record));
+  EXPECT_EQ(doc["gpu_check"], "not-checked") << doc.dump(1);
+  EXPECT_EQ(doc["clean"], false);
   // Negative control: a machine without the driver is normal, not worth a line.
   const std::string absent = dir_.path() + "/absent.json";
   std::ofstream(absent) << R"({"state": "absent", "message": "no libnvidia-ml.so.1"})";
