@@ -246,7 +246,7 @@ int run_run(const RunOptions& o, const Io& io) {
   // "back".
   if (gpus) {
     gpus->verify(log, session.run_pids(), session.workload_start_ticks());
-    log.record().escaped = gpus->escaped(session.run_pids());
+    log.record().escaped = gpus->escaped(session.run_pids(), session.workload_start_ticks());
   }
   log.event("verified", std::string(to_string(record.gpu_check)));
   session.finish();

@@ -213,14 +213,16 @@ GpuCheck RunGpuWatch::verify(RunLog& log, const std::set<Pid>& run_pids,
   return record.gpu_check;
 }
 
-std::vector<std::string> RunGpuWatch::escaped(const std::set<Pid>& run_pids) {
+std::vector<std::string> RunGpuWatch::escaped(const std::set<Pid>& run_pids,
+                                              std::optional<std::uint64_t> workload_start) {
   std::vector<std::string> lines;
   Gathered gathered = gatherer_->collect();
   const Diagnosis diagnosis = diagnose::diagnose(std::move(gathered.input), {});
   for (const Holder& h : diagnosis.holders) {
     if (!h.visible || h.devices.empty() || h.klass == HolderClass::kMonitor) continue;
     if (h.process.pid == ::getpid() || run_pids.count(h.process.pid) > 0) continue;
-    if (holders_before_.count({h.process.pid, h.process.start_ticks}) > 0) continue;
+    const bool older = !workload_start || h.process.start_ticks < *workload_start;
+    if (older && holders_before_.count({h.process.pid, h.process.start_ticks}) > 0) continue;
     lines.push_back(fmt::format(
         "pid {} ({}, {}) began holding {} during the run and is not part of it; it was left "
         "alone (gpuclean explain {})",

@@ -85,7 +85,11 @@ class RunGpuWatch {
 
   // Device holders that appeared during the run and are not part of it: one line each, named
   // for the user (escaped). Nothing proves they are the run's: they are left alone.
-  std::vector<std::string> escaped(const std::set<Pid>& run_pids);
+  // A holder seen at the baseline counts as there before only if it started before the
+  // workload (`workload_start`, stat ticks): the baseline is taken just after the launch, and
+  // a process started in that moment is the run's contemporary, not its predecessor.
+  std::vector<std::string> escaped(const std::set<Pid>& run_pids,
+                                   std::optional<std::uint64_t> workload_start);
 
  private:
   RunGpuWatch(RunGpuOptions options, std::unique_ptr<Gatherer> gatherer, procfs::ProcFs proc)
@@ -101,7 +105,7 @@ class RunGpuWatch {
   std::shared_ptr<GpuSampler> sampler_;
   std::function<void(Pid, std::uint64_t)> exclude_;
   std::vector<diagnose::GpuBaseline> baselines_;
-  bool have_view_ = false;  // the baseline had a GPU view
+  bool have_view_ = false;        // the baseline had a GPU view
   bool baseline_failed_ = false;  // NVML was there but failed at the start: never "clean"
   std::string nvml_message_;
   std::set<std::pair<Pid, std::uint64_t>> holders_before_;
