@@ -19,7 +19,9 @@ echo "== tests"
 if [ $quick -eq 0 ]; then
   echo "== tests under ASan+UBSan"
   BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON
-  (cd build-asan && ctest --output-on-failure -j "$(nproc)")
+  # The storm test is a timing-bound system test (a scan must see short-lived processes): under
+  # ASan's slowdown on 2 busy cores it measures the machine, not the code. It runs above.
+  (cd build-asan && ctest --output-on-failure -j "$(nproc)" -E '^StormTest\.')
 fi
 echo "== Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
 tests/slurm/run.sh build
