@@ -6,10 +6,6 @@ namespace gpuclean::cli {
 
 #ifdef GPUCLEAN_TEST_HOOKS
 
-bool test_hooks_built() {
-  return true;
-}
-
 void add_test_hooks(CLI::App& command, CommonOptions& options, HookScope scope) {
   if (scope == HookScope::kInspect) {
     command.add_option("--proc-root", options.proc_root, "procfs to read (test binary)")
@@ -25,10 +21,6 @@ void add_cgroup_parent_hook(CLI::App& command, std::string& cgroup_parent) {
 }
 
 #else
-
-bool test_hooks_built() {
-  return false;
-}
 
 void add_test_hooks(CLI::App& /*command*/, CommonOptions& /*options*/, HookScope /*scope*/) {}
 

@@ -19,9 +19,6 @@ enum class HookScope {
   kAct,      // kill and run: --test-gpu-source only
 };
 
-// True in the test binary.
-bool test_hooks_built();
-
 void add_test_hooks(CLI::App& command, CommonOptions& options, HookScope scope);
 
 // `run --cgroup-parent DIR` (test binary only): where run makes its group.

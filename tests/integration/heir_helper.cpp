@@ -26,11 +26,7 @@
 
 namespace {
 
-using gpuclean::testing::helper::kLifetimeSeconds;
-using gpuclean::testing::helper::open_or_die;
-using gpuclean::testing::helper::read_pid;
-using gpuclean::testing::helper::report;
-using gpuclean::testing::helper::wait_forever;
+using namespace gpuclean::testing::helper;  // NOLINT(google-build-using-namespace): one program
 
 void write_text(int fd, const std::string& text) {
   if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) _exit(3);

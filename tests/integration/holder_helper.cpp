@@ -39,11 +39,7 @@
 
 namespace {
 
-using gpuclean::testing::helper::kLifetimeSeconds;
-using gpuclean::testing::helper::open_or_die;
-using gpuclean::testing::helper::read_pid;
-using gpuclean::testing::helper::report;
-using gpuclean::testing::helper::wait_forever;
+using namespace gpuclean::testing::helper;  // NOLINT(google-build-using-namespace): one program
 
 std::string self_pid() {
   // /proc/self resolves in the namespace of the proc mount, so inside `unshare --pid` with the

@@ -571,24 +571,9 @@ TEST_F(KillZombieTest, PlainZombieTargetIsExplainedNotSignalledForever) {
 namespace gpuclean::testing {
 namespace {
 
-class KillTrustTest : public HolderFixture {
+// KillGpuSelectionTest's two-GPU view, and the helpers below.
+class KillTrustTest : public KillGpuSelectionTest {
  protected:
-  // A two-GPU view: GPU i lists `on_gpu[i]` with 2 GiB.
-  std::string two_gpu_view(pid_t on_gpu0, pid_t on_gpu1) {
-    const unsigned long long gib = 1ull << 30;
-    json gpus = json::array();
-    for (unsigned i = 0; i < 2; ++i) {
-      gpus.push_back(
-          {{"index", i},
-           {"name", "NVIDIA H200"},
-           {"minor", i},
-           {"memory", {{"total", 140 * gib}, {"used", 2 * gib}, {"free", 138 * gib}}},
-           {"processes", {{{"pid", i == 0 ? on_gpu0 : on_gpu1}, {"used_memory", 2 * gib}}}}});
-    }
-    const std::string path = dir_.path() + "/two-gpus.json";
-    std::ofstream(path) << json{{"driver_version", "580.159.04"}, {"gpus", gpus}}.dump();
-    return path;
-  }
   static std::vector<pid_t> planned(const CommandResult& dry_run) {
     std::vector<pid_t> out;
     const json doc = json::parse(dry_run.out);

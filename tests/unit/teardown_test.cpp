@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -152,6 +153,65 @@ TEST(Teardown, PlannedMembersFollowNewChildrenOnlyWhenAsked) {
   ::kill(late, SIGKILL);
   ::kill(parent, SIGKILL);
   ::waitpid(parent, nullptr, 0);
+}
+
+// Members the way a forking target produces them: the first ask sees `first`, every later one
+// `first` and `later` (a process that appeared while round one ran).
+class AppearingMembers : public MemberSource {
+ public:
+  AppearingMembers(ProcessInfo first, ProcessInfo later)
+      : first_(std::move(first)), later_(std::move(later)) {}
+  [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& /*proc*/) const override {
+    if (asked_++ == 0) return {first_};
+    return {first_, later_};
+  }
+
+ private:
+  ProcessInfo first_;
+  ProcessInfo later_;
+  mutable int asked_ = 0;
+};
+
+pid_t sleeping_child() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(30);
+    for (;;) ::pause();
+  }
+  return pid;
+}
+
+// Found in review: later rounds always sent SIGKILL, even with --no-kill9. Failed before the
+// fix: the newcomer's signals were ["KILL"].
+TEST(Teardown, NoKill9HoldsInLaterRounds) {
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+  const pid_t first = sleeping_child();
+  const pid_t later = sleeping_child();
+  ASSERT_GT(first, 0);
+  ASSERT_GT(later, 0);
+  const AppearingMembers members(*proc->read_process(first), *proc->read_process(later));
+  const TeardownOptions no_kill9{SIGTERM, 50ms, false, 2s};
+  const RoundsOutcome rounds = tear_down_rounds(*proc, members, no_kill9, [&] {
+    for (pid_t pid : {first, later}) ::waitpid(pid, nullptr, WNOHANG);
+  });
+  ASSERT_EQ(rounds.outcomes.size(), 2u);
+  EXPECT_EQ(rounds.found[1].pid, later);
+  const auto& sent = rounds.outcomes[1].signals;
+  EXPECT_EQ(std::count(sent.begin(), sent.end(), "KILL"), 0) << "SIGKILL despite --no-kill9";
+  EXPECT_EQ(std::count(sent.begin(), sent.end(), "TERM"), 1);
+  EXPECT_EQ(rounds.outcomes[1].state, TargetOutcome::State::kGone) << "TERM ends a sleeper";
+  // Negative control: with SIGKILL allowed, the later round sends it at once.
+  const pid_t first2 = sleeping_child();
+  const pid_t later2 = sleeping_child();
+  const AppearingMembers members2(*proc->read_process(first2), *proc->read_process(later2));
+  const TeardownOptions kill9{SIGTERM, 50ms, true, 2s};
+  const RoundsOutcome killed = tear_down_rounds(*proc, members2, kill9, [&] {
+    for (pid_t pid : {first2, later2}) ::waitpid(pid, nullptr, WNOHANG);
+  });
+  ASSERT_EQ(killed.outcomes.size(), 2u);
+  EXPECT_EQ(killed.outcomes[1].signals, std::vector<std::string>{"KILL"});
+  for (pid_t pid : {first, later, first2, later2}) ::waitpid(pid, nullptr, 0);
 }
 
 }  // namespace
