@@ -67,12 +67,11 @@ Gatherer::NvmlOutcome Gatherer::query_gpus() {
     // Asked again on every collect until NVML answers: an init that timed out once (a driver
     // busy recovering) may answer by the next scrape of `metrics --listen` or poll of `wait`.
     source_tried_ = true;
-    source_ = open_sampler_source(helper_, options_.nvml_timeout);
+    source_ = open_sampler_source(helper_, options_.nvml_timeout, gpu_details_);
   } else if (!source_tried_) {
     source_tried_ = true;
-    // In-process NVML is snapshot's now (its details; the others ask the helper): shut it
-    // down properly — 4–5 ms a snapshot does not miss, and no library object left behind
-    // (LeakSanitizer flagged the skipped shutdown once the fake NVML tests ran under ASan).
+    // In this process only when no helper was started (tests of the gatherer itself): shut
+    // NVML down properly — LeakSanitizer flags a library object left behind.
     source_ = options_.test_gpu_source.empty() ? nvml::open_nvml({.shutdown_on_destroy = true})
                                                : nvml::open_fake_source(options_.test_gpu_source);
   }
@@ -160,11 +159,8 @@ std::variant<Gathered, GatherError> gather(const CollectOptions& options, bool g
   auto gatherer = Gatherer::open(options);
   if (auto* error = std::get_if<GatherError>(&gatherer)) return *error;
   Gatherer& g = *std::get<std::unique_ptr<Gatherer>>(gatherer);
-  if (gpu_details) {
-    g.want_gpu_details();
-  } else {
-    g.start_nvml_helper();
-  }
+  if (gpu_details) g.want_gpu_details();
+  g.start_nvml_helper();
   return std::get<std::unique_ptr<Gatherer>>(gatherer)->collect();
 }
 

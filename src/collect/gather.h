@@ -64,8 +64,8 @@ class Gatherer {
   static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CollectOptions& options);
   // One /proc scan and one NVML query, run side by side.
   Gathered collect();
-  // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU). These
-  // are asked in this process (the helper answers views only): not bounded by nvml_timeout.
+  // Also ask NVML for the snapshot-only facts in collect() (a dozen calls more per GPU), with
+  // the view: from the helper too, bounded by nvml_timeout like the view.
   void want_gpu_details() { gpu_details_ = true; }
   // Asks NVML through a helper process from now on (collect/gpu_sampler.h), each answer bounded
   // by options.nvml_timeout: on a timeout NVML is `failed` ("NVML did not answer in 5 s") and

@@ -28,6 +28,16 @@ namespace {
 
 using nlohmann::json;
 
+SamplerAnswer failed(std::string message) {
+  SamplerAnswer answer;
+  answer.state = NvmlState::kFailed;
+  answer.message = std::move(message);
+  return answer;
+}
+
+constexpr char kViewRequest = 's';
+constexpr char kDetailsRequest = 'd';
+
 // Far above any real answer (a few KiB per GPU), far below trouble.
 constexpr std::size_t kMaxAnswerBytes = 16u << 20;
 
@@ -42,7 +52,9 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-json answer_json(const nvml::OpenedSource& opened) {
+// What the sampler says to one request: the view, and with `details` (request 'd', snapshot)
+// the snapshot-only facts of each GPU too.
+json answer_json(const nvml::OpenedSource& opened, bool details) {
   switch (opened.state) {
     case nvml::OpenedSource::State::kAbsent:
       return {{"state", "absent"}, {"message", opened.message}};
@@ -53,7 +65,14 @@ json answer_json(const nvml::OpenedSource& opened) {
   }
   auto view = opened.source->query();
   if (!view.ok()) return {{"state", "failed"}, {"message", view.error().message()}};
-  return {{"state", "present"}, {"view", output::to_json(*view)}};
+  json answer = {{"state", "present"}, {"view", output::to_json(*view)}};
+  if (details) {
+    answer["details"] = json::array();
+    for (const GpuDetails& d : opened.source->query_details()) {
+      answer["details"].push_back(nvml::gpu_details_to_json(d));
+    }
+  }
+  return answer;
 }
 
 // The sampler's whole life, in the forked child: open the source once, answer each request
@@ -68,8 +87,9 @@ json answer_json(const nvml::OpenedSource& opened) {
     const ssize_t n = ::read(requests, &request, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    const std::string line =
-        answer_json(opened).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    const std::string line = answer_json(opened, request == kDetailsRequest)
+                                 .dump(-1, ' ', false, json::error_handler_t::replace) +
+                             "\n";
     if (!write_all(answers, line)) break;
   }
   opened = {};
@@ -79,9 +99,6 @@ json answer_json(const nvml::OpenedSource& opened) {
 }  // namespace
 
 SamplerAnswer parse_sampler_answer(std::string_view line) {
-  auto failed = [](std::string message) {
-    return SamplerAnswer{NvmlState::kFailed, std::move(message), std::nullopt};
-  };
   // An exception here would leave run's supervision by way of its epoll loop: whatever the
   // line is, it becomes an answer. Only running out of memory is not ours to swallow.
   try {
@@ -99,6 +116,9 @@ SamplerAnswer parse_sampler_answer(std::string_view line) {
     if (message != nullptr) answer.message = message->get<std::string>();
     if (answer.state == NvmlState::kPresent && doc.contains("view")) {
       answer.view = nvml::gpu_view_from_json(doc["view"]);
+      for (const json& d : doc.value("details", json::array())) {
+        answer.details.push_back(nvml::gpu_details_from_json(d));
+      }
     }
     return answer;
   } catch (const std::bad_alloc&) {
@@ -168,9 +188,10 @@ GpuSampler::~GpuSampler() {
   ::waitpid(pid_, nullptr, WNOHANG);
 }
 
-void GpuSampler::request() {
+void GpuSampler::request(bool details) {
   if (outstanding_ || gone_) return;
-  outstanding_ = write_all(to_child_.get(), "s");
+  outstanding_ =
+      write_all(to_child_.get(), std::string(1, details ? kDetailsRequest : kViewRequest));
   if (!outstanding_) gone_ = true;  // EPIPE: the sampler is gone (gpuclean ignores SIGPIPE)
 }
 
@@ -184,8 +205,7 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
         // A view of every GPU is a few KiB: this is not an answer. Drop it, say so.
         buffer_.clear();
         outstanding_ = false;
-        return SamplerAnswer{NvmlState::kFailed, "the GPU sampler's answer is too long",
-                             std::nullopt};
+        return failed("the GPU sampler's answer is too long");
       }
       continue;
     }
@@ -201,18 +221,18 @@ std::optional<SamplerAnswer> GpuSampler::receive() {
   return answer;
 }
 
-SamplerAnswer GpuSampler::query(Duration timeout) {
+SamplerAnswer GpuSampler::query(Duration timeout, bool details) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // The answer to a request made before this call (a periodic sample, or a query that timed
   // out) is older than the caller wants: wait it out, then ask afresh.
   for (bool fresh = !outstanding_;; fresh = true) {
-    request();
+    request(details);
     for (;;) {
       if (auto answer = receive()) {
         if (fresh) return *answer;
         break;
       }
-      if (gone_) return {NvmlState::kFailed, "the GPU sampler exited", std::nullopt};
+      if (gone_) return failed("the GPU sampler exited");
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
@@ -220,11 +240,11 @@ SamplerAnswer GpuSampler::query(Duration timeout) {
         std::ostringstream said;
         said << "NVML did not answer in " << static_cast<double>(timeout.count()) / 1000.0
              << " s (the driver may be hung)";
-        return {NvmlState::kFailed, said.str(), std::nullopt};
+        return failed(said.str());
       }
       pollfd ready{from_child_.get(), POLLIN, 0};
       if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
-        return {NvmlState::kFailed, "poll on the GPU sampler failed", std::nullopt};
+        return failed("poll on the GPU sampler failed");
       }
     }
   }
@@ -234,25 +254,43 @@ namespace {
 
 class SamplerSource : public nvml::GpuSource {
  public:
-  SamplerSource(std::shared_ptr<GpuSampler> sampler, Duration timeout)
-      : sampler_(std::move(sampler)), timeout_(timeout) {}
+  // `first`: the answer that opened the source, given by the first query() (a one-shot
+  // command asks NVML once, not twice).
+  SamplerSource(std::shared_ptr<GpuSampler> sampler, Duration timeout, bool details,
+                SamplerAnswer first)
+      : sampler_(std::move(sampler)),
+        timeout_(timeout),
+        details_wanted_(details),
+        first_(std::move(first)) {}
   Result<GpuView> query() override {
-    SamplerAnswer answer = sampler_->query(timeout_);
+    SamplerAnswer answer;
+    if (first_) {
+      answer = std::move(*first_);
+      first_.reset();
+    } else {
+      answer = sampler_->query(timeout_, details_wanted_);
+    }
+    details_ = std::move(answer.details);
     if (answer.view) return std::move(*answer.view);
     return Error{0, answer.message};
   }
+  // The details that came with the last view (asked for together: one round trip).
+  std::vector<GpuDetails> query_details() override { return details_; }
 
  private:
   std::shared_ptr<GpuSampler> sampler_;
   Duration timeout_;
+  bool details_wanted_;
+  std::optional<SamplerAnswer> first_;
+  std::vector<GpuDetails> details_;
 };
 
 }  // namespace
 
-nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler,
-                                       Duration timeout) {
+nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler, Duration timeout,
+                                       bool details) {
   nvml::OpenedSource opened;
-  const SamplerAnswer first = sampler->query(timeout);
+  SamplerAnswer first = sampler->query(timeout, details);
   opened.message = first.message;
   if (first.state == NvmlState::kAbsent) {
     opened.state = nvml::OpenedSource::State::kAbsent;
@@ -260,7 +298,7 @@ nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sample
     opened.state = nvml::OpenedSource::State::kFailed;
   } else {
     opened.state = nvml::OpenedSource::State::kPresent;
-    opened.source = std::make_unique<SamplerSource>(sampler, timeout);
+    opened.source = std::make_unique<SamplerSource>(sampler, timeout, details, std::move(first));
   }
   return opened;
 }

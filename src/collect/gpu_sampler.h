@@ -23,6 +23,7 @@ struct SamplerAnswer {
   NvmlState state = NvmlState::kFailed;
   std::string message;  // absent/failed: why
   std::optional<GpuView> view;
+  std::vector<GpuDetails> details;  // asked for with the view (snapshot), by GPU
 };
 
 // One line of the sampler's answer (without its newline) as an answer.
@@ -50,14 +51,15 @@ class GpuSampler {
   // Readable when (part of) an answer has arrived.
   [[nodiscard]] int reply_fd() const { return from_child_.get(); }
   [[nodiscard]] bool outstanding() const { return outstanding_; }
-  // Asks for one view; nothing when an answer is still outstanding or the sampler is gone.
-  void request();
+  // Asks for one view (with `details`: and each GPU's snapshot-only facts); nothing when an
+  // answer is still outstanding or the sampler is gone.
+  void request(bool details = false);
   // Reads what has arrived without blocking; an answer once a whole line is in.
   std::optional<SamplerAnswer> receive();
   // A view taken after this call: waits out an answer still outstanding, then request()s and
   // waits in poll() up to `timeout` in all. kFailed when it does not come in time (the
   // request stays outstanding, for the next query to wait out) or the sampler is gone.
-  SamplerAnswer query(Duration timeout);
+  SamplerAnswer query(Duration timeout, bool details = false);
 
  private:
   GpuSampler(Pid pid, std::uint64_t start_ticks, UniqueFd pidfd, UniqueFd to_child,
@@ -80,8 +82,10 @@ class GpuSampler {
 };
 
 // The sampler as a GpuSource for a Gatherer: opened by one query (NVML's state comes from the
-// sampler's first answer); each query() waits up to `timeout`.
-nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler,
-                                       Duration timeout);
+// sampler's first answer, which is also the first query()'s view); each later query() asks
+// afresh and waits up to `timeout`. With `details`, every answer carries the snapshot-only
+// facts too, for query_details().
+nvml::OpenedSource open_sampler_source(const std::shared_ptr<GpuSampler>& sampler, Duration timeout,
+                                       bool details = false);
 
 }  // namespace gpuclean::collect

@@ -57,11 +57,7 @@ GpuView gpu_view_from_json(const json& doc) {
   return view;
 }
 
-namespace {
-
-// The snapshot-only facts, flat in each GPU object under the GpuDetails member names
-// (clocks_sm, application_clocks_memory, ecc_volatile_uncorrected, …); absent keys stay unknown.
-GpuDetails details_from_json(const json& g) {
+GpuDetails gpu_details_from_json(const json& g) {
   GpuDetails d;
   d.index = g.at("index").get<unsigned>();
   auto clocks = [&g](const std::string& prefix) {
@@ -88,6 +84,37 @@ GpuDetails details_from_json(const json& g) {
   d.remapping_failed = optional_field<bool>(g, "remapping_failed");
   return d;
 }
+
+json gpu_details_to_json(const GpuDetails& d) {
+  json g = {{"index", d.index}};
+  auto put = [&g](const char* key, const auto& value) {
+    if (value) g[key] = *value;
+  };
+  put("clocks_sm", d.clocks.sm_mhz);
+  put("clocks_memory", d.clocks.memory_mhz);
+  put("application_clocks_sm", d.application_clocks.sm_mhz);
+  put("application_clocks_memory", d.application_clocks.memory_mhz);
+  put("max_clocks_sm", d.max_clocks.sm_mhz);
+  put("max_clocks_memory", d.max_clocks.memory_mhz);
+  put("throttle_reasons", d.throttle_reasons);
+  put("temperature_c", d.temperature_c);
+  put("power_limit_mw", d.power_limit_mw);
+  put("ecc_enabled", d.ecc_enabled);
+  put("ecc_pending_enabled", d.ecc_pending_enabled);
+  put("ecc_volatile_corrected", d.ecc_errors.volatile_corrected);
+  put("ecc_volatile_uncorrected", d.ecc_errors.volatile_uncorrected);
+  put("ecc_aggregate_corrected", d.ecc_errors.aggregate_corrected);
+  put("ecc_aggregate_uncorrected", d.ecc_errors.aggregate_uncorrected);
+  put("retired_pages_single_bit", d.retired_pages_single_bit);
+  put("retired_pages_double_bit", d.retired_pages_double_bit);
+  put("remapped_rows_correctable", d.remapped_rows_correctable);
+  put("remapped_rows_uncorrectable", d.remapped_rows_uncorrectable);
+  put("remapping_pending", d.remapping_pending);
+  put("remapping_failed", d.remapping_failed);
+  return g;
+}
+
+namespace {
 
 // What the source says once a file exists: a GPU that changes during a test (`run` leaving
 // memory behind, NVML failing mid-run), switched by the test's own workload.
@@ -142,7 +169,8 @@ OpenedSource open_fake_source(const std::string& path) {
     }
     if (state == "failed") return opened;
     std::vector<GpuDetails> details;
-    for (const json& g : doc.value("gpus", json::array())) details.push_back(details_from_json(g));
+    for (const json& g : doc.value("gpus", json::array()))
+      details.push_back(gpu_details_from_json(g));
     std::optional<LaterView> later;
     if (doc.contains("later")) {
       const json& l = doc["later"];

@@ -30,6 +30,11 @@ namespace gpuclean::nvml {
 // view. Throws nlohmann::json::exception on a malformed document; callers catch it.
 GpuView gpu_view_from_json(const nlohmann::json& doc);
 
+// One GPU's snapshot-only facts in the flat form above ("index" plus the known facts), both
+// ways: the NVML helper process sends snapshot's details to gpuclean in it.
+GpuDetails gpu_details_from_json(const nlohmann::json& gpu);
+nlohmann::json gpu_details_to_json(const GpuDetails& details);
+
 // Reads the description; a missing or malformed file gives state kFailed with the reason.
 OpenedSource open_fake_source(const std::string& path);
 
