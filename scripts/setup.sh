@@ -11,6 +11,7 @@ packages=(
   psmisc lsof procps util-linux time   # fuser/lsof for the bench and tests, unshare for PID namespaces
   clang libclang-rt-dev   # libFuzzer for fuzz/ci.sh and bench/fuzz_bench.sh
   prometheus-cpp-dev prometheus shellcheck   # gpuclean metrics; promtool and shellcheck for its tests
+  libfuse3-dev fuse3   # tests/fuse: a FUSE daemon that stalls page faults (mm_lock_victim)
 )
 
 missing=()

@@ -35,6 +35,17 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
         options.nvml_timeout = *timeout;
       },
       "How long one NVML answer may take (default 5s); then NVML counts as failed");
+  command.add_option_function<std::string>(
+      "--proc-timeout",
+      [&options](const std::string& text) {
+        auto timeout = parse_duration(text);
+        if (!timeout.ok()) throw CLI::ValidationError("--proc-timeout", timeout.error().message());
+        if (timeout->count() < 0) throw CLI::ValidationError("--proc-timeout", "must be >= 0");
+        options.proc_timeout =
+            timeout->count() == 0 ? std::nullopt : std::optional<Duration>(*timeout);
+      },
+      "How long reading a process's command line or maps may take (default 1s); then its "
+      "memory map counts as locked (stuck). 0: no limit");
   add_test_hooks(command, options, scope);
 }
 
@@ -70,6 +81,8 @@ Status apply_global_options(const CLI::App& top, const CommonOptions& given, con
       {"--threads", [&] { return into->threads == g.threads; }, [&] { into->threads = g.threads; }},
       {"--nvml-timeout", [&] { return into->nvml_timeout == g.nvml_timeout; },
        [&] { into->nvml_timeout = g.nvml_timeout; }},
+      {"--proc-timeout", [&] { return into->proc_timeout == g.proc_timeout; },
+       [&] { into->proc_timeout = g.proc_timeout; }},
       {"--proc-root", [&] { return into->proc_root == g.proc_root; },
        [&] { into->proc_root = g.proc_root; }},
       {"--test-gpu-source", [&] { return into->test_gpu_source == g.test_gpu_source; },

@@ -440,11 +440,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   diagnose_options.gpus = selectors.gpus;
   const Diagnosis diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
 
-  auto proc = procfs::ProcFs::open(kRealProc);
-  if (!proc.ok()) {
-    io.err << "gpuclean: kill: " << proc.error().message() << '\n';
-    return kExitRuntime;
-  }
+  // The gatherer's /proc: a process whose memory map it found locked is not waited on again.
+  const procfs::ProcFs* proc = &gatherer.proc();
   const ProcessTable table = procfs::read_process_table(*proc);
   const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
   const KillPlan plan =

@@ -314,7 +314,8 @@ int run_explain(const ExplainOptions& options, const Io& io) {
     if (h.process.pid == options.pid) subject.holder = h;
   }
   // Not a holder: read it anyway (a plain zombie, a parent, a process holding nothing).
-  if (auto proc = procfs::ProcFs::open(options.common.proc_root); proc.ok()) {
+  if (auto proc = procfs::ProcFs::open(options.common.proc_root, options.common.proc_timeout);
+      proc.ok()) {
     if (!subject.holder) {
       if (auto p = proc->read_process(options.pid); p.ok()) subject.process = std::move(p).value();
     }

@@ -32,7 +32,7 @@ int run_who(const WhoOptions& options, const Io& io) {
     io.err << "gpuclean: who: " << files.error().message() << '\n';
     return kExitUsage;
   }
-  auto proc = procfs::ProcFs::open(options.common.proc_root);
+  auto proc = procfs::ProcFs::open(options.common.proc_root, options.common.proc_timeout);
   if (!proc.ok()) {
     io.err << "gpuclean: who: " << proc.error().message() << '\n';
     return kExitRuntime;

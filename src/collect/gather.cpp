@@ -38,8 +38,12 @@ Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& option
 
 std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan) {
   std::vector<Holder> holders;
-  for (procfs::FileHolding& holding : scan.holdings) {
-    auto process = proc.read_process(holding.pid);
+  std::vector<Pid> pids;
+  for (const procfs::FileHolding& holding : scan.holdings) pids.push_back(holding.pid);
+  std::vector<Result<ProcessInfo>> processes = proc.read_processes(pids);
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    procfs::FileHolding& holding = scan.holdings[i];
+    Result<ProcessInfo>& process = processes[i];
     if (!process.ok()) {
       // Exited between the scan and now: it holds nothing any more.
       if (process.error().is_vanished()) ++scan.stats.vanished;
@@ -54,7 +58,7 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
 std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CollectOptions& options) {
   auto files = select_device_files(options);
   if (!files.ok()) return GatherError{true, files.error().message()};
-  auto proc = procfs::ProcFs::open(options.proc_root);
+  auto proc = procfs::ProcFs::open(options.proc_root, options.proc_timeout);
   if (!proc.ok()) return GatherError{false, proc.error().message()};
   return std::unique_ptr<Gatherer>(
       new Gatherer(options, std::move(files).value(), std::move(proc).value()));
@@ -139,15 +143,18 @@ Gathered Gatherer::collect() {
   if (nvml.view) {
     // Processes NVML names that hold no (readable) device file: read them too; the ones
     // /proc lacks are dead owners or live in another PID namespace.
+    std::vector<Pid> listed_only;
     for (const Gpu& gpu : nvml.view->gpus) {
       for (const GpuProcess& p : gpu.processes) {
-        if (!seen.insert(p.pid).second) continue;
-        auto process = proc_.read_process(p.pid);
-        if (process.ok()) {
-          out.input.holders.push_back(make_holder(std::move(process).value(), {}));
-        } else {
-          out.input.missing_pids.insert(p.pid);
-        }
+        if (seen.insert(p.pid).second) listed_only.push_back(p.pid);
+      }
+    }
+    std::vector<Result<ProcessInfo>> processes = proc_.read_processes(listed_only);
+    for (std::size_t i = 0; i < listed_only.size(); ++i) {
+      if (processes[i].ok()) {
+        out.input.holders.push_back(make_holder(std::move(processes[i]).value(), {}));
+      } else {
+        out.input.missing_pids.insert(listed_only[i]);
       }
     }
     out.input.gpu_view = std::move(nvml.view);

@@ -26,6 +26,9 @@ struct CollectOptions {
   // How long one NVML answer may take when NVML is asked through its helper process
   // (Gatherer::start_nvml_helper): a wedged driver must not hang the command.
   Duration nvml_timeout = std::chrono::seconds(5);
+  // How long a /proc read that takes a process's mmap lock may take (--proc-timeout; nullopt:
+  // no limit): one that does not answer marks the process `stuck` (procfs/proc_fs.h).
+  std::optional<Duration> proc_timeout = procfs::kDefaultReadDeadline;
 };
 
 struct Gathered {
@@ -73,6 +76,9 @@ class Gatherer {
   // exists — and starts NVML at once, so its init overlaps the first /proc scan. It is never
   // waited for at the end: SIGKILLed, and left to the kernel if it is stuck in the driver.
   void start_nvml_helper();
+  // The /proc this gatherer reads, with what it learned (processes whose memory map is
+  // locked are not waited on again): for the reads that follow a collect.
+  [[nodiscard]] const procfs::ProcFs& proc() const { return proc_; }
   // NVML alone, no /proc scan: for sampling memory while a workload runs. nullopt when NVML
   // is disabled, absent or failing.
   std::optional<GpuView> query_gpu_view();

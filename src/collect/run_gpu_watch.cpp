@@ -44,7 +44,7 @@ std::set<Pid> shown_outside_run(const procfs::ProcFs& proc, const std::set<Pid>&
 std::variant<std::unique_ptr<RunGpuWatch>, GatherError> RunGpuWatch::open(RunGpuOptions options) {
   auto opened = Gatherer::open(options.collect);
   if (auto* error = std::get_if<GatherError>(&opened)) return *error;
-  auto proc = procfs::ProcFs::open(options.collect.proc_root);
+  auto proc = procfs::ProcFs::open(options.collect.proc_root, options.collect.proc_timeout);
   if (!proc.ok()) return GatherError{false, proc.error().message()};
   return std::unique_ptr<RunGpuWatch>(
       new RunGpuWatch(std::move(options), std::move(std::get<std::unique_ptr<Gatherer>>(opened)),

@@ -38,6 +38,9 @@ struct ProcessInfo {
   std::vector<ThreadInfo> threads;    // leader first
   std::vector<Pid> nspid;             // NSpid: outermost first; >1 entry = nested PID namespace
   std::optional<std::string> cgroup;  // cgroup v2 path ("0::" line)
+  // Reading its command line (or maps) did not answer within the read deadline: its mmap lock
+  // is held by a stuck thread (procfs/proc_fs.h). cmdline is then empty. A finding: `stuck`.
+  bool memory_map_locked = false;
 };
 
 // True when some thread of the group is alive (not Z or X): false for a plain zombie (only the
@@ -127,7 +130,10 @@ struct ScanStats {
   std::size_t vanished = 0;      // exited while being read
   std::size_t denied = 0;        // some part unreadable (EACCES/EPERM)
   std::vector<Pid> denied_pids;  // the first few, for the summary line
-  double seconds = 0;            // wall time of the scan
+  // Whose maps did not answer within the read deadline (their mmap lock is held by a stuck
+  // thread; procfs/proc_fs.h): scanned through their descriptors only.
+  std::vector<Pid> locked_pids;
+  double seconds = 0;  // wall time of the scan
 };
 
 }  // namespace gpuclean

@@ -15,7 +15,9 @@ HolderClass classify_from_proc(const ProcessInfo& process) {
   const bool any_d =
       process.state == 'D' || std::any_of(process.threads.begin(), process.threads.end(),
                                           [](const ThreadInfo& t) { return t.state == 'D'; });
-  if (any_d) return HolderClass::kStuck;
+  // A locked memory map (a read of its command line did not answer) means a thread holds the
+  // mmap lock and waits: stuck even when no thread shows D at this instant.
+  if (any_d || process.memory_map_locked) return HolderClass::kStuck;
   if (is_dead_state(process.state)) {
     return has_live_thread(process) ? HolderClass::kZombieLeader : HolderClass::kZombie;
   }

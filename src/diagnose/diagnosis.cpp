@@ -53,6 +53,24 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
     case HolderClass::kStuck: {
       const ThreadInfo* t = stuck_thread(h.process);
       p.kind = "stuck";
+      if (h.process.memory_map_locked) {
+        // Its command line did not come: a thread holds the mmap lock while it waits (a page
+        // fault on a FUSE or NFS file whose server does not answer, say). Not the driver's
+        // doing: killing it works once that wait ends.
+        p.message = where + amount + "stuck " + label +
+                    ": its memory map is locked (a thread is stuck; see its wait channels" +
+                    (t != nullptr && !t->wchan.empty()
+                         ? ": thread " + std::to_string(t->tid) + " in " + t->wchan
+                         : "") +
+                    ")";
+        p.fix = "gpuclean kill " + pid +
+                " (it ends when its stuck thread's wait ends: see what it waits on in "
+                "/proc/" +
+                pid +
+                "/task/*/wchan; a hung FUSE or NFS mount must answer or be "
+                "aborted)";
+        return p;
+      }
       p.message = where + amount + "stuck " + label + ": thread " +
                   std::to_string(t != nullptr ? t->tid : h.process.pid) +
                   " is in uninterruptible sleep (D" +

@@ -35,6 +35,11 @@ std::string state_meaning(const ProcessInfo& p, HolderClass klass) {
       return "a plain zombie: it has exited and holds no GPU memory and no files; only its exit "
              "status waits for the parent to collect it";
     case HolderClass::kStuck:
+      if (p.memory_map_locked) {
+        return "its memory map is locked (a thread is stuck; see its wait channels): reading "
+               "its command line did not answer, and SIGKILL takes effect only when the stuck "
+               "wait ends";
+      }
       return "a thread is in uninterruptible sleep (D): signals, SIGKILL included, wait until it "
              "returns from the kernel";
     default:

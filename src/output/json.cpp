@@ -48,6 +48,7 @@ nlohmann::json to_json(const Holder& holder) {
   out["uid"] = or_null(p.uid);
   out["start_time"] = p.start_time ? nlohmann::json(rfc3339(*p.start_time)) : nlohmann::json();
   out["cgroup"] = or_null(p.cgroup);
+  out["memory_map_locked"] = p.memory_map_locked;
   out["inherited_from"] = or_null(holder.inherited_from);
   out["evidence"] = holder.heir ? to_json(*holder.heir) : nlohmann::json();
 
@@ -152,6 +153,7 @@ nlohmann::json to_json(const ScanStats& stats) {
           {"vanished", stats.vanished},
           {"unreadable", stats.denied},
           {"unreadable_sample", stats.denied_pids},
+          {"memory_map_locked", stats.locked_pids},
           {"seconds", stats.seconds}};
 }
 

@@ -98,16 +98,30 @@ void render_who_json(std::ostream& out, const WhoReport& report) {
 }
 
 std::string unreadable_summary(const ScanStats& stats) {
-  if (stats.denied == 0) return {};
+  std::string locked;
+  if (!stats.locked_pids.empty()) {
+    // Only maps that did not answer land here (a locked holder is a `stuck` finding anyway):
+    // one line, however many.
+    std::string pids;
+    for (Pid pid : stats.locked_pids) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+    locked = fmt::format(
+        "gpuclean: {} did not answer in time (memory map locked: a thread is stuck; see its "
+        "wait channels): {} {}; scanned through descriptors only",
+        plural(stats.locked_pids.size(), "process", "processes"),
+        stats.locked_pids.size() == 1 ? "pid" : "pids", pids);
+  }
+  if (stats.denied == 0) return locked;
   std::string sample;
   for (Pid pid : stats.denied_pids) {
     if (!sample.empty()) sample += ", ";
     sample += std::to_string(pid);
   }
   if (stats.denied > stats.denied_pids.size()) sample += ", …";
-  return fmt::format(
-      "gpuclean: {} could not be read (permission denied: {} {}); their files are unknown",
-      plural(stats.denied, "process", "processes"), stats.denied == 1 ? "pid" : "pids", sample);
+  return (locked.empty() ? "" : locked + "\n") +
+         fmt::format(
+             "gpuclean: {} could not be read (permission denied: {} {}); their files are unknown",
+             plural(stats.denied, "process", "processes"), stats.denied == 1 ? "pid" : "pids",
+             sample);
 }
 
 }  // namespace gpuclean::output

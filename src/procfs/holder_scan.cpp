@@ -13,13 +13,13 @@
 #include <string_view>
 #include <thread>
 
+#include "core/deadline_pool.h"
 #include "procfs/parse.h"
 
 namespace gpuclean::procfs {
 namespace {
 
 constexpr std::size_t kDeniedSampleSize = 5;
-constexpr std::size_t kPidsPerChunk = 16;
 constexpr std::size_t kMaxMapsBytes = 64u << 20;  // a huge address space still ends somewhere
 
 // Looks up a path among the selected files: a sorted vector beats hashing for the handful of
@@ -47,30 +47,41 @@ Open open_result(int err) {
   return (err == EACCES || err == EPERM) ? Open::kDenied : Open::kVanished;
 }
 
+// What scanning one process found.
+struct PidScan {
+  bool vanished = false;
+  bool denied = false;
+  FileHolding holding;  // files empty: holds none of them
+};
+
+// Scans one process at a time; a fresh one per process (it is a few pointers: the buffer that
+// is worth keeping, maps_, is per thread).
 class Worker {
  public:
   Worker(const FileMatcher& matcher, int root_fd) : matcher_(matcher), root_fd_(root_fd) {}
 
-  void scan(Pid pid);
-
-  std::vector<FileHolding> holdings;
-  ScanStats stats;
+  // Its descriptor tables and its maps.
+  PidScan scan(Pid pid);
+  // Its descriptor tables only: they never wait on the process's mmap lock, its maps may.
+  PidScan scan_fds_only(Pid pid);
 
  private:
+  PidScan scan_process(Pid pid, bool maps);
   // Reads the fd table under dir_fd/"fd" into current_; entries counts descriptors seen.
   Open scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_t& entries);
   Open scan_maps(int dir_fd);
   // Finds the first non-leader thread of a zombie-led group whose fd table is not empty.
-  Open scan_threads(int pid_dir_fd, Pid pid);
+  Open scan_threads(int pid_dir_fd, Pid pid, bool maps);
   HeldFile& held(std::size_t file_index);
-  void note_denied(Pid pid);
 
   const FileMatcher& matcher_;
   const int root_fd_;
   FileHolding current_;
   std::vector<std::size_t> current_index_;  // file index of each entry in current_.files
-  std::string maps_;
 };
+
+// The maps buffer, kept per thread: a maps file runs to hundreds of KiB.
+thread_local std::string maps_buffer;
 
 HeldFile& Worker::held(std::size_t file_index) {
   for (std::size_t i = 0; i < current_index_.size(); ++i) {
@@ -81,11 +92,6 @@ HeldFile& Worker::held(std::size_t file_index) {
   file.path = matcher_.file(file_index).path;
   file.nvidia_minor = matcher_.file(file_index).nvidia_minor;
   return file;
-}
-
-void Worker::note_denied(Pid pid) {
-  ++stats.denied;
-  if (stats.denied_pids.size() < kDeniedSampleSize) stats.denied_pids.push_back(pid);
 }
 
 Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_t& entries) {
@@ -120,8 +126,8 @@ Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_
 }
 
 Open Worker::scan_maps(int dir_fd) {
-  if (!read_file_at(dir_fd, "maps", maps_, kMaxMapsBytes)) return open_result(errno);
-  std::string_view text(maps_);
+  if (!read_file_at(dir_fd, "maps", maps_buffer, kMaxMapsBytes)) return open_result(errno);
+  std::string_view text(maps_buffer);
   while (!text.empty()) {
     const std::size_t nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
@@ -138,7 +144,7 @@ Open Worker::scan_maps(int dir_fd) {
   return Open::kOk;
 }
 
-Open Worker::scan_threads(int pid_dir_fd, Pid pid) {
+Open Worker::scan_threads(int pid_dir_fd, Pid pid, bool maps) {
   const int task_fd = ::openat(pid_dir_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (task_fd < 0) return open_result(errno);
   DIR* dir = ::fdopendir(task_fd);
@@ -159,7 +165,7 @@ Open Worker::scan_threads(int pid_dir_fd, Pid pid) {
     const Open fds = scan_fd_table(tid_fd, tid, entries);
     if (fds == Open::kOk && entries > 0) {
       // The group's fd table and mm are shared by its live threads: one thread tells all.
-      scan_maps(tid_fd);
+      if (maps) scan_maps(tid_fd);
       ::close(tid_fd);
       break;
     }
@@ -170,18 +176,23 @@ Open Worker::scan_threads(int pid_dir_fd, Pid pid) {
   return result;
 }
 
-void Worker::scan(Pid pid) {
-  ++stats.processes;
+PidScan Worker::scan(Pid pid) {
+  return scan_process(pid, true);
+}
+
+PidScan Worker::scan_fds_only(Pid pid) {
+  return scan_process(pid, false);
+}
+
+PidScan Worker::scan_process(Pid pid, bool maps) {
+  PidScan result;
   char name[16];
   *std::to_chars(name, name + sizeof(name) - 1, pid).ptr = '\0';
   const int pid_fd = ::openat(root_fd_, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (pid_fd < 0) {
-    if (open_result(errno) == Open::kDenied) {
-      note_denied(pid);
-    } else {
-      ++stats.vanished;
-    }
-    return;
+    result.denied = open_result(errno) == Open::kDenied;
+    result.vanished = !result.denied;
+    return result;
   }
   current_.pid = pid;
   current_.files.clear();
@@ -192,18 +203,16 @@ void Worker::scan(Pid pid) {
   if (fds == Open::kOk && entries == 0) {
     // Empty table: a kernel thread, a process with every fd closed, or a zombie leader whose
     // other threads still hold the group's files (FACTS.md: fuser and lsof miss these).
-    fds = scan_threads(pid_fd, pid);
+    fds = scan_threads(pid_fd, pid, maps);
   }
-  const Open maps = scan_maps(pid_fd);
+  const Open mapped = maps ? scan_maps(pid_fd) : Open::kOk;
   ::close(pid_fd);
 
-  if (fds == Open::kDenied || maps == Open::kDenied) {
-    note_denied(pid);
-  } else if (fds == Open::kVanished && current_.files.empty()) {
-    ++stats.vanished;
-  }
-  if (!current_.files.empty()) holdings.push_back(std::move(current_));
+  result.denied = fds == Open::kDenied || mapped == Open::kDenied;
+  result.vanished = !result.denied && fds == Open::kVanished && current_.files.empty();
+  result.holding = std::move(current_);
   current_ = FileHolding{};
+  return result;
 }
 
 // One thread per core, at most 16 (the kernel's per-process locks limit scaling well before
@@ -226,45 +235,53 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
   auto pids = proc.list_pids();
   if (!pids.ok()) return result;
 
-  const FileMatcher matcher(files);
-  const unsigned thread_count = options.threads > 0 ? options.threads : auto_threads(pids->size());
-  std::vector<Worker> workers;
-  workers.reserve(thread_count);
-  for (unsigned i = 0; i < thread_count; ++i) workers.emplace_back(matcher, proc.root_fd());
-
-  std::atomic<std::size_t> next{0};
-  const std::vector<Pid>& all = *pids;
-  auto run = [&all, &next](Worker& worker) {
-    while (true) {
-      const std::size_t begin = next.fetch_add(kPidsPerChunk, std::memory_order_relaxed);
-      if (begin >= all.size()) break;
-      const std::size_t end = std::min(all.size(), begin + kPidsPerChunk);
-      for (std::size_t i = begin; i < end; ++i) worker.scan(all[i]);
-    }
+  // Everything a worker touches belongs to the job: a worker left blocked on a locked memory
+  // map (core/deadline_pool.h) may finish after this function has returned.
+  struct Job {
+    Job(ProcFs p, std::vector<DeviceFile> f, std::vector<Pid> all)
+        : proc(std::move(p)),
+          files(std::move(f)),
+          matcher(files),
+          pids(std::move(all)),
+          scans(pids.size()) {}
+    ProcFs proc;
+    std::vector<DeviceFile> files;
+    FileMatcher matcher;
+    std::vector<Pid> pids;
+    std::vector<PidScan> scans;
   };
-  if (thread_count == 1) {
-    run(workers[0]);
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(thread_count - 1);
-    for (unsigned i = 1; i < thread_count; ++i) threads.emplace_back(run, std::ref(workers[i]));
-    run(workers[0]);
-    for (auto& thread : threads) thread.join();
-  }
+  auto job = std::make_shared<Job>(proc, files, std::move(pids).value());
+  const unsigned thread_count =
+      options.threads > 0 ? options.threads : auto_threads(job->pids.size());
+  const std::vector<std::size_t> overdue = run_with_deadline(
+      job->pids.size(), {.threads = thread_count, .deadline = proc.read_deadline()},
+      [job](std::size_t i) {
+        job->scans[i] = Worker(job->matcher, job->proc.root_fd()).scan(job->pids[i]);
+      });
 
-  for (Worker& worker : workers) {
-    ScanStats& s = result.stats;
-    s.processes += worker.stats.processes;
-    s.vanished += worker.stats.vanished;
-    s.denied += worker.stats.denied;
-    for (Pid pid : worker.stats.denied_pids) {
-      if (s.denied_pids.size() < kDeniedSampleSize) s.denied_pids.push_back(pid);
+  ScanStats& stats = result.stats;
+  stats.processes = job->pids.size();
+  auto note_denied = [&stats](Pid pid) {
+    ++stats.denied;
+    if (stats.denied_pids.size() < kDeniedSampleSize) stats.denied_pids.push_back(pid);
+  };
+  std::size_t next_overdue = 0;
+  for (std::size_t i = 0; i < job->pids.size(); ++i) {
+    PidScan scan;
+    if (next_overdue < overdue.size() && overdue[next_overdue] == i) {
+      ++next_overdue;
+      // Its maps did not answer: its memory map is locked. What it holds through descriptors
+      // can still be read; a read_process of it will not wait again.
+      const Pid pid = job->pids[i];
+      if (proc.note_memory_map_locked(pid)) stats.locked_pids.push_back(pid);
+      scan = Worker(job->matcher, proc.root_fd()).scan_fds_only(pid);
+    } else {
+      scan = std::move(job->scans[i]);
     }
-    for (auto& holding : worker.holdings) result.holdings.push_back(std::move(holding));
+    if (scan.denied) note_denied(job->pids[i]);
+    if (scan.vanished) ++stats.vanished;
+    if (!scan.holding.files.empty()) result.holdings.push_back(std::move(scan.holding));
   }
-  std::sort(result.holdings.begin(), result.holdings.end(),
-            [](const FileHolding& a, const FileHolding& b) { return a.pid < b.pid; });
-  std::sort(result.stats.denied_pids.begin(), result.stats.denied_pids.end());
   result.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

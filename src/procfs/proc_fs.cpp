@@ -7,13 +7,41 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
+
+#include "core/deadline_pool.h"
 
 #include "procfs/parse.h"
 #include "procfs/user_names.h"
 
 namespace gpuclean::procfs {
+
+struct ProcFs::State {
+  std::string root;
+  UniqueFd root_fd;
+  std::optional<std::int64_t> boot_time;
+  long clock_ticks = 100;
+  std::optional<Duration> read_deadline;
+  UserNames users;
+  // (pid, start ticks) of processes whose command line did not come in time.
+  std::mutex locked_mutex;
+  std::set<std::pair<Pid, std::uint64_t>> locked;
+};
+
 namespace {
+
+// Worker threads for reading n processes: one per 64 (a thread costs tens of microseconds to
+// start), at most one per core and 16.
+unsigned reader_threads(std::size_t processes) {
+  constexpr std::size_t kPerThread = 64;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(
+      std::min<std::size_t>({cores, 16, std::max<std::size_t>(1, processes / kPerThread)}));
+}
 
 std::optional<Pid> parse_pid_name(const char* name) {
   Pid pid = 0;
@@ -86,26 +114,46 @@ bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t ma
   return true;
 }
 
-Result<ProcFs> ProcFs::open(const std::string& root) {
+Result<ProcFs> ProcFs::open(const std::string& root, std::optional<Duration> read_deadline) {
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return errno_error("open " + root);
+  auto state = std::make_shared<State>();
   std::string stat;
-  std::optional<std::int64_t> boot;
-  if (read_file_at(fd.get(), "stat", stat)) boot = parse_btime(stat);
-  ProcFs proc(root, std::move(fd), boot);
+  if (read_file_at(fd.get(), "stat", stat)) state->boot_time = parse_btime(stat);
+  state->root = root;
+  state->root_fd = std::move(fd);
+  state->read_deadline = read_deadline;
   const long ticks = ::sysconf(_SC_CLK_TCK);
-  if (ticks > 0) proc.clock_ticks_ = ticks;
-  return proc;
+  if (ticks > 0) state->clock_ticks = ticks;
+  return ProcFs(std::move(state));
+}
+
+const std::string& ProcFs::root() const {
+  return state_->root;
+}
+int ProcFs::root_fd() const {
+  return state_->root_fd.get();
+}
+std::optional<Duration> ProcFs::read_deadline() const {
+  return state_->read_deadline;
+}
+std::optional<std::int64_t> ProcFs::boot_time() const {
+  return state_->boot_time;
 }
 
 Result<std::vector<Pid>> ProcFs::list_pids() const {
-  return numeric_entries(root_fd(), root_);
+  return numeric_entries(root_fd(), root());
 }
 
-Result<ProcessInfo> ProcFs::read_process(Pid pid) const {
+namespace {
+
+// Everything read_process reads, in the calling thread. With `command_line` false the one
+// part that takes the target's mmap lock is skipped (stat, status, cgroup, task and wchan do
+// not take it).
+Result<ProcessInfo> read_process_here(ProcFs::State& state, Pid pid, bool command_line) {
   const std::string name = std::to_string(pid);
-  const std::string where = root_ + "/" + name;
-  UniqueFd dir(::openat(root_fd(), name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  const std::string where = state.root + "/" + name;
+  UniqueFd dir(::openat(state.root_fd.get(), name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return errno_error("open " + where);
 
   std::string text;
@@ -122,9 +170,10 @@ Result<ProcessInfo> ProcFs::read_process(Pid pid) const {
   info.comm = std::move(stat->comm);
   info.start_ticks = stat->start_ticks;
   info.kernel_thread = (stat->flags & kPfKthread) != 0;
-  if (boot_time_) {
-    info.start_time = static_cast<double>(*boot_time_) +
-                      static_cast<double>(stat->start_ticks) / static_cast<double>(clock_ticks_);
+  if (state.boot_time) {
+    info.start_time =
+        static_cast<double>(*state.boot_time) +
+        static_cast<double>(stat->start_ticks) / static_cast<double>(state.clock_ticks);
   }
 
   if (read_file_at(dir.get(), "status", text)) {
@@ -132,8 +181,8 @@ Result<ProcessInfo> ProcFs::read_process(Pid pid) const {
     info.uid = status.euid;
     info.nspid = std::move(status.nspid);
   }
-  if (info.uid) info.user = users_->name(*info.uid);
-  if (read_file_at(dir.get(), "cmdline", text)) info.cmdline = parse_cmdline(text);
+  if (info.uid) info.user = state.users.name(*info.uid);
+  if (command_line && read_file_at(dir.get(), "cmdline", text)) info.cmdline = parse_cmdline(text);
   if (read_file_at(dir.get(), "cgroup", text)) info.cgroup = parse_cgroup_v2(text);
 
   UniqueFd task(::openat(dir.get(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -152,6 +201,100 @@ Result<ProcessInfo> ProcFs::read_process(Pid pid) const {
     return Error{ESRCH, "read " + where};
   }
   return info;
+}
+
+bool pid_seen_locked(ProcFs::State& state, Pid pid) {
+  const std::lock_guard lock(state.locked_mutex);
+  return std::any_of(state.locked.begin(), state.locked.end(),
+                     [pid](const auto& locked) { return locked.first == pid; });
+}
+
+bool known_locked(ProcFs::State& state, Pid pid, std::uint64_t start_ticks) {
+  const std::lock_guard lock(state.locked_mutex);
+  return state.locked.count({pid, start_ticks}) != 0;
+}
+
+// pid's start time from its stat (which never takes the mmap lock), to tell a locked process
+// from a later one with its PID.
+std::optional<std::uint64_t> start_ticks_of(const ProcFs::State& state, Pid pid) {
+  std::string text;
+  const std::string path = std::to_string(pid) + "/stat";
+  if (!read_file_at(state.root_fd.get(), path.c_str(), text)) return std::nullopt;
+  auto stat = parse_stat(text);
+  if (!stat.ok()) return std::nullopt;
+  return stat->start_ticks;
+}
+
+// A process whose full read did not come in time: read again without its command line, and
+// remembered.
+Result<ProcessInfo> read_locked(ProcFs::State& state, Pid pid) {
+  auto info = read_process_here(state, pid, /*command_line=*/false);
+  if (!info.ok()) return info;
+  info->memory_map_locked = true;
+  const std::lock_guard lock(state.locked_mutex);
+  state.locked.insert({pid, info->start_ticks});
+  return info;
+}
+
+}  // namespace
+
+Result<ProcessInfo> ProcFs::read_process(Pid pid) const {
+  return std::move(read_processes({pid}).front());
+}
+
+std::vector<Result<ProcessInfo>> ProcFs::read_processes(const std::vector<Pid>& pids) const {
+  // Known-locked processes are read here without their command line; the rest on workers.
+  std::vector<std::optional<Result<ProcessInfo>>> ready(pids.size());
+  std::vector<std::size_t> to_read;
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    if (pid_seen_locked(*state_, pids[i])) {
+      // The same process, or a later one with its PID? Its start time says.
+      const auto start = start_ticks_of(*state_, pids[i]);
+      if (start && known_locked(*state_, pids[i], *start)) {
+        ready[i] = read_locked(*state_, pids[i]);
+        continue;
+      }
+    }
+    to_read.push_back(i);
+  }
+
+  // Results live in storage the workers share: a worker left blocked writes its slot later.
+  struct Batch {
+    std::shared_ptr<State> state;
+    std::vector<Pid> pids;
+    std::vector<std::optional<Result<ProcessInfo>>> results;
+  };
+  auto batch = std::make_shared<Batch>();
+  batch->state = state_;
+  for (std::size_t i : to_read) batch->pids.push_back(pids[i]);
+  batch->results.resize(batch->pids.size());
+  const std::vector<std::size_t> overdue = run_with_deadline(
+      batch->pids.size(),
+      {.threads = reader_threads(batch->pids.size()), .deadline = state_->read_deadline},
+      [batch](std::size_t i) {
+        batch->results[i] = read_process_here(*batch->state, batch->pids[i], true);
+      });
+  std::size_t next_overdue = 0;
+  for (std::size_t k = 0; k < to_read.size(); ++k) {
+    if (next_overdue < overdue.size() && overdue[next_overdue] == k) {
+      ++next_overdue;
+      ready[to_read[k]] = read_locked(*state_, pids[to_read[k]]);
+    } else {
+      ready[to_read[k]] = std::move(*batch->results[k]);
+    }
+  }
+  std::vector<Result<ProcessInfo>> out;
+  out.reserve(pids.size());
+  for (auto& r : ready) out.push_back(std::move(*r));
+  return out;
+}
+
+bool ProcFs::note_memory_map_locked(Pid pid) const {
+  const auto start = start_ticks_of(*state_, pid);
+  if (!start) return false;
+  const std::lock_guard lock(state_->locked_mutex);
+  state_->locked.insert({pid, *start});
+  return true;
 }
 
 std::optional<std::uint32_t> ProcFs::fd_flags(Pid pid, std::optional<Pid> tid, int fd) const {

@@ -3,12 +3,14 @@
 // PID recycled mid-read fails with ESRCH instead of mixing two processes (htop does the same).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/duration.h"
 #include "core/model.h"
 #include "core/result.h"
 #include "core/unique_fd.h"
@@ -20,21 +22,40 @@ namespace gpuclean::procfs {
 // Returns false with errno set on failure. Shared by the scanners; no allocation beyond out.
 bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t max_bytes = 1 << 20);
 
+// How long reading one process's command line may take before gpuclean stops waiting: a
+// normal read takes microseconds; one that waits on the target's locked memory map may never
+// end (core/deadline_pool.h). Set by --proc-timeout.
+inline constexpr Duration kDefaultReadDeadline = std::chrono::seconds(1);
+
+// A cheap handle: copies share the open root, the caches and what was learned about processes
+// whose memory map is locked (so each costs one deadline, not one per read).
 class ProcFs {
  public:
-  // Opens the root (e.g. "/proc"). Fails if it is not a readable directory.
-  static Result<ProcFs> open(const std::string& root);
+  // Opens the root (e.g. "/proc"). Fails if it is not a readable directory. `read_deadline`:
+  // how long a read that takes the target's mmap lock may take (nullopt: as long as it takes).
+  static Result<ProcFs> open(const std::string& root,
+                             std::optional<Duration> read_deadline = kDefaultReadDeadline);
 
-  [[nodiscard]] const std::string& root() const { return root_; }
-  [[nodiscard]] int root_fd() const { return root_fd_.get(); }
+  [[nodiscard]] const std::string& root() const;
+  [[nodiscard]] int root_fd() const;
+  [[nodiscard]] std::optional<Duration> read_deadline() const;
 
   // PIDs of all thread groups (numeric entries of the root), ascending.
   [[nodiscard]] Result<std::vector<Pid>> list_pids() const;
 
   // Everything about one process except its open files. A vanished process gives an Error with
   // is_vanished(); parts that are unreadable (cmdline of another user's process under
-  // hidepid, say) are left empty/nullopt rather than failing the whole read.
+  // hidepid, say) are left empty/nullopt rather than failing the whole read. A command line
+  // that did not come within the read deadline is left empty and memory_map_locked is set:
+  // the process (its pid and start time) is remembered and not waited on again.
   [[nodiscard]] Result<ProcessInfo> read_process(Pid pid) const;
+  // read_process for each pid (same order), on worker threads: a table of hundreds of
+  // processes costs one deadline however many of them are locked.
+  [[nodiscard]] std::vector<Result<ProcessInfo>> read_processes(const std::vector<Pid>& pids) const;
+
+  // Records that reading pid's memory (maps, cmdline) did not answer in time (the holder scan
+  // found it so): read_process then skips its command line. False when pid is gone.
+  bool note_memory_map_locked(Pid pid) const;
 
   // Open flags (O_ACCMODE etc.) of descriptor fd, read through task/TID when tid is given
   // (a zombie leader's own fdinfo is empty).
@@ -42,17 +63,14 @@ class ProcFs {
                                                       int fd) const;
 
   // System boot time in seconds since the epoch (from stat's btime), cached at open().
-  [[nodiscard]] std::optional<std::int64_t> boot_time() const { return boot_time_; }
+  [[nodiscard]] std::optional<std::int64_t> boot_time() const;
+
+  struct State;
 
  private:
-  ProcFs(std::string root, UniqueFd root_fd, std::optional<std::int64_t> boot_time)
-      : root_(std::move(root)), root_fd_(std::move(root_fd)), boot_time_(boot_time) {}
-
-  std::string root_;
-  UniqueFd root_fd_;
-  std::optional<std::int64_t> boot_time_;
-  long clock_ticks_ = 100;
-  std::unique_ptr<UserNames> users_ = std::make_unique<UserNames>();  // heap: ProcFs stays movable
+  explicit ProcFs(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  // Shared with the reader threads, which may outlive this handle (one left blocked).
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace gpuclean::procfs

@@ -6,8 +6,11 @@ ProcessTable read_process_table(const ProcFs& proc) {
   ProcessTable table;
   auto pids = proc.list_pids();
   if (!pids.ok()) return table;
-  for (Pid pid : *pids) {
-    if (auto info = proc.read_process(pid); info.ok()) table.emplace(pid, std::move(info).value());
+  // On worker threads, each read bounded: a process with a locked memory map costs the table
+  // one read deadline, not a hang (procfs/proc_fs.h).
+  std::vector<Result<ProcessInfo>> infos = proc.read_processes(*pids);
+  for (auto& info : infos) {
+    if (info.ok()) table.emplace(info->pid, std::move(info).value());
   }
   return table;
 }

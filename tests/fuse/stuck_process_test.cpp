@@ -1,0 +1,168 @@
+// Issue 14: a process whose memory map is locked (MmLockVictim: a thread waits on a FUSE read
+// that never comes while holding the mmap lock) does not hang gpuclean. Reading its cmdline
+// blocks in the kernel — `ps aux` hangs on it — so gpuclean reads it on a thread it can walk
+// away from (core/deadline_pool.h): `who`, `status`, `explain` and `kill` answer within 2 s,
+// list the victim as `stuck` with "its memory map is locked", and `kill` delivers its SIGKILL.
+//
+// Negative control: --proc-timeout 0 (no deadline) and the same commands hang until timeout(1)
+// ends them — the test can see the hang it guards against. Before the deadline existed
+// (573c2ba), `gpuclean who --device-glob HELD` with this victim hung the same way.
+//
+// These tests run alone (RUN_SERIAL): any other test reading every /proc/PID/cmdline would
+// block on the victim until it is released.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fuse_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+bool gone(pid_t pid) {
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+class StuckProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!MmLockVictim::supported(&why)) GTEST_SKIP() << why;
+    held_ = dir_.file("held-device");
+  }
+
+  struct Timed {
+    CommandResult result;
+    Clock::duration took;
+  };
+  // The shipping gpuclean on the test's own device file, NVML off (this is about /proc). A
+  // hang is ended by timeout(1) after `limit`: exit 124.
+  Timed gpuclean(std::vector<std::string> args, const std::string& limit = "6") {
+    std::vector<std::string> argv = {"/usr/bin/timeout", "-s", "KILL", limit,
+                                     GPUCLEAN_SHIPPING_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--no-nvml", "--device-glob", held_});
+    const auto started = Clock::now();
+    CommandResult result = run_command(argv, 30s);
+    return {std::move(result), Clock::now() - started};
+  }
+
+  TempDir dir_;
+  std::string held_;
+};
+
+json parse(const CommandResult& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const json::exception&) {
+    ADD_FAILURE() << "not JSON: " << r.out << r.err;
+    return json::object();
+  }
+}
+
+const json* holder(const json& doc, pid_t pid) {
+  if (!doc.contains("holders")) return nullptr;
+  for (const json& h : doc.at("holders")) {
+    if (h.value("pid", 0) == pid) return &h;
+  }
+  return nullptr;
+}
+
+TEST_F(StuckProcessTest, WhoStatusExplainAnswerAndListTheVictimAsStuck) {
+  MmLockVictim victim(held_);
+  ASSERT_TRUE(victim.ready()) << victim.error();
+  const std::string pid = std::to_string(victim.pid());
+
+  auto who = gpuclean({"who", "--json"});
+  EXPECT_LT(who.took, 2s);
+  EXPECT_EQ(who.result.exit_code, 1) << "holders found\n" << who.result.err;
+  const json who_doc = parse(who.result);
+  const json* listed = holder(who_doc, victim.pid());
+  ASSERT_NE(listed, nullptr) << who.result.out;
+  EXPECT_EQ((*listed)["class"], "stuck");
+  EXPECT_EQ((*listed)["memory_map_locked"], true);
+
+  auto status = gpuclean({"status"});
+  EXPECT_LT(status.took, 2s);
+  EXPECT_EQ(status.result.exit_code, 1) << "a stuck holder is a problem\n" << status.result.out;
+  EXPECT_NE(status.result.out.find("pid " + pid), std::string::npos) << status.result.out;
+  EXPECT_NE(status.result.out.find("its memory map is locked (a thread is stuck; see its wait "
+                                   "channels"),
+            std::string::npos)
+      << status.result.out;
+
+  auto explain = gpuclean({"explain", pid});
+  EXPECT_LT(explain.took, 2s);
+  EXPECT_NE(explain.result.out.find("its memory map is locked"), std::string::npos)
+      << explain.result.out << explain.result.err;
+
+  // Plain who (text): the victim's line is there, without its (unreadable) command line.
+  auto who_text = gpuclean({"who"});
+  EXPECT_LT(who_text.took, 2s);
+  EXPECT_NE(who_text.result.out.find(pid), std::string::npos) << who_text.result.out;
+}
+
+TEST_F(StuckProcessTest, KillSignalsTheVictimWithoutWaitingOnIt) {
+  MmLockVictim victim(held_);
+  ASSERT_TRUE(victim.ready()) << victim.error();
+  const std::string pid = std::to_string(victim.pid());
+
+  auto kill = gpuclean({"kill", pid, "--yes", "--grace", "200ms", "--wait", "300ms"});
+  EXPECT_LT(kill.took, 2s) << kill.result.out << kill.result.err;
+  EXPECT_NE(kill.result.exit_code, 124) << "kill hung";
+  // It cannot die while its thread waits on the FUSE read (an uninterruptible wait): kill says
+  // so rather than "clean".
+  EXPECT_NE(kill.result.exit_code, 0) << kill.result.out << kill.result.err;
+  // The SIGKILL was delivered: once the wait ends, the victim dies.
+  victim.release();
+  EXPECT_TRUE(wait_until([&] { return gone(victim.pid()) || proc_state(victim.pid()) == 'Z'; }, 5s))
+      << "the victim outlived its release: kill did not signal it\n"
+      << kill.result.out << kill.result.err;
+}
+
+TEST_F(StuckProcessTest, ReleasedWithoutKillTheVictimLivesOn) {
+  // Negative control for the test above: release alone does not end the victim.
+  MmLockVictim victim(held_);
+  ASSERT_TRUE(victim.ready()) << victim.error();
+  victim.release();
+  // Its lock is free again once its command line can be read.
+  const std::string cmdline = "/proc/" + std::to_string(victim.pid()) + "/cmdline";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return run_command({"/usr/bin/timeout", "1", "/usr/bin/cat", cmdline}, 5s).exit_code == 0;
+      },
+      5s));
+  EXPECT_FALSE(gone(victim.pid()));
+  EXPECT_NE(proc_state(victim.pid()), 'Z');
+}
+
+TEST_F(StuckProcessTest, WithoutTheDeadlineTheSameCommandsHang) {
+  // Negative control: the deadline is what keeps them bounded.
+  MmLockVictim victim(held_);
+  ASSERT_TRUE(victim.ready()) << victim.error();
+  const std::string pid = std::to_string(victim.pid());
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"who"}, {"status"}, {"explain", pid}}) {
+    std::vector<std::string> args = command;
+    args.insert(args.end(), {"--proc-timeout", "0"});
+    auto hung = gpuclean(args, "2");
+    EXPECT_EQ(hung.result.exit_code, 128 + SIGKILL)
+        << command[0] << " answered without a deadline: " << hung.result.out << hung.result.err;
+  }
+  // With the default deadline the same command answers (the victim is still locked).
+  EXPECT_EQ(gpuclean({"who"}).result.exit_code, 1) << "holders found";
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
