@@ -208,24 +208,26 @@ int run_run(const RunOptions& o, const Io& io) {
           [&session](Pid pid, std::uint64_t start) { session.containment().exclude(pid, start); });
     }
   }
-  std::optional<int> sample_fd;
-  if (gpus) {
-    if (gpus->take_baseline(log, [&session] { return session.scan_members(); }) ==
-        NvmlState::kFailed) {
+  // The pre-run level: /proc now, NVML's answer whenever it comes (the supervision below does
+  // not wait for it).
+  if (gpus) gpus->begin_baseline(record_file.has_value());
+  auto members = [&session] { return session.scan_members(); };
+  auto say_nvml = [&](std::optional<NvmlState> baseline) {
+    if (baseline == NvmlState::kFailed) {
       say("NVML is failing (" + gpus->nvml_message() + "): the GPUs' memory will not be verified");
     }
-    sample_fd = gpus->keep_sampling(record_file.has_value());
-  }
+  };
 
   ops::SuperviseOptions supervise_options;
   supervise_options.timeout = settings->timeout;
-  if (sample_fd) {
-    supervise_options.sample_every = settings->sample;
-    supervise_options.watch_fds = {*sample_fd};
+  const std::optional<int> gpu_fd = gpus ? gpus->watch_fd() : std::nullopt;
+  if (gpu_fd) {
+    supervise_options.watch_fds = {*gpu_fd};
+    if (record_file) supervise_options.sample_every = settings->sample;
   }
   ops::SuperviseHooks hooks;
   hooks.on_sample = [&] { gpus->request_sample(); };
-  hooks.on_ready = [&](int) { gpus->receive_sample(log); };
+  hooks.on_ready = [&](int) { say_nvml(gpus->receive(log, members)); };
   hooks.on_event = [&](const std::string& kind, const std::string& detail) {
     if (kind == "interrupt" || (kind == "timeout" && !o.quiet)) {
       say(kind == "timeout" ? "--timeout passed" : detail);
@@ -234,7 +236,7 @@ int run_run(const RunOptions& o, const Io& io) {
   const ops::RunEnd end = session.supervise(supervise_options, hooks);
   // What the GPUs hold as the workload ends: the leftovers' memory, the record's last word
   // before the teardown (a periodic sample may be most of an interval old).
-  if (sample_fd) gpus->last_sample(log);
+  if (gpus && record_file) gpus->last_sample(log);
 
   // Teardown: everything still in the run, however it detached.
   ops::TeardownOptions teardown_options;
@@ -243,8 +245,11 @@ int run_run(const RunOptions& o, const Io& io) {
   session.tear_down(end, teardown_options);
 
   // Verification: the GPUs back at their pre-run level; no answer is "not checked", never
-  // "back".
+  // "back". A baseline still unanswered is awaited first (bounded; after the teardown, which
+  // must not wait on the driver).
   if (gpus) {
+    // Every process the run had, not its members now (none after the teardown).
+    say_nvml(gpus->finish_baseline(log, [&session] { return session.run_pids(); }));
     gpus->verify(log, session.run_pids(), session.workload_start_ticks());
     log.record().escaped = gpus->escaped(session.run_pids(), session.workload_start_ticks());
   }

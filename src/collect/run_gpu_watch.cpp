@@ -1,5 +1,7 @@
 #include "collect/run_gpu_watch.h"
 
+#include <poll.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -56,22 +58,30 @@ void RunGpuWatch::on_sampler(std::function<void(Pid, std::uint64_t)> exclude) {
   if (sampler_ && exclude_) exclude_(sampler_->pid(), sampler_->start_ticks());
 }
 
-void RunGpuWatch::attach_sampler() {
-  if (options_.collect.no_nvml || sampler_) return;
+bool RunGpuWatch::start_sampler() {
+  if (options_.collect.no_nvml) return false;
+  if (sampler_) return true;
   auto started = GpuSampler::start(options_.collect);
   if (!started.ok()) {
     // Never NVML in this process instead: say it failed.
-    gatherer_->use_gpu_source(
-        {nvml::OpenedSource::State::kFailed, nullptr, started.error().message()});
-    return;
+    nvml_message_ = started.error().message();
+    gatherer_->use_gpu_source({nvml::OpenedSource::State::kFailed, nullptr, nvml_message_});
+    return false;
   }
   sampler_ = std::move(started).value();
   if (exclude_) exclude_(sampler_->pid(), sampler_->start_ticks());
+  return true;
+}
+
+void RunGpuWatch::attach_sampler() {
+  if (gatherer_asks_sampler_ || !start_sampler()) return;
   gatherer_->use_gpu_source(open_sampler_source(sampler_, options_.nvml_timeout));
+  gatherer_asks_sampler_ = true;
 }
 
 void RunGpuWatch::detach_sampler() {
   gatherer_->use_gpu_source({});
+  gatherer_asks_sampler_ = false;
   sampler_.reset();
 }
 
@@ -101,50 +111,94 @@ void RunGpuWatch::sample(RunLog& log, const GpuView& view) {
   log.record().samples.push_back(std::move(s));
 }
 
-NvmlState RunGpuWatch::take_baseline(RunLog& log, const std::function<std::set<Pid>()>& run_pids) {
-  attach_sampler();
-  Gathered before = gatherer_->collect();
-  nvml_message_ = before.nvml_message;
+void RunGpuWatch::begin_baseline(bool samples) {
+  want_samples_ = samples;
+  // The holders now, from /proc alone: the GPUs' view comes from the sampler's answer.
+  gatherer_->use_gpu_source({});
+  gatherer_asks_sampler_ = false;
+  const Gathered before = gatherer_->collect();
   for (const Holder& h : before.input.holders) {
     if (!h.devices.empty()) holders_before_.insert({h.process.pid, h.process.start_ticks});
   }
-  RunRecord& record = log.record();
-  have_view_ = before.input.gpu_view.has_value();
-  baseline_failed_ = before.nvml_state == NvmlState::kFailed;
-  record.gpu_source =
-      have_view_ ? (options_.collect.test_gpu_source.empty() ? "nvml" : "test") : "none";
-  const std::set<Pid> members = run_pids();
-  if (!have_view_) return before.nvml_state;
-  for (const Gpu& gpu : before.input.gpu_view->gpus) {
-    if (!selected(options_, gpu.index)) continue;
-    RunGpu g;
-    g.index = gpu.index;
-    g.name = gpu.name;
-    g.uuid = gpu.uuid;
-    if (gpu.memory) g.total = gpu.memory->total;
-    if (auto baseline = diagnose::baseline_of(gpu, members)) {
-      g.baseline = baseline->used;
-      baselines_.push_back(*baseline);
-    }
-    record.gpus.push_back(std::move(g));
-  }
-  sample(log, *before.input.gpu_view);
-  return before.nvml_state;
+  if (!start_sampler()) return;  // --no-nvml, or no sampler: nothing to wait for
+  sampler_->request();
+  baseline_pending_ = true;
+  baseline_asked_ = Clock::now();
 }
 
-std::optional<int> RunGpuWatch::keep_sampling(bool want) {
-  if (want && have_view_ && sampler_) return sampler_->reply_fd();
-  detach_sampler();  // nothing of the driver's open while the workload runs
+std::optional<int> RunGpuWatch::watch_fd() const {
+  if (sampler_ && (baseline_pending_ || want_samples_)) return sampler_->reply_fd();
   return std::nullopt;
 }
 
-void RunGpuWatch::request_sample() {
-  if (sampler_) sampler_->request();
+void RunGpuWatch::complete_baseline(RunLog& log, const SamplerAnswer& answer,
+                                    const std::set<Pid>& members) {
+  baseline_pending_ = false;
+  nvml_message_ = answer.message;
+  RunRecord& record = log.record();
+  have_view_ = answer.view.has_value();
+  baseline_failed_ = answer.state == NvmlState::kFailed;
+  record.gpu_source =
+      have_view_ ? (options_.collect.test_gpu_source.empty() ? "nvml" : "test") : "none";
+  if (have_view_) {
+    for (const Gpu& gpu : answer.view->gpus) {
+      if (!selected(options_, gpu.index)) continue;
+      RunGpu g;
+      g.index = gpu.index;
+      g.name = gpu.name;
+      g.uuid = gpu.uuid;
+      if (gpu.memory) g.total = gpu.memory->total;
+      if (auto baseline = diagnose::baseline_of(gpu, members)) {
+        g.baseline = baseline->used;
+        baselines_.push_back(*baseline);
+      }
+      record.gpus.push_back(std::move(g));
+    }
+    sample(log, *answer.view);
+  }
+  // Samples need a sampler that answers; otherwise nothing of the driver stays open.
+  if (!want_samples_ || !have_view_) detach_sampler();
 }
 
-void RunGpuWatch::receive_sample(RunLog& log) {
-  if (!sampler_) return;
-  if (auto answer = sampler_->receive(); answer && answer->view) sample(log, *answer->view);
+std::optional<NvmlState> RunGpuWatch::receive(RunLog& log,
+                                              const std::function<std::set<Pid>()>& run_pids) {
+  if (!sampler_) return std::nullopt;
+  auto answer = sampler_->receive();
+  if (!answer) return std::nullopt;
+  if (baseline_pending_) {
+    complete_baseline(log, *answer, run_pids());
+    return answer->state;
+  }
+  if (answer->view) sample(log, *answer->view);
+  return std::nullopt;
+}
+
+std::optional<NvmlState> RunGpuWatch::finish_baseline(
+    RunLog& log, const std::function<std::set<Pid>()>& run_pids) {
+  if (!baseline_pending_) return std::nullopt;
+  const auto deadline = baseline_asked_ + options_.nvml_timeout;
+  while (sampler_) {
+    if (auto answer = sampler_->receive()) {
+      complete_baseline(log, *answer, run_pids());
+      return answer->state;
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    pollfd ready{sampler_->reply_fd(), POLLIN, 0};
+    if (::poll(&ready, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    if ((ready.revents & (POLLHUP | POLLERR)) != 0 && (ready.revents & POLLIN) == 0) break;
+  }
+  SamplerAnswer none;
+  none.state = NvmlState::kFailed;
+  none.message = fmt::format("NVML did not answer in {} s (the driver may be hung)",
+                             static_cast<double>(options_.nvml_timeout.count()) / 1000.0);
+  complete_baseline(log, none, run_pids());
+  return none.state;
+}
+
+void RunGpuWatch::request_sample() {
+  if (sampler_ && !baseline_pending_) sampler_->request();
 }
 
 void RunGpuWatch::last_sample(RunLog& log) {

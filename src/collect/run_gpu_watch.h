@@ -58,21 +58,31 @@ class RunGpuWatch {
   // One full collection (/proc + the GPUs through the sampler): --require-clean's check.
   Gathered collect();
 
-  // Right after the launch: the device holders and the GPUs now, first of all (a holder that
-  // appears later is new); then `run_pids()` — the run's members by then — and the pre-run
-  // level of each selected GPU less what those already hold (diagnose::baseline_of). Fills
-  // gpu_source, gpus and a first sample. Returns NVML's state then: kFailed is worth a line.
-  NvmlState take_baseline(RunLog& log, const std::function<std::set<Pid>()>& run_pids);
+  // Right after the launch, without waiting on NVML: the device holders now (/proc; a holder
+  // that appears later is new) and a request for the GPUs' view, which becomes the pre-run
+  // level when it comes (receive() or finish_baseline()). Meanwhile the workload is supervised
+  // as usual: a slow or hung driver delays no signal and no exit (issue 14: a hung nvmlInit
+  // made `run -- true` report 15.2 s). With `samples` (--record), the sampler stays for
+  // samples while the workload runs; otherwise it is closed once the baseline is in, so
+  // nothing of the driver is open meanwhile.
+  void begin_baseline(bool samples);
+  // The fd to watch while the workload runs (SuperviseOptions::watch_fds): the sampler's
+  // answers — the baseline's, then samples'. nullopt when nothing is awaited.
+  [[nodiscard]] std::optional<int> watch_fd() const;
+  // The watch fd is readable: takes the answer, if whole. The first is the baseline: then
+  // `run_pids()` — the run's members by then — are left out of the pre-run level
+  // (diagnose::baseline_of), gpu_source, gpus and a first sample are filled, and NVML's state
+  // is returned (kFailed is worth a line). Later answers are samples.
+  std::optional<NvmlState> receive(RunLog& log, const std::function<std::set<Pid>()>& run_pids);
+  // After the workload: the baseline's answer, if it has not come, awaited until nvml_timeout
+  // after begin_baseline(); none by then is NVML failing ("did not answer"). NVML's state when
+  // the baseline was completed now.
+  std::optional<NvmlState> finish_baseline(RunLog& log,
+                                           const std::function<std::set<Pid>()>& run_pids);
   [[nodiscard]] const std::string& nvml_message() const { return nvml_message_; }
 
-  // Keeps the sampler for samples while the workload runs when `want` (--record) and there is
-  // a pre-run level; otherwise closes it, so nothing of the driver is open meanwhile. The fd
-  // to wait on when sampling, for SuperviseOptions::watch_fds.
-  std::optional<int> keep_sampling(bool want);
   // The sample timer fired: ask (never waits; a hung driver stalls only the sampler).
   void request_sample();
-  // The sampler's fd is readable: take the answer, if whole.
-  void receive_sample(RunLog& log);
   // As the workload ends: one more sample, waiting at most last_sample_timeout.
   void last_sample(RunLog& log);
 
@@ -94,8 +104,13 @@ class RunGpuWatch {
  private:
   RunGpuWatch(RunGpuOptions options, std::unique_ptr<Gatherer> gatherer, procfs::ProcFs proc)
       : options_(std::move(options)), gatherer_(std::move(gatherer)), proc_(std::move(proc)) {}
+  // Starts a sampler process (none with --no-nvml); false when it cannot be started (the
+  // gatherer then reports NVML failed).
+  bool start_sampler();
+  // start_sampler(), and the gatherer asks NVML through it (waiting for its answers).
   void attach_sampler();
   void detach_sampler();
+  void complete_baseline(RunLog& log, const SamplerAnswer& answer, const std::set<Pid>& members);
   void sample(RunLog& log, const GpuView& view);
   RunGpu* gpu(RunLog& log, unsigned index);
 
@@ -105,6 +120,10 @@ class RunGpuWatch {
   std::shared_ptr<GpuSampler> sampler_;
   std::function<void(Pid, std::uint64_t)> exclude_;
   std::vector<diagnose::GpuBaseline> baselines_;
+  bool gatherer_asks_sampler_ = false;  // the gatherer's GPU views come from sampler_
+  bool baseline_pending_ = false;       // asked, not answered yet
+  bool want_samples_ = false;
+  std::chrono::steady_clock::time_point baseline_asked_;
   bool have_view_ = false;        // the baseline had a GPU view
   bool baseline_failed_ = false;  // NVML was there but failed at the start: never "clean"
   std::string nvml_message_;

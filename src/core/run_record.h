@@ -85,6 +85,9 @@ struct RunRecord {
   std::string mode_note;
   double started_at = 0;  // seconds since the Unix epoch
   double duration = 0;    // seconds, start to the end of verification
+  // Seconds from the launch to the workload's end (its exit, --timeout or the interrupt that
+  // ended it): what the workload took, whatever the GPU checks around it took.
+  std::optional<double> workload_seconds;
   std::optional<Pid> pid;
   std::optional<WorkloadEnd> end;  // unset only in a record that lacks it
   std::optional<int> exit_status;  // the workload's own exit code

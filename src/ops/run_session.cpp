@@ -118,6 +118,7 @@ Status RunSession::launch(const std::string& program, const std::vector<std::str
   RunRecord& record = log_.record();
   record.pid = launched_->pid;
   log_.event("start", "pid " + std::to_string(launched_->pid) + " in " + record.mode + " mode");
+  launched_at_ = log_.now();
   return Ok{};
 }
 
@@ -137,7 +138,9 @@ RunEnd RunSession::supervise(const SuperviseOptions& options, const SuperviseHoo
     log_.event(kind, detail);
     if (hooks.on_event) hooks.on_event(kind, detail);
   };
-  return supervisor_.supervise(*launched_, with_group, logged);
+  const RunEnd end = supervisor_.supervise(*launched_, with_group, logged);
+  log_.record().workload_seconds = log_.now() - launched_at_;
+  return end;
 }
 
 const GroupTeardown& RunSession::tear_down(RunEnd end, const TeardownOptions& options) {

@@ -100,6 +100,7 @@ class RunSession {
 
   RunSessionOptions options_;
   RunLog& log_;
+  double launched_at_ = 0;  // log time of the launch
   procfs::ProcFs proc_;
   Supervisor supervisor_;
   std::unique_ptr<Containment> containment_;

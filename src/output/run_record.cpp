@@ -109,6 +109,7 @@ json to_json(const RunRecord& record, const std::string& host) {
   doc["mode_note"] = record.mode_note;
   doc["started_at"] = record.started_at;
   doc["duration"] = record.duration;
+  doc["workload_seconds"] = optional_json(record.workload_seconds);
   doc["pid"] = optional_json(record.pid);
   doc["end"] = record.end ? std::string(to_string(*record.end)) : std::string();
   doc["exit_status"] = optional_json(record.exit_status);
@@ -182,6 +183,7 @@ Result<RunRecord> parse_run_record(std::string_view text) {
   r.get(doc, "mode_note", record.mode_note, "record");
   r.get(doc, "started_at", record.started_at, "record");
   r.get(doc, "duration", record.duration, "record");
+  r.get(doc, "workload_seconds", record.workload_seconds, "record");
   r.get(doc, "pid", record.pid, "record");
   r.get_enum(doc, "end", record.end, "record", workload_end_from_string);
   r.get(doc, "exit_status", record.exit_status, "record");
@@ -258,8 +260,9 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
     ended = "ended";
   }
   if (record.end == WorkloadEnd::kInterrupted) ended += " after a second interrupt";
-  lines.push_back({fmt::format("workload {} after {:.1f} s; exit code {}", ended, record.duration,
-                               record.exit_code)});
+  lines.push_back(
+      {fmt::format("workload {} after {:.1f} s; exit code {}", ended,
+                   record.workload_seconds.value_or(record.duration), record.exit_code)});
   std::size_t gone = 0;
   std::vector<const RunLeftover*> remaining;
   for (const RunLeftover& l : record.leftovers) {

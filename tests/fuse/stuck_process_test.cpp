@@ -6,7 +6,8 @@
 //
 // Negative control: --proc-timeout 0 (no deadline) and the same commands hang until timeout(1)
 // ends them — the test can see the hang it guards against. Before the deadline existed
-// (573c2ba), `gpuclean who --device-glob HELD` with this victim hung the same way.
+// (573c2ba, built beside it), `who`, `status` and `explain PID` with this victim were all
+// still running when `timeout -s KILL 4` ended them (exit 137); this code: 1.01 s each.
 //
 // These tests run alone (RUN_SERIAL): any other test reading every /proc/PID/cmdline would
 // block on the victim until it is released.
