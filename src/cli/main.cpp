@@ -1,4 +1,5 @@
 // gpuclean: who holds the GPUs, why memory is not coming back, and a verified clean machine.
+#include <csignal>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -139,6 +140,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A pipe whose reader is gone (the NVML helper crashed in the driver, `gpuclean who | head`)
+  // is an EPIPE to handle, never a silent death: the fault matrix saw kill die of SIGPIPE before
+  // signalling its target when the helper had crashed. Children get the default back
+  // (ops/launch.cpp).
+  (void)::signal(SIGPIPE, SIG_IGN);
   // Exceptions are for bugs (DESIGN.md); one escaping still gets a message and exit 3, not an
   // abort with a core dump in someone's Slurm epilog.
   try {

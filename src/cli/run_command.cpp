@@ -108,6 +108,7 @@ int run_run(const RunOptions& o, const Io& io) {
   // checked before anything runs.
   collect::RunGpuOptions gpu_options;
   gpu_options.collect = o.check.common;
+  gpu_options.nvml_timeout = o.check.common.nvml_timeout;  // --nvml-timeout bounds run's too
   gpu_options.gpus = settings->gpus;
   gpu_options.wait = settings->wait;
   std::unique_ptr<collect::RunGpuWatch> gpus;

@@ -334,7 +334,10 @@ int run_explain(const ExplainOptions& options, const Io& io) {
     warn_nvml(prepared.report, io);
     output::render_explain_text(io.out, prepared.report, subject);
   }
-  return known ? kExitClean : kExitDirty;
+  if (!known) return kExitDirty;
+  // NVML failing leaves the process's GPU memory unknown: exit 3, as status and check do (the
+  // fault matrix found explain exiting 0 with a hung driver).
+  return prepared.report.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitClean;
 }
 
 }  // namespace gpuclean::cli

@@ -31,8 +31,8 @@ struct RunGpuOptions {
   std::optional<std::set<unsigned>> gpus;    // --gpus; nullopt: every GPU
   Duration wait = std::chrono::seconds(30);  // how long verify() waits for the memory
   // One NVML query in the sampler before it counts as hung (a healthy one takes ~20 ms
-  // including NVML's init, FACTS.md).
-  Duration nvml_timeout = std::chrono::seconds(15);
+  // including NVML's init, FACTS.md); run sets --nvml-timeout's (default 5 s).
+  Duration nvml_timeout = std::chrono::seconds(5);
   // The sample taken as the workload ends waits less: the teardown must not.
   Duration last_sample_timeout = std::chrono::seconds(2);
 };

@@ -24,6 +24,7 @@ constexpr Return kErrorDriverNotLoaded = 9;
 constexpr Return kErrorFunctionNotFound = 13;
 constexpr Return kErrorGpuIsLost = 15;
 constexpr Return kErrorNoData = 21;
+constexpr Return kErrorArgumentVersionMismatch = 25;
 
 struct DeviceOpaque;
 using Device = DeviceOpaque*;  // nvmlDevice_t

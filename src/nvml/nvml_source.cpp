@@ -128,12 +128,19 @@ Result<Gpu> NvmlGpuSource::query_device(unsigned index) {
     gpu.minor = value;
   }
 
-  // Memory is the point of the whole tool: a failure here fails the query.
+  // Memory is the point of the whole tool: a failure here fails the query. v1 stands in for v2
+  // only where v2 does not exist for this driver or board — never for an error such as GPU is
+  // lost, which v1 may not repeat (the fault matrix caught a lost GPU called "clean" that way).
   abi::MemoryV2 v2{};
   v2.version = abi::kMemoryV2Version;
-  if (f.device_get_memory_info_v2 != nullptr &&
-      f.device_get_memory_info_v2(device, &v2) == abi::kSuccess) {
+  const abi::Return v2_rc = f.device_get_memory_info_v2 != nullptr
+                                ? f.device_get_memory_info_v2(device, &v2)
+                                : abi::kErrorFunctionNotFound;
+  if (v2_rc == abi::kSuccess) {
     gpu.memory = GpuMemory{v2.total, v2.used, v2.free, v2.reserved};
+  } else if (v2_rc != abi::kErrorNotSupported && v2_rc != abi::kErrorFunctionNotFound &&
+             v2_rc != abi::kErrorArgumentVersionMismatch) {
+    return Error{0, lib_->describe("nvmlDeviceGetMemoryInfo_v2", v2_rc)};
   } else {
     abi::Memory v1{};
     if (auto rc = f.device_get_memory_info(device, &v1); rc != abi::kSuccess) {

@@ -17,7 +17,8 @@
  *   driver VERSION           nvmlSystemGetDriverVersion   (r580 default "580.159.04")
  *   nvml_version VERSION     nvmlSystemGetNVMLVersion
  *   cuda N                   nvmlSystemGetCudaDriverVersion(_v2), e.g. 13000
- *   gpus N                   number of GPUs (1..8; default 1)
+ *   gpus N                   number of GPUs (0..8; default 1). 0 is a driver that loads and
+ *                            answers but sees no GPU: nvmlDeviceGetCount returns 0
  *   name GPU TEXT...         the rest of the line        (default "NVIDIA H200")
  *   uuid GPU TEXT            (default GPU-fake-N)
  *   pci GPU BUSID            (default 00000000:0N:00.0)
@@ -39,6 +40,15 @@
  *                            for GPU
  *   hang FUNCTION            FUNCTION never returns (pause() forever; signals still end the
  *                            process, as for a user-space hang)
+ *   slow FUNCTION MS         FUNCTION sleeps MS milliseconds, then behaves as without this line
+ *                            (the other rules for it still apply): a driver that answers late
+ *   crash FUNCTION           FUNCTION dies of SIGSEGV, as a driver bug would. Its default
+ *                            action, as in a release build: a sanitizer's handler (ASan build)
+ *                            would spend seconds on a report first. Core dumps off, so a test
+ *                            leaves no core file behind.
+ *
+ * Rules apply in file order: the first hang, crash or matching fail line for a function decides;
+ * every slow line before it adds its delay first.
  *
  * Example (535-style, two processes on GPU 0):
  *   driver 535.54.03
@@ -47,9 +57,13 @@
  *   process 0 compute 4243 8589934592
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -101,11 +115,14 @@ struct FakeDevice {
   int process_count;
 };
 
+enum RuleKind { kFail, kHang, kSlow, kCrash };
+
 struct Rule {
   char function[96];
-  int code; /* for "fail" */
-  int gpu;  /* -1: every GPU */
-  int hang; /* 1: "hang" */
+  enum RuleKind kind;
+  int code;      /* for "fail" */
+  int gpu;       /* for "fail": -1 is every GPU */
+  long delay_ms; /* for "slow" */
 };
 
 static struct {
@@ -182,17 +199,21 @@ static void parse_line(char* line) {
     g.gpu_count = n > kMaxGpus ? kMaxGpus : (unsigned int)n;
   } else if (strcmp(key, "records") == 0) {
     g.stride = strcmp(a, "garbage") == 0 ? kStrideGarbage : atoi(a);
-  } else if (strcmp(key, "fail") == 0 || strcmp(key, "hang") == 0) {
+  } else if (strcmp(key, "fail") == 0 || strcmp(key, "hang") == 0 || strcmp(key, "slow") == 0 ||
+             strcmp(key, "crash") == 0) {
     if (g.rule_count == kMaxRules) return;
     struct Rule* r = &g.rules[g.rule_count++];
     snprintf(r->function, sizeof r->function, "%s", a);
-    r->hang = key[0] == 'h';
+    r->kind = key[0] == 'f' ? kFail : key[0] == 'h' ? kHang : key[0] == 's' ? kSlow : kCrash;
     r->gpu = -1;
-    if (!r->hang) {
+    if (r->kind == kFail) {
       const char* code = strtok_r(NULL, " \t\r\n", &save);
       const char* gpu = strtok_r(NULL, " \t\r\n", &save);
       r->code = code != NULL ? atoi(code) : 999;
       if (gpu != NULL) r->gpu = atoi(gpu);
+    } else if (r->kind == kSlow) {
+      const char* ms = strtok_r(NULL, " \t\r\n", &save);
+      r->delay_ms = ms != NULL ? atol(ms) : 0;
     }
   } else {
     struct FakeDevice* d = device_arg(a);
@@ -250,14 +271,34 @@ static void load(void) {
   fclose(f);
 }
 
+/* Sleeps the whole delay: a signal the caller handles does not cut it short. */
+static void sleep_ms(long ms) {
+  struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
 /* The injected outcome of FUNCTION on device D (NULL: a system call), or -1 to go on. */
 static int rule_for(const char* function, const struct FakeDevice* d) {
   load();
   for (int i = 0; i < g.rule_count; ++i) {
     const struct Rule* r = &g.rules[i];
     if (strcmp(r->function, function) != 0) continue;
-    if (r->hang) {
-      for (;;) pause();
+    switch (r->kind) {
+      case kHang:
+        for (;;) pause();
+      case kSlow:
+        sleep_ms(r->delay_ms);
+        continue;
+      case kCrash: {
+        const struct rlimit no_core = {0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+        abort(); /* SIGSEGV blocked: still a crash */
+      }
+      case kFail:
+        break;
     }
     if (r->gpu < 0 || (d != NULL && (unsigned int)r->gpu == d->index)) return r->code;
   }

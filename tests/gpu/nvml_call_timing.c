@@ -1,5 +1,8 @@
 /* Times each NVML call gpuclean makes, on the GPU machine (gcc against the driver's nvml.h,
- * -ldl not needed: linked to libnvidia-ml directly). Shows where a status call's time goes. */
+ * -ldl not needed: linked to libnvidia-ml directly). Shows where a status call's time goes.
+ *   nvml_call_timing            nvmlInit_v2, as gpuclean does
+ *   nvml_call_timing noattach   nvmlInitWithFlags(NVML_INIT_FLAG_NO_ATTACH): does deferring the
+ *                               GPUs' attach make a one-GPU answer cheaper? (issue 14's speed) */
 #include <nvml.h>
 #include <stdio.h>
 #include <time.h>
@@ -16,14 +19,18 @@ static double now_ms(void) {
     printf("%-44s %7.3f ms  rc=%d\n", label, now_ms() - t0, (int)rc);  \
   } while (0)
 
-int main(void) {
+int main(int argc, char** argv) {
   nvmlDevice_t dev;
   char text[96];
   unsigned int value, pending, count = 64;
   nvmlMemory_v2_t mem = {.version = nvmlMemory_v2};
   nvmlPciInfo_t pci;
   nvmlProcessInfo_t procs[64];
-  TIME("nvmlInit_v2", nvmlInit_v2());
+  if (argc > 1 && argv[1][0] == 'n') {
+    TIME("nvmlInitWithFlags(NO_ATTACH)", nvmlInitWithFlags(NVML_INIT_FLAG_NO_ATTACH));
+  } else {
+    TIME("nvmlInit_v2", nvmlInit_v2());
+  }
   TIME("nvmlSystemGetDriverVersion", nvmlSystemGetDriverVersion(text, sizeof text));
   TIME("nvmlDeviceGetCount_v2", nvmlDeviceGetCount_v2(&value));
   TIME("nvmlDeviceGetHandleByIndex_v2", nvmlDeviceGetHandleByIndex_v2(0, &dev));

@@ -5,10 +5,8 @@
 #include <dlfcn.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 
-#include "holder_fixture.h"
+#include "fake_nvml_fixture.h"
 
 namespace gpuclean::testing {
 namespace {
@@ -16,43 +14,6 @@ namespace {
 using nlohmann::json;
 constexpr unsigned long long kGiB = 1ull << 30;
 constexpr unsigned long long kReserve = 641728512;  // the fake's idle "used"
-
-class FakeNvmlTest : public HolderFixture {
- protected:
-  // A scenario file for the fake (format: the comment at the top of fake_nvml.c).
-  std::string scenario(const std::string& text) {
-    std::string path = dir_.path() + "/nvml-" + std::to_string(scenarios_++) + ".conf";
-    std::ofstream(path) << text;
-    return path;
-  }
-  // The shipping binary with the fake VARIANT (r580, r535, r470) and SCENARIO; the device
-  // files are the test's own.
-  CommandResult run(const std::string& variant, const std::string& scenario_path,
-                    std::vector<std::string> args) {
-    return run_in(std::string(FAKE_NVML_DIR) + "/" + variant, scenario_path, std::move(args));
-  }
-  CommandResult run_in(const std::string& library_dir, const std::string& scenario_path,
-                       std::vector<std::string> args) {
-    std::vector<std::string> argv = {GPUCLEAN_SHIPPING_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--device-glob", held_});
-    return run_command(argv,
-                       {"LD_LIBRARY_PATH=" + library_dir, "FAKE_NVML_CONFIG=" + scenario_path});
-  }
-  static json parse(const CommandResult& result) {
-    try {
-      return json::parse(result.out);
-    } catch (const json::exception&) {
-      ADD_FAILURE() << "not JSON: " << result.out << result.err;
-      return json::object();
-    }
-  }
-  static std::string pid_line(pid_t pid, unsigned long long bytes, const char* kind = "compute") {
-    return "process 0 " + std::string(kind) + " " + std::to_string(pid) + " " +
-           std::to_string(bytes) + "\n";
-  }
-  int scenarios_ = 0;
-};
 
 // The GPU memory gpuclean attributes to `pid` on GPU 0, or -1 when it has none.
 long long memory_of(const json& doc, pid_t pid) {
@@ -158,7 +119,7 @@ TEST_F(FakeNvmlTest, LostGpuIsUnknownNeverClean) {
       scenario("gpus 2\nfail nvmlDeviceGetMemoryInfo_v2 15 1\nfail nvmlDeviceGetMemoryInfo 15 1\n");
   auto status = run("r580", lost, {"status"});
   EXPECT_EQ(status.exit_code, 3);
-  EXPECT_NE(status.out.find("GPU 1: nvmlDeviceGetMemoryInfo: GPU is lost"), std::string::npos)
+  EXPECT_NE(status.out.find("GPU 1: nvmlDeviceGetMemoryInfo_v2: GPU is lost"), std::string::npos)
       << status.out;
   EXPECT_NE(status.out.find("UNKNOWN: NVML failed"), std::string::npos) << status.out;
   EXPECT_EQ(status.out.find("CLEAN"), std::string::npos) << status.out;
@@ -268,22 +229,6 @@ TEST_F(FakeNvmlTest, SnapshotReadsEveryFact) {
 
 namespace gpuclean::testing {
 namespace {
-
-// True while some process still runs with `marker` in its command line (gpuclean's NVML helper
-// is a fork of gpuclean: same command line).
-bool process_with_arg(const std::string& marker) {
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string cmdline = slurp(it->path().string() + "/cmdline");
-    const std::string stat = slurp(it->path().string() + "/stat");
-    const auto close = stat.rfind(')');
-    const bool zombie =
-        close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-    if (!zombie && cmdline.find(marker) != std::string::npos) return true;
-  }
-  return false;
-}
 
 // Before (4404490, and every commit before the NVML helper process): check and kill with a
 // fake whose nvmlInit_v2 never returns hung until killed — under `timeout 5`, both exit 124,
