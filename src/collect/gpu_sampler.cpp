@@ -179,8 +179,14 @@ GpuSampler::~GpuSampler() {
   // EOF on its requests: a healthy sampler shuts NVML down and exits; give it a moment — unless
   // gpuclean is about to exit anyway (kAbandon): PR_SET_PDEATHSIG would end it then too.
   to_child_.reset();
+  if (ending_ == Ending::kAbandon) {
+    // gpuclean exits now: its exit is not worth waiting for (closing the driver's files takes
+    // a few ms, as long as nvmlShutdown). The zombie goes to init with gpuclean's exit.
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    return;
+  }
   pollfd exited{pidfd_.get(), POLLIN, 0};
-  if (ending_ == Ending::kAbandon || ::poll(&exited, 1, 200) != 1) {
+  if (::poll(&exited, 1, 200) != 1) {
     ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     // A sampler stuck in the driver (D state) cannot die yet: never block on it.
     if (::poll(&exited, 1, 100) != 1) return;
