@@ -30,7 +30,9 @@ running=" $(squeue -h -w "$(node_name)" -t RUNNING -o %A 2>/dev/null | grep -vx 
 
 job_of() {  # the Slurm job a process belongs to, or nothing
   local pid=$1 id
-  id=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_JOB_ID=//p' | head -n 1)
+  # Reading environ waits on the process's mmap lock: a holder gpuclean calls stuck ("memory
+  # map locked") would hang the epilog. SIGKILL: that wait ignores every other signal.
+  id=$(timeout -s KILL 2 tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_JOB_ID=//p' | head -n 1)
   if [ -z "$id" ]; then
     id=$(sed -n 's/.*\/job_\([0-9]*\).*/\1/p' "/proc/$pid/cgroup" 2>/dev/null | head -n 1)
   fi

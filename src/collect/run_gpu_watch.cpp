@@ -1,9 +1,9 @@
 #include "collect/run_gpu_watch.h"
 
 #include <poll.h>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -14,6 +14,8 @@
 
 namespace gpuclean::collect {
 namespace {
+
+constexpr Duration kFullViewNvmlTimeout = std::chrono::seconds(15);
 
 using Clock = std::chrono::steady_clock;
 
@@ -75,7 +77,12 @@ bool RunGpuWatch::start_sampler() {
 
 void RunGpuWatch::attach_sampler() {
   if (gatherer_asks_sampler_ || !start_sampler()) return;
-  gatherer_->use_gpu_source(open_sampler_source(sampler_, options_.nvml_timeout));
+  // A full view (--require-clean's check, the verification after the teardown) may follow a
+  // fresh nvmlInit while the driver is still releasing the workload's contexts: slow on a
+  // healthy node without persistence mode. It gets at least kFullViewNvmlTimeout (found in
+  // review: 5 s would turn such runs "not checked").
+  gatherer_->use_gpu_source(
+      open_sampler_source(sampler_, std::max(options_.nvml_timeout, kFullViewNvmlTimeout)));
   gatherer_asks_sampler_ = true;
 }
 

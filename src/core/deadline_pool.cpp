@@ -1,5 +1,8 @@
 #include "core/deadline_pool.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -60,15 +63,24 @@ void work_loop(const std::shared_ptr<Shared>& shared, const std::shared_ptr<Runn
   shared->changed.notify_all();
 }
 
-// Starts a worker; false when the system has no thread to give.
+// Starts a worker; false when the system has no thread to give. Workers block every signal:
+// one left behind outlives the call, and a process-wide SIGTERM delivered to it (a thread with
+// signals unblocked, while `run` blocks them to read them from a signalfd) would end gpuclean
+// without its teardown (found in review).
 bool start_runner(const std::shared_ptr<Shared>& shared,
                   std::vector<std::shared_ptr<Runner>>& runners) {
   auto runner = std::make_shared<Runner>();
+  sigset_t all;
+  sigset_t old;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
   try {
     runner->thread = std::thread(work_loop, shared, runner);
   } catch (const std::system_error&) {
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return false;
   }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   runners.push_back(std::move(runner));
   return true;
 }

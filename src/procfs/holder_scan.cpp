@@ -60,18 +60,18 @@ class Worker {
  public:
   Worker(const FileMatcher& matcher, int root_fd) : matcher_(matcher), root_fd_(root_fd) {}
 
-  // Its descriptor tables and its maps.
-  PidScan scan(Pid pid);
+  // Its descriptor tables and its maps; `in_maps` is set while a maps read is under way.
+  PidScan scan(Pid pid, std::atomic<bool>* in_maps);
   // Its descriptor tables only: they never wait on the process's mmap lock, its maps may.
   PidScan scan_fds_only(Pid pid);
 
  private:
-  PidScan scan_process(Pid pid, bool maps);
+  PidScan scan_process(Pid pid, bool maps, std::atomic<bool>* in_maps = nullptr);
   // Reads the fd table under dir_fd/"fd" into current_; entries counts descriptors seen.
   Open scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_t& entries);
   Open scan_maps(int dir_fd);
   // Finds the first non-leader thread of a zombie-led group whose fd table is not empty.
-  Open scan_threads(int pid_dir_fd, Pid pid, bool maps);
+  Open scan_threads(int pid_dir_fd, Pid pid, bool maps, std::atomic<bool>* in_maps);
   HeldFile& held(std::size_t file_index);
 
   const FileMatcher& matcher_;
@@ -144,7 +144,7 @@ Open Worker::scan_maps(int dir_fd) {
   return Open::kOk;
 }
 
-Open Worker::scan_threads(int pid_dir_fd, Pid pid, bool maps) {
+Open Worker::scan_threads(int pid_dir_fd, Pid pid, bool maps, std::atomic<bool>* in_maps) {
   const int task_fd = ::openat(pid_dir_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (task_fd < 0) return open_result(errno);
   DIR* dir = ::fdopendir(task_fd);
@@ -165,7 +165,11 @@ Open Worker::scan_threads(int pid_dir_fd, Pid pid, bool maps) {
     const Open fds = scan_fd_table(tid_fd, tid, entries);
     if (fds == Open::kOk && entries > 0) {
       // The group's fd table and mm are shared by its live threads: one thread tells all.
-      if (maps) scan_maps(tid_fd);
+      if (maps) {
+        if (in_maps != nullptr) *in_maps = true;
+        scan_maps(tid_fd);
+        if (in_maps != nullptr) *in_maps = false;
+      }
       ::close(tid_fd);
       break;
     }
@@ -176,15 +180,15 @@ Open Worker::scan_threads(int pid_dir_fd, Pid pid, bool maps) {
   return result;
 }
 
-PidScan Worker::scan(Pid pid) {
-  return scan_process(pid, true);
+PidScan Worker::scan(Pid pid, std::atomic<bool>* in_maps) {
+  return scan_process(pid, true, in_maps);
 }
 
 PidScan Worker::scan_fds_only(Pid pid) {
   return scan_process(pid, false);
 }
 
-PidScan Worker::scan_process(Pid pid, bool maps) {
+PidScan Worker::scan_process(Pid pid, bool maps, std::atomic<bool>* in_maps) {
   PidScan result;
   char name[16];
   *std::to_chars(name, name + sizeof(name) - 1, pid).ptr = '\0';
@@ -203,9 +207,11 @@ PidScan Worker::scan_process(Pid pid, bool maps) {
   if (fds == Open::kOk && entries == 0) {
     // Empty table: a kernel thread, a process with every fd closed, or a zombie leader whose
     // other threads still hold the group's files (FACTS.md: fuser and lsof miss these).
-    fds = scan_threads(pid_fd, pid, maps);
+    fds = scan_threads(pid_fd, pid, maps, in_maps);
   }
+  if (in_maps != nullptr) *in_maps = true;
   const Open mapped = maps ? scan_maps(pid_fd) : Open::kOk;
+  if (in_maps != nullptr) *in_maps = false;
   ::close(pid_fd);
 
   result.denied = fds == Open::kDenied || mapped == Open::kDenied;
@@ -243,12 +249,18 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
           files(std::move(f)),
           matcher(files),
           pids(std::move(all)),
-          scans(pids.size()) {}
+          scans(pids.size()),
+          in_maps(pids.size()),
+          returned(pids.size()) {
+      for (auto& r : returned) r = std::make_shared<std::atomic<bool>>(false);
+    }
     ProcFs proc;
     std::vector<DeviceFile> files;
     FileMatcher matcher;
     std::vector<Pid> pids;
     std::vector<PidScan> scans;
+    std::vector<std::atomic<bool>> in_maps;  // the maps read (takes the mmap lock) is under way
+    std::vector<std::shared_ptr<std::atomic<bool>>> returned;  // the scan of it has returned
   };
   auto job = std::make_shared<Job>(proc, files, std::move(pids).value());
   const unsigned thread_count =
@@ -256,7 +268,16 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
   const std::vector<std::size_t> overdue = run_with_deadline(
       job->pids.size(), {.threads = thread_count, .deadline = proc.read_deadline()},
       [job](std::size_t i) {
-        job->scans[i] = Worker(job->matcher, job->proc.root_fd()).scan(job->pids[i]);
+        const Pid pid = job->pids[i];
+        Worker worker(job->matcher, job->proc.root_fd());
+        // Found locked before and still blocked: its maps would only wait again (one thread
+        // left behind per pass of `wait` or per scrape, found in review).
+        if (job->proc.memory_map_locked(pid)) {
+          job->scans[i] = worker.scan_fds_only(pid);
+        } else {
+          job->scans[i] = worker.scan(pid, &job->in_maps[i]);
+        }
+        *job->returned[i] = true;
       });
 
   ScanStats& stats = result.stats;
@@ -270,10 +291,12 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
     PidScan scan;
     if (next_overdue < overdue.size() && overdue[next_overdue] == i) {
       ++next_overdue;
-      // Its maps did not answer: its memory map is locked. What it holds through descriptors
-      // can still be read; a read_process of it will not wait again.
+      // Its maps did not answer (with a thread in D: locked; else merely slow). What it holds
+      // through descriptors can still be read: they never take the mmap lock.
       const Pid pid = job->pids[i];
-      if (proc.note_memory_map_locked(pid)) stats.locked_pids.push_back(pid);
+      if (job->in_maps[i].load() && proc.note_memory_map_locked(pid, job->returned[i])) {
+        stats.locked_pids.push_back(pid);
+      }
       scan = Worker(job->matcher, proc.root_fd()).scan_fds_only(pid);
     } else {
       scan = std::move(job->scans[i]);

@@ -5,10 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -27,9 +28,10 @@ struct ProcFs::State {
   long clock_ticks = 100;
   std::optional<Duration> read_deadline;
   UserNames users;
-  // (pid, start ticks) of processes whose command line did not come in time.
+  // (pid, start ticks) of processes whose memory map was found locked → whether the read left
+  // blocked on it has returned since (then the lock was released and the entry is dropped).
   std::mutex locked_mutex;
-  std::set<std::pair<Pid, std::uint64_t>> locked;
+  std::map<std::pair<Pid, std::uint64_t>, std::shared_ptr<std::atomic<bool>>> locked;
 };
 
 namespace {
@@ -147,10 +149,19 @@ Result<std::vector<Pid>> ProcFs::list_pids() const {
 
 namespace {
 
-// Everything read_process reads, in the calling thread. With `command_line` false the one
-// part that takes the target's mmap lock is skipped (stat, status, cgroup, task and wchan do
-// not take it).
-Result<ProcessInfo> read_process_here(ProcFs::State& state, Pid pid, bool command_line) {
+// How far a read on a worker got, for the caller that stopped waiting for it.
+struct ReadProgress {
+  std::atomic<bool> in_memory_read{false};    // inside the cmdline read (takes the mmap lock)
+  std::atomic<std::uint64_t> start_ticks{0};  // of the process being read, once its stat is in
+  // The whole read has returned (set by the worker, read by a later ProcFs call).
+  std::shared_ptr<std::atomic<bool>> returned = std::make_shared<std::atomic<bool>>(false);
+};
+
+// Everything read_process reads but the user name (an NSS lookup: not a /proc read, done by the
+// caller, outside the deadline). With `command_line` false the one part that takes the target's
+// mmap lock is skipped (stat, status, cgroup, task and wchan do not take it).
+Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool command_line,
+                                      ReadProgress* progress = nullptr) {
   const std::string name = std::to_string(pid);
   const std::string where = state.root + "/" + name;
   UniqueFd dir(::openat(state.root_fd.get(), name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -169,6 +180,7 @@ Result<ProcessInfo> read_process_here(ProcFs::State& state, Pid pid, bool comman
   info.state = stat->state;
   info.comm = std::move(stat->comm);
   info.start_ticks = stat->start_ticks;
+  if (progress != nullptr) progress->start_ticks = stat->start_ticks;
   info.kernel_thread = (stat->flags & kPfKthread) != 0;
   if (state.boot_time) {
     info.start_time =
@@ -181,8 +193,11 @@ Result<ProcessInfo> read_process_here(ProcFs::State& state, Pid pid, bool comman
     info.uid = status.euid;
     info.nspid = std::move(status.nspid);
   }
-  if (info.uid) info.user = state.users.name(*info.uid);
-  if (command_line && read_file_at(dir.get(), "cmdline", text)) info.cmdline = parse_cmdline(text);
+  if (command_line) {
+    if (progress != nullptr) progress->in_memory_read = true;
+    if (read_file_at(dir.get(), "cmdline", text)) info.cmdline = parse_cmdline(text);
+    if (progress != nullptr) progress->in_memory_read = false;
+  }
   if (read_file_at(dir.get(), "cgroup", text)) info.cgroup = parse_cgroup_v2(text);
 
   UniqueFd task(::openat(dir.get(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -205,13 +220,21 @@ Result<ProcessInfo> read_process_here(ProcFs::State& state, Pid pid, bool comman
 
 bool pid_seen_locked(ProcFs::State& state, Pid pid) {
   const std::lock_guard lock(state.locked_mutex);
-  return std::any_of(state.locked.begin(), state.locked.end(),
-                     [pid](const auto& locked) { return locked.first == pid; });
+  auto it = state.locked.lower_bound({pid, 0});
+  return it != state.locked.end() && it->first.first == pid;
 }
 
+// Whether (pid, start) is known to be locked still. An entry whose blocked read has returned
+// is dropped: the lock was released, the process reads normally again.
 bool known_locked(ProcFs::State& state, Pid pid, std::uint64_t start_ticks) {
   const std::lock_guard lock(state.locked_mutex);
-  return state.locked.count({pid, start_ticks}) != 0;
+  auto it = state.locked.find({pid, start_ticks});
+  if (it == state.locked.end()) return false;
+  if (it->second->load()) {
+    state.locked.erase(it);
+    return false;
+  }
+  return true;
 }
 
 // pid's start time from its stat (which never takes the mmap lock), to tell a locked process
@@ -225,14 +248,41 @@ std::optional<std::uint64_t> start_ticks_of(const ProcFs::State& state, Pid pid)
   return stat->start_ticks;
 }
 
-// A process whose full read did not come in time: read again without its command line, and
-// remembered.
-Result<ProcessInfo> read_locked(ProcFs::State& state, Pid pid) {
+bool any_thread_in_d(const ProcessInfo& info) {
+  return info.state == 'D' || std::any_of(info.threads.begin(), info.threads.end(),
+                                          [](const ThreadInfo& t) { return t.state == 'D'; });
+}
+
+void remember_locked(ProcFs::State& state, Pid pid, std::uint64_t start,
+                     std::shared_ptr<std::atomic<bool>> returned) {
+  const std::lock_guard lock(state.locked_mutex);
+  state.locked[{pid, start}] = std::move(returned);
+}
+
+// A read that did not come in time. Read again here without the command line. It is a locked
+// memory map only when the read was waiting in the command line, on the same process (same
+// start time: not a later one with the PID), and a thread of it is in D — whoever holds the
+// mmap lock while waiting is, as is a writer queued for it. Anything else was merely slow
+// (a busy machine): no command line, but not stuck (found in review: slowness alone must
+// not make a healthy job a kill target).
+Result<ProcessInfo> read_overdue(ProcFs::State& state, Pid pid, const ReadProgress& progress) {
   auto info = read_process_here(state, pid, /*command_line=*/false);
   if (!info.ok()) return info;
-  info->memory_map_locked = true;
-  const std::lock_guard lock(state.locked_mutex);
-  state.locked.insert({pid, info->start_ticks});
+  const std::uint64_t started = progress.start_ticks.load();
+  if (started != 0 && info->start_ticks != started) {
+    return Error{ESRCH, "read " + state.root + "/" + std::to_string(pid) + ": exited"};
+  }
+  if (progress.in_memory_read.load() && any_thread_in_d(*info)) {
+    info->memory_map_locked = true;
+    remember_locked(state, pid, info->start_ticks, progress.returned);
+  }
+  return info;
+}
+
+// A process already known to be locked: everything but its command line.
+Result<ProcessInfo> read_known_locked(const ProcFs::State& state, Pid pid) {
+  auto info = read_process_here(state, pid, /*command_line=*/false);
+  if (info.ok()) info->memory_map_locked = true;
   return info;
 }
 
@@ -247,13 +297,9 @@ std::vector<Result<ProcessInfo>> ProcFs::read_processes(const std::vector<Pid>& 
   std::vector<std::optional<Result<ProcessInfo>>> ready(pids.size());
   std::vector<std::size_t> to_read;
   for (std::size_t i = 0; i < pids.size(); ++i) {
-    if (pid_seen_locked(*state_, pids[i])) {
-      // The same process, or a later one with its PID? Its start time says.
-      const auto start = start_ticks_of(*state_, pids[i]);
-      if (start && known_locked(*state_, pids[i], *start)) {
-        ready[i] = read_locked(*state_, pids[i]);
-        continue;
-      }
+    if (memory_map_locked(pids[i])) {
+      ready[i] = read_known_locked(*state_, pids[i]);
+      continue;
     }
     to_read.push_back(i);
   }
@@ -263,37 +309,49 @@ std::vector<Result<ProcessInfo>> ProcFs::read_processes(const std::vector<Pid>& 
     std::shared_ptr<State> state;
     std::vector<Pid> pids;
     std::vector<std::optional<Result<ProcessInfo>>> results;
+    std::vector<ReadProgress> progress;
   };
   auto batch = std::make_shared<Batch>();
   batch->state = state_;
   for (std::size_t i : to_read) batch->pids.push_back(pids[i]);
   batch->results.resize(batch->pids.size());
+  batch->progress = std::vector<ReadProgress>(batch->pids.size());
   const std::vector<std::size_t> overdue = run_with_deadline(
       batch->pids.size(),
       {.threads = reader_threads(batch->pids.size()), .deadline = state_->read_deadline},
       [batch](std::size_t i) {
-        batch->results[i] = read_process_here(*batch->state, batch->pids[i], true);
+        ReadProgress& progress = batch->progress[i];
+        batch->results[i] = read_process_here(*batch->state, batch->pids[i], true, &progress);
+        *progress.returned = true;
       });
   std::size_t next_overdue = 0;
   for (std::size_t k = 0; k < to_read.size(); ++k) {
     if (next_overdue < overdue.size() && overdue[next_overdue] == k) {
       ++next_overdue;
-      ready[to_read[k]] = read_locked(*state_, pids[to_read[k]]);
+      ready[to_read[k]] = read_overdue(*state_, pids[to_read[k]], batch->progress[k]);
     } else {
       ready[to_read[k]] = std::move(*batch->results[k]);
     }
   }
   std::vector<Result<ProcessInfo>> out;
   out.reserve(pids.size());
-  for (auto& r : ready) out.push_back(std::move(*r));
+  for (auto& r : ready) {
+    if (r->ok() && (*r)->uid) (*r)->user = state_->users.name(*(*r)->uid);
+    out.push_back(std::move(*r));
+  }
   return out;
 }
 
-bool ProcFs::note_memory_map_locked(Pid pid) const {
+bool ProcFs::memory_map_locked(Pid pid) const {
+  if (!pid_seen_locked(*state_, pid)) return false;  // the common case: no stat read
   const auto start = start_ticks_of(*state_, pid);
-  if (!start) return false;
-  const std::lock_guard lock(state_->locked_mutex);
-  state_->locked.insert({pid, *start});
+  return start && known_locked(*state_, pid, *start);
+}
+
+bool ProcFs::note_memory_map_locked(Pid pid, std::shared_ptr<std::atomic<bool>> returned) const {
+  auto info = read_process_here(*state_, pid, /*command_line=*/false);
+  if (!info.ok() || !any_thread_in_d(*info)) return false;
+  remember_locked(*state_, pid, info->start_ticks, std::move(returned));
   return true;
 }
 

@@ -53,9 +53,13 @@ class ProcFs {
   // processes costs one deadline however many of them are locked.
   [[nodiscard]] std::vector<Result<ProcessInfo>> read_processes(const std::vector<Pid>& pids) const;
 
-  // Records that reading pid's memory (maps, cmdline) did not answer in time (the holder scan
-  // found it so): read_process then skips its command line. False when pid is gone.
-  bool note_memory_map_locked(Pid pid) const;
+  // Whether pid is a process found locked before, whose blocked read has not returned yet
+  // (then reading its command line or maps would wait again).
+  [[nodiscard]] bool memory_map_locked(Pid pid) const;
+  // The holder scan's maps read of pid did not answer in time: remembered as locked when a
+  // thread of it is in D (a merely slow read is not a lock), until `returned` (set by the
+  // read left behind) says the lock was released. False when not locked or gone.
+  bool note_memory_map_locked(Pid pid, std::shared_ptr<std::atomic<bool>> returned) const;
 
   // Open flags (O_ACCMODE etc.) of descriptor fd, read through task/TID when tid is given
   // (a zombie leader's own fdinfo is empty).

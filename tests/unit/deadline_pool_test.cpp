@@ -45,7 +45,7 @@ TEST(DeadlinePoolTest, BlockedItemsAreOverdueAndTheRestFinish) {
   auto results = std::make_shared<Results>();
   const auto started = std::chrono::steady_clock::now();
   const auto overdue =
-      run_with_deadline(40, {.threads = 4, .deadline = 200ms}, [gate, results](std::size_t i) {
+      run_with_deadline(40, {.threads = 4, .deadline = 1s}, [gate, results](std::size_t i) {
         if (i == 7 || i == 23) gate->wait();
         results->done[i] = 1;
       });
@@ -66,7 +66,7 @@ TEST(DeadlinePoolTest, EveryWorkerBlockedStillFinishesTheQueue) {
   auto gate = std::make_shared<Gate>();
   auto results = std::make_shared<Results>();
   const auto overdue =
-      run_with_deadline(10, {.threads = 2, .deadline = 100ms}, [gate, results](std::size_t i) {
+      run_with_deadline(10, {.threads = 2, .deadline = 500ms}, [gate, results](std::size_t i) {
         if (i < 3) gate->wait();
         results->done[i] = 1;
       });
