@@ -10,7 +10,9 @@ ProcessTable read_process_table(const ProcFs& proc) {
   // one read deadline, not a hang (procfs/proc_fs.h).
   std::vector<Result<ProcessInfo>> infos = proc.read_processes(*pids);
   for (auto& info : infos) {
-    if (info.ok()) table.emplace(info->pid, std::move(info).value());
+    if (!info.ok()) continue;
+    const Pid pid = info->pid;
+    table.emplace(pid, std::move(info).value());
   }
   return table;
 }
