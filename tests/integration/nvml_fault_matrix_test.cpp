@@ -29,7 +29,6 @@
 #include <functional>
 #include <future>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -365,9 +364,15 @@ class NvmlFaultMatrixTest : public FakeNvmlTest, public ::testing::WithParamInte
   // `run` killed at the hard deadline leaves its (empty) cgroup behind, as documented for a
   // SIGKILLed gpuclean; remove it (as run_test.cpp does) so that a failing cell leaves nothing.
   static void remove_run_cgroup(const Cell& c) {
-    std::smatch m;
-    static const std::regex kGroup("in cgroup (/\\S+) \\(");
-    if (!std::regex_search(c.result.err, m, kGroup)) return;
+    // "in cgroup /PATH (…": plain string search (std::regex trips GCC 12's -Wmaybe-uninitialized
+    // under ASan, a false positive that -Werror turned into a failed build).
+    const std::string group_marker = "in cgroup ";
+    const std::size_t at = c.result.err.find(group_marker);
+    if (at == std::string::npos) return;
+    const std::size_t begin = at + group_marker.size();
+    const std::size_t end = c.result.err.find(' ', begin);
+    if (end == std::string::npos || c.result.err[begin] != '/') return;
+    const std::string group = c.result.err.substr(begin, end - begin);
     std::string mount;  // where the cgroup2 hierarchy is mounted (mountinfo's 5th field)
     std::istringstream mounts(slurp("/proc/self/mountinfo"));
     std::string line;
@@ -377,7 +382,7 @@ class NvmlFaultMatrixTest : public FakeNvmlTest, public ::testing::WithParamInte
       for (int i = 0; i < 5 && fields >> mount; ++i) {
       }
     }
-    const std::string path = mount + m[1].str();
+    const std::string path = mount + group;
     // Polled: the group empties once the workload's zombie has been reaped by its new parent.
     const bool removed = wait_until([&] { return ::rmdir(path.c_str()) == 0 || errno == ENOENT; },
                                     milliseconds(3000));
@@ -507,10 +512,12 @@ void expect_cell(const Cell& c, const Fault& f, pid_t watched, pid_t target) {
       EXPECT_TRUE(contains_nocase(c.result.err, "not verified")) << describe(c);
     }
     // `true` takes milliseconds; the reported duration must be the workload's, not NVML's.
-    std::smatch m;
-    static const std::regex kAfter("workload exited 0 after ([0-9.]+) s");
-    ASSERT_TRUE(std::regex_search(c.result.err, m, kAfter)) << describe(c);
-    EXPECT_LT(std::stod(m[1].str()), 1.0) << "reported duration of `true`\n" << describe(c);
+    const std::string after_marker = "workload exited 0 after ";
+    const std::size_t after = c.result.err.find(after_marker);
+    ASSERT_NE(after, std::string::npos) << describe(c);
+    EXPECT_LT(std::stod(c.result.err.substr(after + after_marker.size())), 1.0)
+        << "reported duration of `true`\n"
+        << describe(c);
     const json record = json::parse(c.file, nullptr, false);
     ASSERT_FALSE(record.is_discarded()) << "no record written\n" << describe(c);
     for (const json& event : record.value("events", json::array())) {
