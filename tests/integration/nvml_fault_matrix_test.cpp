@@ -175,20 +175,6 @@ std::string crash_text(const std::string& err) {
 
 // ---- Processes with the fake in their environment ----
 
-// `env` over ours, as run_command does: NAME=VALUE entries replace ours of the same name.
-std::vector<std::string> merged_environment(const std::vector<std::string>& env) {
-  std::vector<std::string> entries = env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('=') + 1);
-    if (std::none_of(env.begin(), env.end(),
-                     [&name](const std::string& set) { return set.rfind(name, 0) == 0; })) {
-      entries.push_back(entry);
-    }
-  }
-  return entries;
-}
-
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
   for (auto& s : strings) out.push_back(s.data());

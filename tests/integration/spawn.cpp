@@ -42,12 +42,7 @@ std::string slurp(const std::string& path) {
   return buffer.str();
 }
 
-CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  return run_command(argv, {}, timeout);
-}
-
-CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                          std::chrono::milliseconds timeout) {
+std::vector<std::string> merged_environment(const std::vector<std::string>& env) {
   std::vector<std::string> entries = env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
@@ -57,6 +52,16 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
       entries.push_back(entry);
     }
   }
+  return entries;
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  return run_command(argv, {}, timeout);
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          std::chrono::milliseconds timeout) {
+  const std::vector<std::string> entries = merged_environment(env);
   auto envp = c_argv(entries);
   TempDir dir;
   const std::string out_path = dir.path() + "/out";

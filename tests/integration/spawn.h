@@ -28,6 +28,10 @@ CommandResult run_command(const std::vector<std::string>& argv,
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// Our environment with `env` ("NAME=VALUE" each) on top, replacing variables of the same name:
+// what run_command gives its child.
+std::vector<std::string> merged_environment(const std::vector<std::string>& env);
+
 // Starts argv in the background; returns its PID. The caller reaps it with reap().
 pid_t spawn(const std::vector<std::string>& argv);
 // Waits for a child started with spawn(); returns its exit code (or 128+signal).
