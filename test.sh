@@ -14,6 +14,8 @@ BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON
 if [ $quick -eq 0 ]; then
   BUILD_DIR=build scripts/lint.sh
 fi
+echo "== docs: docs/reference.md against the parser, links inside the repository"
+scripts/check_docs.sh build
 echo "== tests"
 (cd build && ctest --output-on-failure -j "$(nproc)")
 if [ $quick -eq 0 ]; then

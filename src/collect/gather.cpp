@@ -12,15 +12,20 @@
 #include "nvml/nvml_source.h"
 #include "procfs/device_files.h"
 #include "procfs/holder_scan.h"
+#include "procfs/node_service.h"
 
 namespace gpuclean::collect {
 namespace {
 
-Holder make_holder(ProcessInfo process, std::vector<HeldFile> devices) {
+Holder make_holder(const procfs::ProcFs& proc, ProcessInfo process, std::vector<HeldFile> devices) {
   Holder holder;
   holder.process = std::move(process);
   holder.devices = std::move(devices);
   holder.klass = diagnose::classify_from_proc(holder.process);
+  if (auto service = procfs::recognise_service(proc, holder.process)) {
+    holder.service = service->service;
+    holder.executable = std::move(service->executable);
+  }
   return holder;
 }
 
@@ -50,7 +55,7 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
       continue;
     }
     procfs::fill_access(proc, holding);
-    holders.push_back(make_holder(std::move(process).value(), std::move(holding.files)));
+    holders.push_back(make_holder(proc, std::move(process).value(), std::move(holding.files)));
   }
   return holders;
 }
@@ -152,7 +157,7 @@ Gathered Gatherer::collect() {
     std::vector<Result<ProcessInfo>> processes = proc_.read_processes(listed_only);
     for (std::size_t i = 0; i < listed_only.size(); ++i) {
       if (processes[i].ok()) {
-        out.input.holders.push_back(make_holder(std::move(processes[i]).value(), {}));
+        out.input.holders.push_back(make_holder(proc_, std::move(processes[i]).value(), {}));
       } else {
         out.input.missing_pids.insert(listed_only[i]);
       }

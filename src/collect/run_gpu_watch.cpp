@@ -11,6 +11,7 @@
 
 #include "diagnose/diagnosis.h"
 #include "output/escape.h"
+#include "procfs/node_service.h"
 
 namespace gpuclean::collect {
 namespace {
@@ -38,7 +39,11 @@ std::set<Pid> shown_outside_run(const procfs::ProcFs& proc, const std::set<Pid>&
     // namespace) or a younger process proves nothing. Ticks are 10 ms: the same tick as the
     // workload is not "before".
     auto info = proc.read_process(pid);
-    if (info.ok() && has_live_thread(*info) && info->start_ticks < *workload_start) {
+    if (!info.ok() || !has_live_thread(*info)) continue;
+    // A node service alive after the teardown is the node's, not the run's: the MPS server the
+    // node's control daemon started for the workload's first client (an MPS daemon the run
+    // started itself went down with the run).
+    if (info->start_ticks < *workload_start || procfs::recognise_service(proc, *info)) {
       outside.insert(pid);
     }
   }

@@ -39,7 +39,9 @@ struct RunGpuOptions {
 
 // The PIDs among `listed` shown to be outside a run whose workload started at
 // `workload_start` (stat ticks): alive in `proc` now, and started before it — so no process of
-// the run can have had the PID. Without a start time nothing is shown.
+// the run can have had the PID — or one of the node's services (procfs/node_service.h) still
+// alive after the teardown, such as the MPS server started for the workload's first client.
+// Without a start time nothing is shown.
 std::set<Pid> shown_outside_run(const procfs::ProcFs& proc, const std::set<Pid>& listed,
                                 std::optional<std::uint64_t> workload_start);
 

@@ -39,6 +39,42 @@ const char* to_string(HolderClass klass) {
   return "unknown";
 }
 
+const char* to_string(NodeService service) {
+  switch (service) {
+    case NodeService::kMpsControl:
+      return "mps-control";
+    case NodeService::kMpsServer:
+      return "mps-server";
+    case NodeService::kPersistenced:
+      return "persistenced";
+    case NodeService::kDcgm:
+      return "dcgm";
+    case NodeService::kFabricManager:
+      return "fabric-manager";
+    case NodeService::kMonitorTool:
+      return "monitor-tool";
+  }
+  return "unknown";
+}
+
+const char* describe(NodeService service) {
+  switch (service) {
+    case NodeService::kMpsControl:
+      return "MPS control daemon";
+    case NodeService::kMpsServer:
+      return "MPS server";
+    case NodeService::kPersistenced:
+      return "persistence daemon";
+    case NodeService::kDcgm:
+      return "DCGM host engine";
+    case NodeService::kFabricManager:
+      return "fabric manager";
+    case NodeService::kMonitorTool:
+      return "monitoring tool";
+  }
+  return "service";
+}
+
 const char* to_string(HeirEvidence::Kind kind) {
   switch (kind) {
     case HeirEvidence::Kind::kProcessGroup:

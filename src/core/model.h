@@ -79,6 +79,25 @@ enum class HolderClass {
 // SPEC.md's spelling of the class ("zombie-leader", …).
 const char* to_string(HolderClass klass);
 
+// The node's own GPU software: daemons every job on the node depends on, and monitoring tools.
+// Recognised only from a root-owned executable in a system directory (procfs/node_service.h),
+// never from a name alone. A role beside the class: a service is never a problem for holding
+// the GPU, and only an explicit PID (with a confirmation) makes it a kill target.
+enum class NodeService {
+  kMpsControl,     // nvidia-cuda-mps-control -d: the MPS control daemon
+  kMpsServer,      // nvidia-cuda-mps-server: the MPS server its clients run in
+  kPersistenced,   // nvidia-persistenced
+  kDcgm,           // nv-hostengine: DCGM's host engine
+  kFabricManager,  // nv-fabricmanager
+  kMonitorTool,    // nvidia-smi, dcgmi, dcgm-exporter: they look, they hold nothing for long
+};
+
+// JSON's spelling: "mps-control", "mps-server", "persistenced", "dcgm", "fabric-manager",
+// "monitor-tool".
+const char* to_string(NodeService service);
+// For people: "MPS control daemon", "MPS server", …
+const char* describe(NodeService service);
+
 // What ties a holder to a dead owner D (a PID NVML still names and /proc no longer has).
 // kProcessGroup/kSession: the holder's process group or session ID is D, so D led the group
 // or session the holder is in (while the group or session lives the kernel does not reuse D).
@@ -108,6 +127,13 @@ struct Holder {
   std::optional<Pid> inherited_from;  // heir: the dead owner NVML still names
   std::optional<HeirEvidence> heir;   // heir: why it is one (dead_owner == *inherited_from)
   bool visible = true;                // false: known only from NVML (foreign); /proc lacks it
+  // One of the node's GPU services (trusted by its executable, `executable`), or nullopt.
+  std::optional<NodeService> service;
+  std::string executable;  // the service's executable path, when `service` is set
+  // NVML lists it in a GPU's MPS list: it runs as a client of an MPS server, `mps_server` when
+  // that server is known (the only one, or the only one of its user).
+  bool mps_client = false;
+  std::optional<Pid> mps_server;
 };
 
 // Something wrong with the GPUs, and the command that fixes it.

@@ -291,6 +291,115 @@ Problem ambiguous_problem(const DeadOwner& owner, unsigned gpu, Bytes bytes,
   return p;
 }
 
+// A node service doing its job: holding the GPU is what it is for. A stuck or zombie-led one
+// (or a zombie the driver still counts memory for) is reported like any holder.
+bool service_at_work(const Holder& h) {
+  return h.service && (h.klass == HolderClass::kActive || h.klass == HolderClass::kOrphan ||
+                       h.klass == HolderClass::kMonitor);
+}
+
+std::set<Pid> mps_listed(const GpuView& view) {
+  std::set<Pid> out;
+  for (const Gpu& gpu : view.gpus) {
+    for (const GpuProcess& p : gpu.processes) {
+      if (p.kind == GpuProcess::Kind::kMps) out.insert(p.pid);
+    }
+  }
+  return out;
+}
+
+// The MPS server `client` runs under: the only one, or the only one of its user.
+std::optional<Pid> server_of(const Holder& client, const std::vector<const Holder*>& servers) {
+  if (servers.size() == 1) return servers.front()->process.pid;
+  std::optional<Pid> found;
+  for (const Holder* s : servers) {
+    if (s->process.uid && s->process.uid == client.process.uid) {
+      if (found) return std::nullopt;
+      found = s->process.pid;
+    }
+  }
+  return found;
+}
+
+std::string pids_text(const std::set<Pid>& pids) {
+  std::string text;
+  for (Pid pid : pids) text += (text.empty() ? "" : ", ") + std::to_string(pid);
+  return text;
+}
+
+// How to free what an MPS server holds: MPS's own command, and only once no client runs (a
+// kill of the server takes every client's GPU work down with it).
+std::string mps_fix(const std::set<Pid>& live_clients) {
+  constexpr const char* kQuit =
+      "echo quit | nvidia-cuda-mps-control (ends the MPS server and frees its memory; "
+      "nvidia-cuda-mps-control -d starts MPS again)";
+  if (live_clients.empty()) return kQuit;
+  return "once the MPS clients still running (pid" +
+         std::string(live_clients.size() > 1 ? "s " : " ") + pids_text(live_clients) +
+         ") are done: " + std::string(kQuit) + "; never kill the server while clients run";
+}
+
+// Memory an MPS server holds for clients that are gone: a gone PID still in an MPS list, and a
+// server above its idle size on a GPU where no client is left.
+struct MpsLeftovers {
+  std::map<unsigned, std::map<Pid, Bytes>> gone_clients;  // GPU → gone client → bytes
+  std::set<Pid> live_clients;                             // on the whole node
+};
+
+// The "mps-leftover" problems (see diagnose()'s contract).
+void mps_problems(const std::vector<Holder>& holders, const MpsLeftovers& mps,
+                  const Options& options, UsedMemoryBudget& budget,
+                  std::vector<Problem>& problems) {
+  auto client_on = [&holders](unsigned gpu) {
+    return std::any_of(holders.begin(), holders.end(), [gpu](const Holder& h) {
+      return h.mps_client && has_live_thread(h.process) && h.gpu_memory.count(gpu) > 0;
+    });
+  };
+  std::optional<Pid> only_server;
+  for (const Holder& h : holders) {
+    if (h.service != NodeService::kMpsServer) continue;
+    only_server = only_server ? std::optional<Pid>() : h.process.pid;
+    if (!service_at_work(h) || excused(options, h)) continue;
+    for (const auto& [gpu, bytes] : h.gpu_memory) {
+      if (!selected(options, gpu) || bytes <= kMpsServerIdleMax || client_on(gpu)) continue;
+      const auto [shown, note] = budget.take(gpu, bytes);
+      Problem p;
+      p.kind = "mps-leftover";
+      p.gpu = gpu;
+      p.pid = h.process.pid;
+      p.bytes = shown;
+      p.message = "GPU " + std::to_string(gpu) + ": " + format_bytes(shown) +
+                  " held by MPS server " + holder_label(h) +
+                  " with no MPS client left on this GPU (its own context is under " +
+                  format_bytes(kMpsServerIdleMax) + "): memory of clients that are gone" + note;
+      p.fix = mps_fix(mps.live_clients);
+      problems.push_back(std::move(p));
+    }
+  }
+  for (const auto& [gpu, clients] : mps.gone_clients) {
+    if (!selected(options, gpu)) continue;
+    for (const auto& [pid, bytes] : clients) {
+      if (options.ignore_pids.count(pid) > 0) continue;
+      const auto [shown, note] = budget.take(gpu, bytes);
+      Problem p;
+      p.kind = "mps-leftover";
+      p.gpu = gpu;
+      p.pid = pid;
+      p.bytes = shown;
+      p.message = "GPU " + std::to_string(gpu) + ": " + format_bytes(shown) +
+                  " still counted for MPS client pid " + std::to_string(pid) +
+                  ", which is gone; the MPS server" +
+                  (only_server ? " (pid " + std::to_string(*only_server) + ")" : std::string()) +
+                  " holds it" + note;
+      p.fix =
+          "gpuclean wait (a client's memory comes back within seconds of its exit); if it "
+          "stays: " +
+          mps_fix(mps.live_clients);
+      problems.push_back(std::move(p));
+    }
+  }
+}
+
 }  // namespace
 
 bool looks_like_context(const Holder& holder) {
@@ -321,9 +430,27 @@ Diagnosis diagnose(Input input, const Options& options) {
     return nullptr;
   };
 
+  // A daemon's parent is init by design: a recognised service is not an orphan.
+  for (Holder& h : holders) {
+    if (h.service && h.klass == HolderClass::kOrphan) h.klass = HolderClass::kActive;
+  }
+
   std::map<unsigned, std::map<Pid, Bytes>> listed;  // NVML: GPU → PID → figure
+  MpsLeftovers mps;
   if (input.gpu_view) {
     listed = listed_memory(*input.gpu_view);
+    const std::set<Pid> in_mps_list = mps_listed(*input.gpu_view);
+    std::vector<const Holder*> servers;
+    for (const Holder& h : holders) {
+      if (h.visible && h.service == NodeService::kMpsServer) servers.push_back(&h);
+    }
+    const bool mps_server_seen = !servers.empty();
+    for (Holder& h : holders) {
+      if (h.service || in_mps_list.count(h.process.pid) == 0) continue;
+      h.mps_client = true;
+      h.mps_server = server_of(h, servers);
+      if (has_live_thread(h.process)) mps.live_clients.insert(h.process.pid);
+    }
     // NVML's entries: to live holders directly; dead owners' entries collected per owner.
     std::set<Pid> listed_pids;
     std::map<Pid, std::map<unsigned, Bytes>> dead;
@@ -333,7 +460,12 @@ Diagnosis diagnose(Input input, const Options& options) {
         if (Holder* h = find_holder(pid)) {
           h->gpu_memory[gpu] = bytes;
         } else if (input.missing_pids.count(pid) > 0) {
-          dead[pid][gpu] = bytes;
+          // A gone MPS client's memory is the server's to free, not an heir's.
+          if (mps_server_seen && in_mps_list.count(pid) > 0) {
+            mps.gone_clients[gpu][pid] = bytes;
+          } else {
+            dead[pid][gpu] = bytes;
+          }
         }
       }
     }
@@ -342,6 +474,7 @@ Diagnosis diagnose(Input input, const Options& options) {
     std::vector<const Holder*> heir_candidates;
     for (Holder& h : holders) {
       if (listed_pids.count(h.process.pid) > 0) continue;
+      if (h.service && looks_like_context(h)) continue;  // a service's context is its own
       if (looks_like_context(h) && h.klass != HolderClass::kZombieLeader &&
           h.klass != HolderClass::kZombie) {
         heir_candidates.push_back(&h);
@@ -388,6 +521,9 @@ Diagnosis diagnose(Input input, const Options& options) {
           report.attributed += it->second;
         }
       }
+      if (auto it = mps.gone_clients.find(gpu.index); it != mps.gone_clients.end()) {
+        for (const auto& entry : it->second) report.attributed += entry.second;
+      }
       const Bytes used = gpu.memory ? gpu.memory->used : 0;
       report.attributed = std::min(report.attributed, used);
       report.unattributed = used - report.attributed;
@@ -417,7 +553,7 @@ Diagnosis diagnose(Input input, const Options& options) {
   std::map<unsigned, Bytes> hidden_reported;
   for (const Holder& h : holders) {
     // A zombie matters only while NVML still counts memory for it.
-    if (h.klass == HolderClass::kMonitor || excused(options, h) ||
+    if (h.klass == HolderClass::kMonitor || excused(options, h) || service_at_work(h) ||
         (h.klass == HolderClass::kZombie && h.gpu_memory.empty())) {
       continue;
     }
@@ -456,6 +592,7 @@ Diagnosis diagnose(Input input, const Options& options) {
       out.problems.push_back(ambiguous_problem(owner, gpu, shown, note));
     }
   }
+  if (budget) mps_problems(holders, mps, options, *budget, out.problems);
   for (const GpuReport& report : out.gpus) {
     const Bytes hidden = std::min(hidden_reported[report.gpu.index], report.unattributed);
     const Bytes rest = report.unattributed - hidden;

@@ -13,6 +13,10 @@
 
 namespace gpuclean::diagnose {
 
+// The MPS server's own context: 66 MiB on an H200 with driver 580 (docs/facts.md). Above this
+// with no MPS client left, the server holds memory for clients that are gone.
+constexpr Bytes kMpsServerIdleMax = 256ull << 20;
+
 struct Options {
   // Used memory per GPU that no visible holder explains and is still tolerated. NVML's v2
   // memory query keeps the driver reserve apart (idle H200: used 0, reserved 615 MiB), the v1
@@ -42,6 +46,14 @@ struct Input {
 //   "heir-ambiguous" problem naming the candidates, which keep their own class. An owner with
 //   no candidate is a `foreign` holder. Every owner is in Diagnosis::dead_owners.
 // - The problems of one GPU never count more bytes than its used memory (cut, and said so).
+// - The node's services (Holder::service) are never problems for holding a GPU (an orphaned
+//   daemon is `active`: init is its parent by design), and never heir candidates. Only a
+//   stuck or zombie-led service is reported.
+// - MPS: a holder NVML lists in an MPS list is a client of the MPS server (the only one, or
+//   the only one of its user). With a recognised server, a gone PID in an MPS list is memory
+//   the server holds for a client that is gone, and a server above kMpsServerIdleMax on a GPU
+//   with no client left holds memory for clients that are gone: both "mps-leftover", whose fix
+//   is MPS's own way to end the server, never a kill while clients run.
 Diagnosis diagnose(Input input, const Options& options);
 
 // True when the holder has the shape of a CUDA context: it maps /dev/nvidia-uvm or a

@@ -49,6 +49,12 @@ bool on_selected_gpu(const Holder& holder, const std::optional<std::set<unsigned
                      [&](const auto& entry) { return gpus->count(entry.first) > 0; });
 }
 
+// Why a node service is left out of a broad selection.
+std::string service_reason(const Holder& h) {
+  return std::string("the node's ") + describe(*h.service) + " (" + h.executable +
+         "): a target only when named by PID, with --yes";
+}
+
 }  // namespace
 
 bool KillSelectors::broad() const {
@@ -139,6 +145,10 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
       if (!on_selected_gpu(h, selectors.gpus)) continue;
       const bool wanted = selectors.holders || (selectors.leftovers && is_leftover(h.klass));
       if (!wanted) continue;
+      if (h.service) {
+        plan.skipped.push_back({h.process.pid, service_reason(h)});
+        continue;
+      }
       if (auto owner = ambiguous_candidate.find(h.process.pid);
           selectors.leftovers && !selectors.holders && owner != ambiguous_candidate.end()) {
         plan.skipped.push_back(
@@ -166,6 +176,9 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
       plan.skipped.push_back({pid, *reason});
     } else if (h != nullptr && h->klass == HolderClass::kMonitor) {
       plan.skipped.push_back({pid, "a monitor (control files only, no GPU context)"});
+    } else if (h != nullptr && h->service && named_root.count(pid) == 0 && why != "named") {
+      // Chosen by a session, group, user or cgroup: too broad to end a node service.
+      plan.skipped.push_back({pid, service_reason(*h)});
     } else if (!context.privileged && info.uid && *info.uid != context.euid) {
       plan.skipped.push_back({pid, not_permitted(info)});
     } else {
@@ -189,6 +202,16 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
 
   if (selectors.broad()) {
     plan.confirm_reasons.emplace_back("selectors other than explicit PIDs need a confirmation");
+  }
+  // Named (or in a named tree), a node service is a target, but never without a confirmation:
+  // every job on the node may depend on it.
+  for (const KillTarget& target : plan.targets) {
+    const auto holder = holder_of.find(target.process.pid);
+    if (holder == holder_of.end() || !holder->second->service) continue;
+    plan.confirm_reasons.push_back("pid " + pid_text(target.process.pid) + " is the node's " +
+                                   describe(*holder->second->service) + " (" +
+                                   holder->second->executable +
+                                   "): jobs on the node may depend on it");
   }
   // An explicit PID is a confirmation of that process, not of whatever its tree reaches: a
   // session leader's tree can hold another user's job or a detached daemon.

@@ -15,6 +15,9 @@
 // - gpuclean's own children (its NVML helper) are protected like gpuclean.
 // - A named PID that is skipped (another user's without privilege, a monitor) implies none of
 //   its descendants either.
+// - The node's services (Holder::service: MPS, persistenced, DCGM, …) are never taken by
+//   --holders, --leftovers, --gpu, --user, --session, --pgid or --cgroup; named by PID (or in
+//   a named PID's tree) they are targets that always need a confirmation.
 // - --leftovers never takes a candidate heir of a dead owner whose evidence is ambiguous
 //   (several holders could hold its context): the user must say which, by PID.
 #pragma once

@@ -58,7 +58,7 @@ std::string parent_text(const ProcessInfo& p, const std::optional<ProcessInfo>& 
   std::string text = fmt::format("{} ({})", p.ppid, name);
   if (klass == HolderClass::kZombie) {
     text += " — has not reaped it; it disappears when that process calls wait() or exits";
-  } else if (p.ppid == 1) {
+  } else if (p.ppid == 1 && klass == HolderClass::kOrphan) {
     text += " — re-parented to init: its original parent is gone";
   }
   return text;
@@ -162,6 +162,19 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
                       fmt::join(p->nspid, " ")));
     }
     row(out, "command", command_label(*p, 400));
+    if (holder != nullptr && holder->service) {
+      row(out, "service",
+          fmt::format("the node's {} ({}): holding the GPU is its job, never a problem while it "
+                      "works; a kill target only by PID, with --yes",
+                      describe(*holder->service), escape_terminal(holder->executable)));
+    } else if (holder != nullptr && holder->mps_client) {
+      row(out, "MPS",
+          holder->mps_server
+              ? fmt::format("a client of the MPS server pid {}: its GPU work runs in that "
+                            "server's context",
+                            *holder->mps_server)
+              : std::string("a client of an MPS server (several run; which one is not known)"));
+    }
   } else {
     out << fmt::format("pid {} — not in /proc{}\n", subject.pid,
                        dead_owner_of(d, subject.pid) != nullptr
@@ -241,6 +254,8 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
   if (problems.empty()) {
     if (p == nullptr && holder == nullptr) {
       row(out, "verdict", "no such process, and NVML attributes no memory to it");
+    } else if (holder != nullptr && holder->service) {
+      row(out, "verdict", "a node service at work: never a problem");
     } else if (holder != nullptr && holder->klass == HolderClass::kMonitor) {
       row(out, "verdict", "a monitor (NVML/control files only, no CUDA context): never a problem");
     } else {

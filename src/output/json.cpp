@@ -51,6 +51,15 @@ nlohmann::json to_json(const Holder& holder) {
   out["memory_map_locked"] = p.memory_map_locked;
   out["inherited_from"] = or_null(holder.inherited_from);
   out["evidence"] = holder.heir ? to_json(*holder.heir) : nlohmann::json();
+  // The node's GPU services, and MPS clients: "mps-client" with the server's PID when known.
+  if (holder.service) {
+    out["role"] = to_string(*holder.service);
+    out["executable"] = holder.executable;
+  } else {
+    out["role"] = holder.mps_client ? nlohmann::json("mps-client") : nlohmann::json();
+    out["executable"] = nlohmann::json();
+  }
+  out["mps_server"] = or_null(holder.mps_server);
 
   nlohmann::json devices = nlohmann::json::array();
   for (const HeldFile& file : holder.devices) {

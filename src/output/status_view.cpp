@@ -45,6 +45,10 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
   if (gpu) {
     if (auto it = h.gpu_memory.find(*gpu); it != h.gpu_memory.end())
       memory = format_bytes(it->second);
+  } else if (!h.gpu_memory.empty()) {
+    Bytes total = 0;  // a row outside the GPU tables (node services): all GPUs together
+    for (const auto& entry : h.gpu_memory) total += entry.second;
+    memory = format_bytes(total);
   }
   const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
   std::string command = h.visible ? command_label(p, 120) : "(not visible from this PID namespace)";
@@ -52,7 +56,13 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
     command += fmt::format("  (inherited from dead pid {}{})", *h.inherited_from,
                            h.heir ? fmt::format("; evidence: {}", to_string(h.heir->kind)) : "");
   }
-  const std::string klass = fmt::format("{:<13}", to_string(h.klass));
+  if (h.mps_client) {
+    command += h.mps_server ? fmt::format("  (MPS client of server pid {})", *h.mps_server)
+                            : std::string("  (MPS client)");
+  }
+  // A node service shows what it is where others show their class.
+  const std::string klass =
+      fmt::format("{:<13}", h.service ? to_string(*h.service) : to_string(h.klass));
   return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n",
                      std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
                      escape_terminal(h.visible ? p.user : "?"), paint(klass, class_colour(h.klass)),
@@ -164,15 +174,24 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     out << fmt::format("  ({} attributed, {} unattributed)\n", format_bytes(g.attributed),
                        format_bytes(g.unattributed));
     std::vector<const Holder*> group;
+    bool service_memory = false;
     for (const Holder& h : d.holders) {
-      if (h.gpu_memory.count(g.gpu.index) > 0) group.push_back(&h);
+      if (h.gpu_memory.count(g.gpu.index) == 0) continue;
+      if (h.service) {
+        service_memory = true;  // shown with the node's services, below
+      } else {
+        group.push_back(&h);
+      }
     }
     std::vector<const DeadOwner*> unclaimed;  // ambiguous dead owners on this GPU
     for (const DeadOwner& owner : d.dead_owners) {
       if (owner.ambiguous && owner.gpu_memory.count(g.gpu.index) > 0) unclaimed.push_back(&owner);
     }
     if (group.empty() && unclaimed.empty()) {
-      out << paint("  no processes", kDim) << '\n';
+      out << paint(service_memory ? "  no processes but the node's services (below)"
+                                  : "  no processes",
+                   kDim)
+          << '\n';
     } else {
       out << paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS",
                                "AGE", "MEMORY", "COMMAND"),
@@ -183,12 +202,22 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     }
   }
   std::vector<const Holder*> others;
+  std::vector<const Holder*> services;
   for (const Holder& h : d.holders) {
-    if (h.gpu_memory.empty()) others.push_back(&h);
+    if (h.service) {
+      services.push_back(&h);
+    } else if (h.gpu_memory.empty()) {
+      others.push_back(&h);
+    }
   }
   if (!others.empty()) {
     out << (d.gpus.empty() ? "Device-file holders\n" : "Holding device files, no GPU memory\n");
     render_tree(out, others, std::nullopt, report.time, paint);
+  }
+  if (!services.empty()) {
+    // The node's own GPU software: expected holders, never problems while they work.
+    out << "Node services (memory: all GPUs)\n";
+    render_tree(out, services, std::nullopt, report.time, paint);
   }
   if (!d.problems.empty()) {
     out << '\n' << paint("Problems", kBold) << '\n';

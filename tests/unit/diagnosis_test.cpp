@@ -590,3 +590,183 @@ TEST(Units, BytesAndAges) {
 
 }  // namespace
 }  // namespace gpuclean
+
+namespace gpuclean::diagnose {
+namespace {
+
+// Issue 20: the node's GPU services. On the H200 the MPS control daemon (parent 1, holding the
+// device files) was an `orphan` problem with "fix: gpuclean kill 437", and the MPS server's own
+// 66 MiB made every MPS node dirty. Failed before the fix: d.problems.size() Which is: 2 (the
+// daemon's "orphan" and the server's "in-use").
+Holder service_holder(Pid pid, NodeService service, const std::string& executable) {
+  Holder h = cuda_holder(pid, 1);
+  h.process.comm = executable.substr(executable.rfind('/') + 1, 15);
+  h.process.cmdline = {executable};
+  h.process.user = "root";
+  h.process.uid = 0;
+  h.klass = HolderClass::kOrphan;  // as classify_from_proc makes any ppid-1 holder
+  h.service = service;
+  h.executable = executable;
+  return h;
+}
+
+constexpr Pid kDaemon = 437;
+constexpr Pid kServer = 438;
+
+Holder mps_daemon() {
+  return service_holder(kDaemon, NodeService::kMpsControl, "/usr/bin/nvidia-cuda-mps-control");
+}
+Holder mps_server() {
+  return service_holder(kServer, NodeService::kMpsServer, "/usr/bin/nvidia-cuda-mps-server");
+}
+
+std::vector<GpuProcess> mps_client_entries(Pid pid, Bytes bytes) {
+  return {{pid, bytes, GpuProcess::Kind::kCompute}, {pid, bytes, GpuProcess::Kind::kMps}};
+}
+
+TEST(DiagnoseServices, MpsDaemonAndServerAtWorkAreNoProblem) {
+  auto d = diagnose(
+      input_with({gpu(0, 74 * kMiB, {entry(kServer, 66 * kMiB)})}, {mps_daemon(), mps_server()}),
+      {});
+  EXPECT_TRUE(d.clean) << (d.problems.empty() ? "" : d.problems[0].message);
+  EXPECT_EQ(find(d, kDaemon)->klass, HolderClass::kActive) << "a daemon's parent is init";
+  EXPECT_EQ(find(d, kServer)->klass, HolderClass::kActive);
+  EXPECT_EQ(d.gpus[0].attributed, 66 * kMiB) << "the server's memory is accounted for";
+  // Negative control: the same processes without the trusted executable are what they look
+  // like — an orphan holding the device, and a process with GPU memory.
+  Holder daemon = mps_daemon();
+  daemon.service.reset();
+  Holder server = mps_server();
+  server.service.reset();
+  auto plain =
+      diagnose(input_with({gpu(0, 74 * kMiB, {entry(kServer, 66 * kMiB)})}, {daemon, server}), {});
+  ASSERT_EQ(plain.problems.size(), 2u);
+  EXPECT_EQ(plain.problems[0].kind, "orphan");
+  EXPECT_EQ(plain.problems[0].fix, "gpuclean kill 437") << "what the H200 run showed";
+  EXPECT_EQ(plain.problems[1].kind, "orphan");
+  EXPECT_EQ(plain.problems[1].bytes, 66 * kMiB);
+}
+
+TEST(DiagnoseServices, AStuckServiceIsStillReported) {
+  Holder server = mps_server();
+  server.klass = HolderClass::kStuck;
+  server.process.threads = {{kServer, 'D', "uvm_wait"}};
+  auto d = diagnose(input_with({gpu(0, 66 * kMiB, {entry(kServer, 66 * kMiB)})}, {server}), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "stuck");
+}
+
+TEST(DiagnoseServices, ServiceIsNeverAnHeirCandidate) {
+  // A dead owner and one orphan mapping a context: the weak rule names the orphan heir...
+  Holder orphan = cuda_holder(600, 1);
+  orphan.klass = HolderClass::kOrphan;
+  auto weak = diagnose(input_with({gpu(0, 2 * kGiB, {entry(442, 2 * kGiB)})}, {orphan}, {442}), {});
+  EXPECT_EQ(find(weak, 600)->klass, HolderClass::kHeir);
+  // ...but never the MPS daemon, which maps the device for its own reasons.
+  auto d =
+      diagnose(input_with({gpu(0, 2 * kGiB, {entry(442, 2 * kGiB)})}, {mps_daemon()}, {442}), {});
+  EXPECT_EQ(find(d, kDaemon)->klass, HolderClass::kActive);
+  EXPECT_FALSE(find(d, kDaemon)->inherited_from.has_value());
+}
+
+TEST(DiagnoseMps, ClientRunsUnderTheServerAndCountsOnce) {
+  const Bytes client = 2658 * kMiB;  // FACTS: a torch client with 2 GiB allocated
+  std::vector<GpuProcess> list = mps_client_entries(100, client);
+  list.push_back(entry(kServer, 66 * kMiB));
+  auto d = diagnose(input_with({gpu(0, client + 66 * kMiB, list)},
+                               {mps_daemon(), mps_server(), cuda_holder(100)}),
+                    {});
+  const Holder* c = find(d, 100);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->mps_client);
+  EXPECT_EQ(c->mps_server, kServer);
+  EXPECT_EQ(c->gpu_memory.at(0), client);
+  ASSERT_EQ(d.problems.size(), 1u) << "the client only: the node's services are not problems";
+  EXPECT_EQ(d.problems[0].kind, "in-use");
+  EXPECT_EQ(d.problems[0].pid, 100);
+  EXPECT_FALSE(find(d, kServer)->mps_client) << "the server is not its own client";
+}
+
+TEST(DiagnoseMps, ServerOfTheClientsUserWhenSeveralRun) {
+  Holder other = service_holder(439, NodeService::kMpsServer, "/usr/bin/nvidia-cuda-mps-server");
+  other.process.uid = 1001;
+  Holder mine = mps_server();
+  mine.process.uid = 1000;
+  Holder client = cuda_holder(100);
+  client.process.uid = 1000;
+  auto d = diagnose(
+      input_with({gpu(0, 3 * kGiB, mps_client_entries(100, 2 * kGiB))}, {other, mine, client}), {});
+  EXPECT_EQ(find(d, 100)->mps_server, kServer);
+  // Negative control: two servers of the client's user — which one is not known.
+  other.process.uid = 1000;
+  auto two = diagnose(
+      input_with({gpu(0, 3 * kGiB, mps_client_entries(100, 2 * kGiB))}, {other, mine, client}), {});
+  EXPECT_TRUE(find(two, 100)->mps_client);
+  EXPECT_FALSE(find(two, 100)->mps_server.has_value());
+}
+
+TEST(DiagnoseMps, GoneClientIsTheServersLeftoverNotAForeignHolder) {
+  std::vector<GpuProcess> list = mps_client_entries(442, 2 * kGiB);
+  list.push_back(entry(kServer, 66 * kMiB));
+  auto d = diagnose(
+      input_with({gpu(0, 2 * kGiB + 66 * kMiB, list)}, {mps_daemon(), mps_server()}, {442}), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "mps-leftover");
+  EXPECT_EQ(d.problems[0].pid, 442);
+  EXPECT_EQ(d.problems[0].bytes, 2 * kGiB);
+  EXPECT_NE(
+      d.problems[0].message.find("MPS client pid 442, which is gone; the MPS server (pid 438)"),
+      std::string::npos)
+      << d.problems[0].message;
+  EXPECT_NE(d.problems[0].fix.find("echo quit | nvidia-cuda-mps-control"), std::string::npos);
+  EXPECT_EQ(d.problems[0].fix.find("gpuclean kill"), std::string::npos) << d.problems[0].fix;
+  EXPECT_EQ(find(d, 442), nullptr) << "not a foreign holder";
+  EXPECT_EQ(d.gpus[0].unattributed, 0u);
+  // Negative control: without a recognised MPS server it is a dead owner nobody here holds.
+  auto without =
+      diagnose(input_with({gpu(0, 2 * kGiB, mps_client_entries(442, 2 * kGiB))}, {}, {442}), {});
+  ASSERT_NE(find(without, 442), nullptr);
+  EXPECT_EQ(find(without, 442)->klass, HolderClass::kForeign);
+}
+
+TEST(DiagnoseMps, ServerAboveItsIdleSizeWithNoClientLeftIsALeftover) {
+  auto d = diagnose(
+      input_with({gpu(0, 3 * kGiB, {entry(kServer, 3 * kGiB)})}, {mps_daemon(), mps_server()}), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "mps-leftover");
+  EXPECT_EQ(d.problems[0].pid, kServer);
+  EXPECT_NE(d.problems[0].message.find("no MPS client left"), std::string::npos);
+  EXPECT_EQ(d.problems[0].fix.rfind("echo quit | nvidia-cuda-mps-control", 0), 0u)
+      << d.problems[0].fix;
+  // Negative controls: with a live client on that GPU it is the clients' memory (their own
+  // problem, and the fix waits for them); at the idle size it is nothing.
+  std::vector<GpuProcess> list = mps_client_entries(100, kGiB);
+  list.push_back(entry(kServer, 3 * kGiB));
+  auto busy = diagnose(
+      input_with({gpu(0, 4 * kGiB, list)}, {mps_daemon(), mps_server(), cuda_holder(100)}), {});
+  ASSERT_EQ(busy.problems.size(), 1u);
+  EXPECT_EQ(busy.problems[0].kind, "in-use");
+  auto idle = diagnose(
+      input_with({gpu(0, 66 * kMiB, {entry(kServer, 66 * kMiB)})}, {mps_daemon(), mps_server()}),
+      {});
+  EXPECT_TRUE(idle.clean);
+}
+
+TEST(DiagnoseMps, FixWaitsForLiveClients) {
+  // A gone client's memory on GPU 0 while a client runs on GPU 1: quit only once it is done.
+  Holder client = cuda_holder(100);
+  auto d = diagnose(input_with({gpu(0, 2 * kGiB, mps_client_entries(442, 2 * kGiB)),
+                                gpu(1, kGiB, mps_client_entries(100, kGiB))},
+                               {mps_daemon(), mps_server(), client}, {442}),
+                    {});
+  const auto leftover = std::find_if(d.problems.begin(), d.problems.end(),
+                                     [](const Problem& p) { return p.kind == "mps-leftover"; });
+  ASSERT_NE(leftover, d.problems.end());
+  EXPECT_NE(leftover->fix.find("once the MPS clients still running (pid 100) are done"),
+            std::string::npos)
+      << leftover->fix;
+  EXPECT_NE(leftover->fix.find("never kill the server while clients run"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuclean::diagnose

@@ -277,5 +277,74 @@ TEST_F(KillPlanTest, AmbiguousHeirCandidatesAreNotLeftovers) {
             (std::vector<Pid>{301}));
 }
 
+// Issue 20: the node's services. On the H200 `kill --leftovers` planned the MPS control daemon
+// (parent 1, an "orphan"): it would have ended MPS for every client on the node. Failed before
+// the fix: target_pids(p) Which is: { 700 } for --holders and --user root.
+class KillPlanServiceTest : public KillPlanTest {
+ protected:
+  void SetUp() override {
+    KillPlanTest::SetUp();
+    add(700, 1, 700, "nvidia-cuda-mps", 0);    // the MPS control daemon
+    add(701, 700, 700, "nvidia-cuda-mps", 0);  // its server
+    context_.privileged = true;
+    context_.euid = 0;
+  }
+  Holder service(Pid pid, NodeService which) {
+    Holder h = holder(pid, HolderClass::kActive, {{0, 66 * 1024 * 1024}});
+    h.service = which;
+    h.executable = "/usr/bin/nvidia-cuda-mps-control";
+    return h;
+  }
+  std::vector<Holder> holders() {
+    return {service(700, NodeService::kMpsControl), service(701, NodeService::kMpsServer),
+            holder(300, HolderClass::kActive, {{0, 1024}})};
+  }
+};
+
+TEST_F(KillPlanServiceTest, BroadSelectorsNeverTakeANodeService) {
+  KillSelectors all;
+  all.holders = true;
+  KillPlan p = plan(all, holders());
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{300}));
+  ASSERT_EQ(p.skipped.size(), 2u);
+  EXPECT_NE(p.skipped[0].reason.find("the node's MPS control daemon"), std::string::npos)
+      << p.skipped[0].reason;
+  EXPECT_NE(p.skipped[0].reason.find("only when named by PID"), std::string::npos);
+
+  KillSelectors user;
+  user.users = {0};
+  p = plan(user, holders());
+  EXPECT_TRUE(target_pids(p).empty()) << "root's processes, but the services are left out";
+
+  KillSelectors session;
+  session.sessions = {700};
+  EXPECT_TRUE(target_pids(plan(session, holders())).empty());
+
+  // Even stuck, a service is not a --leftovers target (the problem says what to do).
+  std::vector<Holder> stuck = holders();
+  stuck[0].klass = HolderClass::kStuck;
+  KillSelectors leftovers;
+  leftovers.leftovers = true;
+  EXPECT_TRUE(target_pids(plan(leftovers, stuck)).empty());
+  // Negative control: the same stuck holder without the service role is a leftover.
+  stuck[0].service.reset();
+  EXPECT_EQ(target_pids(plan(leftovers, stuck)), (std::vector<Pid>{700}));
+}
+
+TEST_F(KillPlanServiceTest, NamedServiceIsATargetThatNeedsAConfirmation) {
+  KillSelectors named;
+  named.pids = {700};
+  const KillPlan p = plan(named, holders());
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{700, 701})) << "its tree: the server too";
+  ASSERT_FALSE(p.confirm_reasons.empty());
+  EXPECT_NE(p.confirm_reasons[0].find("pid 700 is the node's MPS control daemon"),
+            std::string::npos)
+      << p.confirm_reasons[0];
+  // Negative control: an ordinary named PID needs none.
+  KillSelectors plain;
+  plain.pids = {300};
+  EXPECT_TRUE(plan(plain, holders()).confirm_reasons.empty());
+}
+
 }  // namespace
 }  // namespace gpuclean::diagnose

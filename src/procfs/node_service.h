@@ -1,0 +1,48 @@
+// Recognising the node's own GPU services (MPS, persistenced, DCGM, the fabric manager,
+// monitoring tools) among the holders. A process is a service only on evidence a local user
+// cannot forge: its executable (/proc/PID/exe) carries a service's name, lies in a system
+// directory, is owned by root and writable by nobody else, and is the very file that path
+// names in gpuclean's own mount namespace. A process merely *named* like a daemon, or one run
+// from a copy elsewhere, is an ordinary process.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/model.h"
+#include "procfs/proc_fs.h"
+
+namespace gpuclean::procfs {
+
+// The service an executable's file name belongs to ("nvidia-cuda-mps-control", …), or nullopt.
+std::optional<NodeService> service_named(std::string_view file_name);
+
+// Whether `directory` is one where the node's GPU services are installed (/usr/bin, /usr/sbin,
+// /bin, /sbin, /usr/local/bin, /usr/local/sbin).
+bool is_system_directory(std::string_view directory);
+
+// What the file system says about an executable, for trust_executable.
+struct ExecutableFacts {
+  std::string path;                // /proc/PID/exe's target (may end in " (deleted)")
+  bool path_is_same_file = false;  // stat(path) here is the inode the process runs
+  bool path_is_canonical = false;  // no symlink or ".." in path
+  Uid owner = 0;
+  unsigned mode = 0;              // st_mode of the file
+  bool directories_safe = false;  // every directory on the path: root's, not group/other-writable
+};
+
+// The service `facts` prove, or nullopt. Pure: the rules above.
+std::optional<NodeService> trust_executable(const ExecutableFacts& facts);
+
+struct RecognisedService {
+  NodeService service;
+  std::string executable;
+};
+
+// Reads what trust_executable needs for `process` (its exe link, the file, the directories)
+// and decides. nullopt for every ordinary process, for one whose exe cannot be read (another
+// user's, without privilege) and for one whose PID was reused meanwhile (start time differs).
+std::optional<RecognisedService> recognise_service(const ProcFs& proc, const ProcessInfo& process);
+
+}  // namespace gpuclean::procfs

@@ -1,0 +1,252 @@
+// Issue 20: the node's GPU services (MPS control daemon and server) with real processes and the
+// shipping gpuclean against the fake libnvidia-ml.so.1. The services are copies of
+// holder_helper named like NVIDIA's daemons:
+// - at an untrusted path (a temp directory) they are the ordinary processes they look like: an
+//   orphan holding the device that `kill --leftovers` takes, memory that makes `check` fail.
+//   This is the negative control: a name alone must never buy the trust;
+// - at a system path (/usr/local/sbin, bind-mounted over in a private mount namespace that the
+//   helpers and gpuclean share; root only) they are node services: never problems, never taken
+//   by broad selectors, a named PID needs --yes; and MPS memory is judged the MPS way.
+// Failed before the fix (run of 2026-12-01): the trusted daemon was {"class":"orphan","role":
+// absent} and `check` exited 1 with the server's 66 MiB "in use".
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "fake_nvml_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using std::chrono_literals::operator""s;
+
+constexpr unsigned long long kServerBytes = 66ull << 20;  // the H200's MPS server context
+constexpr unsigned long long kClientBytes = 2ull << 30;
+
+std::string mps_client_lines(pid_t pid, unsigned long long bytes) {
+  return "process 0 compute " + std::to_string(pid) + " " + std::to_string(bytes) +
+         "\nprocess 0 mps " + std::to_string(pid) + " " + std::to_string(bytes) + "\n";
+}
+
+// A PID that existed and is gone: a child that exited and was reaped.
+pid_t gone_pid() {
+  const pid_t pid = spawn({"/bin/true"});
+  reap(pid);
+  return pid;
+}
+
+// NAME's path along $PATH (spawn() does not search it), or "" when it is not installed.
+std::string tool(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = dirs.substr(start, end - start) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+const nlohmann::json* problem_of(const nlohmann::json& doc, pid_t pid) {
+  for (const nlohmann::json& p : doc["problems"]) {
+    if (p["pid"] == pid) return &p;
+  }
+  return nullptr;
+}
+
+class NodeServiceTest : public FakeNvmlTest {
+ protected:
+  // A copy of holder_helper named NAME in DIRECTORY, mode 0755.
+  static std::string install(const std::string& directory, const std::string& name) {
+    std::filesystem::create_directories(directory);
+    const std::string path = directory + "/" + name;
+    std::filesystem::copy_file(HOLDER_HELPER, path,
+                               std::filesystem::copy_options::overwrite_existing);
+    ::chmod(path.c_str(), 0755);
+    return path;
+  }
+  // Starts `executable` as a daemon (double fork, setsid: its parent is init), through
+  // `prefix` (nsenter into a mount namespace, or nothing); returns the daemon's PID.
+  pid_t start_daemon(const std::vector<std::string>& prefix, const std::string& executable) {
+    std::vector<std::string> argv = prefix;
+    argv.insert(argv.end(), {executable, "daemon", held_, ready_});
+    const std::vector<pid_t> pids = start_argv(argv);
+    EXPECT_EQ(pids.size(), 1u);
+    return pids.empty() ? 0 : pids[0];
+  }
+  CommandResult gpuclean_in(const std::vector<std::string>& prefix,
+                            const std::string& scenario_path, std::vector<std::string> args) {
+    std::vector<std::string> argv = prefix;
+    argv.push_back(GPUCLEAN_SHIPPING_BINARY);
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--device-glob", held_});
+    return run_command(argv, fake_env(variant_dir("r580"), scenario_path), 60s);
+  }
+  nlohmann::json status_in(const std::vector<std::string>& prefix, const std::string& scenario) {
+    return parse(gpuclean_in(prefix, scenario, {"status", "--json"}));
+  }
+};
+
+TEST_F(NodeServiceTest, ANameAloneIsNotTrusted) {
+  const std::string bin = dir_.path() + "/bin";
+  const pid_t daemon = start_daemon({}, install(bin, "nvidia-cuda-mps-control"));
+  const pid_t server = start_daemon({}, install(bin, "nvidia-cuda-mps-server"));
+  const std::string idle =
+      scenario("used 0 " + std::to_string(kServerBytes) + "\n" + pid_line(server, kServerBytes));
+  const nlohmann::json doc = status_in({}, idle);
+  const nlohmann::json* d = find_holder(doc, daemon);
+  ASSERT_NE(d, nullptr) << doc.dump(1);
+  EXPECT_EQ(d->at("class"), "orphan");
+  EXPECT_TRUE(d->at("role").is_null());
+  EXPECT_TRUE(find_holder(doc, server)->at("role").is_null());
+  EXPECT_EQ(gpuclean_in({}, idle, {"check"}).exit_code, 1) << "ordinary memory, ordinary orphan";
+  const CommandResult leftovers =
+      gpuclean_in({}, idle, {"kill", "--leftovers", "--dry-run", "--json"});
+  EXPECT_NE(leftovers.out.find("\"pid\": " + std::to_string(daemon)), std::string::npos)
+      << leftovers.out << leftovers.err;
+  // A gone PID in the MPS list with no trusted server is a dead owner like any other (here the
+  // lone orphan with a context, the fake daemon, is named its heir), never an MPS leftover.
+  const pid_t gone = gone_pid();
+  const nlohmann::json dead = status_in(
+      {}, scenario("used 0 " + std::to_string(kClientBytes + kServerBytes) + "\n" +
+                   pid_line(server, kServerBytes) + mps_client_lines(gone, kClientBytes)));
+  ASSERT_EQ(dead["dead_owners"].size(), 1u) << dead.dump(1);
+  EXPECT_EQ(dead["dead_owners"][0]["pid"], gone);
+  for (const nlohmann::json& p : dead["problems"]) EXPECT_NE(p["kind"], "mps-leftover") << p;
+}
+
+class TrustedNodeServiceTest : public NodeServiceTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: a bind mount in a mount namespace";
+    for (const char* dir : {"/", "/usr", "/usr/local", "/usr/local/sbin"}) {
+      struct stat st {};
+      if (::stat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
+        GTEST_SKIP() << dir << " is missing or writable by others: no system path to trust";
+      }
+    }
+    // The services' directory, mounted over /usr/local/sbin in a namespace held open by a
+    // sleeping process; the helpers and gpuclean enter it with nsenter.
+    const std::string sbin = dir_.path() + "/sbin";
+    install(sbin, "nvidia-cuda-mps-control");
+    install(sbin, "nvidia-cuda-mps-server");
+    ::chmod(sbin.c_str(), 0755);
+    ::chmod(dir_.path().c_str(), 0755);
+    const std::string mounted = dir_.path() + "/mounted";
+    const std::string unshare = tool("unshare");
+    const std::string nsenter = tool("nsenter");
+    if (unshare.empty() || nsenter.empty())
+      GTEST_SKIP() << "needs unshare and nsenter (util-linux)";
+    namespace_holder_ = spawn(
+        {unshare, "--mount", "--propagation", "private", "sh", "-c",
+         "mount --bind \"$0\" /usr/local/sbin && : > \"$1\" && exec sleep 300", sbin, mounted});
+    reaper_.adopt(namespace_holder_);
+    launchers_.push_back(namespace_holder_);
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(mounted); }))
+        << "unshare/mount failed";
+    ns_ = {nsenter, "--mount=/proc/" + std::to_string(namespace_holder_) + "/ns/mnt", "--"};
+    daemon_ = start_daemon(ns_, "/usr/local/sbin/nvidia-cuda-mps-control");
+    server_ = start_daemon(ns_, "/usr/local/sbin/nvidia-cuda-mps-server");
+  }
+  std::string scenario_with(unsigned long long used, const std::string& lines) {
+    return scenario("used 0 " + std::to_string(used) + "\n" + lines);
+  }
+  pid_t namespace_holder_ = 0;
+  std::vector<std::string> ns_;
+  pid_t daemon_ = 0;
+  pid_t server_ = 0;
+};
+
+TEST_F(TrustedNodeServiceTest, MpsDaemonAndServerAreNodeServicesNotProblems) {
+  const std::string idle = scenario_with(kServerBytes, pid_line(server_, kServerBytes));
+  const nlohmann::json doc = status_in(ns_, idle);
+  const nlohmann::json* d = find_holder(doc, daemon_);
+  ASSERT_NE(d, nullptr) << doc.dump(1);
+  EXPECT_EQ(d->at("role"), "mps-control") << d->dump(1);
+  EXPECT_EQ(d->at("executable"), "/usr/local/sbin/nvidia-cuda-mps-control");
+  EXPECT_EQ(d->at("class"), "active") << "a daemon's parent is init by design";
+  EXPECT_EQ(find_holder(doc, server_)->at("role"), "mps-server");
+  EXPECT_TRUE(doc["problems"].empty()) << doc["problems"].dump(1);
+  EXPECT_EQ(doc["verdict"], "clean");
+  EXPECT_EQ(gpuclean_in(ns_, idle, {"check"}).exit_code, 0);
+  const CommandResult text = gpuclean_in(ns_, idle, {"status"});
+  EXPECT_NE(text.out.find("Node services"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("mps-control"), std::string::npos) << text.out;
+  // The same processes seen from outside the namespace: the path names no such file there, so
+  // nothing is trusted (negative control inside the same test).
+  const nlohmann::json outside = status_in({}, idle);
+  EXPECT_TRUE(find_holder(outside, daemon_)->at("role").is_null());
+  EXPECT_EQ(find_holder(outside, daemon_)->at("class"), "orphan");
+}
+
+TEST_F(TrustedNodeServiceTest, BroadSelectorsLeaveServicesAndANamedOneNeedsYes) {
+  const pid_t client = start("hold", held_).at(0);
+  const std::string busy =
+      scenario_with(kClientBytes + kServerBytes,
+                    pid_line(server_, kServerBytes) + mps_client_lines(client, kClientBytes));
+  const nlohmann::json doc = status_in(ns_, busy);
+  const nlohmann::json* c = find_holder(doc, client);
+  ASSERT_NE(c, nullptr) << doc.dump(1);
+  EXPECT_EQ(c->at("role"), "mps-client");
+  EXPECT_EQ(c->at("mps_server"), server_);
+  EXPECT_EQ(c->at("gpu_memory")["0"], kClientBytes) << "once, though NVML lists it twice";
+  ASSERT_EQ(doc["problems"].size(), 1u) << doc["problems"].dump(1);
+  EXPECT_EQ(doc["problems"][0]["pid"], client);
+
+  const CommandResult holders =
+      gpuclean_in(ns_, busy, {"kill", "--holders", "--dry-run", "--json"});
+  const nlohmann::json plan = parse(holders);
+  ASSERT_EQ(plan["targets"].size(), 1u) << plan.dump(1) << holders.err;
+  EXPECT_EQ(plan["targets"][0]["pid"], client);
+  EXPECT_NE(holders.err.find("not touching pid " + std::to_string(daemon_) +
+                             ": the node's MPS control daemon"),
+            std::string::npos)
+      << holders.err;
+  const CommandResult leftovers = gpuclean_in(ns_, busy, {"kill", "--leftovers", "--dry-run"});
+  EXPECT_EQ(leftovers.exit_code, 0) << leftovers.err;
+  EXPECT_NE(leftovers.err.find("nothing to kill"), std::string::npos) << leftovers.out;
+
+  const nlohmann::json named =
+      parse(gpuclean_in(ns_, busy, {"kill", std::to_string(daemon_), "--dry-run", "--json"}));
+  ASSERT_EQ(named["targets"].size(), 1u) << named.dump(1);
+  ASSERT_EQ(named["confirm_reasons"].size(), 1u) << named.dump(1);
+  EXPECT_NE(named["confirm_reasons"][0].get<std::string>().find(
+                "is the node's MPS control daemon (/usr/local/sbin/nvidia-cuda-mps-control)"),
+            std::string::npos);
+  // Without --yes and no terminal to ask on, nothing is signalled.
+  const CommandResult refused = gpuclean_in(ns_, busy, {"kill", std::to_string(daemon_)});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(proc_state(daemon_), '\0') << "the daemon lives";
+}
+
+TEST_F(TrustedNodeServiceTest, MemoryTheServerHoldsForGoneClientsIsAnMpsLeftover) {
+  const pid_t gone = gone_pid();
+  const std::string dead_client =
+      scenario_with(kClientBytes + kServerBytes,
+                    pid_line(server_, kServerBytes) + mps_client_lines(gone, kClientBytes));
+  const nlohmann::json doc = status_in(ns_, dead_client);
+  const nlohmann::json* p = problem_of(doc, gone);
+  ASSERT_NE(p, nullptr) << doc.dump(1);
+  EXPECT_EQ(p->at("kind"), "mps-leftover");
+  EXPECT_NE(p->at("fix").get<std::string>().find("echo quit | nvidia-cuda-mps-control"),
+            std::string::npos);
+  EXPECT_EQ(doc["problems"].size(), 1u) << doc["problems"].dump(1);
+
+  const nlohmann::json swollen =
+      status_in(ns_, scenario_with(3ull << 30, pid_line(server_, 3ull << 30)));
+  const nlohmann::json* s = problem_of(swollen, server_);
+  ASSERT_NE(s, nullptr) << swollen.dump(1);
+  EXPECT_EQ(s->at("kind"), "mps-leftover");
+  EXPECT_NE(s->at("message").get<std::string>().find("no MPS client left"), std::string::npos);
+  // `kill --leftovers` does not take the server for it: the fix is MPS's own.
+  const CommandResult leftovers =
+      gpuclean_in(ns_, scenario_with(3ull << 30, pid_line(server_, 3ull << 30)),
+                  {"kill", "--leftovers", "--dry-run"});
+  EXPECT_EQ(leftovers.out.find(std::to_string(server_)), std::string::npos) << leftovers.out;
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
