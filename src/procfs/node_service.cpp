@@ -32,8 +32,15 @@ constexpr std::array kServices{
     NamedService{"gpuclean", NodeService::kMonitorTool},
 };
 
-constexpr std::array<std::string_view, 6> kSystemDirectories{
-    "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin", "/usr/local/sbin"};
+// /usr/local/nvidia/bin: where GPU container images and Kubernetes nodes (GKE, the GPU
+// machine of docs/gpu-tests.md) put the driver's programs.
+constexpr std::array<std::string_view, 7> kSystemDirectories{"/usr/bin",
+                                                             "/usr/sbin",
+                                                             "/bin",
+                                                             "/sbin",
+                                                             "/usr/local/bin",
+                                                             "/usr/local/sbin",
+                                                             "/usr/local/nvidia/bin"};
 
 bool writable_by_others(unsigned mode) {
   return (mode & (S_IWGRP | S_IWOTH)) != 0;

@@ -19,7 +19,7 @@ namespace gpuclean::procfs {
 std::optional<NodeService> service_named(std::string_view file_name);
 
 // Whether `directory` is one where the node's GPU services are installed (/usr/bin, /usr/sbin,
-// /bin, /sbin, /usr/local/bin, /usr/local/sbin).
+// /bin, /sbin, /usr/local/bin, /usr/local/sbin, /usr/local/nvidia/bin).
 bool is_system_directory(std::string_view directory);
 
 // What the file system says about an executable, for trust_executable.

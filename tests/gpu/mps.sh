@@ -118,6 +118,13 @@ not_listed() { [[ -z $(smi_mib "$1") ]]; }
 echo "gpuclean MPS test · $(date -u +%FT%TZ) · $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1) · kernel $(uname -r)"
 [[ -x $MPS_CONTROL ]] || { record FAIL "nvidia-cuda-mps-control exists ($MPS_CONTROL)"; exit 1; }
 echo "MPS: $MPS_CONTROL, pipes in $CUDA_MPS_PIPE_DIRECTORY"
+# What the trust in the executable rests on (docs/reference.md "Roles"): owners and modes.
+d=$MPS_CONTROL
+while [[ $d != / ]]; do
+  stat -c '    %A %U:%G %n' "$d"
+  d=$(dirname "$d")
+done
+stat -c '    %A %U:%G %n' /
 if ! "$NVCC" -O2 -o "$work/scenarios" tests/gpu/scenarios.cu -lpthread 2>"$work/nvcc.log"; then
   cat "$work/nvcc.log"
   record FAIL "scenarios.cu builds"

@@ -41,6 +41,9 @@ TEST(NodeService, RootOwnedExecutableInASystemDirectoryIsTrusted) {
   EXPECT_EQ(trust_executable(trusted()), NodeService::kMpsControl);
   EXPECT_EQ(trust_executable(trusted("/usr/sbin/nvidia-persistenced")), NodeService::kPersistenced);
   EXPECT_EQ(trust_executable(trusted("/usr/local/sbin/nv-hostengine")), NodeService::kDcgm);
+  // The GPU machine's driver programs live here (as on Kubernetes GPU nodes).
+  EXPECT_EQ(trust_executable(trusted("/usr/local/nvidia/bin/nvidia-cuda-mps-server")),
+            NodeService::kMpsServer);
 }
 
 TEST(NodeService, EachMissingFactLosesTheTrust) {
