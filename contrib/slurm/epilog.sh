@@ -2,71 +2,93 @@
 # Slurm Epilog: kill what the finished job left holding the GPUs, verify, and drain the node
 # with gpuclean's one-line reason when that fails.
 #
-# Targets: processes of the job's user (SLURM_JOB_USER) that hold the device files and belong
-# to no job still running on this node. A process belongs to a job when its environment carries
-# SLURM_JOB_ID=N or its cgroup path names job_N (proctrack/cgroup); Slurm starts every task
-# with SLURM_JOB_ID set and a setsid/double-forked escapee keeps it. Processes of the user's
-# other running jobs on the node are never targets; neither are monitors (nvidia-smi, DCGM).
+# Targets: processes of the job's user (SLURM_JOB_USER) that hold the device files (monitors
+# excluded), except those slurmstepd tracks (`scontrol listpids`) for another job of the same
+# user still running on this node. Nothing the user controls counts as evidence: a process's
+# environment (SLURM_JOB_ID) is the user's to write, so it is never read.
 #
-# Exit 0 always once Slurm variables are present: a non-zero Epilog makes Slurm drain the node
-# with the bare reason "Epilog error"; this script drains it itself with the real reason.
-# Without SLURM_JOB_ID/SLURM_JOB_USER it does nothing and says so. See docs/fleet.md.
+# Fails closed: when it cannot tell which jobs run here (squeue or listpids failing or missing)
+# it kills nothing and drains the node with a reason saying so.
+#
+# Exit 0 once Slurm variables are present and the node is either clean or drained: a non-zero
+# Epilog makes Slurm drain the node with the bare reason "Epilog error"; this script drains it
+# itself with the real reason, and exits 1 only when it could not (no scontrol, or it failed),
+# so that Slurm drains it instead. Without SLURM_JOB_ID/SLURM_JOB_USER it does nothing and says
+# so. See docs/fleet.md.
 set -u
 gpuclean_script=gpuclean-epilog
 # shellcheck source-path=SCRIPTDIR source=common.sh
-. "$(dirname "$0")/common.sh"
+. "${0%/*}/common.sh" || { echo "gpuclean-epilog: cannot read ${0%/*}/common.sh" >&2; exit 1; }
 
 if [ -z "${SLURM_JOB_ID:-}" ] || [ -z "${SLURM_JOB_USER:-}" ]; then
   log "SLURM_JOB_ID or SLURM_JOB_USER is not set: not running as a Slurm Epilog; nothing done"
   exit 0
 fi
-if ! command -v jq >/dev/null; then
-  drain_node "gpuclean: epilog needs jq to read gpuclean's JSON; leftovers not checked"
-  exit 0
+drain() { drain_node "$1" || exit 1; exit 0; }  # drains and ends the script
+[ -n "$SCONTROL" ] || { log "scontrol not found: cannot drain; failing so that Slurm does"; exit 1; }
+if [ -z "$GPUCLEAN" ] || [ -z "$SQUEUE" ]; then
+  drain "gpuclean: epilog of job $SLURM_JOB_ID: gpuclean or squeue not found; leftovers not checked"
 fi
+jq=$(resolve jq) || drain "gpuclean: epilog needs jq to read gpuclean's JSON; leftovers not checked"
 
-# Jobs other than this one still running here: their processes are not leftovers.
-running=" $(squeue -h -w "$(node_name)" -t RUNNING -o %A 2>/dev/null | grep -vx "$SLURM_JOB_ID" | tr '\n' ' ') "
-
-job_of() {  # the Slurm job a process belongs to, or nothing
-  local pid=$1 id
-  # Reading environ waits on the process's mmap lock: a holder gpuclean calls stuck ("memory
-  # map locked") would hang the epilog. SIGKILL: that wait ignores every other signal.
-  id=$(timeout -s KILL 2 tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_JOB_ID=//p' | head -n 1)
-  if [ -z "$id" ]; then
-    id=$(sed -n 's/.*\/job_\([0-9]*\).*/\1/p' "/proc/$pid/cgroup" 2>/dev/null | head -n 1)
+# user_holders: the PIDs of SLURM_JOB_USER's processes holding the device files (monitors
+# excluded). Fails when gpuclean cannot scan.
+user_holders() {
+  local report status
+  report=$("$GPUCLEAN" status --json "${device_args[@]}" 2>/dev/null)
+  status=$?
+  if [ "$status" -ge 2 ] || [ -z "$report" ]; then
+    log "gpuclean status failed (exit $status)"
+    return 1
   fi
-  echo "$id"
+  # shellcheck disable=SC2016 # $user is jq's
+  "$jq" -r --arg user "$SLURM_JOB_USER" \
+    '.holders[] | select(.visible != false and .user == $user and .class != "monitor") | .pid' \
+    <<<"$report" || return 1
 }
 
-report=$("$GPUCLEAN" status --json "${device_args[@]}" 2>/dev/null)
-status=$?
-if [ "$status" -ge 2 ] || [ -z "$report" ]; then
-  drain_node "gpuclean: epilog of job $SLURM_JOB_ID could not scan the GPUs (exit $status)"
-  exit 0
+if ! candidates=$(user_holders); then
+  drain "gpuclean: epilog of job $SLURM_JOB_ID could not scan the GPUs"
 fi
-candidates=$(jq -r --arg user "$SLURM_JOB_USER" \
-  '.holders[] | select(.visible != false and .user == $user and .class != "monitor") | .pid' \
-  <<<"$report")
+[ -n "$candidates" ] || exit 0
+
+# The user's other jobs still running here, and the processes slurmstepd tracks for them.
+if ! running=$(running_jobs "$SLURM_JOB_USER"); then
+  drain "gpuclean: epilog of job $SLURM_JOB_ID cannot tell which jobs run here (squeue failed); leftovers not killed"
+fi
+running=$(grep -vxF "$SLURM_JOB_ID" <<<"$running")
+# shellcheck disable=SC2086 # job IDs, checked numeric by running_jobs
+if ! member_list=$(job_pids $running); then
+  drain "gpuclean: epilog of job $SLURM_JOB_ID cannot tell which processes are jobs' (scontrol listpids failed); leftovers not killed"
+fi
+members=" $(tr '\n' ' ' <<<"$member_list") "
 
 targets=()
 for pid in $candidates; do
-  job=$(job_of "$pid")
-  if [ -n "$job" ] && [[ $running == *" $job "* ]]; then
-    log "pid $pid belongs to running job $job: left alone"
+  if [[ $members == *" $pid "* ]]; then
+    log "pid $pid belongs to another running job of $SLURM_JOB_USER: left alone"
     continue
   fi
   targets+=("$pid")
 done
-if [ ${#targets[@]} -eq 0 ]; then
-  exit 0
-fi
+[ ${#targets[@]} -gt 0 ] || exit 0
 
 log "job $SLURM_JOB_ID left ${#targets[@]} GPU holder(s): ${targets[*]}"
 "$GPUCLEAN" kill --yes --no-tree "${device_args[@]}" --grace "${GPUCLEAN_GRACE:-5s}" \
   --wait "${GPUCLEAN_WAIT:-30s}" "${targets[@]}" >&2
 status=$?
-if [ "$status" -ne 0 ]; then
-  drain_node "$(first_problem "gpuclean: job $SLURM_JOB_ID leftovers survived kill (exit $status)")"
+[ "$status" -eq 0 ] && exit 0
+# Not necessarily a failure: a target that exited by itself meanwhile makes `gpuclean kill`
+# say "nothing to kill" (exit 2). What counts is whether any target still holds the files.
+if ! now=$(user_holders); then
+  drain "gpuclean: epilog of job $SLURM_JOB_ID could not re-scan the GPUs after kill (exit $status)"
 fi
-exit 0
+survivors=()
+for pid in "${targets[@]}"; do
+  if grep -qx "$pid" <<<"$now"; then survivors+=("$pid"); fi
+done
+if [ ${#survivors[@]} -eq 0 ]; then
+  log "gpuclean kill exited $status, but none of the targets holds the GPUs any more: done"
+  exit 0
+fi
+drain "$(first_problem "gpuclean: job $SLURM_JOB_ID leftovers ${survivors[*]} survived kill (exit $status)")"
