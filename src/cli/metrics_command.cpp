@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
@@ -55,23 +58,66 @@ Scan scan(const MetricsOptions& options, Gatherer& gatherer, const Io& io) {
   return result;
 }
 
-// Serves each scrape from a fresh scan. civetweb calls Collect() from its worker threads;
-// the Gatherer is not thread-safe, so scrapes take turns.
+// --listen: a scrape within kScanReuse of the last scan is served from that scan's result, so
+// a scrape flood cannot make this root-run process rescan /proc on demand (at most one scan
+// per window, whatever the request rate). Prometheus scrapes every 10 s or more, so a normal
+// scrape always gets a fresh scan; two Prometheus replicas scraping together share one.
+constexpr auto kScanReuse = std::chrono::seconds(2);
+
+// civetweb: several workers, so a client holding a connection does not hold the listener;
+// and a short request timeout, so a half-sent request (or a client that stops reading) frees
+// its worker after 2 s instead of civetweb's default 30 s. A scraper sends its request in
+// one segment; 2 s is plenty on any network Prometheus scrapes over. No keep-alive: a
+// connection never waits idle on a worker between scrapes.
+constexpr const char* kWorkerThreads = "8";
+constexpr const char* kRequestTimeoutMs = "2000";
+
+// Serves scrapes from the last scan, rescanning when it is older than kScanReuse. civetweb
+// calls Collect() from its worker threads; the Gatherer is not thread-safe, so scans take
+// turns under the mutex, and scrapes that arrive during a scan wait for it and share its
+// result (one scan, not one each).
 class ScanCollectable : public prometheus::Collectable {
  public:
-  ScanCollectable(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer)
-      : options_(options), gatherer_(std::move(gatherer)) {}
+  using Clock = std::chrono::steady_clock;
+  // `first`: the scan run_metrics made at start, served until it is kScanReuse old.
+  ScanCollectable(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
+                  const output::MetricsReport& first)
+      : options_(options), gatherer_(std::move(gatherer)) {
+    remember(first);
+  }
   std::vector<prometheus::MetricFamily> Collect() const override {
     const std::lock_guard lock(mutex_);
-    std::ostringstream ignored;  // usage problems were found at start; none can appear now
-    Scan result = scan(options_, *gatherer_, Io{ignored, ignored});
-    return output::metric_families(result.report);
+    if (Clock::now() - scanned_at_ >= kScanReuse) {
+      std::ostringstream ignored;  // usage problems were found at start; none can appear now
+      remember(scan(options_, *gatherer_, Io{ignored, ignored}).report);
+    }
+    return families_;
   }
 
  private:
+  // Called with mutex_ held (or from the constructor).
+  void remember(const output::MetricsReport& report) const {
+    ++scans_;
+    scanned_at_ = Clock::now();
+    families_ = output::metric_families(report);
+    prometheus::MetricFamily count;
+    count.name = "gpuclean_scans_total";
+    count.help =
+        "Scans of /proc and the GPUs since the server started (a scrape within 2 s "
+        "of the last scan is served from it)";
+    count.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric value;
+    value.counter.value = static_cast<double>(scans_);
+    count.metric.push_back(std::move(value));
+    families_.push_back(std::move(count));
+  }
+
   const MetricsOptions& options_;
   mutable std::mutex mutex_;
   std::unique_ptr<Gatherer> gatherer_;
+  mutable std::uint64_t scans_ = 0;
+  mutable Clock::time_point scanned_at_;
+  mutable std::vector<prometheus::MetricFamily> families_;
 };
 
 // civetweb reports a failed bind only as "possible problem binding to port": bind once
@@ -106,7 +152,7 @@ Status probe_bind(const std::string& address) {
 }
 
 int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
-          const std::string& address, const Io& io) {
+          const output::MetricsReport& first, const std::string& address, const Io& io) {
   // Block SIGINT/SIGTERM before civetweb starts its threads (they inherit the mask), then
   // wait for them here: a clean stop with exit 0, and no handler running in a random thread.
   sigset_t stop_signals;
@@ -122,11 +168,16 @@ int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
     io.err << "gpuclean: metrics: cannot listen: " << probed.error().message() << '\n';
     return kExitUsage;
   }
-  auto collectable = std::make_shared<ScanCollectable>(options, std::move(gatherer));
+  auto collectable = std::make_shared<ScanCollectable>(options, std::move(gatherer), first);
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
-    // One worker: scrapes are serialised by the collectable anyway.
-    exposer = std::make_unique<prometheus::Exposer>(address, 1);
+    // clang-format off
+    exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports",    address,
+        "num_threads",        kWorkerThreads,
+        "request_timeout_ms", kRequestTimeoutMs,
+        "enable_keep_alive",  "no"});
+    // clang-format on
   } catch (const std::exception& e) {
     // civetweb throws when it cannot bind: port taken, address not on this host, privilege.
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -158,7 +209,9 @@ void add_metrics_command(CLI::App& app, MetricsOptions& options) {
   metrics
       ->add_option("--listen", options.listen,
                    "Serve /metrics on [ADDR:]PORT until SIGINT/SIGTERM (ADDR defaults to "
-                   "127.0.0.1)")
+                   "127.0.0.1). A scrape within 2 s of the last scan is served from it "
+                   "(gpuclean_scans_total counts the scans); a client has 2 s to send its "
+                   "request")
       ->excludes(textfile);
 }
 
@@ -213,7 +266,7 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
   // error at start, not an empty scrape later.
   Scan first = scan(options, *gatherer, io);
   if (!first.usable) return first.exit_code;
-  if (address) return serve(options, std::move(gatherer), *address, io);
+  if (address) return serve(options, std::move(gatherer), first.report, *address, io);
 
   std::ostringstream text;
   output::render_metrics_text(text, first.report);

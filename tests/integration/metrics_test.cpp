@@ -5,12 +5,19 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
+#include <thread>
 
 #include "holder_fixture.h"
 
@@ -46,9 +53,21 @@ int bind_any(const Socket& socket) {
   return ntohs(sa.sin_port);
 }
 
-// GET http://127.0.0.1:PORT/PATH; the whole response, or "" when nothing listens.
-std::string http_get(int port, const std::string& path) {
+// Every blocking read/write on `fd` gives up after `timeout` (then fails with EAGAIN).
+void set_io_timeout(int fd, std::chrono::milliseconds timeout) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+// GET http://127.0.0.1:PORT/PATH; the whole response, or "" when nothing listens. A server
+// that does not answer within `timeout` per read gives what came so far (maybe "").
+std::string http_get(int port, const std::string& path,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   Socket s;
+  set_io_timeout(s.fd, timeout);
   sockaddr_in sa = loopback(port);
   if (::connect(s.fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return "";
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
@@ -84,8 +103,33 @@ class MetricsTest : public HolderFixture {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
+  // `gpuclean metrics --listen 127.0.0.1:PORT` on a free port, answering; returns the port
+  // (0 when it never answered). The server is reaped by the fixture.
+  int start_server() {
+    int port = 0;
+    {
+      Socket probe;
+      port = bind_any(probe);
+    }  // released: gpuclean binds it next
+    if (port <= 0) return 0;
+    const pid_t server =
+        spawn({GPUCLEAN_BINARY, "metrics", "--device-glob", held_, "--test-gpu-source",
+               gpu_view(0, 0), "--listen", "127.0.0.1:" + std::to_string(port)});
+    if (server <= 0) return 0;
+    reaper_.adopt(server);
+    const bool up = wait_until([&] { return !http_get(port, "/metrics").empty(); });
+    return up ? port : 0;
+  }
   int views_ = 0;
 };
+
+// The value of the unlabelled sample NAME in a scrape's text, or NAN when absent.
+double sample(const std::string& text, const std::string& name) {
+  const std::string key = "\n" + name + " ";
+  const auto at = text.find(key);
+  if (at == std::string::npos) return NAN;
+  return std::strtod(text.c_str() + at + key.size(), nullptr);
+}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -158,7 +202,8 @@ TEST_F(MetricsTest, ListenServesMetricsOnLoopbackAndStopsOnTerm) {
       << response;
   EXPECT_TRUE(contains(response, "gpuclean_scan_success 1"));
 
-  // A second scrape is a fresh scan: the holder gone, the count follows.
+  // A later scrape is a fresh scan (once the last is 2 s old): the holder gone, the count
+  // follows.
   ::kill(holder, SIGKILL);
   ASSERT_TRUE(wait_until([&] { return proc_state(holder) == '\0' || proc_state(holder) == 'Z'; }));
   EXPECT_TRUE(wait_until([&] {
@@ -173,6 +218,105 @@ TEST_F(MetricsTest, ListenServesMetricsOnLoopbackAndStopsOnTerm) {
   ASSERT_EQ(::kill(server, SIGTERM), 0);
   EXPECT_EQ(reap(server), 0) << "SIGTERM is a clean stop";
   EXPECT_EQ(http_get(port, "/metrics"), "") << "the port is closed after the stop";
+}
+
+// Security review: a root-run exporter reachable from the network must not be held by one
+// client. civetweb serves a connection on one worker thread until the request is complete; the
+// server ran with ONE worker and civetweb's default 30 s request timeout, so a client that sends
+// half a request and waits held every scrape for ~30 s (the review measured 29.5 s). Run on
+// the code before the fix (commit 0475cde: Exposer(address, 1)), this test FAILED, twice: the
+// scrape got no answer within its 6 s limit, and the half-sent requests were still held at
+// the 8 s deadline (the test took 8.1 s). Now: 8 workers and a 2 s request timeout.
+TEST_F(MetricsTest, HalfSentRequestsDoNotHoldTheListener) {
+  const int port = start_server();
+  ASSERT_GT(port, 0) << "the server never answered";
+  using Clock = std::chrono::steady_clock;
+  // Three clients connect, send half a request (no blank line ending the header), and wait.
+  std::vector<std::unique_ptr<Socket>> holders;
+  for (int i = 0; i < 3; ++i) {
+    auto s = std::make_unique<Socket>();
+    sockaddr_in sa = loopback(port);
+    ASSERT_EQ(::connect(s->fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    const std::string half = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    ASSERT_EQ(::write(s->fd, half.data(), half.size()), static_cast<ssize_t>(half.size()));
+    holders.push_back(std::move(s));
+  }
+  const auto held_since = Clock::now();
+  // A normal scrape behind them (accepted after them: the kernel queues in order) answers
+  // promptly. The limit, 3 s, is far below the 30 s of the unfixed server.
+  const auto asked = Clock::now();
+  const std::string response = http_get(port, "/metrics", std::chrono::seconds(6));
+  const double took = std::chrono::duration<double>(Clock::now() - asked).count();
+  EXPECT_TRUE(contains(response, "200 OK")) << "no answer within 6 s: '" << response << "'";
+  EXPECT_LT(took, 3.0) << "a scrape behind 3 half-sent requests took " << took << " s";
+
+  // And the half-sent requests do not hold their worker for long: the server drops each one
+  // after its request timeout (2 s), where the unfixed server waited 30 s. Read until EOF.
+  const auto deadline = held_since + std::chrono::seconds(8);
+  for (auto& s : holders) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    set_io_timeout(s->fd, std::max(left, std::chrono::milliseconds(1)));
+    char buffer[512];
+    while (::read(s->fd, buffer, sizeof(buffer)) > 0) {
+    }
+  }
+  const double dropped_after = std::chrono::duration<double>(Clock::now() - held_since).count();
+  EXPECT_LT(dropped_after, 8.0) << "half-sent requests were held " << dropped_after << " s";
+  // Negative control of that bound: not dropped at once either (the timeout, not a refusal).
+  EXPECT_GT(dropped_after, 1.0);
+}
+
+// Scrapes are served from the last scan for 2 s: a scrape flood does not make the root-run
+// exporter rescan /proc on demand, and concurrent scrapes share one scan. Observed through
+// gpuclean_scans_total, the server's own count of scans.
+TEST_F(MetricsTest, ScrapesWithinTwoSecondsShareOneScan) {
+  const int port = start_server();
+  ASSERT_GT(port, 0) << "the server never answered";
+  using Clock = std::chrono::steady_clock;
+  const std::string first = http_get(port, "/metrics");
+  const double before = sample(first, "gpuclean_scans_total");
+  ASSERT_FALSE(std::isnan(before)) << first;
+  ASSERT_GE(before, 1);
+
+  // 4 threads × 10 scrapes, as fast as they go.
+  constexpr std::size_t kThreads = 4;
+  constexpr std::size_t kEach = 10;
+  std::vector<std::string> responses(kThreads * kEach);
+  const auto started = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (std::size_t i = 0; i < kEach; ++i)
+          responses[t * kEach + i] = http_get(port, "/metrics");
+      });
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  double most = before;
+  std::map<double, double> time_of_scan;  // scans_total → gpuclean_last_scan_timestamp_seconds
+  for (const std::string& r : responses) {
+    ASSERT_TRUE(contains(r, "200 OK")) << r;
+    const double scans = sample(r, "gpuclean_scans_total");
+    const double when = sample(r, "gpuclean_last_scan_timestamp_seconds");
+    ASSERT_FALSE(std::isnan(scans)) << r;
+    most = std::max(most, scans);
+    // The same scan number is the same scan: the same result, down to its timestamp.
+    auto [it, fresh] = time_of_scan.emplace(scans, when);
+    EXPECT_EQ(it->second, when) << "scan " << scans << " served with two timestamps";
+  }
+  // At most one scan per started 2 s window (+1: the window of `first` may end at once).
+  const double allowed = std::ceil(elapsed / 2.0) + 1;
+  EXPECT_LE(most - before, allowed)
+      << responses.size() << " scrapes in " << elapsed << " s made " << (most - before) << " scans";
+  EXPECT_LE(time_of_scan.size(), allowed + 1);
+
+  // Negative control: the counter does count, and the cache expires: a scrape after the window
+  // is a new scan.
+  EXPECT_TRUE(
+      wait_until([&] { return sample(http_get(port, "/metrics"), "gpuclean_scans_total") > most; },
+                 std::chrono::seconds(10)));
 }
 
 TEST_F(MetricsTest, TakenPortAndBadAddressesAreUsageErrors) {
