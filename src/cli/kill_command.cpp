@@ -60,7 +60,7 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   if (!grace.ok()) return fail("--grace " + grace.error().message());
   auto wait = parse_duration(o.wait);
   if (!wait.ok()) return fail("--wait " + wait.error().message());
-  parsed.teardown = {*signal, *grace, !o.no_kill9, *wait};
+  parsed.teardown = {*signal, *grace, !o.no_kill9, *wait, {}};
 
   diagnose::KillSelectors& s = parsed.selectors;
   s.pids = o.pids;
@@ -457,9 +457,12 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     io.err << "gpuclean: kill: not touching pid " << s.pid << ": " << s.reason << '\n';
   }
   if (plan.targets.empty()) {
-    io.err << "gpuclean: kill: nothing to kill\n";
-    return plan.not_found.empty() && plan.skipped.empty() && selectors.broad() ? kExitClean
-                                                                               : kExitUsage;
+    // Every named process already gone is what the caller wanted (an Epilog racing a job's own
+    // exit must not drain the node for it); a skipped one is not.
+    const bool all_gone = !plan.not_found.empty() && plan.not_found.size() == selectors.pids.size();
+    io.err << "gpuclean: kill: nothing to kill"
+           << (all_gone && plan.skipped.empty() ? ": already gone" : "") << '\n';
+    return plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean : kExitUsage;
   }
 
   const ops::TeardownOptions& t = parsed->teardown;

@@ -1,14 +1,12 @@
 #include "cli/plot_command.h"
 
-#include <fcntl.h>
-
-#include <fstream>
 #include <ostream>
 
+#include "core/atomic_file.h"
+#include "core/input_file.h"
 #include "output/escape.h"
 #include "output/run_plot.h"
 #include "output/run_record.h"
-#include "procfs/proc_fs.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -26,12 +24,12 @@ void add_plot_command(CLI::App& app, PlotOptions& o) {
 
 int run_plot(const PlotOptions& o, const Io& io) {
   const std::string shown = output::escape_terminal(o.record_path);
-  std::string text;
-  if (!procfs::read_file_at(AT_FDCWD, o.record_path.c_str(), text, kMaxRecordBytes)) {
-    io.err << "gpuclean: plot: " << errno_error(shown).message() << '\n';
+  auto text = read_input_file(o.record_path, kMaxRecordBytes);  // a regular file; never blocks
+  if (!text.ok()) {
+    io.err << "gpuclean: plot: " << output::escape_terminal(text.error().message()) << '\n';
     return kExitUsage;
   }
-  auto record = output::parse_run_record(text);
+  auto record = output::parse_run_record(*text);
   if (!record.ok()) {
     io.err << "gpuclean: plot: " << shown << ": " << record.error().context << '\n';
     return kExitUsage;
@@ -41,11 +39,11 @@ int run_plot(const PlotOptions& o, const Io& io) {
     io.out << svg;
     return kExitClean;
   }
-  std::ofstream file(o.output_path, std::ios::binary | std::ios::trunc);
-  file << svg;
-  file.close();
-  if (!file) {
-    io.err << "gpuclean: plot: cannot write " << output::escape_terminal(o.output_path) << '\n';
+  // Atomically, through the one writer of every output file (core/atomic_file.h): a link
+  // planted at the name is replaced, never followed.
+  if (Status written = write_file_atomically(o.output_path, svg); !written.ok()) {
+    io.err << "gpuclean: plot: cannot write " << output::escape_terminal(written.error().message())
+           << '\n';
     return kExitRuntime;
   }
   return kExitClean;

@@ -10,6 +10,7 @@
 
 #include "collect/gather.h"
 #include "core/atomic_file.h"
+#include "core/input_file.h"
 #include "diagnose/snapshot_diff.h"
 #include "output/diff_view.h"
 #include "output/escape.h"
@@ -81,15 +82,9 @@ std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoo
 
 // Reads and validates a snapshot file; errors name the file and what is wrong.
 Result<Snapshot> load_snapshot(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return errno_error(path);
-  std::string text;
-  char buffer[65536];
-  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-    text.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxSnapshotBytes) return Error{0, path + ": too large for a snapshot"};
-  }
-  if (in.bad()) return Error{EIO, "read " + path};
+  auto read = read_input_file(path, kMaxSnapshotBytes);  // a regular file; never blocks
+  if (!read.ok()) return read.error();
+  const std::string& text = *read;
   if (text.empty()) return Error{0, path + ": empty (not a snapshot)"};
   auto snapshot = output::parse_snapshot(text);
   if (!snapshot.ok()) return Error{0, path + ": " + snapshot.error().context};

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -54,8 +55,30 @@ Result<AtomicFile> AtomicFile::create(const std::string& path, unsigned mode,
   }
   // The directory is resolved once; the temp file, the rename and the fsync all go through
   // this descriptor, so swapping the directory for a link midway changes nothing.
-  file.dir_ = UniqueFd(::open(file.directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!file.dir_) return errno_error("open directory " + file.directory_);
+  // O_NOFOLLOW: a link planted at the directory's own name (another user's
+  // /tmp/shared/out -> /etc) is refused rather than written through.
+  file.dir_ =
+      UniqueFd(::open(file.directory_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!file.dir_) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      struct stat st {};
+      if (::lstat(file.directory_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        return Error{
+            0, "directory " + file.directory_ + " is a symbolic link: give the directory itself"};
+      }
+    }
+    return errno_error("open directory " + file.directory_);
+  }
+  // Others who can write the directory can swap our file for theirs between the write and
+  // the rename, unless the directory is sticky (then only the owner of a name may remove it).
+  struct stat dir_st {};
+  if (::fstat(file.dir_.get(), &dir_st) != 0) return errno_error("stat " + file.directory_);
+  if ((dir_st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (dir_st.st_mode & S_ISVTX) == 0) {
+    return Error{0, "directory " + file.directory_ +
+                        " is writable by other users and not sticky: they could replace the "
+                        "file; write into a directory only you can write, or make it sticky "
+                        "(chmod +t)"};
+  }
   file.hooks_ = std::move(hooks);
   int err = EEXIST;
   for (int attempt = 0; attempt < kNameAttempts && err == EEXIST; ++attempt) {

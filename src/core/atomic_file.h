@@ -1,6 +1,9 @@
 // Replacing a file atomically: the one way gpuclean writes a file a reader may be watching
-// (`run --record`, `snapshot -o`, `metrics --textfile`). A reader sees the old file or the
-// whole new one, never half of it; a failure leaves the old file as it was.
+// (`run --record`, `snapshot -o`, `metrics --textfile`, `plot -o`). A reader sees the old file or
+// the whole new one, never half of it; a failure leaves the old file as it was.
+//
+// The directory is opened once with O_NOFOLLOW (a link at its name is refused) and must not be
+// writable by others unless it is sticky (else they could swap the file before the rename).
 //
 // Safe in a shared directory as root (a sticky, world-writable textfile directory): the temp
 // file gets an unpredictable name and is created with O_CREAT|O_EXCL|O_NOFOLLOW, so a link

@@ -1,6 +1,7 @@
 #include "diagnose/classify.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace gpuclean::diagnose {
 namespace {
@@ -10,6 +11,21 @@ bool is_dead_state(char state) {
 }
 
 }  // namespace
+
+bool is_system_service(const ProcessInfo& process) {
+  // systemd puts a system service's processes in /system.slice/NAME.service (or a cgroup
+  // below it); only root can start one there. A user's own services live under user.slice
+  // and prove nothing.
+  if (!process.cgroup) return false;
+  const std::string& path = *process.cgroup;
+  constexpr std::string_view kSlice = "/system.slice/";
+  if (path.rfind(kSlice, 0) != 0) return false;
+  const std::size_t end = path.find('/', kSlice.size());
+  const std::string_view unit = std::string_view(path).substr(
+      kSlice.size(), end == std::string::npos ? std::string::npos : end - kSlice.size());
+  constexpr std::string_view kSuffix = ".service";
+  return unit.size() > kSuffix.size() && unit.substr(unit.size() - kSuffix.size()) == kSuffix;
+}
 
 HolderClass classify_from_proc(const ProcessInfo& process) {
   const bool any_d =
@@ -23,7 +39,8 @@ HolderClass classify_from_proc(const ProcessInfo& process) {
   }
   // PID 1 adopts the children of a parent that died. (A child subreaper adopts them too, but
   // /proc does not say which processes are subreapers.)
-  if (process.ppid == 1) return HolderClass::kOrphan;
+  // A system service's main process has PID 1 as its parent by design: not an orphan.
+  if (process.ppid == 1 && !is_system_service(process)) return HolderClass::kOrphan;
   return HolderClass::kActive;
 }
 

@@ -10,8 +10,13 @@ namespace gpuclean::diagnose {
 // stuck      some thread in uninterruptible sleep (D): signals will not help
 // zombie-leader  leader Z, other threads alive (ps "Zl")
 // zombie     leader Z, nothing alive: holds no GPU memory
-// orphan     re-parented to init (ppid 1); the original parent is gone
+// orphan     re-parented to init (ppid 1); the original parent is gone — unless it is a
+//            system service (is_system_service), whose parent is init by design
 // active     everything else
 HolderClass classify_from_proc(const ProcessInfo& process);
+
+// Its cgroup is a system service's, /system.slice/NAME.service or below (only root starts
+// one there; user.slice services are the user's own and do not count).
+bool is_system_service(const ProcessInfo& process);
 
 }  // namespace gpuclean::diagnose

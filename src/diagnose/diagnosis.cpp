@@ -197,7 +197,9 @@ std::vector<DeadOwner> tie_heirs(const std::map<Pid, std::map<unsigned, Bytes>>&
     }
     if (tie) {
       owners[index_of.at(tie->dead_owner)].candidates.push_back({p.pid, *tie});
-    } else if (c->klass == HolderClass::kOrphan) {
+    } else if (c->klass == HolderClass::kOrphan && looks_like_context(*c)) {
+      // The weak rule needs the inherited mapping; a holder of unmapped files is tied to a dead
+      // owner only by its group or session.
       untied_orphans.push_back(c);
     }
   }
@@ -289,6 +291,10 @@ Problem ambiguous_problem(const DeadOwner& owner, unsigned gpu, Bytes bytes,
   }
   p.fix = "look at each candidate (" + looks + ") and stop the one that is yours";
   return p;
+}
+
+bool is_plain_live(const Holder& h) {
+  return h.klass == HolderClass::kActive || h.klass == HolderClass::kOrphan;
 }
 
 // A node service doing its job: holding the GPU is what it is for. A stuck or zombie-led one
@@ -469,17 +475,20 @@ Diagnosis diagnose(Input input, const Options& options) {
         }
       }
     }
-    // Holders NVML does not list: a context shape makes an heir candidate (or a stray context);
-    // anything else is a monitor (nvidia-smi, DCGM, persistenced).
+    // Holders NVML does not list. A monitor needs positive evidence: a trusted tool or service
+    // (Holder::service) with no context. Anything else may hold what a dead owner left: a
+    // context shape makes an heir candidate; so does a holder of unmapped files, but only
+    // through its group or session (tie_heirs). Before, "no context" alone made a monitor, and
+    // a user's process that kept the files unmapped was skipped by every kill selector.
     std::vector<const Holder*> heir_candidates;
     for (Holder& h : holders) {
       if (listed_pids.count(h.process.pid) > 0) continue;
-      if (h.service && looks_like_context(h)) continue;  // a service's context is its own
-      if (looks_like_context(h) && h.klass != HolderClass::kZombieLeader &&
-          h.klass != HolderClass::kZombie) {
+      if (h.service) {
+        if (!looks_like_context(h) && is_plain_live(h)) h.klass = HolderClass::kMonitor;
+        continue;  // a service's context is its own
+      }
+      if (h.klass != HolderClass::kZombieLeader && h.klass != HolderClass::kZombie) {
         heir_candidates.push_back(&h);
-      } else if (h.klass == HolderClass::kActive || h.klass == HolderClass::kOrphan) {
-        h.klass = HolderClass::kMonitor;
       }
     }
     // A dead owner's memory passes to its heir; with no candidate at all it is foreign; with
@@ -532,12 +541,9 @@ Diagnosis diagnose(Input input, const Options& options) {
   }
 
   if (!input.gpu_view) {
-    // Without NVML the context shape is all there is to tell a monitor from a user.
+    // Without NVML: a trusted tool with no context shape is a monitor, as above.
     for (Holder& h : holders) {
-      if ((h.klass == HolderClass::kActive || h.klass == HolderClass::kOrphan) &&
-          !looks_like_context(h)) {
-        h.klass = HolderClass::kMonitor;
-      }
+      if (h.service && is_plain_live(h) && !looks_like_context(h)) h.klass = HolderClass::kMonitor;
     }
   }
 

@@ -105,14 +105,8 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
       continue;
     }
     // Skipped here, it implies nothing below it either: a user naming root's tmux server must
-    // not get every own process under it planned.
-    const auto named_holder = holder_of.find(pid);
-    if (named_holder != holder_of.end() && named_holder->second->klass == HolderClass::kMonitor) {
-      plan.skipped.push_back({pid,
-                              "a monitor (control files only, no GPU context); its "
-                              "descendants are not implied"});
-      continue;
-    }
+    // not get every own process under it planned. (A monitor named by PID is a target: being
+    // named is the evidence; a trusted one is a node service and needs a confirmation.)
     if (!context.privileged && it->second.uid && *it->second.uid != context.euid) {
       plan.skipped.push_back(
           {pid, not_permitted(it->second) + "; its descendants are not implied"});
@@ -174,8 +168,6 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
     const Holder* h = holder == holder_of.end() ? nullptr : holder->second;
     if (auto reason = protection(info, context, own)) {
       plan.skipped.push_back({pid, *reason});
-    } else if (h != nullptr && h->klass == HolderClass::kMonitor) {
-      plan.skipped.push_back({pid, "a monitor (control files only, no GPU context)"});
     } else if (h != nullptr && h->service && named_root.count(pid) == 0 && why != "named") {
       // Chosen by a session, group, user or cgroup: too broad to end a node service.
       plan.skipped.push_back({pid, service_reason(*h)});

@@ -3,8 +3,10 @@
 //
 // The rules (SPEC.md "Safety rules"; docs/design.md "kill"):
 // - Never a target: PID 1, gpuclean itself, its ancestors (the shell that started it), kernel
-//   threads, monitors (control files only, no GPU context), foreign holders (not visible here),
-//   and other users' processes unless the caller is privileged.
+//   threads, foreign holders (not visible here), and other users' processes unless the caller
+//   is privileged. Monitors (a trusted tool with no GPU context) are left out of --holders,
+//   --gpu and --leftovers; explicit selectors (PID, --user, --session, --pgid, --cgroup) never
+//   skip a process for being one (trusted tools are node services: see below).
 // - A protected PID *named* as a target refuses the whole plan: its descendants are never
 //   implied (`gpuclean kill 1` must not mean "every process of the machine").
 // - A holder found by the scan keeps the identity it had then (PID + start time): if /proc now
@@ -13,8 +15,8 @@
 // - Anything but an explicit PID list needs a confirmation; so does an explicit PID whose tree
 //   reaches another user's processes or another session.
 // - gpuclean's own children (its NVML helper) are protected like gpuclean.
-// - A named PID that is skipped (another user's without privilege, a monitor) implies none of
-//   its descendants either.
+// - A named PID that is skipped (another user's without privilege) implies none of its
+//   descendants either.
 // - The node's services (Holder::service: MPS, persistenced, DCGM, …) are never taken by
 //   --holders, --leftovers, --gpu, --user, --session, --pgid or --cgroup; named by PID (or in
 //   a named PID's tree) they are targets that always need a confirmation.

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "ops/signals.h"
+#include "procfs/parse.h"
+#include "procfs/proc_fs.h"
 #include "procfs/process_table.h"
 
 namespace gpuclean::ops {
@@ -194,6 +196,27 @@ std::vector<ProcessInfo> CgroupContainment::members(const procfs::ProcFs& proc) 
   pids.insert(below.begin(), below.end());
   pids.erase(::getpid());
   return live(proc, pids);
+}
+
+bool CgroupContainment::still_member(const procfs::ProcFs& proc, Pid pid) const {
+  std::string text;
+  if (procfs::read_file_at(proc.root_fd(), (std::to_string(pid) + "/cgroup").c_str(), text, 4096)) {
+    const std::optional<std::string> path = procfs::parse_cgroup_v2(text);
+    const std::string& group = group_.location().path;
+    if (path && (*path == group || path->rfind(group + "/", 0) == 0)) return true;
+  }
+  // Moved out of the group (a root workload may): still ours if gpuclean is its ancestor.
+  Pid at = pid;
+  for (int depth = 0; depth < 64 && at > 1; ++depth) {
+    if (!procfs::read_file_at(proc.root_fd(), (std::to_string(at) + "/stat").c_str(), text, 4096)) {
+      return false;
+    }
+    auto stat = procfs::parse_stat(text);
+    if (!stat.ok()) return false;
+    if (stat->ppid == ::getpid()) return true;
+    at = stat->ppid;
+  }
+  return false;
 }
 
 void CgroupContainment::kill_remaining() const {

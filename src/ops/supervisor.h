@@ -107,6 +107,8 @@ class CgroupContainment : public Containment {
   [[nodiscard]] std::string limits() const override;
   [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
   void kill_remaining() const override;
+  // In the group (its /proc/PID/cgroup is the group's or below), or a descendant of gpuclean.
+  [[nodiscard]] bool still_member(const procfs::ProcFs& proc, Pid pid) const override;
   [[nodiscard]] const CgroupGroup& group() const { return group_; }
   CgroupGroup& group() { return group_; }
 

@@ -95,6 +95,13 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
               : "skipped: " + handle.error().message();
       continue;
     }
+    if (options.still_member && !options.still_member(targets[i].pid)) {
+      // Its PID was listed as a member, and is someone else's now: the member is gone.
+      outcomes[i].state = TargetOutcome::State::kSkipped;
+      outcomes[i].recycled = true;
+      outcomes[i].reason = "skipped: no longer a member (its PID now belongs to another process)";
+      continue;
+    }
     live.push_back({i, std::move(handle).value()});
   }
 
@@ -192,6 +199,9 @@ RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& s
     }
     if (fresh.empty()) break;
     TeardownOptions round_options = options;
+    round_options.still_member = [&source, &proc](Pid pid) {
+      return source.still_member(proc, pid);
+    };
     // Whatever appears after the first round was forked during it: no second grace period.
     // With --no-kill9 they get the first signal, still without a grace period.
     if (round > 0) {

@@ -20,6 +20,10 @@ struct TeardownOptions {
   Duration grace = std::chrono::seconds(5);  // after `signal`, before SIGKILL
   bool kill9 = true;                         // escalate to SIGKILL after the grace period
   Duration wait = std::chrono::seconds(30);  // after the last signal, for the exits
+  // Asked once a target's pidfd is open (its PID can no longer be reused): is it still a member
+  // of what was torn down? A PID read from cgroup.procs may have been freed and reused by an
+  // unrelated process before the pidfd was opened. False: skipped, never signalled. Unset: yes.
+  std::function<bool(Pid)> still_member;
 };
 
 struct TargetOutcome {
@@ -73,6 +77,10 @@ class MemberSource {
   // Last resort after the signals: SIGKILL whatever is left in one step, where the source can
   // (a cgroup's cgroup.kill).
   virtual void kill_remaining() const {}
+  // Whether `pid`, listed by members(), still belongs (TeardownOptions::still_member).
+  [[nodiscard]] virtual bool still_member(const procfs::ProcFs& /*proc*/, Pid /*pid*/) const {
+    return true;
+  }
 };
 
 struct RoundsOutcome {

@@ -1,5 +1,5 @@
-// The three commands that write a file a reader may be watching — `run --record`,
-// `snapshot -o`, `metrics --textfile` — as root into a shared (sticky, world-writable)
+// The commands that write a file a reader may be watching — `run --record`, `snapshot -o`,
+// `metrics --textfile`, `plot -o` — as root into a shared (sticky, world-writable)
 // directory where another user planted symlinks: at the target's name and at the temp names
 // the old writers derived from gpuclean's PID. gpuclean runs as PID 1 of a PID namespace of
 // its own, so those names are known in advance, as an attacker who watches PIDs would know
@@ -91,6 +91,20 @@ TEST_F(AtomicWriteTest, RunRecordNeverFollowsAPlantedLinkAndIsNotStoppedByOne) {
                             "--record", target, "--", "true"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   expect_untouched(links, target, "\"kind\": \"run\"");
+}
+
+// Issue 21 item 1: plot -o wrote through std::ofstream and followed a link at its name.
+// Failed before the fix: the victim held the SVG.
+TEST_F(AtomicWriteTest, PlotOutputNeverFollowsAPlantedLink) {
+  const std::string record = dir_.path() + "/record.json";
+  auto made = gpuclean({"run", "-q", "--no-nvml", "--no-cgroup", "--device-glob", held_, "--record",
+                        record, "--", "true"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string target = shared_ + "/run.svg";
+  const auto links = plant(target);
+  auto result = as_pid_one({"plot", record, "-o", target});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  expect_untouched(links, target, "<svg");
 }
 
 TEST_F(AtomicWriteTest, NegativeControlAPlainWriterFollowsTheLink) {

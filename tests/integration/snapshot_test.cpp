@@ -1,6 +1,9 @@
 // snapshot / diff / check --against through the real binary, with a test GPU source that
 // plays NVML (clocks, throttle reasons, ECC …), a fake kernel log and sysfs, and processes this
 // test starts holding its own temp files. Every failure case has its clean twin beside it.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "holder_fixture.h"
@@ -232,6 +235,33 @@ TEST_F(SnapshotTest, BadSnapshotsAreUsageErrorsNamingTheFile) {
   auto old = run({"diff", fixture("old_partial.json")}, view());
   EXPECT_TRUE(old.exit_code == 0 || old.exit_code == 1) << old.err;
   EXPECT_NE(old.out.find("unknown →"), std::string::npos) << old.out;
+}
+
+// Issue 21 item 7: an input that is a FIFO (or a link) made check --against and diff wait for a
+// writer forever: inputs are regular files, opened O_NONBLOCK|O_NOFOLLOW, size-checked.
+// Failed before the fix: the FIFO case ran into run_command's 10 s limit (exit 137).
+TEST_F(SnapshotTest, InputsMustBeRegularFilesAndNeverBlock) {
+  const std::string good = snapshot_file(view());
+  const std::string fifo = dir_.path() + "/fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string link = dir_.path() + "/link.json";
+  ASSERT_EQ(::symlink(good.c_str(), link.c_str()), 0);
+  for (const auto& [input, says] : {std::pair<std::string, std::string>{fifo, "not a regular file"},
+                                    {link, "is a symbolic link"},
+                                    {"/dev/zero", "not a regular file"}}) {
+    for (const auto& args : {std::vector<std::string>{"diff", input, good},
+                             std::vector<std::string>{"check", "--against", input},
+                             std::vector<std::string>{"plot", input}}) {
+      std::vector<std::string> argv = {GPUCLEAN_BINARY};
+      argv.insert(argv.end(), args.begin(), args.end());
+      if (args[0] != "plot") argv.insert(argv.end(), {"--device-glob", held_});
+      auto result = run_command(argv, std::chrono::seconds(10));
+      EXPECT_EQ(result.exit_code, 2) << args[0] << " " << input << ": " << result.err;
+      EXPECT_NE(result.err.find(says), std::string::npos) << result.err;
+    }
+  }
+  // Negative control: the file the link points at is read as usual.
+  EXPECT_EQ(run({"diff", good, good}, view()).exit_code, 0);
 }
 
 TEST_F(SnapshotTest, NvmlFailingIsExitThree) {

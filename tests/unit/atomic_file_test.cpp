@@ -240,5 +240,35 @@ TEST_F(AtomicFileTest, AFullFilesystemLeavesTheOldFileIntact) {
          "15 negative control saw nothing";
 }
 
+// Issue 21 item 1: the directory the file goes into. A link at the directory's name is not
+// followed, and a directory others can write (not sticky) is refused: they could swap the file
+// between the write and the rename. Failed before the fix: create() succeeded in both.
+TEST_F(AtomicFileTest, RefusesALinkedDirectoryAndOneOthersCanWriteUnlessSticky) {
+  const std::string real = dir_ + "/real";
+  fs::create_directory(real);
+  ::chmod(real.c_str(), 0755);
+  const std::string link = dir_ + "/link";
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  auto through_link = AtomicFile::create(link + "/out.json");
+  ASSERT_FALSE(through_link.ok());
+  EXPECT_NE(through_link.error().message().find("is a symbolic link"), std::string::npos)
+      << through_link.error().message();
+  EXPECT_TRUE(fs::is_empty(real));
+
+  for (unsigned mode : {0775u, 0757u, 0777u}) {
+    ::chmod(real.c_str(), mode);
+    auto shared = AtomicFile::create(real + "/out.json");
+    ASSERT_FALSE(shared.ok()) << std::oct << mode;
+    EXPECT_NE(shared.error().message().find("writable by other users and not sticky"),
+              std::string::npos)
+        << shared.error().message();
+  }
+  // Negative controls: sticky (a textfile directory shared the safe way), and private.
+  for (unsigned mode : {01777u, 0755u}) {
+    ::chmod(real.c_str(), mode);
+    EXPECT_TRUE(write_file_atomically(real + "/out.json", "x\n").ok()) << std::oct << mode;
+  }
+}
+
 }  // namespace
 }  // namespace gpuclean

@@ -26,6 +26,29 @@ TEST(ClassifyFromProc, EachClassAndItsNegativeControl) {
   EXPECT_EQ(classify_from_proc(process('Z', 1, {'Z', 'D'})), HolderClass::kStuck);
 }
 
+// Issue 21 item 9: a system service that uses the GPU on purpose (parent PID 1, cgroup
+// /system.slice/X.service) was an "orphan": a problem, and a --leftovers target. Failed before
+// the fix: classify_from_proc(service) Which is: 4-byte object <01-00 00-00> (kOrphan).
+TEST(ClassifyFromProc, SystemServiceIsActiveNotAnOrphan) {
+  ProcessInfo service = process('S', 1, {'S'});
+  service.cgroup = "/system.slice/inference.service";
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kActive);
+  service.cgroup = "/system.slice/triton.service/worker";
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kActive) << "a cgroup below the service's";
+  // Negative controls: what a user can make, or what is no service, stays an orphan.
+  for (const char* cgroup : {"/user.slice/user-1000.slice/user@1000.service/app.slice/x.service",
+                             "/system.slice/session-3.scope", "/system.slice/.service",
+                             "/system.slice", "/x/system.slice/a.service", "/"}) {
+    service.cgroup = cgroup;
+    EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan) << cgroup;
+  }
+  service.cgroup.reset();
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan) << "cgroup unknown";
+  service.cgroup = "/system.slice/inference.service";
+  service.ppid = 50;
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kActive);
+}
+
 TEST(HasLiveThread, WithoutThreadListFallsBackToLeaderState) {
   EXPECT_TRUE(has_live_thread(process('S', 1, {})));
   EXPECT_FALSE(has_live_thread(process('Z', 1, {})));

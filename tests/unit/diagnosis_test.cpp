@@ -36,13 +36,16 @@ Holder cuda_holder(Pid pid, Pid ppid = 50, char state = 'S') {
   return h;
 }
 
-// nvidia-smi's shape: holds the same files, maps only nvidiactl.
+// nvidia-smi's shape: holds the same files, maps only nvidiactl; its executable is the
+// trusted /usr/bin/nvidia-smi (procfs/node_service.h), the evidence a monitor needs.
 Holder monitor_holder(Pid pid) {
   Holder h = cuda_holder(pid);
   h.process.comm = "nvidia-smi";
   h.process.cmdline = {"nvidia-smi", "-l", "1"};
   h.devices = {nvidia_file("/dev/nvidia0", false, 0u), nvidia_file("/dev/nvidia-uvm", false),
                nvidia_file("/dev/nvidiactl", true)};
+  h.service = NodeService::kMonitorTool;
+  h.executable = "/usr/bin/nvidia-smi";
   return h;
 }
 
@@ -152,6 +155,45 @@ TEST(Diagnose, ForeignBytesAreNotReportedAgainAsUnattributed) {
   ASSERT_EQ(more.problems.size(), 2u);
   EXPECT_EQ(more.problems[1].kind, "unattributed");
   EXPECT_EQ(more.problems[1].bytes, std::optional<Bytes>(5 * kGiB));
+}
+
+// Issue 21 item 3: "monitor" needs positive evidence. A user's process that held the device
+// files without mapping them was a monitor: never a problem, skipped by every kill selector,
+// and the memory its dead owner left showed as foreign. Failed before the fix:
+// find(d, 600)->klass Which is: kMonitor; d.problems[0].kind Which is: "foreign".
+TEST(Diagnose, UnmappedHolderIsNoMonitorWithoutATrustedExecutable) {
+  Holder hider = monitor_holder(600);  // nvidia-smi's shape...
+  hider.service.reset();               // ...from a user's own executable
+  hider.executable.clear();
+  hider.process.comm = "nvidia-smi";
+  hider.process.pgid = 442;  // in the process group the dead owner led
+  hider.process.sid = 400;
+  auto d = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})}, {hider}, {442}), {});
+  ASSERT_NE(find(d, 600), nullptr);
+  EXPECT_EQ(find(d, 600)->klass, HolderClass::kHeir) << "tied by its process group";
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "heir");
+  EXPECT_EQ(d.problems[0].pid, 600);
+  // Unmapped and tied by nothing: not an heir (the weak orphan rule needs the mapping), not a
+  // monitor either — an orphan holding the device, which --leftovers takes.
+  hider.process.pgid = 600;
+  hider.process.sid = 600;
+  hider.process.ppid = 1;
+  hider.klass = HolderClass::kOrphan;
+  auto untied = diagnose(input_with({gpu(0, 0, {})}, {hider}), {});
+  EXPECT_EQ(find(untied, 600)->klass, HolderClass::kOrphan);
+  ASSERT_EQ(untied.problems.size(), 1u);
+  EXPECT_EQ(untied.problems[0].kind, "orphan");
+  // Without NVML the same.
+  Input no_nvml;
+  no_nvml.holders = {hider};
+  EXPECT_EQ(find(diagnose(no_nvml, {}), 600)->klass, HolderClass::kOrphan);
+  // Negative control: the trusted nvidia-smi is a monitor, and no heir of anything.
+  Holder smi = monitor_holder(600);
+  smi.process.pgid = 442;
+  auto trusted = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})}, {smi}, {442}), {});
+  EXPECT_EQ(find(trusted, 600)->klass, HolderClass::kMonitor);
+  EXPECT_EQ(find(trusted, 442)->klass, HolderClass::kForeign);
 }
 
 TEST(Diagnose, MonitorIsNeverAProblemButTheSameFilesMappedAreAnHeir) {

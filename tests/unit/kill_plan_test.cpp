@@ -175,14 +175,27 @@ TEST_F(KillPlanTest, LeftoversTakeOnlyLeftoverClassesOnSelectedGpus) {
       << "never the monitor";
 }
 
-TEST_F(KillPlanTest, NamedMonitorIsSkipped) {
-  KillSelectors s;
-  s.pids = {302};
-  s.tree = false;
-  const KillPlan p = plan(s, {holder(302, HolderClass::kMonitor)});
-  EXPECT_TRUE(p.targets.empty());
-  ASSERT_EQ(p.skipped.size(), 1u);
-  EXPECT_NE(p.skipped[0].reason.find("monitor"), std::string::npos);
+// Issue 21 item 3: a process that held the device files without mapping them was a
+// "monitor", and `kill PID`, `kill --user` and --leftovers all skipped it: a user could hide a
+// leftover that way. Explicit selectors never skip a process for being a monitor. Failed
+// before the fix: p.targets empty, skipped "a monitor (control files only, no GPU context)".
+TEST_F(KillPlanTest, ExplicitSelectorsNeverSkipAMonitor) {
+  KillSelectors named;
+  named.pids = {302};
+  named.tree = false;
+  const std::vector<Holder> holders = {holder(302, HolderClass::kMonitor)};
+  KillPlan p = plan(named, holders);
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{302}));
+  EXPECT_TRUE(p.skipped.empty());
+  KillSelectors user;
+  user.users = {kAlice};
+  p = plan(user, holders);
+  EXPECT_TRUE(std::any_of(p.targets.begin(), p.targets.end(),
+                          [](const KillTarget& t) { return t.process.pid == 302; }));
+  // Negative control: broad holder selectors still leave monitors out.
+  KillSelectors all;
+  all.holders = true;
+  EXPECT_TRUE(plan(all, holders).targets.empty());
 }
 
 // Issue 13 item 4: the old kill_command keyed the scan's holders by PID alone, so a PID

@@ -45,7 +45,7 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
   if (unprivileged == 0) {
     ::close(report[0]);
     if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) _exit(3);
-    const TeardownOptions options{SIGTERM, 100ms, true, 300ms};
+    const TeardownOptions options{SIGTERM, 100ms, true, 300ms, {}};
     const auto outcomes = tear_down(*proc, {*info}, options);
     const std::string line =
         outcomes.size() == 1 ? std::string(to_string(outcomes[0].state)) + "|" + outcomes[0].reason
@@ -91,7 +91,7 @@ TEST(Teardown, TargetRecycledSinceTheScanIsSkippedNotSignalled) {
 
   std::set<PlannedMembers::Identity> existing = {{child, info->start_ticks}};
   const PlannedMembers members({as_scanned}, existing, true, ::getpid(), ::geteuid(), true);
-  const TeardownOptions options{SIGKILL, 0ms, true, 300ms};
+  const TeardownOptions options{SIGKILL, 0ms, true, 300ms, {}};
   const RoundsOutcome rounds = tear_down_rounds(*proc, members, options);
   ASSERT_EQ(rounds.outcomes.size(), 1u);
   EXPECT_EQ(rounds.outcomes[0].state, TargetOutcome::State::kSkipped);
@@ -102,6 +102,60 @@ TEST(Teardown, TargetRecycledSinceTheScanIsSkippedNotSignalled) {
   EXPECT_EQ(::waitpid(child, nullptr, WNOHANG), 0) << "the newer process was signalled";
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+}
+
+// Issue 21 item 8: a PID read from cgroup.procs may be freed and reused before the pidfd is
+// opened; the start time read after the listing then matches the newcomer. The member source
+// is asked again once the pidfd is open. Before, tear_down had no such question: the newcomer
+// here would have been SIGKILLed (the negative control below shows it).
+class ListedOnce : public MemberSource {
+ public:
+  ListedOnce(ProcessInfo info, bool member) : info_(std::move(info)), member_(member) {}
+  [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& /*proc*/) const override {
+    return listed_++ == 0 ? std::vector<ProcessInfo>{info_} : std::vector<ProcessInfo>{};
+  }
+  [[nodiscard]] bool still_member(const procfs::ProcFs& /*proc*/, Pid pid) const override {
+    asked_ = pid;
+    return member_;
+  }
+  mutable Pid asked_ = 0;
+
+ private:
+  ProcessInfo info_;
+  bool member_;
+  mutable int listed_ = 0;
+};
+
+TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
+  for (const bool member : {false, true}) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(30);
+      for (;;) ::pause();
+    }
+    auto proc = procfs::ProcFs::open("/proc");
+    ASSERT_TRUE(proc.ok());
+    auto info = proc->read_process(child);
+    ASSERT_TRUE(info.ok());
+    const ListedOnce source(*info, member);
+    const TeardownOptions options{SIGKILL, 0ms, true, 2s, {}};
+    const RoundsOutcome rounds = tear_down_rounds(*proc, source, options);
+    ASSERT_EQ(rounds.outcomes.size(), 1u);
+    EXPECT_EQ(source.asked_, child) << "asked once the pidfd was open";
+    if (!member) {
+      EXPECT_EQ(rounds.outcomes[0].state, TargetOutcome::State::kSkipped);
+      EXPECT_NE(rounds.outcomes[0].reason.find("no longer a member"), std::string::npos);
+      EXPECT_TRUE(rounds.outcomes[0].signals.empty());
+      EXPECT_EQ(rounds.remaining(), 0u);
+      EXPECT_EQ(::waitpid(child, nullptr, WNOHANG), 0) << "a non-member was signalled";
+      ::kill(child, SIGKILL);
+    } else {
+      // Negative control: a member is signalled as before.
+      EXPECT_EQ(rounds.outcomes[0].state, TargetOutcome::State::kGone);
+    }
+    ::waitpid(child, nullptr, 0);
+  }
 }
 
 // A child forked after the plan by a member is found in a later round. (The members here are
@@ -191,7 +245,7 @@ TEST(Teardown, NoKill9HoldsInLaterRounds) {
   ASSERT_GT(first, 0);
   ASSERT_GT(later, 0);
   const AppearingMembers members(*proc->read_process(first), *proc->read_process(later));
-  const TeardownOptions no_kill9{SIGTERM, 50ms, false, 2s};
+  const TeardownOptions no_kill9{SIGTERM, 50ms, false, 2s, {}};
   const RoundsOutcome rounds = tear_down_rounds(*proc, members, no_kill9, [&] {
     for (pid_t pid : {first, later}) ::waitpid(pid, nullptr, WNOHANG);
   });
@@ -205,7 +259,7 @@ TEST(Teardown, NoKill9HoldsInLaterRounds) {
   const pid_t first2 = sleeping_child();
   const pid_t later2 = sleeping_child();
   const AppearingMembers members2(*proc->read_process(first2), *proc->read_process(later2));
-  const TeardownOptions kill9{SIGTERM, 50ms, true, 2s};
+  const TeardownOptions kill9{SIGTERM, 50ms, true, 2s, {}};
   const RoundsOutcome killed = tear_down_rounds(*proc, members2, kill9, [&] {
     for (pid_t pid : {first2, later2}) ::waitpid(pid, nullptr, WNOHANG);
   });

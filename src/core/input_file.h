@@ -1,0 +1,19 @@
+// Reading a file the user names as input (`check --against`, `diff`, `plot`): only a regular
+// file, never waiting. A FIFO or a device would block the read forever (or hand over
+// endless data), and gpuclean often runs as root in scripts; so the file is opened with
+// O_NONBLOCK|O_NOFOLLOW (a symlink at the name is refused, not followed), checked to be a
+// regular file, and its size checked against the limit before a byte is read.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/result.h"
+
+namespace gpuclean {
+
+// The whole contents of `path`. Errors name the path: not found, a symlink (ELOOP), not a
+// regular file, larger than `max_bytes` (EFBIG), or a failed read.
+Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes);
+
+}  // namespace gpuclean
