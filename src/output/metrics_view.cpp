@@ -15,9 +15,9 @@ using prometheus::MetricType;
 // Problem kinds diagnose() makes (src/diagnose/diagnosis.cpp). Exported even at 0 so that
 // `gpuclean_problems{kind="orphan"} > 0` resolves instead of going stale; a kind added later
 // still appears (when it occurs) because counting goes over the problems themselves.
-constexpr std::array kProblemKinds = {"in-use",         "holder",        "orphan",      "heir",
-                                      "heir-ambiguous", "zombie-leader", "stuck",       "foreign",
-                                      "exiting",        "unattributed",  "missing-gpus"};
+constexpr std::array kProblemKinds = {
+    "in-use", "holder",  "orphan",  "heir",         "heir-ambiguous", "zombie-leader",
+    "stuck",  "foreign", "exiting", "mps-leftover", "unattributed",   "missing-gpus"};
 constexpr std::array kVerdicts = {Verdict::kClean, Verdict::kDirty, Verdict::kUnknown};
 constexpr std::array kClasses = {
     HolderClass::kActive, HolderClass::kOrphan,  HolderClass::kHeir,    HolderClass::kZombieLeader,

@@ -70,6 +70,7 @@ TEST(MetricsText, HoldersByClassAndProblemsByKindIncludeZeros) {
   EXPECT_TRUE(has_line(t, R"(gpuclean_holders{class="stuck"} 0)")) << "zeros keep the series";
   EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="orphan"} 1)"));
   EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="heir"} 0)"));
+  EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="mps-leftover"} 0)")) << "issue 20's kind";
   EXPECT_TRUE(has_line(t, "gpuclean_clean 0"));
   // Negative control: the same machine with the orphan gone counts 0 and is clean.
   MetricsReport clean = report_with_orphan();
