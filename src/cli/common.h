@@ -1,4 +1,4 @@
-// What every subcommand shares: the common flags (SPEC.md "Commands") and the exit codes.
+// What every subcommand shares: the common flags (docs/reference.md "Commands") and the exit codes.
 #pragma once
 
 #include <iosfwd>
@@ -21,7 +21,7 @@ enum ExitCode : int {
   kExitRuntime = 3,  // runtime failure (e.g. NVML present but failing)
 };
 
-// The global options (SPEC.md): what to collect, plus how to answer.
+// The global options (docs/reference.md): what to collect, plus how to answer.
 struct CommonOptions : collect::CollectOptions {
   bool json = false;
   std::string gpus = "all";

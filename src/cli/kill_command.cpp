@@ -34,10 +34,10 @@ using Clock = std::chrono::steady_clock;
 using diagnose::KillPlan;
 using diagnose::KillTarget;
 
-// kill always works on the kernel's own view: no test root ever reaches it (SPEC.md).
+// kill always works on the kernel's own view: no test root ever reaches it (docs/reference.md).
 constexpr const char* kRealProc = "/proc";
 // How often the verification asks NVML whether the targets' memory is back. An NVML query is
-// ~0.03 ms in-process (FACTS.md); the release itself takes ~0.12–0.16 s after the exit.
+// ~0.03 ms in-process (docs/facts.md); the release itself takes ~0.12–0.16 s after the exit.
 constexpr auto kVerifyPoll = std::chrono::milliseconds(25);
 
 struct Parsed {
@@ -325,7 +325,7 @@ void print_text(const std::vector<Met>& met, const Verification& v, const Proces
     if (outcome.state == ops::TargetOutcome::State::kGone && p.state == 'Z' &&
         m.target.klass == HolderClass::kZombie) {
       // It had exited before the plan: signals cannot remove a zombie, only its parent's
-      // wait() can, and it holds no GPU memory (SPEC.md problem 7).
+      // wait() can, and it holds no GPU memory (docs/reference.md problem 7).
       const auto parent = table.find(p.ppid);
       io.out << fmt::format(
           "  zombie   {:>8} ({}) had already exited; parent {} ({}) has not reaped it: harmless "
@@ -519,7 +519,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   const bool ok = remaining == 0 && verification.memory_left.empty();
   const std::vector<Met> met = met_processes(plan, rounds);
   // The targets may be gone, but whether their GPU memory came back is unknown when NVML
-  // failed (a wedged driver): never "clean" then (SPEC.md), and exit 3.
+  // failed (a wedged driver): never "clean" then (docs/reference.md), and exit 3.
   const bool unverified = nvml_state == NvmlState::kFailed || verification.unanswered;
   const std::string verdict = !ok ? "dirty" : unverified ? "unknown" : "clean";
   if (o.common.json) {

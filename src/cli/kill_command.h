@@ -1,4 +1,4 @@
-// `gpuclean kill SELECTOR…`: precise teardown with verification (SPEC.md).
+// `gpuclean kill SELECTOR…`: precise teardown with verification (docs/reference.md).
 #pragma once
 
 #include <string>

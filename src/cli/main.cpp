@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   // signalling its target when the helper had crashed. Children get the default back
   // (ops/launch.cpp).
   (void)::signal(SIGPIPE, SIG_IGN);
-  // Exceptions are for bugs (DESIGN.md); one escaping still gets a message and exit 3, not an
+  // Exceptions are for bugs (docs/design.md); one escaping still gets a message and exit 3, not an
   // abort with a core dump in someone's Slurm epilog.
   try {
     return run(argc, argv);

@@ -1,5 +1,5 @@
 // `gpuclean run [OPTIONS] -- CMD [ARGS…]`: supervise a workload so that nothing it started
-// outlives it, and verify the GPUs are back where they were (SPEC.md "run").
+// outlives it, and verify the GPUs are back where they were (docs/reference.md "run").
 #pragma once
 
 #include <string>

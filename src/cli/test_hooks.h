@@ -1,7 +1,7 @@
 // Test-only inputs: a fixture /proc tree and a JSON GPU view instead of NVML, and a cgroup
 // parent for `run`. They exist only in the test binary (gpuclean-test, built with
 // GPUCLEAN_TEST_HOOKS); in the binary users install add_test_hooks adds nothing, so the flags
-// are unknown options there (exit 2). SPEC.md: test inputs never reach kill or run in the
+// are unknown options there (exit 2). docs/reference.md: test inputs never reach kill or run in the
 // shipping binary; and even in the test binary kill and run never read a fixture /proc (their
 // identity checks read the real one).
 #pragma once

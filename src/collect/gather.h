@@ -18,7 +18,7 @@ namespace gpuclean::collect {
 
 // What a collection reads: the device files, /proc and NVML, and how.
 struct CollectOptions {
-  std::vector<std::string> device_globs;  // empty: SPEC.md's NVIDIA defaults
+  std::vector<std::string> device_globs;  // empty: docs/reference.md's NVIDIA defaults
   bool no_nvml = false;
   unsigned threads = 0;             // 0: one per core, at most 16
   std::string proc_root = "/proc";  // test builds point it at fixture trees

@@ -20,7 +20,7 @@ constexpr Duration kFullViewNvmlTimeout = std::chrono::seconds(15);
 
 using Clock = std::chrono::steady_clock;
 
-// The driver frees a context ~0.1 s after its last holder exits (FACTS.md): poll at that pace.
+// The driver frees a context ~0.1 s after its last holder exits (docs/facts.md): poll at that pace.
 constexpr auto kVerifyPoll = std::chrono::milliseconds(100);
 
 bool selected(const RunGpuOptions& options, unsigned index) {

@@ -6,7 +6,7 @@
 // each PID NVML lists — and writes the results into the run's record.
 //
 // It knows nothing of the run's processes beyond the PIDs it is given; the processes are
-// ops::RunSession's (ops may not depend on collect, DESIGN.md), and `run` joins the two.
+// ops::RunSession's (ops may not depend on collect, docs/design.md), and `run` joins the two.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,7 @@ struct RunGpuOptions {
   std::optional<std::set<unsigned>> gpus;    // --gpus; nullopt: every GPU
   Duration wait = std::chrono::seconds(30);  // how long verify() waits for the memory
   // One NVML query in the sampler before it counts as hung (a healthy one takes ~20 ms
-  // including NVML's init, FACTS.md); run sets --nvml-timeout's (default 5 s).
+  // including NVML's init, docs/facts.md); run sets --nvml-timeout's (default 5 s).
   Duration nvml_timeout = std::chrono::seconds(5);
   // The sample taken as the workload ends waits less: the teardown must not.
   Duration last_sample_timeout = std::chrono::seconds(2);

@@ -76,7 +76,7 @@ enum class HolderClass {
   kZombie,
 };
 
-// SPEC.md's spelling of the class ("zombie-leader", …).
+// docs/reference.md's spelling of the class ("zombie-leader", …).
 const char* to_string(HolderClass klass);
 
 // The node's own GPU software: daemons every job on the node depends on, and monitoring tools.

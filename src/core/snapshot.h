@@ -87,7 +87,7 @@ struct SnapshotHolder {
   std::optional<std::string> start_time;  // with pid, the identity of a process
   std::string name;                       // short name (argv[0] basename or comm)
   std::string user;
-  std::string klass;                     // SPEC.md's class name
+  std::string klass;                     // docs/reference.md's class name
   std::map<unsigned, Bytes> gpu_memory;  // GPU index → bytes
 };
 

@@ -87,7 +87,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.message = where + amount + "zombie-led " + label + ": its main thread exited, thread " +
                   std::to_string(t != nullptr ? t->tid : h.process.pid) +
                   " keeps the files (invisible to fuser and lsof)";
-      // SIGKILL to the leader's PID ends the whole group (FACTS.md); gpuclean kill escalates
+      // SIGKILL to the leader's PID ends the whole group (docs/facts.md); gpuclean kill escalates
       // to it and verifies.
       p.fix = "gpuclean kill " + pid;
       return p;
@@ -115,7 +115,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       return p;
     case HolderClass::kZombie:
       // It has exited but NVML still counts its memory: the driver is tearing the context
-      // down (FACTS.md: ~0.12–0.16 s after SIGKILL). Not clean until that is done.
+      // down (docs/facts.md: ~0.12–0.16 s after SIGKILL). Not clean until that is done.
       p.kind = "exiting";
       p.message = where + (bytes ? format_bytes(*bytes) : std::string("memory")) +
                   " still counted for " + label + ", which has exited; the driver is releasing it";
@@ -142,7 +142,7 @@ bool excused(const Options& options, const Holder& h) {
 }
 
 // NVML's figure for each PID on each GPU. A PID in several lists (an MPS client is in the
-// compute and the MPS list: FACTS.md) counts its largest figure once, never the sum.
+// compute and the MPS list: docs/facts.md) counts its largest figure once, never the sum.
 std::map<unsigned, std::map<Pid, Bytes>> listed_memory(const GpuView& view) {
   std::map<unsigned, std::map<Pid, Bytes>> out;
   for (const Gpu& gpu : view.gpus) {

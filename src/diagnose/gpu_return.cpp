@@ -15,7 +15,7 @@ std::string join(const std::vector<Pid>& pids) {
 }
 
 // NVML's processes on one GPU, each PID once with its largest figure: an MPS client is in the
-// compute list and the MPS list with the same memory (FACTS.md), and counting it twice would
+// compute list and the MPS list with the same memory (docs/facts.md), and counting it twice would
 // excuse memory nobody holds. nullopt: NVML gave no figure for any of its entries.
 std::map<Pid, std::optional<Bytes>> listed(const Gpu& gpu) {
   std::map<Pid, std::optional<Bytes>> out;

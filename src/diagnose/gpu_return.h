@@ -12,7 +12,7 @@
 namespace gpuclean::diagnose {
 
 // Used memory within this much of the pre-run level counts as back: allocator slack of the
-// driver, not a leak (on an idle H200 NVML's used is 0 with the reserve apart, FACTS.md).
+// driver, not a leak (on an idle H200 NVML's used is 0 with the reserve apart, docs/facts.md).
 constexpr Bytes kReturnTolerance = 64ull << 20;
 
 // A GPU as the run found it.

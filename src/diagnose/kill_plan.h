@@ -1,7 +1,7 @@
 // Kill planning: which processes `gpuclean kill` may signal, which it must not, and why. Pure:
 // the caller reads /proc and NVML, resolves user names and checks cgroup paths; this decides.
 //
-// The rules (SPEC.md "Safety rules"; docs/design.md "kill"):
+// The rules (docs/reference.md "Safety rules"; docs/design.md "kill"):
 // - Never a target: PID 1, gpuclean itself, its ancestors (the shell that started it), kernel
 //   threads, foreign holders (not visible here), and other users' processes unless the caller
 //   is privileged. Monitors (a trusted tool with no GPU context) are left out of --holders,
@@ -45,7 +45,7 @@ struct KillSelectors {
   bool holders = false;              // every (visible, non-monitor) holder of the device files
   bool leftovers = false;            // holders classed orphan, heir, zombie-leader, stuck
   // With holders/leftovers: only holders NVML attributes memory to on these GPUs (every CUDA
-  // process holds every GPU's device file, FACTS.md, so the files cannot decide).
+  // process holds every GPU's device file, docs/facts.md, so the files cannot decide).
   std::optional<std::set<unsigned>> gpus;
 
   // Anything but explicit PIDs: such a plan always needs a confirmation.

@@ -1,6 +1,6 @@
 // cgroup v2 groups for `gpuclean run`: one group per run, created under gpuclean's own group,
 // so that every process the workload starts — however it detaches — stays findable and can be
-// killed at once (FACTS.md: cgroup.kill on Linux >= 5.14, "populated" in cgroup.events).
+// killed at once (docs/facts.md: cgroup.kill on Linux >= 5.14, "populated" in cgroup.events).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // ProcessHandle: one process held through a pidfd, so that a PID recycled after the plan was
-// made is never signalled (SPEC.md safety rules). Linux ≥ 5.3 (pidfd_open).
+// made is never signalled (docs/reference.md safety rules). Linux ≥ 5.3 (pidfd_open).
 #pragma once
 
 #include <chrono>
@@ -18,7 +18,7 @@ constexpr int kRecycledErrno = ESTALE;
 class ProcessHandle {
  public:
   // Opens a pidfd for `pid`, then re-reads its start time from the real /proc (never a test
-  // root: SPEC.md, the identity check reads the kernel's own view): it must equal
+  // root: docs/reference.md, the identity check reads the kernel's own view): it must equal
   // `start_ticks` (stat field 22, read when the plan was made). The order matters: once the
   // pidfd is open the PID cannot be reused, so a matching start time afterwards proves the
   // handle refers to the planned process. Errors: ESRCH (gone), kRecycledErrno (another

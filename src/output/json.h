@@ -1,4 +1,4 @@
-// JSON renderings of the report model (SPEC.md "JSON"), built with nlohmann::json.
+// JSON renderings of the report model (docs/reference.md "JSON"), built with nlohmann::json.
 #pragma once
 
 #include <ostream>
@@ -19,7 +19,7 @@ std::string rfc3339(double unix_seconds);
 // The fields every document starts with: schema, host, time.
 nlohmann::json document_header(const std::string& host, double now);
 
-// SPEC.md's holder fields; "evidence" is to_json(heir evidence) for an heir, else null.
+// docs/reference.md's holder fields; "evidence" is to_json(heir evidence) for an heir, else null.
 nlohmann::json to_json(const Holder& holder);
 // {kind, dead_owner, text}: what ties an heir to its dead owner.
 nlohmann::json to_json(const HeirEvidence& evidence);

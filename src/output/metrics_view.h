@@ -3,8 +3,8 @@
 // exposition format; no syscalls, no clock (the caller passes times in).
 //
 // Names follow Prometheus conventions: `gpuclean_` prefix, base units (`_bytes`, `_seconds`),
-// labels `gpu` (NVML index), `uuid`, `class` (SPEC.md holder class), `kind` (problem kind),
-// `state` (NVML state). Every class and every known problem kind is always exported (0 when
+// labels `gpu` (NVML index), `uuid`, `class` (docs/reference.md holder class), `kind` (problem
+// kind), `state` (NVML state). Every class and every known problem kind is always exported (0 when
 // none), so a series does not vanish when the count drops to zero and alerts resolve.
 #pragma once
 

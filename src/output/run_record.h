@@ -1,5 +1,5 @@
-// `gpuclean run --record FILE`: the record as JSON (SPEC.md "JSON": schema, host, time first),
-// reading it back for `gpuclean plot`, and the summary lines `run` prints at the end.
+// `gpuclean run --record FILE`: the record as JSON (docs/reference.md "JSON": schema, host, time
+// first), reading it back for `gpuclean plot`, and the summary lines `run` prints at the end.
 #pragma once
 
 #include <string>

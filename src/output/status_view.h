@@ -22,7 +22,7 @@ struct StatusReport {
   Diagnosis diagnosis;
 };
 
-// SPEC.md's verdict. NVML present but failing means the memory answer is not known: the
+// docs/reference.md's verdict. NVML present but failing means the memory answer is not known: the
 // verdict is then unknown, never clean (nor dirty — what /proc shows is still listed).
 enum class Verdict { kClean, kDirty, kUnknown };
 

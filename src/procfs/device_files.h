@@ -10,7 +10,7 @@
 
 namespace gpuclean::procfs {
 
-// SPEC.md's default: the NVIDIA device files.
+// docs/reference.md's default: the NVIDIA device files.
 const std::vector<std::string>& default_nvidia_globs();
 
 // Expands each pattern with glob(3) and canonicalises the matches (fd links name the real

@@ -206,7 +206,7 @@ PidScan Worker::scan_process(Pid pid, bool maps, std::atomic<bool>* in_maps) {
   Open fds = scan_fd_table(pid_fd, std::nullopt, entries);
   if (fds == Open::kOk && entries == 0) {
     // Empty table: a kernel thread, a process with every fd closed, or a zombie leader whose
-    // other threads still hold the group's files (FACTS.md: fuser and lsof miss these).
+    // other threads still hold the group's files (docs/facts.md: fuser and lsof miss these).
     fds = scan_threads(pid_fd, pid, maps, in_maps);
   }
   if (in_maps != nullptr) *in_maps = true;

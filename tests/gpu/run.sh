@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU tests: builds tests/gpu/scenarios.cu, makes each GPU-memory problem of SPEC.md happen on
+# GPU tests: builds tests/gpu/scenarios.cu, makes each GPU-memory problem happen on
 # the real GPU, and checks what gpuclean says about it. Runs on the GPU machine only.
 #
 #   tests/gpu/run.sh [BIN_DIR]     BIN_DIR (default .device-bin) holds a prebuilt gpuclean
@@ -557,7 +557,7 @@ wait_ready() {  # FILE [PID that must stay alive meanwhile]
 BASELINE=0  # unattributed bytes on GPU 0 when clean: the driver's own use, no process's
 
 # After each scenario, even a failed one: SIGKILL what it started, then time how long until
-# gpuclean check says clean again (FACTS.md: ~0.12-0.16 s for NVML to show memory released),
+# gpuclean check says clean again (docs/facts.md: ~0.12-0.16 s for NVML to show memory released),
 # and how long until NVML (through nvidia-smi) lists none of the scenario's PIDs. The second
 # is timed separately: a killed process not yet reaped is a zombie, which gpuclean may call
 # clean while NVML still lists its memory, and the two times show whether that happened.
@@ -732,7 +732,7 @@ scenario_zombie_leader() {
       found=$(timeout 20 lsof -w -t /dev/nvidia* 2>/dev/null)
       indent <<<"${found:-(nothing)}"
     fi
-    # The documented blind spot (FACTS.md): if this ever fails, the tools got better.
+    # The documented blind spot (docs/facts.md): if this ever fails, the tools got better.
     expect "$tool does not see the zombie leader $pid" not_listed "$pid" "$found"
   done
   snapshot zombie-leader "$pid"

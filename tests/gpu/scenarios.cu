@@ -1,4 +1,4 @@
-// scenarios: the process shapes that leave GPU memory behind (SPEC.md problems 1-4, 7), made
+// scenarios: the process shapes that leave GPU memory behind (docs/reference.md), made
 // on purpose so tests/gpu/run.sh can check what gpuclean says about each. One binary, one mode
 // per run; every process it creates ends itself after a lifetime, so a crashed test run never
 // leaves a GPU dirty for longer than that.
@@ -244,7 +244,7 @@ void* zombie_leader_worker(void*) {
   sleep_until_killed();
 }
 
-// FACTS.md: when the exporter of a CUDA IPC handle dies, the importer's PID carries the whole
+// docs/facts.md: when the exporter of a CUDA IPC handle dies, the importer's PID carries the whole
 // allocation.
 [[noreturn]] void ipc(unsigned long mib) {
   int handle_pipe[2];

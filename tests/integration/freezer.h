@@ -1,6 +1,6 @@
 // The cgroup v1 freezer, for tests of processes nothing can kill: a process in a group set to
 // FROZEN is in state D with wait channel `refrigerator`, and a SIGKILL stays pending until the
-// group is thawed (FACTS.md). Only on machines where the v1 freezer is mounted (the CPU
+// group is thawed (docs/facts.md). Only on machines where the v1 freezer is mounted (the CPU
 // machines: hybrid cgroups) and as root.
 #pragma once
 

@@ -51,7 +51,7 @@ char stat_state(const std::string& stat) {
 // "Gone" as the kill contract means it: no thread of PID is alive. /proc/PID may still be there
 // as a zombie its parent has not reaped yet (the helper's launcher is the test's own child), or
 // as a zombie leader whose other threads have exited — those count as gone; a zombie leader
-// with a live thread does not (FACTS.md: ask per thread).
+// with a live thread does not (docs/facts.md: ask per thread).
 bool no_live_thread(pid_t pid) {
   std::error_code ec;
   std::filesystem::directory_iterator it("/proc/" + str(pid) + "/task", ec);
@@ -308,7 +308,7 @@ TEST_F(KillTest, StoppedProcessIsKilled) {
 }
 
 // A process in a cgroup v1 freezer group set to FROZEN is in state D with wait channel
-// `refrigerator`, and a SIGKILL stays pending until the group is thawed (FACTS.md): the
+// `refrigerator`, and a SIGKILL stays pending until the group is thawed (docs/facts.md): the
 // "unkillable" case without a GPU. TearDown always thaws and removes the group.
 class KillFrozenTest : public KillTest {
  protected:

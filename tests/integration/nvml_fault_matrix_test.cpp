@@ -4,7 +4,7 @@
 //
 // For each cell: the command ends within its bound (its --nvml-timeout plus a margin; a hard
 // deadline SIGKILLs it past that, so a hang fails the test instead of hanging the suite), exits
-// with the code the contract gives (../shared/SPEC.md "Exit codes" and "Bounded everywhere",
+// with the code the contract gives (docs/reference.md "Exit codes" and "Bounded everywhere",
 // README.md, docs/fleet.md), does not crash, never calls the GPUs clean without an NVML
 // answer, and leaves no process behind (its NVML helper is a fork of gpuclean: the same command
 // line, which names this test's temp directory).

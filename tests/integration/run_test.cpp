@@ -484,7 +484,7 @@ TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
 TEST_F(RunTest, MemoryHeldByAPidNotShownOutsideTheRunIsNotBack) {
   // Once the workload's last act (a file) exists, NVML lists 8 GiB for a PID /proc does not
   // have: a process of the run that died before any member scan saw it (NVML keeps a dead
-  // owner's entry, FACTS.md), or one in another namespace. Nothing shows it is not the run's.
+  // owner's entry, docs/facts.md), or one in another namespace. Nothing shows it is not the run's.
   const std::string leaked = dir_.path() + "/leaked";
   auto view_held_by = [&](pid_t pid) {
     const std::string path = dir_.path() + "/gpus-" + std::to_string(pid) + ".json";
@@ -585,8 +585,8 @@ TEST_F(RunTest, AFailingNvmlIsSaidAndAnAbsentOneIsNot) {
   const std::string record = dir_.path() + "/failed-run.json";
   auto result = gpuclean({"run", "-q", "--device-glob", held_, "--test-gpu-source", failed,
                           "--record", record, "--", "true"});
-  // The GPUs could not be checked: never "clean" (issue 13, SPEC.md). Before (found in review):
-  // exit 0 and "gpu_check": "none", "clean": true in the record.
+  // The GPUs could not be checked: never "clean" (issue 13, docs/reference.md). Before (found in
+  // review): exit 0 and "gpu_check": "none", "clean": true in the record.
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_TRUE(contains(result.err, "NVML is failing (driver/library version mismatch)"))
       << result.err;

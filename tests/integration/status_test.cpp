@@ -268,7 +268,7 @@ TEST_F(StatusTest, TwoOrphansOfOneDeadOwnerAreAmbiguousAndNeitherIsAnHeir) {
   EXPECT_EQ(find_problem(one, "heir-ambiguous"), nullptr);
 }
 
-// Issue 13 item 11 (FACTS.md "CUDA MPS": a client is in the compute and the MPS list).
+// Issue 13 item 11 (docs/facts.md "CUDA MPS": a client is in the compute and the MPS list).
 // Failed before the fix (gpuclean-test built from bcb5330): gpu_memory["0"] Which is:
 // 5583457484 (5.2 GiB of a GPU with 2.7 GiB used).
 TEST_F(StatusTest, MpsClientInTwoListsIsCountedOnce) {
@@ -327,7 +327,7 @@ TEST_F(StatusTest, PlainZombieIsExplainedAsHarmless) {
 }
 
 TEST_F(StatusTest, MemoryNoProcessExplainsIsUnattributed) {
-  // A holder in another PID namespace: NVML's list is empty, memory is used (FACTS.md).
+  // A holder in another PID namespace: NVML's list is empty, memory is used (docs/facts.md).
   auto check = run("check", gpu_view({{}}, 20 * kGiB));
   EXPECT_EQ(check.exit_code, 1);
   EXPECT_NE(check.out.find("20.0 GiB used that no visible process accounts for"), std::string::npos)

@@ -171,7 +171,7 @@ TEST_F(WhoTest, HostileCommandLineIsEscapedInTextAndValidInJson) {
 }
 
 TEST_F(WhoTest, UnreadableProcessesAreSummarisedInOneLine) {
-  // On these sandboxed machines /proc/1/fd is unreadable even for root (FACTS.md); as an
+  // On these sandboxed machines /proc/1/fd is unreadable even for root (docs/facts.md); as an
   // unprivileged user every other user's process is. The JSON count says which case this is.
   const auto unreadable = who_json(held_)["scan"]["unreadable"].get<std::size_t>();
   auto result = who({"--device-glob", held_});

@@ -188,7 +188,7 @@ state=$(sinfo -h -n "$node" -o %t)
 [ "$state" = idle ] || fail "the node is $state after a successful Epilog"
 "$gpuclean" check --device-glob "$device" || fail "gpuclean check: not clean after the Epilog"
 echo "slurm test: the Epilog removed the job's leftover holder; node idle"
-# An unkillable holder (frozen in a cgroup v1 freezer: SIGKILL stays pending, FACTS.md): the
+# An unkillable holder (frozen in a cgroup v1 freezer: SIGKILL stays pending, docs/facts.md): the
 # Epilog's kill fails and the node is drained with gpuclean's reason.
 if grep -q " /sys/fs/cgroup/freezer " /proc/self/mountinfo; then
   freezer=/sys/fs/cgroup/freezer/gpuclean-slurm-test-$$

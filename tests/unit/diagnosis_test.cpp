@@ -404,7 +404,7 @@ TEST(DiagnoseHeir, ItsSessionIdIsTheDeadPid) {
   EXPECT_EQ(find(both, 441)->klass, HolderClass::kForeign);
 }
 
-// The H200 scenario (FACTS.md): the parent was a background job of a script, so the child's
+// The H200 scenario (docs/facts.md): the parent was a background job of a script, so the child's
 // group and session are the script's; only the weak rule can name it.
 TEST(DiagnoseHeir, TheOnlyOrphanWithAnInheritedContextIsTheHeirOfTheOnlyDeadOwner) {
   auto in = [](std::vector<Holder> holders, std::vector<GpuProcess> entries = {}) {
@@ -522,7 +522,7 @@ TEST(DiagnoseHeir, StrongEvidenceExplainsItsOwnerAndTheWeakRuleCountsOnlyTheRest
   EXPECT_EQ(d.gpus[0].unattributed, 0u);
 }
 
-// Issue 13 item 11 (FACTS.md "CUDA MPS": NVML lists an MPS client in the compute and the MPS
+// Issue 13 item 11 (docs/facts.md "CUDA MPS": NVML lists an MPS client in the compute and the MPS
 // list). Failed before the fix: h->gpu_memory.at(0) Which is: 5583457484 (5.2 GiB), figure
 // Which is: 2791728742 (2.6 GiB); d.problems[0].message Which is: "GPU 0: 5.2 GiB in use by
 // pid 100 (python3), user alice".

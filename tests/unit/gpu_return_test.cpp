@@ -97,7 +97,7 @@ TEST(GpuReturnTest, MemoryAnotherJobFreedDoesNotHideWhatTheRunLeft) {
 }
 
 TEST(GpuReturnTest, APidListedTwiceCountsOnce) {
-  // An MPS client is in the compute and the MPS list with the same 3 GiB (FACTS.md): 3 GiB is
+  // An MPS client is in the compute and the MPS list with the same 3 GiB (docs/facts.md): 3 GiB is
   // excused, not 6.
   const GpuBaseline baseline{0, 0, {}};
   Gpu now = gpu_with(6 * kGiB, {{30, 3 * kGiB}});

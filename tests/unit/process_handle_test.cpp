@@ -59,7 +59,7 @@ TEST(ProcessHandle, SignalAndExitAreSeenThroughThePidfd) {
   auto handle = ProcessHandle::open(child.pid(), start_ticks(p, child.pid()));
   ASSERT_TRUE(handle.ok());
   ASSERT_TRUE(handle->signal(SIGKILL).ok());
-  // Not reaped yet: a zombie nobody reaps counts as exited (FACTS.md: treat Z as gone).
+  // Not reaped yet: a zombie nobody reaps counts as exited (docs/facts.md: treat Z as gone).
   const auto left =
       wait_for_exit({&*handle}, std::chrono::steady_clock::now() + std::chrono::seconds(10));
   EXPECT_TRUE(left.empty());
