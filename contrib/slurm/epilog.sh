@@ -31,8 +31,10 @@ if [ -z "$GPUCLEAN" ] || [ -z "$SQUEUE" ]; then
 fi
 jq=$(resolve jq) || drain "gpuclean: epilog needs jq to read gpuclean's JSON; leftovers not checked"
 
-# user_holders: the PIDs of SLURM_JOB_USER's processes holding the device files (monitors
-# excluded). Fails when gpuclean cannot scan.
+# user_holders: the PIDs of SLURM_JOB_USER's processes holding the device files (monitors and
+# the node's services excluded: an MPS server runs as the user it serves, outside every job,
+# and killing it would take the user's other running jobs' GPU work with it; gpuclean's
+# mps-leftover problem says how to free what it holds). Fails when gpuclean cannot scan.
 user_holders() {
   local report status
   report=$("$GPUCLEAN" status --json "${device_args[@]}" 2>/dev/null)
@@ -43,7 +45,8 @@ user_holders() {
   fi
   # shellcheck disable=SC2016 # $user is jq's
   "$jq" -r --arg user "$SLURM_JOB_USER" \
-    '.holders[] | select(.visible != false and .user == $user and .class != "monitor") | .pid' \
+    '.holders[] | select(.visible != false and .user == $user and .class != "monitor"
+      and (.role == null or .role == "mps-client")) | .pid' \
     <<<"$report" || return 1
 }
 

@@ -458,10 +458,35 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   }
   if (plan.targets.empty()) {
     // Every named process already gone is what the caller wanted (an Epilog racing a job's own
-    // exit must not drain the node for it); a skipped one is not.
+    // exit must not drain the node for it); a skipped one is not. Gone is not yet clean: memory
+    // NVML still counts for a named PID (being released, or held by an heir) is reported.
     const bool all_gone = !plan.not_found.empty() && plan.not_found.size() == selectors.pids.size();
+    std::map<Pid, std::pair<Bytes, std::string>> counted;  // gone PID → memory, who holds it
+    auto named_gone = [&plan](Pid pid) {
+      return std::find(plan.not_found.begin(), plan.not_found.end(), pid) != plan.not_found.end();
+    };
+    for (const DeadOwner& owner : diagnosis.dead_owners) {
+      if (!named_gone(owner.pid)) continue;
+      auto& [bytes, holder] = counted[owner.pid];
+      for (const auto& entry : owner.gpu_memory) bytes += entry.second;
+      if (owner.heir) holder = "held by its heir, pid " + std::to_string(*owner.heir);
+    }
+    for (const Problem& problem : diagnosis.problems) {
+      // A gone MPS client: its memory is the MPS server's to free (mps-leftover).
+      if (problem.kind != "mps-leftover" || !problem.pid || !named_gone(*problem.pid)) continue;
+      auto& [bytes, holder] = counted[*problem.pid];
+      bytes += problem.bytes.value_or(0);
+      holder = "held by the MPS server";
+    }
+    for (const auto& [pid, what] : counted) {
+      io.err << "gpuclean: kill: pid " << pid << " is gone, but NVML still counts "
+             << format_bytes(what.first) << " for it"
+             << (what.second.empty() ? "" : " (" + what.second + ")") << "; see gpuclean explain "
+             << pid << '\n';
+    }
     io.err << "gpuclean: kill: nothing to kill"
            << (all_gone && plan.skipped.empty() ? ": already gone" : "") << '\n';
+    if (!counted.empty()) return kExitDirty;
     return plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean : kExitUsage;
   }
 

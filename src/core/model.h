@@ -14,6 +14,10 @@ using Pid = std::int32_t;  // as the kernel's pid_t
 using Uid = std::uint32_t;
 using Bytes = std::uint64_t;
 
+// The first uid of a person's account (Debian's UID_MIN): below it are root and the system
+// accounts that daemons run as, which no local user can become.
+constexpr Uid kFirstUserUid = 1000;
+
 struct ThreadInfo {
   Pid tid = 0;
   char state = '?';   // as in /proc/PID/task/TID/stat: R S D Z T t X I …

@@ -14,9 +14,11 @@ bool is_dead_state(char state) {
 
 bool is_system_service(const ProcessInfo& process) {
   // systemd puts a system service's processes in /system.slice/NAME.service (or a cgroup
-  // below it); only root can start one there. A user's own services live under user.slice
-  // and prove nothing.
-  if (!process.cgroup) return false;
+  // below it). A user's own services live under user.slice and prove nothing — and neither
+  // does the path for a user's process: cron, atd, an sshd without pam_systemd, slurmd under
+  // proctrack/linuxproc leave users' jobs in their own service's cgroup. So the process must
+  // also run as root or a system account.
+  if (!process.cgroup || !process.uid || *process.uid >= kFirstUserUid) return false;
   const std::string& path = *process.cgroup;
   constexpr std::string_view kSlice = "/system.slice/";
   if (path.rfind(kSlice, 0) != 0) return false;

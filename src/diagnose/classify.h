@@ -15,8 +15,9 @@ namespace gpuclean::diagnose {
 // active     everything else
 HolderClass classify_from_proc(const ProcessInfo& process);
 
-// Its cgroup is a system service's, /system.slice/NAME.service or below (only root starts
-// one there; user.slice services are the user's own and do not count).
+// Its cgroup is a system service's, /system.slice/NAME.service or below, and it runs as root or
+// a system account (users' cron and at jobs stay in cron.service; user.slice services are the
+// user's own and do not count).
 bool is_system_service(const ProcessInfo& process);
 
 }  // namespace gpuclean::diagnose

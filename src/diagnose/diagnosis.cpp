@@ -300,6 +300,8 @@ bool is_plain_live(const Holder& h) {
 // A node service doing its job: holding the GPU is what it is for. A stuck or zombie-led one
 // (or a zombie the driver still counts memory for) is reported like any holder.
 bool service_at_work(const Holder& h) {
+  // A monitoring tool owns no compute context: memory NVML lists for one is not its job.
+  if (h.service == NodeService::kMonitorTool && !h.gpu_memory.empty()) return false;
   return h.service && (h.klass == HolderClass::kActive || h.klass == HolderClass::kOrphan ||
                        h.klass == HolderClass::kMonitor);
 }
@@ -356,18 +358,34 @@ struct MpsLeftovers {
 void mps_problems(const std::vector<Holder>& holders, const MpsLeftovers& mps,
                   const Options& options, UsedMemoryBudget& budget,
                   std::vector<Problem>& problems) {
-  auto client_on = [&holders](unsigned gpu) {
-    return std::any_of(holders.begin(), holders.end(), [gpu](const Holder& h) {
-      return h.mps_client && has_live_thread(h.process) && h.gpu_memory.count(gpu) > 0;
+  // A live client of `server` (or of a server not known) on `gpu`: its memory may be what the
+  // server holds there.
+  auto client_on = [&holders](unsigned gpu, Pid server) {
+    return std::any_of(holders.begin(), holders.end(), [gpu, server](const Holder& h) {
+      return h.mps_client && (!h.mps_server || *h.mps_server == server) &&
+             has_live_thread(h.process) && h.gpu_memory.count(gpu) > 0;
     });
   };
-  std::optional<Pid> only_server;
+  std::vector<Pid> servers;
+  for (const Holder& h : holders) {
+    if (h.service == NodeService::kMpsServer) servers.push_back(h.process.pid);
+  }
+  // Who holds a gone client's memory, as the messages name it.
+  std::string holder_of_gone = "an MPS server";
+  if (servers.size() == 1) {
+    holder_of_gone = "the MPS server (pid " + std::to_string(servers.front()) + ")";
+  } else if (servers.empty()) {
+    holder_of_gone =
+        "an MPS server gpuclean does not recognise (not a trusted executable, or not visible "
+        "here)";
+  }
   for (const Holder& h : holders) {
     if (h.service != NodeService::kMpsServer) continue;
-    only_server = only_server ? std::optional<Pid>() : h.process.pid;
     if (!service_at_work(h) || excused(options, h)) continue;
     for (const auto& [gpu, bytes] : h.gpu_memory) {
-      if (!selected(options, gpu) || bytes <= kMpsServerIdleMax || client_on(gpu)) continue;
+      if (!selected(options, gpu) || bytes <= kMpsServerIdleMax || client_on(gpu, h.process.pid)) {
+        continue;
+      }
       const auto [shown, note] = budget.take(gpu, bytes);
       Problem p;
       p.kind = "mps-leftover";
@@ -393,10 +411,10 @@ void mps_problems(const std::vector<Holder>& holders, const MpsLeftovers& mps,
       p.pid = pid;
       p.bytes = shown;
       p.message = "GPU " + std::to_string(gpu) + ": " + format_bytes(shown) +
-                  " still counted for MPS client pid " + std::to_string(pid) +
-                  ", which is gone; the MPS server" +
-                  (only_server ? " (pid " + std::to_string(*only_server) + ")" : std::string()) +
-                  " holds it" + note;
+                  " still counted for MPS client pid " + std::to_string(pid) + ", which is gone; ";
+      p.message += holder_of_gone;
+      p.message += " holds it";
+      p.message += note;
       p.fix =
           "gpuclean wait (a client's memory comes back within seconds of its exit); if it "
           "stays: " +
@@ -450,7 +468,6 @@ Diagnosis diagnose(Input input, const Options& options) {
     for (const Holder& h : holders) {
       if (h.visible && h.service == NodeService::kMpsServer) servers.push_back(&h);
     }
-    const bool mps_server_seen = !servers.empty();
     for (Holder& h : holders) {
       if (h.service || in_mps_list.count(h.process.pid) == 0) continue;
       h.mps_client = true;
@@ -466,8 +483,10 @@ Diagnosis diagnose(Input input, const Options& options) {
         if (Holder* h = find_holder(pid)) {
           h->gpu_memory[gpu] = bytes;
         } else if (input.missing_pids.count(pid) > 0) {
-          // A gone MPS client's memory is the server's to free, not an heir's.
-          if (mps_server_seen && in_mps_list.count(pid) > 0) {
+          // A gone MPS client's memory is the server's to free, not an heir's: NVML's MPS list
+          // says so even when the server is not recognised here (never hand it to an heir —
+          // the weak rule would pick the MPS daemon).
+          if (in_mps_list.count(pid) > 0) {
             mps.gone_clients[gpu][pid] = bytes;
           } else {
             dead[pid][gpu] = bytes;

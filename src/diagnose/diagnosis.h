@@ -50,10 +50,13 @@ struct Input {
 //   daemon is `active`: init is its parent by design), and never heir candidates. Only a
 //   stuck or zombie-led service is reported.
 // - MPS: a holder NVML lists in an MPS list is a client of the MPS server (the only one, or
-//   the only one of its user). With a recognised server, a gone PID in an MPS list is memory
-//   the server holds for a client that is gone, and a server above kMpsServerIdleMax on a GPU
-//   with no client left holds memory for clients that are gone: both "mps-leftover", whose fix
-//   is MPS's own way to end the server, never a kill while clients run.
+//   the only one of its user). A gone PID in an MPS list is memory an MPS server holds for a
+//   client that is gone (recognised or not: never an heir's), and a recognised server above
+//   kMpsServerIdleMax on a GPU where none of its clients is left holds memory for clients that
+//   are gone: both "mps-leftover", whose fix is MPS's own way to end the server, never a kill
+//   while clients run.
+// - A monitoring tool (NodeService::kMonitorTool) that NVML lists with memory is not at work:
+//   reported like any holder.
 Diagnosis diagnose(Input input, const Options& options);
 
 // True when the holder has the shape of a CUDA context: it maps /dev/nvidia-uvm or a

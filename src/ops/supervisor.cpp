@@ -198,14 +198,11 @@ std::vector<ProcessInfo> CgroupContainment::members(const procfs::ProcFs& proc) 
   return live(proc, pids);
 }
 
-bool CgroupContainment::still_member(const procfs::ProcFs& proc, Pid pid) const {
+namespace {
+
+// Whether gpuclean is an ancestor of `pid` now (read from the real /proc, parent by parent).
+bool descends_from_self(const procfs::ProcFs& proc, Pid pid) {
   std::string text;
-  if (procfs::read_file_at(proc.root_fd(), (std::to_string(pid) + "/cgroup").c_str(), text, 4096)) {
-    const std::optional<std::string> path = procfs::parse_cgroup_v2(text);
-    const std::string& group = group_.location().path;
-    if (path && (*path == group || path->rfind(group + "/", 0) == 0)) return true;
-  }
-  // Moved out of the group (a root workload may): still ours if gpuclean is its ancestor.
   Pid at = pid;
   for (int depth = 0; depth < 64 && at > 1; ++depth) {
     if (!procfs::read_file_at(proc.root_fd(), (std::to_string(at) + "/stat").c_str(), text, 4096)) {
@@ -217,6 +214,23 @@ bool CgroupContainment::still_member(const procfs::ProcFs& proc, Pid pid) const 
     at = stat->ppid;
   }
   return false;
+}
+
+}  // namespace
+
+bool CgroupContainment::still_member(const procfs::ProcFs& proc, Pid pid) const {
+  std::string text;
+  if (procfs::read_file_at(proc.root_fd(), (std::to_string(pid) + "/cgroup").c_str(), text, 4096)) {
+    const std::optional<std::string> path = procfs::parse_cgroup_v2(text);
+    const std::string& group = group_.location().path;
+    if (path && (*path == group || path->rfind(group + "/", 0) == 0)) return true;
+  }
+  // Moved out of the group (a root workload may): still ours if gpuclean is its ancestor.
+  return descends_from_self(proc, pid);
+}
+
+bool SubreaperContainment::still_member(const procfs::ProcFs& proc, Pid pid) const {
+  return descends_from_self(proc, pid);
 }
 
 void CgroupContainment::kill_remaining() const {

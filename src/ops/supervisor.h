@@ -122,6 +122,8 @@ class SubreaperContainment : public Containment {
   [[nodiscard]] std::string mode() const override { return "subreaper"; }
   [[nodiscard]] std::string limits() const override;
   [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
+  // Still a descendant of gpuclean.
+  [[nodiscard]] bool still_member(const procfs::ProcFs& proc, Pid pid) const override;
 };
 
 using GroupTeardown = RoundsOutcome;

@@ -60,9 +60,15 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
     command += h.mps_server ? fmt::format("  (MPS client of server pid {})", *h.mps_server)
                             : std::string("  (MPS client)");
   }
-  // A node service shows what it is where others show their class.
-  const std::string klass =
-      fmt::format("{:<13}", h.service ? to_string(*h.service) : to_string(h.klass));
+  // A node service shows what it is where others show their class, and the class too when it
+  // is not at work ("mps-server/stuck").
+  std::string label = to_string(h.klass);
+  if (h.service) {
+    const bool working = h.klass == HolderClass::kActive || h.klass == HolderClass::kMonitor;
+    label = working ? std::string(to_string(*h.service))
+                    : std::string(to_string(*h.service)) + "/" + label;
+  }
+  const std::string klass = fmt::format("{:<13}", label);
   return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n",
                      std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
                      escape_terminal(h.visible ? p.user : "?"), paint(klass, class_colour(h.klass)),

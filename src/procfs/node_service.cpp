@@ -18,8 +18,8 @@ struct NamedService {
 };
 
 // The executables NVIDIA's packages (and DCGM's) install. A monitoring tool in a container
-// (dcgm-exporter) runs from the container's file system: its path here names another file,
-// so it is not trusted; it stays a monitor only by what it holds.
+// (dcgm-exporter) runs from the container's file system, in another mount namespace: it is
+// not trusted, and is an ordinary holder (active while its parent lives).
 constexpr std::array kServices{
     NamedService{"nvidia-cuda-mps-control", NodeService::kMpsControl},
     NamedService{"nvidia-cuda-mps-server", NodeService::kMpsServer},
@@ -107,6 +107,24 @@ std::optional<NodeService> trust_executable(const ExecutableFacts& facts) {
   return service;
 }
 
+bool trust_process(NodeService service, const ProcessFacts& facts) {
+  if (!facts.same_mount_namespace || !facts.uid) return false;
+  if (*facts.uid < kFirstUserUid) return true;
+  return service == NodeService::kMpsServer && facts.parent_is_trusted_mps_control;
+}
+
+namespace {
+
+bool same_mount_namespace(int root_fd, Pid pid) {
+  struct stat theirs {};
+  struct stat ours {};
+  return ::fstatat(root_fd, (std::to_string(pid) + "/ns/mnt").c_str(), &theirs, 0) == 0 &&
+         ::stat("/proc/self/ns/mnt", &ours) == 0 && theirs.st_dev == ours.st_dev &&
+         theirs.st_ino == ours.st_ino;
+}
+
+}  // namespace
+
 std::optional<RecognisedService> recognise_service(const ProcFs& proc, const ProcessInfo& process) {
   if (process.kernel_thread) return std::nullopt;
   const std::string exe = std::to_string(process.pid) + "/exe";
@@ -134,6 +152,18 @@ std::optional<RecognisedService> recognise_service(const ProcFs& proc, const Pro
   facts.directories_safe = directories_safe(facts.path);
   auto service = trust_executable(facts);
   if (!service) return std::nullopt;
+  ProcessFacts who;
+  who.uid = process.uid;
+  who.same_mount_namespace = same_mount_namespace(proc.root_fd(), process.pid);
+  if (*service == NodeService::kMpsServer && process.uid && *process.uid >= kFirstUserUid &&
+      process.ppid > 1) {
+    auto parent = proc.read_process(process.ppid);
+    if (parent.ok()) {
+      auto daemon = recognise_service(proc, *parent);
+      who.parent_is_trusted_mps_control = daemon && daemon->service == NodeService::kMpsControl;
+    }
+  }
+  if (!trust_process(*service, who)) return std::nullopt;
   // The exe link was read after the scan: the PID must still be the process the scan saw.
   if (start_ticks_now(proc.root_fd(), process.pid) != process.start_ticks) return std::nullopt;
   return RecognisedService{*service, facts.path};

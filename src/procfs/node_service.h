@@ -2,8 +2,11 @@
 // monitoring tools) among the holders. A process is a service only on evidence a local user
 // cannot forge: its executable (/proc/PID/exe) carries a service's name, lies in a system
 // directory, is owned by root and writable by nobody else, and is the very file that path
-// names in gpuclean's own mount namespace. A process merely *named* like a daemon, or one run
-// from a copy elsewhere, is an ordinary process.
+// names in gpuclean's own mount namespace; and the process runs as root or a system account
+// in that namespace (a user can run a trusted file with their own code in it: LD_PRELOAD,
+// ptrace, a container's loader), or is an MPS server that the trusted daemon started for a
+// user. A process merely *named* like a daemon, one run from a copy elsewhere, or one a user
+// runs is an ordinary process.
 #pragma once
 
 #include <optional>
@@ -35,13 +38,30 @@ struct ExecutableFacts {
 // The service `facts` prove, or nullopt. Pure: the rules above.
 std::optional<NodeService> trust_executable(const ExecutableFacts& facts);
 
+// What makes a process running a trusted executable trusted itself: a file proves nothing
+// about the code a user runs with it (LD_PRELOAD, ptrace, a container's loader, inherited
+// descriptors across exec).
+struct ProcessFacts {
+  std::optional<Uid> uid;             // effective uid
+  bool same_mount_namespace = false;  // as gpuclean's: the path checks meant what they said
+  // For an MPS server running as a user (the daemon starts one per client user): its parent is
+  // a trusted MPS control daemon running as root or a system account.
+  bool parent_is_trusted_mps_control = false;
+};
+
+// Whether a process of `service`'s executable is the node's own: it runs as root or a system
+// account in gpuclean's mount namespace — or it is an MPS server the trusted daemon started
+// for a user. Pure.
+bool trust_process(NodeService service, const ProcessFacts& facts);
+
 struct RecognisedService {
   NodeService service;
   std::string executable;
 };
 
-// Reads what trust_executable needs for `process` (its exe link, the file, the directories)
-// and decides. nullopt for every ordinary process, for one whose exe cannot be read (another
+// Reads what trust_executable and trust_process need for `process` (its exe link, the file,
+// the directories, its uid, its mount namespace, for a user's MPS server its parent) and
+// decides. nullopt for every ordinary process, for one whose exe cannot be read (another
 // user's, without privilege) and for one whose PID was reused meanwhile (start time differs).
 std::optional<RecognisedService> recognise_service(const ProcFs& proc, const ProcessInfo& process);
 

@@ -117,7 +117,9 @@ class MetricsTest : public HolderFixture {
                gpu_view(0, 0), "--listen", "127.0.0.1:" + std::to_string(port)});
     if (server <= 0) return 0;
     reaper_.adopt(server);
-    const bool up = wait_until([&] { return !http_get(port, "/metrics").empty(); });
+    // Served, not merely listening (the Exposer answers 404 until the collectable is in).
+    const bool up =
+        wait_until([&] { return http_get(port, "/metrics").find("200 OK") != std::string::npos; });
     return up ? port : 0;
   }
   int views_ = 0;
@@ -191,12 +193,15 @@ TEST_F(MetricsTest, ListenServesMetricsOnLoopbackAndStopsOnTerm) {
   ASSERT_GT(server, 0);
   reaper_.adopt(server);
   std::string response;
+  // prometheus-cpp's Exposer listens from its constructor and serves /metrics only once the
+  // collectable is registered a moment later: a request in between gets a 404 (this test
+  // flaked on it under ctest -j2). gpuclean announces the address after registering; a
+  // client that polls the port may still land in that window, so poll until served.
   ASSERT_TRUE(wait_until([&] {
     response = http_get(port, "/metrics");
-    return !response.empty();
-  })) << "nothing listened on 127.0.0.1:"
-      << port;
-  EXPECT_TRUE(contains(response, "200 OK")) << response;
+    return contains(response, "200 OK");
+  })) << "nothing served on 127.0.0.1:"
+      << port << ": " << response;
   EXPECT_TRUE(contains(
       response, R"(gpuclean_gpu_memory_attributed_bytes{gpu="0",uuid="GPU-test-0"} 2147483648)"))
       << response;

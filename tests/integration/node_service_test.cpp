@@ -107,15 +107,27 @@ TEST_F(NodeServiceTest, ANameAloneIsNotTrusted) {
       gpuclean_in({}, idle, {"kill", "--leftovers", "--dry-run", "--json"});
   EXPECT_NE(leftovers.out.find("\"pid\": " + std::to_string(daemon)), std::string::npos)
       << leftovers.out << leftovers.err;
-  // A gone PID in the MPS list with no trusted server is a dead owner like any other (here the
-  // lone orphan with a context, the fake daemon, is named its heir), never an MPS leftover.
+  // A gone PID in NVML's MPS list with no trusted server is still the MPS server's memory
+  // ("an MPS server gpuclean does not recognise"), never handed to an heir: before the review's
+  // fix the weak rule named the fake daemon (the lone orphan with a context) its heir, and
+  // --leftovers would have taken it for that.
   const pid_t gone = gone_pid();
-  const nlohmann::json dead = status_in(
-      {}, scenario("used 0 " + std::to_string(kClientBytes + kServerBytes) + "\n" +
-                   pid_line(server, kServerBytes) + mps_client_lines(gone, kClientBytes)));
-  ASSERT_EQ(dead["dead_owners"].size(), 1u) << dead.dump(1);
-  EXPECT_EQ(dead["dead_owners"][0]["pid"], gone);
-  for (const nlohmann::json& p : dead["problems"]) EXPECT_NE(p["kind"], "mps-leftover") << p;
+  const std::string dead_client =
+      scenario("used 0 " + std::to_string(kClientBytes + kServerBytes) + "\n" +
+               pid_line(server, kServerBytes) + mps_client_lines(gone, kClientBytes));
+  const nlohmann::json dead = status_in({}, dead_client);
+  ASSERT_NE(problem_of(dead, gone), nullptr) << dead.dump(1);
+  EXPECT_EQ(problem_of(dead, gone)->at("kind"), "mps-leftover");
+  EXPECT_NE(find_holder(dead, daemon)->at("class"), "heir");
+  // `kill GONE`: gone, but its memory still counted — not a clean kill (exit 1).
+  const CommandResult killed = gpuclean_in({}, dead_client, {"kill", std::to_string(gone)});
+  EXPECT_EQ(killed.exit_code, 1) << killed.err;
+  EXPECT_NE(killed.err.find("is gone, but NVML still counts 2.0 GiB"), std::string::npos)
+      << killed.err;
+  // Negative control: a gone PID NVML does not list is simply gone (exit 0).
+  const CommandResult gone_clean = gpuclean_in({}, idle, {"kill", std::to_string(gone)});
+  EXPECT_EQ(gone_clean.exit_code, 0) << gone_clean.err;
+  EXPECT_NE(gone_clean.err.find("already gone"), std::string::npos) << gone_clean.err;
 }
 
 class TrustedNodeServiceTest : public NodeServiceTest {
@@ -241,11 +253,33 @@ TEST_F(TrustedNodeServiceTest, MemoryTheServerHoldsForGoneClientsIsAnMpsLeftover
   ASSERT_NE(s, nullptr) << swollen.dump(1);
   EXPECT_EQ(s->at("kind"), "mps-leftover");
   EXPECT_NE(s->at("message").get<std::string>().find("no MPS client left"), std::string::npos);
-  // `kill --leftovers` does not take the server for it: the fix is MPS's own.
-  const CommandResult leftovers =
-      gpuclean_in(ns_, scenario_with(3ull << 30, pid_line(server_, 3ull << 30)),
-                  {"kill", "--leftovers", "--dry-run"});
-  EXPECT_EQ(leftovers.out.find(std::to_string(server_)), std::string::npos) << leftovers.out;
+}
+
+// Review of issue 20: the file proves nothing about the code a user runs with it. The same
+// trusted executable run by an unprivileged user (who could LD_PRELOAD anything into it) is an
+// ordinary process: an orphan holding the device, a --leftovers target.
+TEST_F(TrustedNodeServiceTest, ATrustedExecutableRunByAUserIsNotAService) {
+  const std::string setpriv = tool("setpriv");
+  if (setpriv.empty()) GTEST_SKIP() << "needs setpriv (util-linux)";
+  ::chmod(held_.c_str(), 0666);
+  // nobody must be able to open the device file and write its ready file.
+  const std::string open_dir = dir_.path() + "/open";
+  std::filesystem::create_directory(open_dir);
+  ::chmod(open_dir.c_str(), 0777);
+  ready_ = open_dir + "/ready";
+  std::vector<std::string> as_nobody = ns_;
+  as_nobody.insert(as_nobody.end(),
+                   {setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  const pid_t user_daemon = start_daemon(as_nobody, "/usr/local/sbin/nvidia-cuda-mps-control");
+  ASSERT_GT(user_daemon, 0);
+  const nlohmann::json doc = status_in(ns_, scenario_with(0, ""));
+  const nlohmann::json* u = find_holder(doc, user_daemon);
+  ASSERT_NE(u, nullptr) << doc.dump(1);
+  EXPECT_EQ(u->at("uid"), 65534);
+  EXPECT_TRUE(u->at("role").is_null()) << u->dump(1);
+  EXPECT_EQ(u->at("class"), "orphan");
+  // Negative control: root's copy of the same file, started the same way, is the service.
+  EXPECT_EQ(find_holder(doc, daemon_)->at("role"), "mps-control");
 }
 
 }  // namespace

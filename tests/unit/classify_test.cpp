@@ -31,6 +31,7 @@ TEST(ClassifyFromProc, EachClassAndItsNegativeControl) {
 // the fix: classify_from_proc(service) Which is: 4-byte object <01-00 00-00> (kOrphan).
 TEST(ClassifyFromProc, SystemServiceIsActiveNotAnOrphan) {
   ProcessInfo service = process('S', 1, {'S'});
+  service.uid = 0;
   service.cgroup = "/system.slice/inference.service";
   EXPECT_EQ(classify_from_proc(service), HolderClass::kActive);
   service.cgroup = "/system.slice/triton.service/worker";
@@ -44,6 +45,16 @@ TEST(ClassifyFromProc, SystemServiceIsActiveNotAnOrphan) {
   }
   service.cgroup.reset();
   EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan) << "cgroup unknown";
+  // A user's process in a service's cgroup (a cron or at job, an sshd login without
+  // pam_systemd) is not the service (review of issue 21: a double-forked leftover from a
+  // crontab was "active" and --leftovers skipped it).
+  service.cgroup = "/system.slice/cron.service";
+  service.uid = 1000;
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan);
+  service.uid.reset();
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan) << "uid unknown";
+  service.uid = 999;  // a system account
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kActive);
   service.cgroup = "/system.slice/inference.service";
   service.ppid = 50;
   EXPECT_EQ(classify_from_proc(service), HolderClass::kActive);

@@ -177,25 +177,36 @@ TEST_F(KillPlanTest, LeftoversTakeOnlyLeftoverClassesOnSelectedGpus) {
 
 // Issue 21 item 3: a process that held the device files without mapping them was a
 // "monitor", and `kill PID`, `kill --user` and --leftovers all skipped it: a user could hide a
-// leftover that way. Explicit selectors never skip a process for being a monitor. Failed
-// before the fix: p.targets empty, skipped "a monitor (control files only, no GPU context)".
-TEST_F(KillPlanTest, ExplicitSelectorsNeverSkipAMonitor) {
+// leftover that way. Now diagnose() makes a monitor only of a trusted tool (Holder::service;
+// tests/unit/diagnosis_test.cpp UnmappedHolderIsNoMonitorWithoutATrustedExecutable), and a
+// named one is a target that needs a confirmation. Failed before the fix: p.targets empty,
+// skipped "a monitor (control files only, no GPU context)".
+TEST_F(KillPlanTest, NamedMonitorIsATargetWithAConfirmation) {
+  Holder smi = holder(302, HolderClass::kMonitor);
+  smi.service = NodeService::kMonitorTool;
+  smi.executable = "/usr/bin/nvidia-smi";
   KillSelectors named;
   named.pids = {302};
   named.tree = false;
-  const std::vector<Holder> holders = {holder(302, HolderClass::kMonitor)};
-  KillPlan p = plan(named, holders);
+  KillPlan p = plan(named, {smi});
   EXPECT_EQ(target_pids(p), (std::vector<Pid>{302}));
-  EXPECT_TRUE(p.skipped.empty());
-  KillSelectors user;
-  user.users = {kAlice};
-  p = plan(user, holders);
-  EXPECT_TRUE(std::any_of(p.targets.begin(), p.targets.end(),
-                          [](const KillTarget& t) { return t.process.pid == 302; }));
-  // Negative control: broad holder selectors still leave monitors out.
+  ASSERT_EQ(p.confirm_reasons.size(), 1u);
+  EXPECT_NE(p.confirm_reasons[0].find("monitoring tool"), std::string::npos);
+  // Broad selectors leave it out: holders (a monitor) and user (a node service).
   KillSelectors all;
   all.holders = true;
-  EXPECT_TRUE(plan(all, holders).targets.empty());
+  EXPECT_TRUE(plan(all, {smi}).targets.empty());
+  KillSelectors user;
+  user.users = {kAlice};
+  p = plan(user, {smi});
+  EXPECT_TRUE(std::none_of(p.targets.begin(), p.targets.end(),
+                           [](const KillTarget& t) { return t.process.pid == 302; }));
+  // Negative control: the same holder as an ordinary process (no trusted executable) is taken
+  // by --user like any of alice's processes.
+  Holder plain = holder(302, HolderClass::kActive);
+  p = plan(user, {plain});
+  EXPECT_TRUE(std::any_of(p.targets.begin(), p.targets.end(),
+                          [](const KillTarget& t) { return t.process.pid == 302; }));
 }
 
 // Issue 13 item 4: the old kill_command keyed the scan's holders by PID alone, so a PID

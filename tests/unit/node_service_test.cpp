@@ -80,6 +80,35 @@ TEST(NodeService, EachMissingFactLosesTheTrust) {
   EXPECT_EQ(trust_executable(f), std::nullopt) << "not a service's name";
 }
 
+// Review of issue 20: the file proves nothing about the code a user runs with it
+// (LD_PRELOAD=./hog.so /usr/bin/nvidia-smi, ptrace, a container's loader). Before, any process
+// of a trusted file was a service: a user's GPU hog so dressed was never a problem.
+TEST(NodeService, OnlyRootOrASystemAccountInOurMountNamespaceIsTrusted) {
+  ProcessFacts root;
+  root.uid = 0;
+  root.same_mount_namespace = true;
+  EXPECT_TRUE(trust_process(NodeService::kMonitorTool, root));
+  ProcessFacts daemon = root;
+  daemon.uid = 999;  // a system account (nvidia-persistenced runs as one)
+  EXPECT_TRUE(trust_process(NodeService::kPersistenced, daemon));
+  ProcessFacts user = root;
+  user.uid = 1000;
+  EXPECT_FALSE(trust_process(NodeService::kMonitorTool, user)) << "a user's nvidia-smi";
+  EXPECT_FALSE(trust_process(NodeService::kMpsControl, user));
+  EXPECT_FALSE(trust_process(NodeService::kMpsServer, user)) << "no trusted daemon as parent";
+  user.parent_is_trusted_mps_control = true;
+  EXPECT_TRUE(trust_process(NodeService::kMpsServer, user))
+      << "the server the root daemon started for a user";
+  EXPECT_FALSE(trust_process(NodeService::kMonitorTool, user))
+      << "only an MPS server is trusted through its parent";
+  ProcessFacts elsewhere = root;
+  elsewhere.same_mount_namespace = false;
+  EXPECT_FALSE(trust_process(NodeService::kMonitorTool, elsewhere)) << "another mount namespace";
+  ProcessFacts unknown = root;
+  unknown.uid.reset();
+  EXPECT_FALSE(trust_process(NodeService::kMonitorTool, unknown)) << "uid unreadable";
+}
+
 TEST(NodeService, OwnProcessIsNotAService) {
   auto proc = ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());

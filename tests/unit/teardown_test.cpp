@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/supervisor.h"
 #include "procfs/proc_fs.h"
 #include "procfs/process_table.h"
 
@@ -156,6 +157,29 @@ TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
     }
     ::waitpid(child, nullptr, 0);
   }
+}
+
+// The subreaper containment (run without cgroups) answers still_member by ancestry: a PID
+// reused by a process outside the run's tree is not a member (review of issue 21 item 8: only
+// the cgroup containment asked).
+TEST(Teardown, SubreaperMembersAreDescendantsNow) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(30);
+    for (;;) ::pause();
+  }
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+  const SubreaperContainment containment;
+  EXPECT_TRUE(containment.still_member(*proc, child));
+  // Negative controls: processes that are not below this one.
+  EXPECT_FALSE(containment.still_member(*proc, ::getppid()));
+  EXPECT_FALSE(containment.still_member(*proc, 1));
+  EXPECT_FALSE(containment.still_member(*proc, ::getpid())) << "itself is no member";
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_FALSE(containment.still_member(*proc, child)) << "gone";
 }
 
 // A child forked after the plan by a member is found in a later round. (The members here are
