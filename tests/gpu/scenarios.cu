@@ -5,6 +5,8 @@
 //
 //   scenarios leftover MIB READY        live process holding MIB (MIB 0: context only)
 //   scenarios heir MIB READY            fork after CUDA init, parent exits: "CHILD PARENT"
+//   scenarios unmapped-heir MIB READY   the same, in the parent's own process group; the child
+//                                       unmaps the device: "CHILD PARENT UNMAPPED"
 //   scenarios zombie-leader MIB READY   main thread pthread_exit()s, a worker lives on: "PID"
 //   scenarios zombie READY              a CUDA child exits, never reaped: "CHILD PARENT"
 //   scenarios ipc MIB READY             exporter + IPC importer: "EXPORTER IMPORTER"
@@ -24,6 +26,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,6 +200,38 @@ pid_t fork_or_fail() {
   sleep_until_killed();
 }
 
+// Issue 21 item 3's question: an heir that keeps the device files open but maps none of them
+// (the shape a user could use to pass for a monitor). The parent leads its own process group
+// (so the child's group ID is the dead parent's: the strong tie), allocates, forks and exits;
+// the child unmaps every /dev/nvidia* mapping it inherited, keeps the descriptors and reports
+// "CHILD PARENT UNMAPPED_COUNT".
+[[noreturn]] void unmapped_heir(unsigned long mib) {
+  if (setpgid(0, 0) != 0) fail(std::string("setpgid: ") + std::strerror(errno));
+  allocate(mib);
+  const pid_t parent = getpid();
+  if (fork_or_fail() > 0) _exit(0);
+  while (getppid() == parent) usleep(10 * 1000);
+  FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) fail("cannot read /proc/self/maps");
+  std::vector<std::pair<unsigned long, unsigned long>> regions;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), maps) != nullptr) {
+    if (std::strstr(line, " /dev/nvidia") == nullptr) continue;
+    unsigned long start = 0;
+    unsigned long end = 0;
+    if (std::sscanf(line, "%lx-%lx", &start, &end) == 2) regions.emplace_back(start, end);
+  }
+  std::fclose(maps);
+  for (const auto& [start, end] : regions) {
+    munmap(reinterpret_cast<void*>(start), end - start);
+  }
+  if (!write_ready(std::to_string(getpid()) + " " + std::to_string(parent) + " " +
+                   std::to_string(regions.size()))) {
+    fail("cannot write the ready file");
+  }
+  sleep_until_killed();
+}
+
 pid_t g_leader = 0;
 
 void* zombie_leader_worker(void*) {
@@ -316,7 +351,8 @@ bool parse_number(const char* text, unsigned long max, unsigned long* out) {
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
-               "usage: scenarios leftover MIB READY | heir MIB READY | zombie-leader MIB READY |\n"
+               "usage: scenarios leftover MIB READY | heir MIB READY | unmapped-heir MIB READY |\n"
+               "                 zombie-leader MIB READY |\n"
                "                 zombie READY | ipc MIB READY | server N MIB READY\n"
                "Lifetime of every process: $GPUCLEAN_SCENARIO_LIFETIME seconds (default 120).\n");
   _exit(2);
@@ -355,6 +391,7 @@ int main(int argc, char** argv) {
   if (!parse_number(argv[2], max_mib, &mib)) usage();
   if (mode == "leftover") leftover(mib);
   if (mode == "heir") heir(mib);
+  if (mode == "unmapped-heir") unmapped_heir(mib);
   if (mode == "zombie-leader") zombie_leader(mib);
   if (mode == "ipc") ipc(mib);
   usage();
