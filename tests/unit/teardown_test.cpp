@@ -22,18 +22,24 @@ using namespace std::chrono_literals;
 
 constexpr Pid kNoSuchPid = -1;
 
+// A child of the test that sleeps until killed (30 s at most).
+pid_t sleeping_child() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::alarm(30);
+    for (;;) ::pause();
+  }
+  return pid;
+}
+
 // Issue 13 item 8. A target the kernel will not let us signal (EPERM: here a root process and
 // an unprivileged tear_down) must be reported with that reason. Before, send() dropped every
 // error but ESRCH and the report said "it is still running after every signal" (run on commit
 // 4404490's teardown.cpp: the child printed that reason).
 TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a process we then cannot signal";
-  const pid_t sleeper = ::fork();
-  ASSERT_GE(sleeper, 0);
-  if (sleeper == 0) {
-    ::alarm(30);
-    for (;;) ::pause();
-  }
+  const pid_t sleeper = sleeping_child();
+  ASSERT_GT(sleeper, 0);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
   auto info = proc->read_process(sleeper);
@@ -77,12 +83,8 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
 // since the scan" and never signalled. (The planning end is KillPlanTest.
 // PidRecycledSinceTheScanInheritsNothing.)
 TEST(Teardown, TargetRecycledSinceTheScanIsSkippedNotSignalled) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::alarm(30);
-    for (;;) ::pause();
-  }
+  const pid_t child = sleeping_child();
+  ASSERT_GT(child, 0);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
   auto info = proc->read_process(child);
@@ -129,12 +131,8 @@ class ListedOnce : public MemberSource {
 
 TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
   for (const bool member : {false, true}) {
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      ::alarm(30);
-      for (;;) ::pause();
-    }
+    const pid_t child = sleeping_child();
+    ASSERT_GT(child, 0);
     auto proc = procfs::ProcFs::open("/proc");
     ASSERT_TRUE(proc.ok());
     auto info = proc->read_process(child);
@@ -163,12 +161,8 @@ TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
 // reused by a process outside the run's tree is not a member (review of issue 21 item 8: only
 // the cgroup containment asked).
 TEST(Teardown, SubreaperMembersAreDescendantsNow) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::alarm(30);
-    for (;;) ::pause();
-  }
+  const pid_t child = sleeping_child();
+  ASSERT_GT(child, 0);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
   const SubreaperContainment containment;
@@ -249,15 +243,6 @@ class AppearingMembers : public MemberSource {
   ProcessInfo later_;
   mutable int asked_ = 0;
 };
-
-pid_t sleeping_child() {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::alarm(30);
-    for (;;) ::pause();
-  }
-  return pid;
-}
 
 // Found in review: later rounds always sent SIGKILL, even with --no-kill9. Failed before the
 // fix: the newcomer's signals were ["KILL"].
