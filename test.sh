@@ -10,7 +10,7 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
 scripts/setup.sh
-BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON
+BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON
 if [ $quick -eq 0 ]; then
   BUILD_DIR=build scripts/lint.sh
 fi

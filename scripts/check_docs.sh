@@ -5,7 +5,8 @@
 #
 # 1. Options: for every command, the options docs/reference.md lists (bullets starting with the
 #    option in backticks under `### gpuclean CMD`, plus the "Global options" section where the
-#    command's section says it takes them) must equal what `gpuclean CMD --help` shows, in
+#    command's section says it takes them, less any it names after "but") must equal what
+#    `gpuclean CMD --help` shows, in
 #    both directions; and every command the binary has must have a section, and the reverse.
 # 2. Links: every relative Markdown link in README.md, docs/*.md and contrib/**/*.md must point
 #    at an existing file inside the repository. An anchor (`#…`) into a Markdown file must
@@ -50,7 +51,7 @@ help_options() {
 
 # The subcommands of the top-level `--help` text, one per line.
 help_commands() {
-  awk '/^Subcommands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'
+  awk '/^Commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'
 }
 
 # From reference.md: lines "SECTION<TAB>OPTION" for every option bullet, where SECTION is the
@@ -74,7 +75,15 @@ reference_entries() {
     {
       both = prev " " $0                # a phrase may be wrapped onto the next line
       prev = $0
-      if (both ~ /Takes the \[?global options/) printf "%s\t@takes-globals\n", section
+      if (both ~ /Takes the \[?global options/) {
+        printf "%s\t@takes-globals\n", section
+        # "Takes the global options but `--json`": one that the command does not offer.
+        rest = both
+        while (match(rest, /but `--[a-z-]+`/)) {
+          printf "%s\t@except\t%s\n", section, substr(rest, RSTART + 5, RLENGTH - 6)
+          rest = substr(rest, RSTART + RLENGTH)
+        }
+      }
       if (both ~ /Takes no global options/) printf "%s\t@no-globals\n", section
       if (both ~ /Only in builds with/) printf "%s\t@optional-build\n", section
     }
@@ -148,7 +157,10 @@ check_options() {
       failed=1
       continue
     fi
-    doc=$( { printf '%s\n' "$own"; [ -n "$takes" ] && printf '%s\n' "$globals"; } | grep -v '^$' | sort -u)
+    local except
+    except=$(printf '%s\n' "$entries" | awk -F'\t' -v c="$cmd" '$1 == c && $2 == "@except" { print $3 }')
+    doc=$( { printf '%s\n' "$own"; [ -n "$takes" ] && printf '%s\n' "$globals" |
+      grep -vxF -e "${except:-@none}" -e '@none'; } | grep -v '^$' | sort -u)
     if [ -z "$cmd" ]; then
       parser=$(printf '%s\n' "$top_help" | help_options)
     else

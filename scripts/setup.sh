@@ -4,15 +4,30 @@
 # something is missing.
 set -euo pipefail
 
-packages=(
+#   scripts/setup.sh              everything: build, tests, lint, fuzz, bench (./test.sh)
+#   scripts/setup.sh --binary     only what building the gpuclean binary needs (./gpuclean.sh):
+#                                 a newcomer's first answer must not wait for clang or Prometheus
+binary_packages=(
   build-essential cmake ninja-build pkg-config
-  libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  prometheus-cpp-dev   # gpuclean metrics is part of the binary users run
+)
+packages=("${binary_packages[@]}"
+  libgtest-dev libgmock-dev
   clang-format clang-tidy
   psmisc lsof procps util-linux time   # fuser/lsof for the bench and tests, unshare for PID namespaces
   clang libclang-rt-dev   # libFuzzer for fuzz/ci.sh and bench/fuzz_bench.sh
-  prometheus-cpp-dev prometheus shellcheck   # gpuclean metrics; promtool and shellcheck for its tests
+  prometheus shellcheck   # promtool and shellcheck for the metrics tests
   libfuse3-dev fuse3   # tests/fuse: a FUSE daemon that stalls page faults (mm_lock_victim)
 )
+case "${1:-}" in
+  --binary) packages=("${binary_packages[@]}") ;;
+  "") ;;
+  *)
+    echo "usage: scripts/setup.sh [--binary]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

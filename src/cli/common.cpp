@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 #include "core/duration.h"
 
 #include <unistd.h>
@@ -13,39 +14,53 @@
 
 namespace gpuclean::cli {
 
-void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope) {
-  command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
-  command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3 or all")
-      ->default_str("all");
+void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,
+                        OfferedGlobals offered) {
+  if (offered.json) {
+    command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
+  }
+  if (offered.gpus) {
+    command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3 (default: all)")
+        ->option_text("LIST");
+  }
   command
       .add_option("--device-glob", options.device_globs,
-                  "Device files to scan (repeatable); default the NVIDIA device files")
+                  "Device files to scan, repeatable; quote the glob (default: the NVIDIA "
+                  "device files, '/dev/nvidia*')")
+      ->option_text("GLOB")
       ->allow_extra_args(false);
   command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");
   command
       .add_option("--threads", options.threads,
                   "Threads for the /proc scan (default: one per core, at most 16)")
-      ->check(CLI::Range(1u, 256u));
-  command.add_option_function<std::string>(
-      "--nvml-timeout",
-      [&options](const std::string& text) {
-        auto timeout = parse_duration(text);
-        if (!timeout.ok()) throw CLI::ValidationError("--nvml-timeout", timeout.error().message());
-        if (timeout->count() <= 0) throw CLI::ValidationError("--nvml-timeout", "must be > 0");
-        options.nvml_timeout = *timeout;
-      },
-      "How long one NVML answer may take (default 5s); then NVML counts as failed");
-  command.add_option_function<std::string>(
-      "--proc-timeout",
-      [&options](const std::string& text) {
-        auto timeout = parse_duration(text);
-        if (!timeout.ok()) throw CLI::ValidationError("--proc-timeout", timeout.error().message());
-        if (timeout->count() < 0) throw CLI::ValidationError("--proc-timeout", "must be >= 0");
-        options.proc_timeout =
-            timeout->count() == 0 ? std::nullopt : std::optional<Duration>(*timeout);
-      },
-      "How long reading a process's command line or maps may take (default 1s); then its "
-      "memory map counts as locked (stuck). 0: no limit");
+      ->option_text("N")
+      ->check(whole_number_check(1, 256));
+  command
+      .add_option_function<std::string>(
+          "--nvml-timeout",
+          [&options](const std::string& text) {
+            auto timeout = parse_duration(text);
+            if (!timeout.ok())
+              throw CLI::ValidationError("--nvml-timeout", timeout.error().message());
+            if (timeout->count() <= 0) throw CLI::ValidationError("--nvml-timeout", "must be > 0");
+            options.nvml_timeout = *timeout;
+          },
+          "How long one NVML answer may take before NVML counts as failed (default: 5s)")
+      ->option_text("DURATION");
+  command
+      .add_option_function<std::string>(
+          "--proc-timeout",
+          [&options](const std::string& text) {
+            auto timeout = parse_duration(text);
+            if (!timeout.ok())
+              throw CLI::ValidationError("--proc-timeout", timeout.error().message());
+            if (timeout->count() < 0) throw CLI::ValidationError("--proc-timeout", "must be >= 0");
+            options.proc_timeout =
+                timeout->count() == 0 ? std::nullopt : std::optional<Duration>(*timeout);
+          },
+          "How long reading a process's command line or maps may take before its memory map "
+          "counts as locked, stuck; 0 for no limit (default: 1s)")
+      ->option_text("DURATION");
   add_test_hooks(command, options, scope);
 }
 
@@ -91,14 +106,14 @@ Status apply_global_options(const CLI::App& top, const CommonOptions& given, con
   for (const Global& option : globals) {
     if (!given_in(top, option.name)) continue;
     if (into == nullptr || sub.get_option_no_throw(option.name) == nullptr) {
-      return Error{EINVAL, std::string(option.name) + " is not an option of " + command +
-                               " (given before it)"};
+      return Error{
+          0, std::string(option.name) + " is not an option of " + command + " (given before it)"};
     }
     if (!given_in(sub, option.name)) {
       option.copy();
     } else if (!option.merge()) {
-      return Error{EINVAL, std::string(option.name) + " given before and after " + command +
-                               " with different values"};
+      return Error{0, std::string(option.name) + " given before and after " + command +
+                          " with different values"};
     }
   }
   return Ok{};

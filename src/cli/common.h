@@ -29,9 +29,18 @@ struct CommonOptions : collect::CollectOptions {
 
 enum class HookScope;  // cli/test_hooks.h
 
-// --json, --gpus, --device-glob, --no-nvml, --threads; in the test binary also the test inputs
-// `scope` allows (cli/test_hooks.h).
-void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope);
+// Which global options a command offers beyond the rest: `run` and `metrics` have no --json
+// (the workload owns stdout; Prometheus's format is the output), `who` no --gpus (every CUDA
+// process holds every GPU's file). An option is offered only where it works.
+struct OfferedGlobals {
+  bool json = true;
+  bool gpus = true;
+};
+
+// --json, --gpus, --device-glob, --no-nvml, --threads, --nvml-timeout, --proc-timeout; in the
+// test binary also the test inputs `scope` allows (cli/test_hooks.h).
+void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,
+                        OfferedGlobals offered = {});
 
 // Where the command's output and diagnostics go; injected so tests can capture them.
 struct Io {

@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "cli/help.h"
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 #include "collect/gather.h"
 #include "core/duration.h"
 #include "core/units.h"
@@ -23,6 +25,7 @@
 #include "ops/teardown.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/text_width.h"
 #include "output/who_view.h"
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
@@ -51,7 +54,7 @@ struct Parsed {
 std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   Parsed parsed;
   auto fail = [&io](const std::string& what) {
-    io.err << "gpuclean: kill: " << what << '\n';
+    io.err << usage_message("kill", what);
     return std::nullopt;
   };
   auto signal = ops::parse_signal(o.signal);
@@ -80,6 +83,16 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   // A GPU selection narrows holders; with PIDs, sessions, users, … it would silently select
   // nothing less — say so instead.
   if (s.gpus && !s.holders && !s.leftovers) {
+    // `kill --gpus 2` alone: --gpu 2 was meant.
+    const bool alone = s.pids.empty() && s.sessions.empty() && s.pgids.empty() && o.users.empty() &&
+                       o.cgroups.empty();
+    if (alone) {
+      const std::string& list = o.common.gpus;
+      return fail("--gpus " + list + " only narrows other selectors; to end the holders of " +
+                  (s.gpus->size() == 1 ? "GPU " + list + " use --gpu " + list + " (or "
+                                       : "GPUs " + list + " use (") +
+                  "--holders --gpus " + list + ")");
+    }
     return fail(
         "--gpus narrows --holders and --leftovers only (which GPU a process uses is "
         "known only for holders)");
@@ -143,24 +156,28 @@ void print_plan(const KillPlan& plan, const ops::TeardownOptions& t, const Io& i
   io.out << std::flush;
 }
 
-bool confirmed(const KillPlan& plan, const Io& io, bool interactive) {
+// Asks for the plan's confirmation: nullopt to go on, or the exit code. Without a terminal the
+// missing --yes is a usage error (2); a "no" at the prompt is nothing done (1).
+std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interactive) {
   if (!interactive) {
     io.err << "gpuclean: kill: add --yes to act on this plan (";
     for (std::size_t i = 0; i < plan.confirm_reasons.size(); ++i) {
       io.err << (i > 0 ? "; " : "") << output::escape_terminal(plan.confirm_reasons[i]);
     }
     io.err << ")\n";
-    return false;
+    return kExitUsage;
   }
   for (const std::string& reason : plan.confirm_reasons) {
     io.err << "gpuclean: kill: " << output::escape_terminal(reason) << '\n';
   }
-  io.err << "Kill these " << plan.targets.size() << " processes? [y/N] " << std::flush;
+  const std::size_t count = plan.targets.size();
+  io.err << "Kill " << count << (count == 1 ? " process" : " processes") << "? [y/N] "
+         << std::flush;
   std::string answer;
   std::getline(std::cin, answer);
-  if (answer == "y" || answer == "Y" || answer == "yes") return true;
+  if (answer == "y" || answer == "Y" || answer == "yes") return std::nullopt;
   io.err << "gpuclean: kill: not confirmed; nothing was signalled\n";
-  return false;
+  return kExitDirty;
 }
 
 // What the GPUs say after the teardown.
@@ -372,23 +389,45 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
       "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
   add_common_options(*kill, o.common, HookScope::kAct);
   kill->add_option("pids", o.pids, "These processes and their descendants")
-      ->check(CLI::PositiveNumber);
+      ->option_text("PID...")
+      ->check(pid_check(true));
   kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
-  kill->add_option("--session", o.sessions, "Every process of session SID");
-  kill->add_option("--pgid", o.pgids, "Every process of process group PGID");
+  kill->add_option("--session", o.sessions, "Every process of session SID")
+      ->option_text("SID")
+      ->check(pid_check(false));
+  kill->add_option("--pgid", o.pgids, "Every process of process group PGID")
+      ->option_text("PGID")
+      ->check(pid_check(false));
   kill->add_flag("--holders", o.holders, "Every process holding the selected device files");
-  kill->add_option("--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)");
-  kill->add_option("--user", o.users, "Every process of user U (name or uid)");
-  kill->add_option("--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it");
+  kill->add_option("--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)")
+      ->option_text("N")
+      ->check(whole_number_check(0, 1023));
+  kill->add_option("--user", o.users, "Every process of user USER (name or uid)")
+      ->option_text("USER");
+  kill->add_option("--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it")
+      ->option_text("PATH");
   kill->add_flag("--leftovers", o.leftovers, "Holders classed orphan, heir, zombie-leader, stuck");
   kill->add_flag("-y,--yes", o.yes,
                  "Act without asking (needed for selectors other than PIDs, and for a PID whose "
                  "tree reaches other users or sessions)");
   kill->add_flag("--dry-run", o.dry_run, "Print the plan and stop");
-  kill->add_option("--signal", o.signal, "First signal (default TERM)");
-  kill->add_option("--grace", o.grace, "Time between the signal and SIGKILL (default 5s)");
+  kill->add_option("--signal", o.signal, "First signal: TERM, INT, KILL, 9 ... (default: TERM)")
+      ->option_text("SIG");
+  kill->add_option("--grace", o.grace, "Time between the signal and SIGKILL (default: 5s)")
+      ->option_text("DURATION");
   kill->add_flag("--no-kill9", o.no_kill9, "Never escalate to SIGKILL");
-  kill->add_option("--wait", o.wait, "How long to wait for the exits and the memory (default 30s)");
+  kill->add_option("--wait", o.wait, "How long to wait for the exits and the memory (default: 30s)")
+      ->option_text("DURATION");
+  set_help_footer(
+      *kill,
+      {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
+       {"gpuclean kill --leftovers --yes", "every orphan, heir, zombie-led and stuck holder"},
+       {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
+       {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
+      {"0  every target gone and its memory released, or nothing to kill",
+       "1  a target or its memory remains, or the plan was not confirmed",
+       "2  usage error: no selector, a protected PID, selecting by GPU without NVML",
+       "3  NVML failed: the targets were signalled, their memory not verified"});
 }
 
 int run_kill(const KillOptions& o, const Io& io, bool interactive) {
@@ -396,8 +435,9 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   if (!parsed) return kExitUsage;
   const diagnose::KillSelectors& selectors = parsed->selectors;
   if (selectors.empty()) {
-    io.err << "gpuclean: kill: no target: give PIDs, or --holders, --gpu N, --leftovers, "
-              "--session, --pgid, --user or --cgroup\n";
+    io.err << usage_message("kill",
+                            "no target: give PIDs, or --holders, --gpu N, --leftovers, "
+                            "--session, --pgid, --user or --cgroup");
     return kExitUsage;
   }
 
@@ -506,8 +546,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     }
     return kExitClean;
   }
-  if (!plan.confirm_reasons.empty() && !o.yes && !confirmed(plan, io, interactive)) {
-    return kExitUsage;
+  if (!plan.confirm_reasons.empty() && !o.yes) {
+    if (auto refused = unconfirmed(plan, io, interactive)) return *refused;
   }
 
   std::vector<ProcessInfo> planned;
@@ -528,7 +568,11 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   // A live line on a terminal (stderr), cleared before the report.
   const bool live_line = ::isatty(STDERR_FILENO) != 0 && !o.common.json;
   auto progress = [&io, live_line](const std::string& line) {
-    if (live_line) io.err << "\r\x1b[2Kgpuclean: kill: " << line << std::flush;
+    if (!live_line) return;
+    // Cut to the terminal, the last column left empty: a wrapped live line scrolls.
+    const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
+    io.err << "\r\x1b[2K" << output::cut_to_columns("gpuclean: kill: " + line, width - 1)
+           << std::flush;
   };
   const auto started = Clock::now();
   const ops::RoundsOutcome rounds = ops::tear_down_rounds(*proc, members, t, {}, progress);

@@ -3,13 +3,17 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/common.h"
+#include "cli/help.h"
 #include "cli/kill_command.h"
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 #ifdef GPUCLEAN_METRICS
 #include "cli/metrics_command.h"
 #endif
@@ -21,15 +25,34 @@
 
 #include <unistd.h>
 
+#include "gpuclean_commit.h"  // GPUCLEAN_COMMIT, written at build time (cmake/version.cmake)
+
 namespace {
+
+// `gpuclean --version`: the release, the commit, and what this build can do.
+std::string version_text() {
+  std::string text = "gpuclean " GPUCLEAN_VERSION " (commit " GPUCLEAN_COMMIT ")\n";
+  text += "NVML: loaded at run time from libnvidia-ml.so.1 when present (no CUDA needed)\n";
+#ifdef GPUCLEAN_METRICS
+  text += "metrics: built in (prometheus-cpp)";
+#else
+  text += "metrics: not built in (this build has no `gpuclean metrics`)";
+#endif
+  return text;
+}
 
 constexpr const char* kDescription =
     "gpuclean: find, explain and clean up whatever holds your GPUs";
 
-// Parses argv into `app`: nullopt to go on, or the exit code (help, version, usage error).
-std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+// Parses `args` (argv without the program name) into `app`: nullopt to go on, or the exit code
+// (help, version, usage error).
+std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
+  using namespace gpuclean::cli;
+  // CLI11 wants argv; `gpuclean help kill` has become `gpuclean kill --help` in `args`.
+  std::vector<const char*> argv = {"gpuclean"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -37,30 +60,45 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "gpuclean: " << e.what() << "\n(run `gpuclean --help` for usage)\n";
-    return gpuclean::cli::kExitUsage;
+    std::cerr << usage_message(app, e, args);
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    const CLI::App* command = &app;
+    while (!command->get_subcommands().empty()) command = command->get_subcommands().back();
+    std::cerr << usage_message(command == &app ? "" : command->get_name(), e.what());
+    return kExitUsage;
   }
   return std::nullopt;
 }
 
+// What every app gets: gpuclean's help format, 80 columns whatever the terminal.
+void set_up_app(CLI::App& app) {
+  app.formatter(std::make_shared<gpuclean::cli::HelpFormatter>());
+  app.set_help_flag("-h,--help", "Show this help");
+}
+
 // `gpuclean run` starts a workload: building every other subcommand's parser (CLI11, about a
 // millisecond here) would be added to each start (bench/run_bench.sh), so run parses alone.
-int run_alone(int argc, char** argv) {
+int run_alone(const std::vector<std::string>& args) {
   using namespace gpuclean::cli;
   CLI::App app{kDescription, "gpuclean"};
+  set_up_app(app);
   app.require_subcommand(1, 1);
   RunOptions options;
   add_run_command(app, options);
-  if (auto exit_code = parse(app, argc, argv)) return *exit_code;
+  if (auto exit_code = parse(app, args)) return *exit_code;
   return run_run(options, Io{std::cout, std::cerr});
 }
 
 int run(int argc, char** argv) {
   using namespace gpuclean::cli;
-  if (argc > 1 && std::string_view(argv[1]) == "run") return run_alone(argc, argv);
+  const std::vector<std::string> args = expand_help_command({argv + 1, argv + argc});
+  if (!args.empty() && args.front() == "run") return run_alone(args);
   CLI::App app{kDescription, "gpuclean"};
+  set_up_app(app);
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", GPUCLEAN_VERSION);
+  app.set_version_flag("--version", version_text(),
+                       "Show the version, commit and what is built in");
 
   // `gpuclean` alone is `gpuclean status`: the top-level app takes status's flags too.
   StatusOptions status;
@@ -90,8 +128,16 @@ int run(int argc, char** argv) {
 #endif
   StatusOptions bare;
   add_common_options(app, bare.common, HookScope::kInspect);
+  set_help_footer(
+      app,
+      {{"gpuclean", "who holds each GPU, what is wrong, and the fix"},
+       {"gpuclean kill --leftovers --yes", "end what a dead job left behind, and verify"},
+       {"gpuclean run -- python serve.py", "nothing the server starts outlives it"},
+       {"gpuclean help kill", "one command's options and examples"}},
+      {"0  clean or done", "1  dirty, or something remains", "2  usage error",
+       "3  NVML failing or /proc unreadable", "124+  gpuclean run only (gpuclean run --help)"});
 
-  if (auto exit_code = parse(app, argc, argv)) return *exit_code;
+  if (auto exit_code = parse(app, args)) return *exit_code;
 
   // Where each subcommand keeps the global options, so that those given before it apply.
   const std::map<std::string, CommonOptions*> common_of = {
@@ -112,8 +158,7 @@ int run(int argc, char** argv) {
   for (const CLI::App* sub : app.get_subcommands()) {
     auto applied = apply_global_options(app, bare.common, *sub, common_of.at(sub->get_name()));
     if (!applied.ok()) {
-      std::cerr << "gpuclean: " << applied.error().message()
-                << "\n(run `gpuclean --help` for usage)\n";
+      std::cerr << usage_message(sub->get_name(), applied.error().message());
       return kExitUsage;
     }
   }
@@ -128,7 +173,7 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("metrics")) return run_metrics(metrics, io);
 #endif
   if (app.got_subcommand("check") && !check.against.empty()) return run_check_against(check, io);
-  if (app.got_subcommand("plot")) return run_plot(plot, io);
+  if (app.got_subcommand("plot")) return run_plot(plot, io, terminal);
   if (app.got_subcommand("check")) return run_check(check, io);
   if (app.got_subcommand("explain")) return run_explain(explain, io);
   if (app.got_subcommand("kill")) return run_kill(kill, io, ::isatty(STDIN_FILENO) != 0);

@@ -1,5 +1,7 @@
 #include "cli/metrics_command.h"
+#include "cli/help.h"
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -201,18 +203,30 @@ int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
 void add_metrics_command(CLI::App& app, MetricsOptions& options) {
   CLI::App* metrics = app.add_subcommand(
       "metrics", "Prometheus metrics: print once, --textfile PATH, or --listen [ADDR:]PORT");
-  add_diagnosis_options(*metrics, options.status, HookScope::kInspect);
+  // No --json: the output is Prometheus's text format.
+  add_diagnosis_options(*metrics, options.status, HookScope::kInspect,
+                        {.json = false, .gpus = true});
   CLI::Option* textfile =
-      metrics->add_option("--textfile", options.textfile,
-                          "Write the metrics to this file atomically (node_exporter's textfile "
-                          "collector reads *.prom files)");
+      metrics
+          ->add_option("--textfile", options.textfile,
+                       "Write the metrics to PATH atomically (node_exporter's textfile "
+                       "collector reads *.prom files)")
+          ->option_text("PATH");
   metrics
       ->add_option("--listen", options.listen,
-                   "Serve /metrics on [ADDR:]PORT until SIGINT/SIGTERM (ADDR defaults to "
-                   "127.0.0.1). A scrape within 2 s of the last scan is served from it "
-                   "(gpuclean_scans_total counts the scans); a client has 2 s to send its "
-                   "request")
+                   "Serve /metrics until SIGINT/SIGTERM; ADDR is 127.0.0.1 when left out. A "
+                   "scrape within 2 s of the last scan is served from it; a client has 2 s to "
+                   "send its request")
+      ->option_text("[ADDR:]PORT")
       ->excludes(textfile);
+  set_help_footer(
+      *metrics,
+      {{"gpuclean metrics", "one scan, printed"},
+       {"gpuclean metrics --listen 9835", "serve 127.0.0.1:9835/metrics"},
+       {"gpuclean metrics --textfile /var/lib/node_exporter/gpuclean.prom", "for cron"}},
+      {"0  done (a dirty verdict is in the metrics, not the exit code)",
+       "2  usage error, or an address that cannot be listened on",
+       "3  the first scan failed, or the textfile could not be written"});
 }
 
 Result<std::string> parse_listen_address(const std::string& text) {
@@ -241,11 +255,6 @@ Result<std::string> parse_listen_address(const std::string& text) {
 }
 
 int run_metrics(const MetricsOptions& options, const Io& io) {
-  if (options.status.common.json) {
-    io.err << "gpuclean: metrics: --json does not apply (the output is Prometheus's text "
-              "format)\n";
-    return kExitUsage;
-  }
   std::optional<std::string> address;
   if (!options.listen.empty()) {
     auto parsed = parse_listen_address(options.listen);
@@ -278,7 +287,8 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
   // temp file's name does not end in ".prom", so the collector ignores it meanwhile; and a
   // link planted in a shared textfile directory is never followed (core/atomic_file.h).
   if (auto written = write_file_atomically(options.textfile, text.str()); !written.ok()) {
-    io.err << "gpuclean: metrics: " << output::escape_terminal(written.error().message()) << '\n';
+    io.err << "gpuclean: metrics: cannot write " << output::escape_terminal(options.textfile)
+           << " (" << output::escape_terminal(written.error().message()) << ")\n";
     return kExitRuntime;
   }
   return kExitClean;

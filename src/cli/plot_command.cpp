@@ -1,5 +1,7 @@
 #include "cli/plot_command.h"
 
+#include "cli/help.h"
+
 #include <ostream>
 
 #include "core/atomic_file.h"
@@ -18,11 +20,25 @@ constexpr std::size_t kMaxRecordBytes = std::size_t{256} << 20;
 
 void add_plot_command(CLI::App& app, PlotOptions& o) {
   CLI::App* plot = app.add_subcommand("plot", "Draw a run record (gpuclean run --record) as SVG");
-  plot->add_option("record", o.record_path, "The record file")->required();
-  plot->add_option("-o,--output", o.output_path, "Write the SVG here (default: stdout)");
+  plot->add_option("record", o.record_path, "The record file (gpuclean run --record FILE)")
+      ->option_text("RECORD")
+      ->required();
+  plot->add_option("-o,--output", o.output_path,
+                   "Write the SVG to FILE (default: stdout, when it is not a terminal)")
+      ->option_text("FILE");
+  set_help_footer(*plot,
+                  {{"gpuclean run --record run.json -- python train.py", "record a run"},
+                   {"gpuclean plot run.json -o run.svg", "then draw it"}},
+                  {"0  drawn", "2  usage error, or an unreadable or malformed record",
+                   "3  the SVG could not be written"});
 }
 
-int run_plot(const PlotOptions& o, const Io& io) {
+int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
+  if (o.output_path.empty() && stdout_is_terminal) {
+    io.err << "gpuclean: plot: not writing SVG onto a terminal; give -o FILE.svg or redirect "
+              "stdout (gpuclean plot RECORD > FILE.svg)\n";
+    return kExitUsage;
+  }
   const std::string shown = output::escape_terminal(o.record_path);
   auto text = read_input_file(o.record_path, kMaxRecordBytes);  // a regular file; never blocks
   if (!text.ok()) {
@@ -42,8 +58,8 @@ int run_plot(const PlotOptions& o, const Io& io) {
   // Atomically, through the one writer of every output file (core/atomic_file.h): a link
   // planted at the name is replaced, never followed.
   if (Status written = write_file_atomically(o.output_path, svg); !written.ok()) {
-    io.err << "gpuclean: plot: cannot write " << output::escape_terminal(written.error().message())
-           << '\n';
+    io.err << "gpuclean: plot: cannot write " << output::escape_terminal(o.output_path) << " ("
+           << output::escape_terminal(written.error().message()) << ")\n";
     return kExitRuntime;
   }
   return kExitClean;

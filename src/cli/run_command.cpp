@@ -1,5 +1,7 @@
 #include "cli/run_command.h"
+#include "cli/help.h"
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -66,34 +68,46 @@ std::optional<Settings> parse_settings(const RunOptions& o, const Io& io) {
 
 void add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* run = app.add_subcommand(
-      "run", "Run a workload so that nothing it starts outlives it: gpuclean run [OPTIONS] -- CMD");
-  add_diagnosis_options(*run, o.check, HookScope::kAct);
-  run->add_option("--timeout", o.timeout, "End the run after DURATION (exit 124)");
-  run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown")
-      ->default_str("5s");
-  run->add_option("--wait", o.wait, "How long to wait for exits and GPU memory at teardown")
-      ->default_str("30s");
-  run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE");
-  run->add_option("--sample-interval", o.sample_interval, "GPU memory sampling period for --record")
-      ->default_str("1s");
+      "run", "Run a workload so that nothing it starts outlives it, and check the GPUs after");
+  // No --json: the workload owns stdout (--record FILE is the machine-readable account).
+  add_diagnosis_options(*run, o.check, HookScope::kAct, {.json = false, .gpus = true});
+  run->add_option("--timeout", o.timeout, "End the run after DURATION, with exit 124")
+      ->option_text("DURATION");
+  run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown (default: 5s)")
+      ->option_text("DURATION");
+  run->add_option("--wait", o.wait,
+                  "How long to wait for exits and GPU memory at teardown (default: 30s)")
+      ->option_text("DURATION");
+  run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE")
+      ->option_text("FILE");
+  run->add_option("--sample-interval", o.sample_interval,
+                  "GPU memory sampling period for --record (default: 1s)")
+      ->option_text("DURATION");
   run->add_flag("--require-clean", o.require_clean,
-                "Refuse to start (exit 125) unless `gpuclean check` passes");
+                "Refuse to start, with exit 125, unless `gpuclean check` passes");
   run->add_flag("--no-cgroup", o.no_cgroup,
                 "Do not use a cgroup: child subreaper and own session only");
   run->add_flag("-q,--quiet", o.quiet, "Print only problems");
   add_cgroup_parent_hook(*run, o.cgroup_parent);
   // After "--" every word is the workload's, its own options included.
-  run->add_option("command", o.command, "The workload: -- CMD [ARGS...]");
+  run->add_option("command", o.command, "The workload and its arguments, after --")
+      ->option_text("-- CMD [ARGS...]");
+  set_help_footer(
+      *run,
+      {{"gpuclean run -- python serve.py --port 8000", "serve; ^C tears down everything"},
+       {"gpuclean run --require-clean --timeout 2h -- ./bench.sh", "a guarded benchmark"},
+       {"gpuclean run --record run.json -- python train.py", "with a memory record to plot"}},
+      {"N  the workload's own exit status; 128+N when signal N ended it",
+       "1  the workload succeeded but something outlived it or a GPU is not back", "2  usage error",
+       "3  the workload succeeded but --record could not be written", "124  --timeout",
+       "125  not started (gpuclean failed, or --require-clean found dirt)", "126  not executable",
+       "127  not found"});
 }
 
 int run_run(const RunOptions& o, const Io& io) {
   ops::prepare_supervisor_process();  // before the first line on stderr (run_session.h)
   if (o.command.empty()) {
     io.err << "gpuclean: run: no command given (gpuclean run [OPTIONS] -- CMD [ARGS...])\n";
-    return kExitUsage;
-  }
-  if (o.check.common.json) {
-    io.err << "gpuclean: run: --json is not for run: the workload owns stdout; use --record FILE\n";
     return kExitUsage;
   }
   const std::optional<Settings> settings = parse_settings(o, io);
@@ -143,7 +157,8 @@ int run_run(const RunOptions& o, const Io& io) {
   if (!o.record_path.empty()) {
     auto file = AtomicFile::create(o.record_path);
     if (!file.ok()) {
-      io.err << "gpuclean: run: --record: " << file.error().message() << '\n';
+      io.err << "gpuclean: run: --record: cannot write " << output::escape_terminal(o.record_path)
+             << " (" << output::escape_terminal(file.error().message()) << ")\n";
       return kExitNotStarted;
     }
     record_file = std::move(file).value();
@@ -233,6 +248,12 @@ int run_run(const RunOptions& o, const Io& io) {
     if (kind == "interrupt" || (kind == "timeout" && !o.quiet)) {
       say(kind == "timeout" ? "--timeout passed" : detail);
     }
+    // The first ^C (or SIGTERM) goes to the workload, which may ignore it: say what happened
+    // and how to end the run, or the terminal shows nothing at all.
+    const bool first_interrupt = detail.rfind("INT ", 0) == 0 || detail.rfind("TERM ", 0) == 0;
+    if (kind == "signal" && first_interrupt) {
+      say("SIG" + detail + "; press ^C again (or send another SIGTERM) to tear it down");
+    }
   };
   const ops::RunEnd end = session.supervise(supervise_options, hooks);
   // What the GPUs hold as the workload ends: the leftovers' memory, the record's last word
@@ -265,7 +286,8 @@ int run_run(const RunOptions& o, const Io& io) {
     std::ostringstream text;
     output::write_json(text, output::to_json(record, host_name()));
     if (auto written = record_file->commit(text.str()); !written.ok()) {
-      io.err << "gpuclean: run: --record: " << written.error().message() << '\n';
+      io.err << "gpuclean: run: --record: cannot write " << output::escape_terminal(o.record_path)
+             << " (" << output::escape_terminal(written.error().message()) << ")\n";
       if (exit_code == kExitClean) exit_code = kExitRuntime;
     }
   }

@@ -1,5 +1,7 @@
 #include "cli/status_command.h"
+#include "cli/help.h"
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include "output/escape.h"
 #include "output/explain_view.h"
 #include "output/status_view.h"
+#include "output/text_width.h"
 #include "output/who_view.h"
 #include "procfs/proc_fs.h"
 #include "procfs/user_names.h"
@@ -30,15 +33,21 @@ using collect::Gathered;
 using collect::Gatherer;
 using collect::GatherError;
 
-void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope) {
-  add_common_options(command, options.common, scope);
+void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
+                           OfferedGlobals offered) {
+  add_common_options(command, options.common, scope, offered);
   command
       .add_option("--max-used", options.max_used_mib,
-                  "Used MiB per GPU that no process accounts for and is still clean")
-      ->check(CLI::NonNegativeNumber)
-      ->default_str("1024");
-  command.add_option("--allow-user", options.allow_users, "Holders of this user are fine");
-  command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine");
+                  "Used MiB per GPU that no process accounts for and that still counts as "
+                  "clean (default: 1024)")
+      ->option_text("MIB")
+      ->check(mib_check());
+  command
+      .add_option("--allow-user", options.allow_users, "Holders of this user are fine (repeatable)")
+      ->option_text("USER");
+  command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine (repeatable)")
+      ->option_text("PID")
+      ->check(pid_check(false));
 }
 
 namespace {
@@ -153,12 +162,6 @@ void warn_nvml(const output::StatusReport& report, const Io& io) {
   }
 }
 
-int terminal_width() {
-  winsize ws{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-  return 100;
-}
-
 }  // namespace
 
 StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, const Io& io) {
@@ -167,13 +170,20 @@ StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, c
 }
 
 namespace {
+
 void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
   command
       .add_option("--expect-gpus", options.expect_gpus,
-                  "A problem when NVML sees fewer GPUs than this, or no driver is loaded (Slurm "
+                  "A problem when NVML sees fewer GPUs than N, or no driver is loaded (Slurm "
                   "health checks, readiness probes)")
-      ->check(CLI::PositiveNumber);
+      ->option_text("N")
+      ->check(whole_number_check(1, 1024));
 }
+
+const std::vector<std::string> kStatusExitCodes = {
+    "0  clean", "1  dirty: a problem is listed with its fix", "2  usage error",
+    "3  NVML failing or not answering (verdict UNKNOWN), or /proc unreadable"};
+
 }  // namespace
 
 void add_status_command(CLI::App& app, StatusOptions& options) {
@@ -181,6 +191,11 @@ void add_status_command(CLI::App& app, StatusOptions& options) {
       "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
   add_diagnosis_options(*status, options, HookScope::kInspect);
   add_expect_gpus_option(*status, options);
+  set_help_footer(*status,
+                  {{"gpuclean", "the same as gpuclean status"},
+                   {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},
+                   {"gpuclean status --json | jq .verdict", "the verdict for a script"}},
+                  kStatusExitCodes);
 }
 
 void add_check_command(CLI::App& app, StatusOptions& options) {
@@ -188,18 +203,38 @@ void add_check_command(CLI::App& app, StatusOptions& options) {
       "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
   add_diagnosis_options(*check, options, HookScope::kInspect);
   add_expect_gpus_option(*check, options);
-  check->add_option("--against", options.against,
-                    "Also fail on differences from this snapshot that can change a benchmark "
-                    "result (gpuclean snapshot -o FILE)");
+  check
+      ->add_option("--against", options.against,
+                   "Also fail on differences from this snapshot that can change a benchmark "
+                   "result (gpuclean snapshot -o FILE)")
+      ->option_text("FILE");
+  set_help_footer(
+      *check,
+      {{"gpuclean check && python train.py", "train only on clean GPUs"},
+       {"gpuclean check --expect-gpus 8", "also a problem when a GPU has fallen off the bus"},
+       {"gpuclean check --against before.json", "and nothing result-changing differs"}},
+      {"0  clean", "1  dirty (one line per problem), or --against found a difference",
+       "2  usage error, or an unreadable --against file",
+       "3  NVML failing or not answering, or /proc unreadable"});
 }
 
 void add_explain_command(CLI::App& app, ExplainOptions& options) {
   CLI::App* explain =
       app.add_subcommand("explain", "Everything known about one PID and why it holds GPU memory");
   add_common_options(*explain, options.common, HookScope::kInspect);
-  explain->add_option("pid", options.pid, "The process (it may be one NVML names that is gone)")
+  explain
+      ->add_option("pid", options.pid,
+                   "The process (it may be one NVML names that is gone: its heirs are shown)")
+      ->option_text("PID")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(pid_check(false));
+  set_help_footer(
+      *explain,
+      {{"gpuclean explain 72309", "why pid 72309 holds memory, and the fix"},
+       {"gpuclean explain --json 72309", "the same as one JSON document"}},
+      {"0  the process was found (whether or not it is a problem)",
+       "1  neither /proc nor NVML has that PID (a dead owner's account is still printed)",
+       "2  usage error", "3  NVML failed"});
 }
 
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
@@ -211,9 +246,16 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
     const bool no_color = std::getenv("NO_COLOR") != nullptr && *std::getenv("NO_COLOR") != '\0';
     output::render_status_text(
         io.out, prepared.report,
-        {.color = is_terminal && !no_color, .width = is_terminal ? terminal_width() : 100});
+        {.color = is_terminal && !no_color,
+         .width = output::terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
     if (auto line = output::unreadable_summary(prepared.report.stats); !line.empty()) {
-      io.err << line << '\n';
+      // Beside the screen, so as wide as it: wrapped, never cut (it names the PIDs).
+      const auto width =
+          static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, output::kNoWidthLimit));
+      const std::vector<std::string> parts = output::wrap_words(line, width - 2);
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        io.err << (i == 0 ? "" : "  ") << parts[i] << '\n';
+      }
     }
   }
   return prepared.exit_code;
@@ -243,8 +285,16 @@ int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) 
 void add_wait_command(CLI::App& app, WaitOptions& options) {
   CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
   add_diagnosis_options(*wait, options.status, HookScope::kInspect);
-  wait->add_option("--timeout", options.timeout, "Give up after this long (30s, 5m, …): exit 1")
+  wait->add_option("--timeout", options.timeout,
+                   "Give up after this long, with exit 1 (default: wait for ever)")
+      ->option_text("DURATION")
       ->each([&options](const std::string&) { options.has_timeout = true; });
+  set_help_footer(
+      *wait,
+      {{"gpuclean kill --leftovers -y && gpuclean wait --timeout 1m", "tear down, then wait"},
+       {"gpuclean wait --gpus 0 --timeout 30s", "GPU 0 only; exit 1 after 30 s"}},
+      {"0  clean", "1  timed out: the remaining problems are printed", "2  usage error",
+       "3  NVML failed"});
 }
 
 int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
@@ -283,18 +333,32 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
     if (is_terminal) io.err << "\r\x1b[2K";  // clear the progress line
     if (problems.empty()) {
       if (is_terminal) io.err << "gpuclean: clean after " << elapsed() << '\n';
+      // --json: the state it ended on, as status's document (verdict "clean").
+      if (options.status.common.json) output::render_status_json(io.out, prepared.report);
       return kExitClean;
     }
     if (deadline && Clock::now() >= *deadline) {
-      output::render_check_lines(io.out, prepared.report);
+      if (options.status.common.json) {
+        output::render_status_json(io.out, prepared.report);
+      } else {
+        output::render_check_lines(io.out, prepared.report);
+      }
       io.err << "gpuclean: wait: still dirty after " << elapsed() << " (--timeout "
              << options.timeout << ")\n";
       return kExitDirty;
     }
     if (is_terminal) {
-      std::string line = fmt::format("waiting {}: {}", elapsed(), problems.front().message);
-      if (problems.size() > 1) line += fmt::format(" (+{} more)", problems.size() - 1);
-      io.err << output::escape_terminal(line).substr(0, 200) << std::flush;
+      // One line, rewritten in place: cut to the terminal (a line that wraps would scroll
+      // the screen five times a second). The last column stays empty: some terminals wrap
+      // when it is written.
+      const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
+      std::string more = problems.size() > 1 ? fmt::format(" (+{} more)", problems.size() - 1) : "";
+      std::string line = fmt::format("waiting {}: ", elapsed());
+      const std::size_t used = output::display_columns(line) + more.size() + 1;
+      line += output::cut_to_columns(output::escape_terminal(problems.front().message),
+                                     width > used ? width - used : 0) +
+              more;
+      io.err << output::cut_to_columns(line, width - 1) << std::flush;
     }
     auto next = Clock::now() + kPollInterval;
     if (deadline && next > *deadline) next = *deadline;

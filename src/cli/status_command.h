@@ -39,7 +39,8 @@ struct ExplainOptions {
 };
 
 // The common flags plus check's: --max-used, --allow-user, --ignore-pid.
-void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope);
+void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
+                           OfferedGlobals offered = {});
 
 void add_status_command(CLI::App& app, StatusOptions& options);
 void add_check_command(CLI::App& app, StatusOptions& options);

@@ -1,5 +1,7 @@
 #include "cli/who_command.h"
+#include "cli/help.h"
 #include "cli/test_hooks.h"
+#include "cli/usage_error.h"
 
 #include <ostream>
 
@@ -16,17 +18,20 @@ using collect::select_device_files;
 void add_who_command(CLI::App& app, WhoOptions& options) {
   CLI::App* who = app.add_subcommand(
       "who", "Every process holding the device files, including zombie-led thread groups");
-  add_common_options(*who, options.common, HookScope::kInspect);
-  who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files");
+  // No --gpus: which GPU a process uses is NVML's to tell, not the device files' (every CUDA
+  // process holds every GPU's file); `gpuclean status --gpus` answers that.
+  add_common_options(*who, options.common, HookScope::kInspect, {.json = true, .gpus = false});
+  who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files")
+      ->option_text("PATH...");
+  set_help_footer(
+      *who,
+      {{"gpuclean who", "every holder of /dev/nvidia*, zombie-led ones included"},
+       {"gpuclean who /dev/nvidia3 --json", "one file, as JSON"}},
+      {"0  nobody holds the files", "1  somebody holds them",
+       "2  usage error, or a path or glob that matches nothing", "3  /proc cannot be opened"});
 }
 
 int run_who(const WhoOptions& options, const Io& io) {
-  if (options.common.gpus != "all") {
-    io.err << "gpuclean: who: --gpus is not supported: which GPU a process uses comes from NVML, "
-              "not from the device files it holds (every CUDA process holds every GPU's file); "
-              "use `gpuclean status --gpus`\n";
-    return kExitUsage;
-  }
   auto files = select_device_files(options.common, options.paths);
   if (!files.ok()) {
     io.err << "gpuclean: who: " << files.error().message() << '\n';

@@ -91,7 +91,7 @@ Result<AtomicFile> AtomicFile::create(const std::string& path, unsigned mode,
     }
     err = errno;
   }
-  return Error{err, "create a temp file in " + file.directory_};
+  return Error{err, "create a file in " + file.directory_};
 }
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
@@ -137,11 +137,11 @@ std::string AtomicFile::temp_path() const {
 Status AtomicFile::commit(std::string_view contents) {
   if (!pending_ || !fd_) return Error{EBADF, "write " + path_ + ": already committed"};
   // errno is taken before the message is built: nothing may overwrite it first.
+  // The step alone ("write: No space left on device"): callers name the user's path, never
+  // the temp file, which is gone after discard() anyway.
   auto fail = [this](const char* what) -> Status {
     const int err = errno;
-    std::string where = temp_path();
-    if (std::string_view(what) == "rename") where += " to " + path_;
-    Error error{err, std::string(what) + " " + where};
+    Error error{err, what};
     discard();
     return error;
   };

@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/text_width.h"
 #include "output/who_view.h"
 
 namespace gpuclean::output {
@@ -38,8 +39,39 @@ const char* class_colour(HolderClass klass) {
   }
 }
 
+// Columns before COMMAND in a holder row at depth 0: "  " PID(8) "  " USER(10) " " CLASS(13)
+// " " AGE(6) " " MEMORY(9) "  ".
+constexpr std::size_t kRowPrefix = 2 + 8 + 2 + 10 + 1 + 13 + 1 + 6 + 1 + 9 + 2;
+// A command is never cut shorter than this, however narrow the terminal.
+constexpr std::size_t kMinCommand = 16;
+// A holder's note (inherited from, MPS client of) on a line of its own starts here: under the
+// PID's last digits, so that it has most of the line.
+constexpr std::size_t kNoteIndent = 12;
+
+// The COMMAND cell and, when it does not fit beside it, its note on lines of their own,
+// indented under the PID: a row is at most `width` columns.
+std::string command_cell(const std::string& command, const std::string& note, int depth,
+                         int width) {
+  const auto columns = static_cast<std::size_t>(std::max(width, 0));
+  const std::size_t indent = kRowPrefix + static_cast<std::size_t>(depth) * 2;
+  const std::size_t room = std::max(kMinCommand, columns > indent ? columns - indent : 0);
+  if (note.empty()) return cut_to_columns(command, room) + '\n';
+  if (display_columns(command) + 2 + display_columns(note) <= room) {
+    return (command.empty() ? note : command + "  " + note) + '\n';
+  }
+  // The note is never cut (it says where the memory came from): wrapped on lines of its own.
+  const std::size_t note_indent = kNoteIndent + static_cast<std::size_t>(depth) * 2;
+  const std::size_t note_room =
+      std::max(kMinCommand, columns > note_indent ? columns - note_indent : 0);
+  std::string cell = cut_to_columns(command, room) + '\n';
+  for (const std::string& line : wrap_words(note, note_room)) {
+    cell += std::string(note_indent, ' ') + line + '\n';
+  }
+  return cell;
+}
+
 std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now, int depth,
-                       const Paint& paint) {
+                       const Paint& paint, int width) {
   const ProcessInfo& p = h.process;
   std::string memory = "-";
   if (gpu) {
@@ -51,14 +83,17 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
     memory = format_bytes(total);
   }
   const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
-  std::string command = h.visible ? command_label(p, 120) : "(not visible from this PID namespace)";
+  const std::string command =
+      h.visible ? command_label(p, 400) : "(not visible from this PID namespace)";
+  std::string note;
   if (h.inherited_from) {
-    command += fmt::format("  (inherited from dead pid {}{})", *h.inherited_from,
-                           h.heir ? fmt::format("; evidence: {}", to_string(h.heir->kind)) : "");
+    note = fmt::format("(inherited from dead pid {}{})", *h.inherited_from,
+                       h.heir ? fmt::format("; evidence: {}", to_string(h.heir->kind)) : "");
   }
   if (h.mps_client) {
-    command += h.mps_server ? fmt::format("  (MPS client of server pid {})", *h.mps_server)
-                            : std::string("  (MPS client)");
+    note += (note.empty() ? "" : "  ") +
+            (h.mps_server ? fmt::format("(MPS client of server pid {})", *h.mps_server)
+                          : std::string("(MPS client)"));
   }
   // A node service shows what it is where others show their class, and the class too when it
   // is not at work ("mps-server/stuck").
@@ -69,23 +104,23 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
                     : std::string(to_string(*h.service)) + "/" + label;
   }
   const std::string klass = fmt::format("{:<13}", label);
-  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}\n",
-                     std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
-                     escape_terminal(h.visible ? p.user : "?"), paint(klass, class_colour(h.klass)),
-                     age, memory, command);
+  return fmt::format(
+      "  {}{:>8}  {:<10} {} {:>6} {:>9}  {}", std::string(static_cast<std::size_t>(depth) * 2, ' '),
+      p.pid, cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
+      paint(klass, class_colour(h.klass)), age, memory, command_cell(command, note, depth, width));
 }
 
 // A dead owner whose heir cannot be named: its memory stays its own, shown with the
 // candidates (each has its own row elsewhere, in its own class).
-std::string dead_owner_row(const DeadOwner& owner, unsigned gpu, const Paint& paint) {
+std::string dead_owner_row(const DeadOwner& owner, unsigned gpu, const Paint& paint, int width) {
   std::string candidates;
   for (const DeadOwner::Candidate& c : owner.candidates) {
     candidates += (candidates.empty() ? "" : ", ") + std::to_string(c.pid);
   }
-  return fmt::format("  {:>8}  {:<10} {} {:>6} {:>9}  {}\n", owner.pid, "?",
-                     paint(fmt::format("{:<13}", "dead owner"), kRed), "-",
-                     format_bytes(owner.gpu_memory.at(gpu)),
-                     fmt::format("(gone; heir ambiguous, candidates: {})", candidates));
+  return fmt::format(
+      "  {:>8}  {:<10} {} {:>6} {:>9}  {}", owner.pid, "?",
+      paint(fmt::format("{:<13}", "dead owner"), kRed), "-", format_bytes(owner.gpu_memory.at(gpu)),
+      command_cell("(gone)", "(heir ambiguous, candidates: " + candidates + ")", 0, width));
 }
 
 bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
@@ -95,9 +130,9 @@ bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
 
 // Rows for a group of holders as a process tree: children under their parents.
 void render_tree(std::ostream& out, const std::vector<const Holder*>& group,
-                 std::optional<unsigned> gpu, double now, const Paint& paint) {
+                 std::optional<unsigned> gpu, double now, const Paint& paint, int width) {
   std::function<void(const Holder*, int)> visit = [&](const Holder* h, int depth) {
-    out << holder_row(*h, gpu, now, depth, paint);
+    out << holder_row(*h, gpu, now, depth, paint, width);
     for (const Holder* child : group) {
       if (child != h && child->process.ppid == h->process.pid) visit(child, depth + 1);
     }
@@ -105,6 +140,14 @@ void render_tree(std::ostream& out, const std::vector<const Holder*>& group,
   for (const Holder* h : group) {
     if (!has_parent_in(*h, group)) visit(h, 0);
   }
+}
+
+// The header row of every holder table; the columns are holder_row's.
+std::string table_header(const Paint& paint) {
+  return paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS", "AGE",
+                           "MEMORY", "COMMAND"),
+               kDim) +
+         '\n';
 }
 
 std::string cuda_version(std::optional<int> version) {
@@ -152,33 +195,68 @@ std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int wi
 void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
   const Paint paint{style.color};
   const auto& d = report.diagnosis;
-  out << paint(
-      fmt::format("gpuclean · {} · {}", escape_terminal(report.host), rfc3339(report.time)), kBold);
+  const auto width = static_cast<std::size_t>(std::max(style.width, 20));
+  // "gpuclean · host · time · driver …": the parts that do not fit go on a second line.
+  std::vector<std::string> parts = {"gpuclean", cut_to_columns(escape_terminal(report.host), 40),
+                                    rfc3339(report.time)};
   if (report.nvml_state == NvmlState::kPresent) {
-    out << fmt::format(" · driver {}{}", escape_terminal(report.driver_version),
-                       cuda_version(report.cuda_driver_version));
+    parts.push_back(fmt::format("driver {}{}", escape_terminal(report.driver_version),
+                                cuda_version(report.cuda_driver_version)));
   }
-  out << '\n';
+  std::string heading = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    if (display_columns(heading) + 3 + display_columns(parts[i]) > width) {
+      out << paint(heading, kBold) << '\n';
+      heading = parts[i];
+    } else {
+      heading += " · " + parts[i];
+    }
+  }
+  out << paint(heading, kBold) << '\n';
+  auto wrapped = [width](const std::string& text, std::size_t indent) {
+    std::string lines;
+    for (const std::string& line : wrap_words(text, width - indent)) {
+      lines += (lines.empty() ? "" : "\n" + std::string(indent, ' ')) + line;
+    }
+    return lines;
+  };
+  constexpr const char* kUnknownMemory =
+      "  memory per GPU is unknown; device-file holders below come from /proc alone";
   if (report.nvml_state == NvmlState::kAbsent) {
-    out << paint("NVML not available: " + escape_terminal(report.nvml_message), kYellow)
-        << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
+    out << paint(wrapped("NVML not available: " + escape_terminal(report.nvml_message), 2), kYellow)
+        << '\n'
+        << wrapped(kUnknownMemory, 2) << '\n';
   } else if (report.nvml_state == NvmlState::kFailed) {
-    out << paint("NVML failed: " + escape_terminal(report.nvml_message), kRed)
-        << "\n  memory per GPU is unknown; device-file holders below come from /proc alone\n";
+    out << paint(wrapped("NVML failed: " + escape_terminal(report.nvml_message), 2), kRed) << '\n'
+        << wrapped(kUnknownMemory, 2) << '\n';
   } else if (report.nvml_state == NvmlState::kDisabled) {
     out << "NVML not used (--no-nvml): memory per GPU is unknown\n";
   }
   if (report.files.empty()) out << "No device files match (no /dev/nvidia* on this machine)\n";
   out << '\n';
 
-  const int bar_width = std::clamp(style.width - 60, 10, 40);
   for (const GpuReport& g : d.gpus) {
     const GpuMemory memory = g.gpu.memory.value_or(GpuMemory{});
-    out << fmt::format("GPU {}  {}  {}  {} / {} used", g.gpu.index, escape_terminal(g.gpu.name),
-                       memory_bar(memory.total, g.attributed, g.unattributed, bar_width),
-                       format_bytes(memory.used), format_bytes(memory.total));
-    out << fmt::format("  ({} attributed, {} unattributed)\n", format_bytes(g.attributed),
-                       format_bytes(g.unattributed));
+    // "GPU 0  NAME  [bar]  used / total used  (… attributed, … unattributed)": the bar
+    // takes what the rest leaves (10 to 40 cells); the split goes on its own line when the
+    // whole does not fit.
+    const std::string name = cut_to_columns(escape_terminal(g.gpu.name), 32);
+    const std::string head = fmt::format("GPU {}  {}  ", g.gpu.index, name);
+    const std::string used =
+        fmt::format("  {} / {} used", format_bytes(memory.used), format_bytes(memory.total));
+    const std::string split = fmt::format("({} attributed, {} unattributed)",
+                                          format_bytes(g.attributed), format_bytes(g.unattributed));
+    const std::size_t fixed = display_columns(head) + display_columns(used) + 2;
+    const bool one_line = fixed + 10 + 2 + display_columns(split) <= width;
+    const std::size_t rest = one_line ? fixed + 2 + display_columns(split) : fixed;
+    const int bar_width =
+        static_cast<int>(std::clamp<std::size_t>(width > rest ? width - rest : 0, 10, 40));
+    out << head << memory_bar(memory.total, g.attributed, g.unattributed, bar_width) << used;
+    if (one_line) {
+      out << "  " << split << '\n';
+    } else {
+      out << '\n' << std::string(7, ' ') << split << '\n';
+    }
     std::vector<const Holder*> group;
     bool service_memory = false;
     for (const Holder& h : d.holders) {
@@ -199,12 +277,10 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
                    kDim)
           << '\n';
     } else {
-      out << paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS",
-                               "AGE", "MEMORY", "COMMAND"),
-                   kDim)
-          << '\n';
-      render_tree(out, group, g.gpu.index, report.time, paint);
-      for (const DeadOwner* owner : unclaimed) out << dead_owner_row(*owner, g.gpu.index, paint);
+      out << table_header(paint);
+      render_tree(out, group, g.gpu.index, report.time, paint, style.width);
+      for (const DeadOwner* owner : unclaimed)
+        out << dead_owner_row(*owner, g.gpu.index, paint, style.width);
     }
   }
   std::vector<const Holder*> others;
@@ -218,18 +294,20 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
   }
   if (!others.empty()) {
     out << (d.gpus.empty() ? "Device-file holders\n" : "Holding device files, no GPU memory\n");
-    render_tree(out, others, std::nullopt, report.time, paint);
+    out << table_header(paint);
+    render_tree(out, others, std::nullopt, report.time, paint, style.width);
   }
   if (!services.empty()) {
     // The node's own GPU software: expected holders, never problems while they work.
     out << "Node services (memory: all GPUs)\n";
-    render_tree(out, services, std::nullopt, report.time, paint);
+    out << table_header(paint);
+    render_tree(out, services, std::nullopt, report.time, paint, style.width);
   }
   if (!d.problems.empty()) {
     out << '\n' << paint("Problems", kBold) << '\n';
     for (const Problem& p : d.problems) {
-      out << "  " << paint("✗", kRed) << ' ' << escape_terminal(p.message) << '\n';
-      out << "    fix: " << escape_terminal(p.fix) << '\n';
+      out << "  " << paint("✗", kRed) << ' ' << wrapped(escape_terminal(p.message), 4) << '\n';
+      out << "    fix: " << wrapped(escape_terminal(p.fix), 9) << '\n';
     }
   }
   out << '\n';

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
@@ -95,6 +96,52 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::vecto
   result.exit_code = decode_status(status);
   result.out = slurp(out_path);
   result.err = slurp(err_path);
+  return result;
+}
+
+CommandResult run_in_terminal(const std::vector<std::string>& argv,
+                              const std::vector<std::string>& env, unsigned short columns,
+                              const std::string& input, std::chrono::milliseconds timeout) {
+  const std::vector<std::string> entries = merged_environment(env);
+  auto envp = c_argv(entries);
+  auto args = c_argv(argv);
+  CommandResult result;
+  winsize size{};
+  size.ws_row = 40;
+  size.ws_col = columns;
+  int terminal = -1;
+  const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, &size);
+  if (pid < 0) {
+    result.err = "forkpty failed";
+    return result;
+  }
+  if (pid == 0) {
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  // Typed ahead: the terminal keeps it until the program reads its line.
+  if (!input.empty()) {
+    [[maybe_unused]] const ssize_t typed = ::write(terminal, input.data(), input.size());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buffer[4096];
+  for (;;) {
+    pollfd ready{terminal, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(pid, SIGKILL);  // our own child
+      break;
+    }
+    if (::poll(&ready, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t n = ::read(terminal, buffer, sizeof(buffer));
+    if (n <= 0) break;  // EIO: the program and everything it started closed the terminal
+    result.out.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(terminal);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = decode_status(status);
   return result;
 }
 

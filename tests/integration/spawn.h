@@ -28,6 +28,14 @@ CommandResult run_command(const std::vector<std::string>& argv,
 CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// Runs argv on a pseudo-terminal of `columns` columns (stdin, stdout and stderr all the
+// terminal, as an interactive user has them), types `input` into it, and captures everything
+// the terminal shows into `out` (`err` stays empty). Bounded by timeout.
+CommandResult run_in_terminal(const std::vector<std::string>& argv,
+                              const std::vector<std::string>& env, unsigned short columns,
+                              const std::string& input = "",
+                              std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 // Our environment with `env` ("NAME=VALUE" each) on top, replacing variables of the same name:
 // what run_command gives its child.
 std::vector<std::string> merged_environment(const std::vector<std::string>& env);

@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
 #include "output/explain_view.h"
+#include "output/text_width.h"
 
 namespace gpuclean::output {
 namespace {
@@ -49,6 +50,54 @@ TEST(StatusText, ShowsGpuHolderProblemAndVerdictWithoutRawEscapes) {
   EXPECT_NE(text.find("fix: kill 42"), std::string::npos);
   EXPECT_NE(text.find("DIRTY: 1 problem"), std::string::npos);
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << "untrusted escape reached the text";
+}
+
+// Lines as columns: one per UTF-8 code point (the bar's cells are three bytes each).
+std::size_t widest_line(const std::string& text) {
+  std::size_t widest = 0;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) widest = std::max(widest, display_columns(line));
+  return widest;
+}
+
+TEST(StatusText, FitsEightyColumnsAndUsesMoreWhenGiven) {
+  StatusReport report = dirty_report();
+  Holder& h = report.diagnosis.holders.front();
+  h.process.cmdline = {"python3",
+                       "-m",
+                       "sglang.launch_server",
+                       "--model-path",
+                       "/models/meta-llama/Llama-3.1-70B-Instruct",
+                       "--tp",
+                       "8"};
+  h.inherited_from = 4100;  // a note that must be wrapped, never cut
+  report.diagnosis.problems.front().message =
+      "GPU 0: 76.0 GiB held by orphan pid 42 (sglang::scheduler): its parent is gone and "
+      "nothing will reap it";
+  std::ostringstream narrow;
+  render_status_text(narrow, report, {.color = false, .width = 80});
+  EXPECT_LE(widest_line(narrow.str()), 80U) << narrow.str();
+  EXPECT_NE(narrow.str().find("(inherited from dead pid 4100)"), std::string::npos) << narrow.str();
+  EXPECT_NE(narrow.str().find("nothing will reap it"), std::string::npos) << narrow.str();
+  EXPECT_NE(narrow.str().find("\n       (8.0 GiB attributed"), std::string::npos) << narrow.str();
+  // Negative control: at 200 columns the GPU line keeps its split and the command is whole.
+  std::ostringstream wide;
+  render_status_text(wide, report, {.color = false, .width = 200});
+  EXPECT_GT(widest_line(wide.str()), 80U);
+  EXPECT_NE(wide.str().find("used  (8.0 GiB attributed"), std::string::npos) << wide.str();
+  EXPECT_NE(wide.str().find("--tp 8"), std::string::npos) << wide.str();
+}
+
+TEST(TextWidth, CutsAndWrapsByColumnsNotBytes) {
+  EXPECT_EQ(cut_to_columns("abcdef", 6), "abcdef");
+  EXPECT_EQ(cut_to_columns("abcdef", 4), "abc…");
+  EXPECT_EQ(display_columns(cut_to_columns("██████", 4)), 4U);  // never inside a UTF-8 sequence
+  EXPECT_EQ(cut_to_columns("██████", 4), "███…");
+  EXPECT_EQ(wrap_words("one two  three four", 9),
+            (std::vector<std::string>{"one two", "three", "four"}));
+  EXPECT_EQ(wrap_words("a-very-long-word x", 5),
+            (std::vector<std::string>{"a-very-long-word", "x"}));
 }
 
 TEST(StatusText, ColourOnlyWhenAsked) {
@@ -123,11 +172,12 @@ StatusReport dead_owner_report(const std::vector<std::pair<Pid, Pid>>& pid_and_p
 
 TEST(StatusText, AmbiguousDeadOwnerShowsItsCandidatesAndNoKillFix) {
   std::ostringstream out;
+  // Wide enough for the whole problem on one line (at 100 columns it wraps).
   render_status_text(out, dead_owner_report({{443, 400}, {444, 400}}, 1),
-                     {.color = false, .width = 100});
+                     {.color = false, .width = 200});
   const std::string text = out.str();
   EXPECT_NE(text.find("442  ?          dead owner"), std::string::npos) << text;
-  EXPECT_NE(text.find("(gone; heir ambiguous, candidates: 443, 444)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(gone)  (heir ambiguous, candidates: 443, 444)"), std::string::npos) << text;
   EXPECT_NE(text.find("one of pids 443 or 444 may hold its context, but the evidence is "
                       "ambiguous"),
             std::string::npos)

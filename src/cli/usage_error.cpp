@@ -1,0 +1,247 @@
+#include "cli/usage_error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <numeric>
+
+#include "ops/signals.h"
+
+namespace gpuclean::cli {
+
+namespace {
+
+// The kernel's PID_MAX_LIMIT: no PID is larger on any configuration.
+constexpr unsigned long kPidMaxLimit = 4194304;
+
+// The subcommand being parsed when the error came: the deepest one CLI11 entered.
+const CLI::App& command_of(const CLI::App& app) {
+  const CLI::App* command = &app;
+  while (!command->get_subcommands().empty()) command = command->get_subcommands().back();
+  return *command;
+}
+
+std::string full_name(const CLI::App& command) {
+  std::string name;
+  for (const CLI::App* a = &command; a != nullptr && a->get_parent() != nullptr;
+       a = a->get_parent()) {
+    name = a->get_name() + (name.empty() ? "" : " " + name);
+  }
+  return name;
+}
+
+// An argument as the user would type it again: quoted when the shell would split or expand it.
+std::string shell_word(const std::string& word) {
+  if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;~#!") == std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string> option_names(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_group().empty() || option->get_positional()) continue;
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) names.push_back("-" + name);
+  }
+  return names;
+}
+
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+// `gpuclean run ls -l x`: where the workload starts in args (after run's own options), so the
+// hint can show the same line with `--` in its place.
+std::string run_with_separator(const CLI::App& run, const std::vector<std::string>& args) {
+  auto at = std::find(args.begin(), args.end(), "run");
+  if (at == args.end()) return "gpuclean run [OPTIONS] -- CMD [ARGS...]";
+  std::string line = "gpuclean run";
+  ++at;
+  while (at != args.end() && at->size() > 1 && at->front() == '-') {
+    const std::string name = at->substr(0, at->find('='));
+    const CLI::Option* option = run.get_option_no_throw(name);
+    if (option == nullptr) break;
+    line += " " + shell_word(*at++);
+    if (option->get_type_size() != 0 && name.size() == at[-1].size() && at != args.end()) {
+      line += " " + shell_word(*at++);
+    }
+  }
+  line += " --";
+  for (; at != args.end(); ++at) line += " " + shell_word(*at);
+  return line;
+}
+
+// An argument no option or positional took.
+std::string unexpected(const CLI::App& app, const CLI::App& command, const std::string& word,
+                       const std::vector<std::string>& args) {
+  const std::string name = full_name(command);
+  if (name == "run" && std::find(args.begin(), args.end(), "--") == args.end()) {
+    return "'" + word + "' is not an option of run; put -- before the workload: " +
+           run_with_separator(command, args);
+  }
+  if (word.size() > 1 && word.front() == '-') {
+    const std::string option = word.substr(0, word.find('='));
+    std::string message = "unknown option '" + option + "'";
+    if (auto near = closest_name(option, option_names(command)); !near.empty()) {
+      message += "; did you mean " + near + "?";
+    }
+    return message;
+  }
+  if (&command == &app) {
+    std::string message = "'" + word + "' is not a command";
+    if (auto near = closest_name(word, command_names(app)); !near.empty()) {
+      message += "; did you mean `gpuclean " + near + "`?";
+    }
+    return message;
+  }
+  std::error_code ignored;
+  const bool globbed = std::find(args.begin(), args.end(), "--device-glob") != args.end() &&
+                       std::filesystem::exists(word, ignored);
+  if (globbed) {
+    return "'" + word +
+           "' is one argument too many: the shell expanded a glob into several files; quote it "
+           "(--device-glob '/dev/nvidia*')";
+  }
+  return "'" + word + "' is not expected here";
+}
+
+// "--gpus: 1 required TEXT missing" → "--gpus".
+std::string option_in(const std::string& message) {
+  return message.substr(0, message.find(':'));
+}
+
+std::string describe(const CLI::App& app, const CLI::App& command, const CLI::ParseError& error,
+                     const std::vector<std::string>& args) {
+  const std::string message = error.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    const std::vector<std::string> extras = command.remaining();
+    if (!extras.empty()) return unexpected(app, command, extras.front(), args);
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    return option_in(message) + " needs a value";
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    for (const CLI::Option* option : command.get_options()) {
+      if (option->get_positional() && option->get_required() && option->count() == 0) {
+        return "missing " + option->get_option_text();
+      }
+    }
+  }
+  if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
+    // "The value abc is not an allowed value for --threads" and its kin.
+    return "a value is not valid: " + message;
+  }
+  return message;
+}
+
+}  // namespace
+
+CLI::Validator pid_check(bool signal_hint) {
+  return CLI::Validator(
+      [signal_hint](std::string& text) -> std::string {
+        unsigned long pid = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+        if (ec == std::errc{} && end == text.data() + text.size() && pid >= 1 &&
+            pid <= kPidMaxLimit) {
+          return {};
+        }
+        std::string message = "'" + text + "' is not a PID";
+        const std::string bare = text.size() > 1 && text.front() == '-' ? text.substr(1) : text;
+        const auto signal = ops::parse_signal(bare);
+        const bool looks_like_signal =
+            !text.empty() &&
+            (text.front() == '-' || std::isdigit(static_cast<unsigned char>(text.front())) == 0);
+        if (signal_hint && signal.ok() && looks_like_signal) {
+          message += "; to choose the signal use --signal " + ops::signal_name(*signal);
+        } else if (ec == std::errc{} && end == text.data() + text.size() && pid == 0) {
+          message += " (PIDs start at 1)";
+        }
+        throw UsageError(message);
+      },
+      "PID");
+}
+
+CLI::Validator whole_number_check(unsigned long lo, unsigned long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        unsigned long value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc{} && end == text.data() + text.size() && value >= lo && value <= hi) {
+          return {};
+        }
+        return "'" + text + "' is not a whole number from " + std::to_string(lo) + " to " +
+               std::to_string(hi);
+      },
+      "N");
+}
+
+CLI::Validator mib_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = -1;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc{} && end == text.data() + text.size() && value >= 0) return {};
+        return "'" + text + "' is not a number of MiB (0 or more, e.g. 1024)";
+      },
+      "MIB");
+}
+
+std::string usage_message(const std::string& command, const std::string& what) {
+  std::string text = "gpuclean: " + (command.empty() ? "" : command + ": ") + what + "\n";
+  if (command.empty()) return text + "Run `gpuclean --help` for the commands.\n";
+  return text + "Run `gpuclean " + command + " --help` for its options and examples.\n";
+}
+
+std::string usage_message(const CLI::App& app, const CLI::ParseError& error,
+                          const std::vector<std::string>& args) {
+  const CLI::App& command = command_of(app);
+  return usage_message(full_name(command), describe(app, command, error, args));
+}
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = 3;  // more than two edits away is a different word
+  for (const std::string& candidate : candidates) {
+    const bool prefix = word.size() >= 3 && candidate.rfind(word, 0) == 0;
+    const std::size_t distance = prefix ? 1 : edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> expand_help_command(std::vector<std::string> args) {
+  if (args.empty() || args.front() != "help") return args;
+  args.erase(args.begin());
+  args.resize(std::min<std::size_t>(args.size(), 1));
+  args.emplace_back("--help");
+  return args;
+}
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,45 @@
+// Usage errors in gpuclean's words. CLI11's own messages ("pids: Value -9 not in range 0.000000
+// to 1797693134862315…", "The following argument was not expected: whoo") are what a newcomer
+// meets first; each is rewritten here to say what was wrong, what was probably meant, and which
+// `gpuclean CMD --help` to read.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace gpuclean::cli {
+
+// Thrown by gpuclean's own argument checks (pid_check) with the whole message. It is not a
+// CLI::Error, so CLI11 lets it through unchanged instead of prefixing the option's name.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A check for PID arguments: a whole number from 1 to 4194304 (the kernel's PID_MAX_LIMIT).
+// `kill -9 PID` and `kill -s KILL PID` meet it too: when the word is a signal, the message says
+// to use --signal (`signal_hint`).
+CLI::Validator pid_check(bool signal_hint);
+
+// A whole number from `lo` to `hi` ("'abc' is not a whole number from 1 to 256").
+CLI::Validator whole_number_check(unsigned long lo, unsigned long hi);
+// A number of MiB, 0 or more, fractions allowed.
+CLI::Validator mib_check();
+
+// The lines to print for a failed parse of `args` (argv without argv[0]): "gpuclean: CMD: what
+// was wrong" and "Run `gpuclean CMD --help` for ..." naming the command being parsed.
+std::string usage_message(const CLI::App& app, const CLI::ParseError& error,
+                          const std::vector<std::string>& args);
+// The same for a UsageError or any message of gpuclean's own about `command` ("" for none).
+std::string usage_message(const std::string& command, const std::string& what);
+
+// The name in `candidates` closest to `word` (a typo or a prefix away), or "" when none is.
+std::string closest_name(const std::string& word, const std::vector<std::string>& candidates);
+
+// `gpuclean help` → `gpuclean --help`; `gpuclean help kill` → `gpuclean kill --help`.
+std::vector<std::string> expand_help_command(std::vector<std::string> args);
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,415 @@
+// A newcomer's first minutes (issue 15), through the shipping binary's parser and gpuclean-test
+// where a test input is needed: every usage error in gpuclean's words with the exact message and
+// exit code, help that fits 80 columns with examples and exit codes, options only where they
+// work, live lines and the status screen cut to the terminal, the kill prompt, run's first ^C,
+// and errors that name the user's own path. Terminals are real pseudo-terminals (forkpty).
+// Before this change each message test failed: CLI11's "pids: Value -9 not in range 0.000000
+// to 1797693134862315…" and "The following argument was not expected: whoo" (run on 1a0e4c9).
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "holder_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using nlohmann::json;
+constexpr unsigned long long kGiB = 1ull << 30;
+
+// Columns of a line: one per UTF-8 code point, ANSI colour sequences not counted.
+std::size_t columns(const std::string& line) {
+  static const std::regex kEscape("\x1b\\[[0-9;]*[A-Za-z]");
+  const std::string plain = std::regex_replace(line, kEscape, "");
+  return static_cast<std::size_t>(std::count_if(plain.begin(), plain.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U;
+  }));
+}
+
+// The lines of `text` as a terminal shows them: split at \n and at \r (a live line rewritten).
+std::vector<std::string> screen_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (char c : text) {
+    if (c == '\n' || c == '\r') {
+      lines.push_back(line);
+      line.clear();
+    } else {
+      line += c;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::string widest(const std::string& text) {
+  std::string widest_line;
+  for (const std::string& line : screen_lines(text)) {
+    if (columns(line) > columns(widest_line)) widest_line = line;
+  }
+  return widest_line;
+}
+
+CommandResult shipping(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {GPUCLEAN_SHIPPING_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, env);
+}
+
+std::string both(const CommandResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+// --- usage errors ------------------------------------------------------------------------------
+
+struct UsageCase {
+  std::vector<std::string> args;
+  std::string message;  // the whole of stderr
+};
+
+class UsageErrorTest : public ::testing::TestWithParam<UsageCase> {};
+
+TEST_P(UsageErrorTest, SaysWhatWasWrongAndWhichHelpToRead) {
+  const UsageCase& c = GetParam();
+  const CommandResult result = shipping(c.args);
+  EXPECT_EQ(result.exit_code, 2) << both(result);
+  EXPECT_EQ(result.err, c.message) << both(result);
+  EXPECT_EQ(result.out, "");
+}
+
+const std::string kKillHelp = "Run `gpuclean kill --help` for its options and examples.\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Messages, UsageErrorTest,
+    ::testing::Values(
+        UsageCase{{"kill", "abc"}, "gpuclean: kill: 'abc' is not a PID\n" + kKillHelp},
+        UsageCase{{"kill", "-9", "4242"},
+                  "gpuclean: kill: '-9' is not a PID; to choose the signal use --signal KILL\n" +
+                      kKillHelp},
+        UsageCase{{"kill", "-s", "KILL", "4242"},
+                  "gpuclean: kill: 'KILL' is not a PID; to choose the signal use --signal KILL\n" +
+                      kKillHelp},
+        UsageCase{{"kill", "--gpus", "2"},
+                  "gpuclean: kill: --gpus 2 only narrows other selectors; to end the holders of "
+                  "GPU 2 use --gpu 2 (or --holders --gpus 2)\n" +
+                      kKillHelp},
+        UsageCase{{"explain", "0"},
+                  "gpuclean: explain: '0' is not a PID (PIDs start at 1)\n"
+                  "Run `gpuclean explain --help` for its options and examples.\n"},
+        UsageCase{{"explain"},
+                  "gpuclean: explain: missing PID\n"
+                  "Run `gpuclean explain --help` for its options and examples.\n"},
+        UsageCase{{"whoo"},
+                  "gpuclean: 'whoo' is not a command; did you mean `gpuclean who`?\n"
+                  "Run `gpuclean --help` for the commands.\n"},
+        UsageCase{{"status", "--gpu", "2"},
+                  "gpuclean: status: unknown option '--gpu'; did you mean --gpus?\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"run", "ls", "-l", "/tmp"},
+                  "gpuclean: run: '-l' is not an option of run; put -- before the workload: "
+                  "gpuclean run -- ls -l /tmp\n"
+                  "Run `gpuclean run --help` for its options and examples.\n"},
+        UsageCase{{"run", "--timeout", "5s", "ls", "-l"},
+                  "gpuclean: run: '-l' is not an option of run; put -- before the workload: "
+                  "gpuclean run --timeout 5s -- ls -l\n"
+                  "Run `gpuclean run --help` for its options and examples.\n"},
+        UsageCase{{"--json", "run", "--", "true"},
+                  "gpuclean: run: --json is not an option of run (given before it)\n"
+                  "Run `gpuclean run --help` for its options and examples.\n"},
+        UsageCase{{"who", "--gpus", "1"},
+                  "gpuclean: who: unknown option '--gpus'\n"
+                  "Run `gpuclean who --help` for its options and examples.\n"},
+        UsageCase{{"status", "--threads", "abc"},
+                  "gpuclean: status: --threads: 'abc' is not a whole number from 1 to 256\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"status", "--max-used", "lots"},
+                  "gpuclean: status: --max-used: 'lots' is not a number of MiB (0 or more, e.g. "
+                  "1024)\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"status", "--gpus"},
+                  "gpuclean: status: --gpus needs a value\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"}));
+
+TEST(FirstUse, AnUnquotedGlobIsNamedAsSuch) {
+  // What the shell makes of `--device-glob /dir/dev*` when two files match.
+  TempDir dir;
+  const std::string first = dir.file("dev0");
+  const std::string second = dir.file("dev1");
+  const CommandResult result = shipping({"status", "--device-glob", first, second});
+  EXPECT_EQ(result.exit_code, 2) << both(result);
+  EXPECT_EQ(result.err, "gpuclean: status: '" + second +
+                            "' is one argument too many: the shell expanded a glob into several "
+                            "files; quote it (--device-glob '/dev/nvidia*')\n"
+                            "Run `gpuclean status --help` for its options and examples.\n");
+  // Negative control: quoted, the same glob is one argument and is accepted.
+  const CommandResult quoted =
+      shipping({"who", "--no-nvml", "--device-glob", dir.path() + "/dev*"});
+  EXPECT_EQ(quoted.exit_code, 0) << both(quoted);
+}
+
+// --- help ----------------------------------------------------------------------------------------
+
+std::vector<std::string> commands_in_help(const std::string& help) {
+  std::vector<std::string> names;
+  std::istringstream lines(help);
+  std::string line;
+  bool in_commands = false;
+  while (std::getline(lines, line)) {
+    if (line == "Commands:") {
+      in_commands = true;
+    } else if (line.empty() || line[0] != ' ') {
+      in_commands = false;
+    } else if (in_commands && line.size() > 2 && line[2] != ' ') {
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+  }
+  return names;
+}
+
+TEST(FirstUse, EveryHelpFitsEightyColumnsWithExamplesAndExitCodes) {
+  const CommandResult top = shipping({"--help"}, {"COLUMNS=200"});
+  ASSERT_EQ(top.exit_code, 0) << both(top);
+  std::vector<std::string> commands = commands_in_help(top.out);
+  ASSERT_GE(commands.size(), 10U) << top.out;
+  commands.insert(commands.begin(), "");  // the top level itself
+  const std::regex annotation("UINT|TEXT|FLOAT|INT:|:POSITIVE|NONNEGATIVE|=[0-9a]");
+  for (const std::string& command : commands) {
+    const std::vector<std::string> args = command.empty()
+                                              ? std::vector<std::string>{"--help"}
+                                              : std::vector<std::string>{command, "--help"};
+    // Whatever the terminal says: help is 80 columns wide.
+    const CommandResult help = shipping(args, {"COLUMNS=200"});
+    SCOPED_TRACE("gpuclean " + command + " --help");
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_LE(columns(widest(help.out)), 80U) << widest(help.out);
+    EXPECT_FALSE(std::regex_search(help.out, annotation)) << help.out;
+    // Defaults are said one way: "(default: X)".
+    EXPECT_EQ(help.out.find("(default "), std::string::npos) << help.out;
+    const std::size_t examples = help.out.find("\nExamples:\n");
+    const std::size_t codes = help.out.find("\nExit codes:\n");
+    ASSERT_NE(examples, std::string::npos) << help.out;
+    ASSERT_NE(codes, std::string::npos) << help.out;
+    const std::string example_block = help.out.substr(examples, codes - examples);
+    std::size_t count = 0;
+    for (std::size_t at = example_block.find("\n  gpuclean"); at != std::string::npos;
+         at = example_block.find("\n  gpuclean", at + 1)) {
+      ++count;
+    }
+    EXPECT_GE(count, 2U) << example_block;
+    EXPECT_LE(count, 4U) << example_block;
+    EXPECT_TRUE(std::regex_search(help.out, std::regex("\n  2 +usage error"))) << help.out;
+  }
+}
+
+TEST(FirstUse, HelpCommandIsTheSameAsTheFlag) {
+  EXPECT_EQ(shipping({"help"}).out, shipping({"--help"}).out);
+  const CommandResult kill_help = shipping({"help", "kill"});
+  EXPECT_EQ(kill_help.exit_code, 0);
+  EXPECT_EQ(kill_help.out, shipping({"kill", "--help"}).out);
+  EXPECT_NE(kill_help.out.find("Usage: gpuclean kill [OPTIONS] [PID...]"), std::string::npos)
+      << kill_help.out;
+}
+
+TEST(FirstUse, OptionsAreOfferedOnlyWhereTheyWork) {
+  EXPECT_EQ(shipping({"who", "--help"}).out.find("--gpus"), std::string::npos);
+  EXPECT_EQ(shipping({"run", "--help"}).out.find("--json"), std::string::npos);
+  const CommandResult metrics = shipping({"metrics", "--help"});
+  if (metrics.exit_code == 0) {  // a build with metrics
+    EXPECT_EQ(metrics.out.find("--json"), std::string::npos) << metrics.out;
+  }
+  // Negative control: where it works, it is offered.
+  EXPECT_NE(shipping({"status", "--help"}).out.find("--json"), std::string::npos);
+  EXPECT_NE(shipping({"wait", "--help"}).out.find("--json"), std::string::npos);
+}
+
+TEST(FirstUse, VersionNamesTheCommitAndWhatIsBuiltIn) {
+  const CommandResult version = shipping({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(std::regex_search(
+      version.out, std::regex("^gpuclean [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}"
+                              "(-modified)?|unknown)\\)\n")))
+      << version.out;
+  EXPECT_NE(version.out.find("\nNVML: "), std::string::npos) << version.out;
+  EXPECT_NE(version.out.find("\nmetrics: "), std::string::npos) << version.out;
+}
+
+// --- terminals, widths, and what is said ------------------------------------------------------
+
+class FirstUseHolderTest : public HolderFixture {
+ protected:
+  // One GPU whose memory `pid` holds (76 GiB of 140).
+  std::string gpu_view(pid_t pid) {
+    const unsigned long long total = 140 * kGiB;
+    const unsigned long long used = 76 * kGiB;
+    const json view = {
+        {"driver_version", "580.159.04"},
+        {"cuda_driver_version", 13000},
+        {"gpus",
+         {{{"index", 0},
+           {"uuid", "GPU-first-use"},
+           {"name", "NVIDIA H200"},
+           {"minor", 0},
+           {"memory", {{"total", total}, {"used", used}, {"free", total - used}}},
+           {"processes", {{{"pid", pid}, {"used_memory", used}, {"kind", "compute"}}}}}}}};
+    const std::string path = dir_.path() + "/gpus.json";
+    std::ofstream(path) << view.dump();
+    return path;
+  }
+  // A holder whose command line is far wider than any terminal.
+  pid_t start_long_holder() {
+    return start("hold", held_, {std::string(150, 'x'), "--model-path", std::string(60, 'y')})
+        .at(0);
+  }
+  std::vector<std::string> test_binary(std::vector<std::string> args) {
+    args.insert(args.begin(), GPUCLEAN_BINARY);
+    return args;
+  }
+};
+
+TEST_F(FirstUseHolderTest, StatusFitsTheWidthItIsGiven) {
+  const pid_t holder = start_long_holder();
+  const std::string view = gpu_view(holder);
+  const std::vector<std::string> args =
+      test_binary({"status", "--device-glob", held_, "--test-gpu-source", view});
+  const CommandResult narrow = run_command(args, {"COLUMNS=80"});
+  ASSERT_EQ(narrow.exit_code, 1) << both(narrow);
+  EXPECT_LE(columns(widest(narrow.out)), 80U) << narrow.out;
+  EXPECT_NE(narrow.out.find("fix: "), std::string::npos) << narrow.out;
+  EXPECT_NE(narrow.out.find("76.0 GiB attributed"), std::string::npos) << narrow.out;
+  // Negative control: given 200 columns, the GPU line and the command use them.
+  const CommandResult wide = run_command(args, {"COLUMNS=200"});
+  EXPECT_GT(columns(widest(wide.out)), 80U) << wide.out;
+  // And on a real 80-column terminal, without COLUMNS: the same limit.
+  const CommandResult terminal = run_in_terminal(args, {"COLUMNS="}, 80);
+  EXPECT_EQ(terminal.exit_code, 1) << terminal.out;
+  EXPECT_LE(columns(widest(terminal.out)), 80U) << terminal.out;
+}
+
+TEST_F(FirstUseHolderTest, NoNvmlTableHasItsHeader) {
+  const pid_t holder = start("hold", held_).at(0);
+  const CommandResult status =
+      run_command(test_binary({"status", "--no-nvml", "--device-glob", held_}), {"COLUMNS=100"});
+  const std::size_t header = status.out.find("PID  USER");
+  const std::size_t row = status.out.find(std::to_string(holder) + "  ");
+  ASSERT_NE(row, std::string::npos) << status.out;
+  ASSERT_NE(header, std::string::npos) << status.out;
+  EXPECT_LT(header, row) << status.out;
+}
+
+TEST_F(FirstUseHolderTest, WaitsProgressLineIsCutToTheTerminal) {
+  const pid_t holder = start_long_holder();
+  const std::vector<std::string> args = test_binary(
+      {"wait", "--timeout", "1s", "--device-glob", held_, "--test-gpu-source", gpu_view(holder)});
+  // A narrow terminal: the problem's line ("GPU 0: 76.0 GiB in use by pid N (holder_helper),
+  // user root") does not fit in 50 columns.
+  const CommandResult narrow = run_in_terminal(args, {"COLUMNS="}, 50);
+  EXPECT_EQ(narrow.exit_code, 1) << narrow.out;
+  EXPECT_NE(narrow.out.find("waiting "), std::string::npos) << narrow.out;
+  // Every live line at most 49 columns (the last stays empty: some terminals wrap on it).
+  for (const std::string& line : screen_lines(narrow.out)) {
+    if (line.find("waiting ") != std::string::npos) {
+      EXPECT_LE(columns(line), 49U) << line;
+    }
+  }
+  // Negative control: a wide terminal gets the line whole.
+  const CommandResult wide = run_in_terminal(args, {"COLUMNS="}, 250);
+  std::size_t longest = 0;
+  for (const std::string& line : screen_lines(wide.out)) {
+    if (line.find("waiting ") != std::string::npos) longest = std::max(longest, columns(line));
+  }
+  EXPECT_GT(longest, 50U) << wide.out;
+}
+
+TEST_F(FirstUseHolderTest, WaitJsonIsOneDocument) {
+  const pid_t holder = start("hold", held_).at(0);
+  const CommandResult dirty =
+      run_command(test_binary({"wait", "--json", "--timeout", "300ms", "--device-glob", held_,
+                               "--test-gpu-source", gpu_view(holder)}));
+  EXPECT_EQ(dirty.exit_code, 1) << both(dirty);
+  const json doc = json::parse(dirty.out);  // throws (fails) on anything but one document
+  EXPECT_EQ(doc["verdict"], "dirty");
+  TempDir empty;
+  const CommandResult clean = run_command(
+      test_binary({"wait", "--json", "--no-nvml", "--device-glob", empty.file("unheld")}));
+  EXPECT_EQ(clean.exit_code, 0) << both(clean);
+  EXPECT_EQ(json::parse(clean.out)["verdict"], "clean");
+}
+
+TEST_F(FirstUseHolderTest, AnsweringNoAtTheKillPromptDoesNothingAndExitsOne) {
+  const pid_t holder = start("hold", held_).at(0);
+  const std::vector<std::string> args =
+      test_binary({"kill", "--holders", "--no-nvml", "--device-glob", held_});
+  const CommandResult no = run_in_terminal(args, {}, 100, "n\n");
+  EXPECT_EQ(no.exit_code, 1) << no.out;
+  EXPECT_NE(no.out.find("Kill 1 process? [y/N]"), std::string::npos) << no.out;
+  EXPECT_NE(no.out.find("not confirmed; nothing was signalled"), std::string::npos) << no.out;
+  EXPECT_NE(proc_state(holder), '\0') << "a declined plan signalled its target";
+  // Negative control: "y" ends it, so the prompt is what held it back.
+  const CommandResult yes = run_in_terminal(args, {}, 100, "y\n");
+  EXPECT_EQ(yes.exit_code, 0) << yes.out;
+  EXPECT_TRUE(wait_until([holder] {
+    return proc_state(holder) == '\0' || proc_state(holder) == 'Z';
+  })) << yes.out;
+}
+
+TEST_F(FirstUseHolderTest, RunSaysWhatTheFirstInterruptDid) {
+  // A workload that ignores SIGINT: after the first ^C the user must hear what happened.
+  const std::string err_path = dir_.path() + "/run.err";
+  const std::string started = dir_.path() + "/started";
+  const pid_t run = spawn({"/bin/sh", "-c",
+                           "exec \"$0\" run --no-nvml --device-glob \"$1\" -- /bin/sh -c "
+                           "'trap \"\" INT; touch \"$0\"; while :; do sleep 0.05; done' \"$2\" "
+                           "2>\"$3\"",
+                           GPUCLEAN_BINARY, held_, started, err_path});
+  ASSERT_GT(run, 0);
+  reaper_.adopt(run);
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(started); }));
+  ASSERT_EQ(::kill(run, SIGINT), 0);  // our own child
+  EXPECT_TRUE(wait_until([&] {
+    return slurp(err_path).find(
+               "SIGINT forwarded to the workload; press ^C again (or send another "
+               "SIGTERM) to tear it down") != std::string::npos;
+  })) << slurp(err_path);
+  ASSERT_EQ(::kill(run, SIGINT), 0);
+  EXPECT_NE(reap(run), 0) << slurp(err_path);
+  EXPECT_NE(slurp(err_path).find("second INT: tearing the run down"), std::string::npos)
+      << slurp(err_path);
+}
+
+TEST(FirstUse, WriteErrorsNameTheUsersPath) {
+  const CommandResult snapshot =
+      shipping({"snapshot", "--no-nvml", "-o", "/nonexistent-gpuclean/x.json"});
+  EXPECT_EQ(snapshot.exit_code, 3) << both(snapshot);
+  EXPECT_EQ(snapshot.err,
+            "gpuclean: snapshot: cannot write /nonexistent-gpuclean/x.json (open directory "
+            "/nonexistent-gpuclean: No such file or directory)\n");
+}
+
+TEST(FirstUse, PlotRefusesATerminalAndNamesItsOutput) {
+  // A record from a real run, so that only the output decides.
+  TempDir dir;
+  const std::string record = dir.path() + "/run.json";
+  const CommandResult recorded =
+      run_command({GPUCLEAN_BINARY, "run", "--no-nvml", "--device-glob", dir.file("device"),
+                   "--record", record, "--", "/bin/true"});
+  ASSERT_EQ(recorded.exit_code, 0) << both(recorded);
+  const CommandResult on_terminal =
+      run_in_terminal({GPUCLEAN_SHIPPING_BINARY, "plot", record}, {}, 80);
+  EXPECT_EQ(on_terminal.exit_code, 2) << on_terminal.out;
+  EXPECT_NE(on_terminal.out.find("not writing SVG onto a terminal"), std::string::npos)
+      << on_terminal.out;
+  EXPECT_EQ(on_terminal.out.find("<svg"), std::string::npos);
+  // Negative control: into a pipe, the SVG comes out.
+  const CommandResult piped = shipping({"plot", record});
+  EXPECT_EQ(piped.exit_code, 0) << both(piped);
+  EXPECT_NE(piped.out.find("<svg"), std::string::npos);
+  const CommandResult nowhere = shipping({"plot", record, "-o", "/nonexistent-gpuclean/x.svg"});
+  EXPECT_EQ(nowhere.exit_code, 3) << both(nowhere);
+  EXPECT_EQ(nowhere.err,
+            "gpuclean: plot: cannot write /nonexistent-gpuclean/x.svg (open directory "
+            "/nonexistent-gpuclean: No such file or directory)\n");
+}
+
+}  // namespace
+}  // namespace gpuclean::testing
