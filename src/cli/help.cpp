@@ -60,7 +60,7 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
   std::string command = app->get_name();
   for (const CLI::App* parent = app->get_parent(); parent != nullptr;
        parent = parent->get_parent()) {
-    command = parent->get_name() + " " + command;
+    command.insert(0, parent->get_name() + " ");
   }
   for (const std::string& line : wrap_words(app->get_description(), kHelpWidth)) {
     out << line << '\n';

@@ -526,8 +526,28 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     }
     io.err << "gpuclean: kill: nothing to kill"
            << (all_gone && plan.skipped.empty() ? ": already gone" : "") << '\n';
-    if (!counted.empty()) return kExitDirty;
-    return plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean : kExitUsage;
+    const int exit_code = !counted.empty()                                          ? kExitDirty
+                          : plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean
+                                                                                    : kExitUsage;
+    // --json: one document whenever the answer is not a usage error, an empty plan included.
+    if (o.common.json && exit_code != kExitUsage) {
+      if (o.dry_run) {
+        nlohmann::json doc = output::document_header(host_name(), unix_now());
+        doc["dry_run"] = true;
+        doc["targets"] = nlohmann::json::array();
+        doc["confirm_reasons"] = nlohmann::json::array();
+        output::write_json(io.out, doc);
+      } else {
+        Verification left;
+        for (const auto& [pid, what] : counted) {
+          left.memory_left.push_back(
+              fmt::format("{} still counted for gone pid {}", format_bytes(what.first), pid));
+        }
+        print_json(plan, {}, left, exit_code == kExitClean ? "clean" : "dirty", nvml_message, 0.0,
+                   io);
+      }
+    }
+    return exit_code;
   }
 
   const ops::TeardownOptions& t = parsed->teardown;

@@ -180,9 +180,10 @@ void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
       ->check(whole_number_check(1, 1024));
 }
 
-const std::vector<std::string> kStatusExitCodes = {
-    "0  clean", "1  dirty: a problem is listed with its fix", "2  usage error",
-    "3  NVML failing or not answering (verdict UNKNOWN), or /proc unreadable"};
+std::vector<std::string> status_exit_codes() {
+  return {"0  clean", "1  dirty: a problem is listed with its fix", "2  usage error",
+          "3  NVML failing or not answering (verdict UNKNOWN), or /proc unreadable"};
+}
 
 }  // namespace
 
@@ -195,7 +196,7 @@ void add_status_command(CLI::App& app, StatusOptions& options) {
                   {{"gpuclean", "the same as gpuclean status"},
                    {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},
                    {"gpuclean status --json | jq .verdict", "the verdict for a script"}},
-                  kStatusExitCodes);
+                  status_exit_codes());
 }
 
 void add_check_command(CLI::App& app, StatusOptions& options) {

@@ -26,7 +26,7 @@ std::string full_name(const CLI::App& command) {
   std::string name;
   for (const CLI::App* a = &command; a != nullptr && a->get_parent() != nullptr;
        a = a->get_parent()) {
-    name = a->get_name() + (name.empty() ? "" : " " + name);
+    name.insert(0, name.empty() ? a->get_name() : a->get_name() + " ");
   }
   return name;
 }
@@ -136,7 +136,7 @@ std::string option_in(const std::string& message) {
 
 std::string describe(const CLI::App& app, const CLI::App& command, const CLI::ParseError& error,
                      const std::vector<std::string>& args) {
-  const std::string message = error.what();
+  std::string message = error.what();
   if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
     const std::vector<std::string> extras = command.remaining();
     if (!extras.empty()) return unexpected(app, command, extras.front(), args);

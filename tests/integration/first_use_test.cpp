@@ -336,6 +336,26 @@ TEST_F(FirstUseHolderTest, WaitJsonIsOneDocument) {
   EXPECT_EQ(json::parse(clean.out)["verdict"], "clean");
 }
 
+TEST(FirstUse, KillJsonIsOneDocumentEvenWithNothingToKill) {
+  // Before, `kill --json` with an empty plan printed nothing on stdout (exit 0).
+  TempDir dir;
+  const std::string unheld = dir.file("unheld");
+  const CommandResult done =
+      shipping({"kill", "--leftovers", "--yes", "--json", "--no-nvml", "--device-glob", unheld});
+  EXPECT_EQ(done.exit_code, 0) << both(done);
+  const json doc = json::parse(done.out);
+  EXPECT_EQ(doc["verdict"], "clean");
+  EXPECT_TRUE(doc["targets"].empty());
+  const CommandResult plan = shipping(
+      {"kill", "--leftovers", "--dry-run", "--json", "--no-nvml", "--device-glob", unheld});
+  EXPECT_EQ(plan.exit_code, 0) << both(plan);
+  EXPECT_EQ(json::parse(plan.out)["dry_run"], true);
+  // A usage error stays a message on stderr, with nothing on stdout.
+  const CommandResult bad = shipping({"kill", "--json", "--no-nvml", "--device-glob", unheld});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.out, "");
+}
+
 TEST_F(FirstUseHolderTest, AnsweringNoAtTheKillPromptDoesNothingAndExitsOne) {
   const pid_t holder = start("hold", held_).at(0);
   const std::vector<std::string> args =
