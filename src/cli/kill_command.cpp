@@ -394,10 +394,10 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
   kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
   kill->add_option("--session", o.sessions, "Every process of session SID")
       ->option_text("SID")
-      ->check(pid_check(false));
+      ->check(pid_check(false, "session ID"));
   kill->add_option("--pgid", o.pgids, "Every process of process group PGID")
       ->option_text("PGID")
-      ->check(pid_check(false));
+      ->check(pid_check(false, "process group ID"));
   kill->add_flag("--holders", o.holders, "Every process holding the selected device files");
   kill->add_option("--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)")
       ->option_text("N")

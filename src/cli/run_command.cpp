@@ -107,7 +107,7 @@ void add_run_command(CLI::App& app, RunOptions& o) {
 int run_run(const RunOptions& o, const Io& io) {
   ops::prepare_supervisor_process();  // before the first line on stderr (run_session.h)
   if (o.command.empty()) {
-    io.err << "gpuclean: run: no command given (gpuclean run [OPTIONS] -- CMD [ARGS...])\n";
+    io.err << usage_message("run", "no command given: gpuclean run [OPTIONS] -- CMD [ARGS...]");
     return kExitUsage;
   }
   const std::optional<Settings> settings = parse_settings(o, io);

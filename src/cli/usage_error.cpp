@@ -86,7 +86,7 @@ std::string run_with_separator(const CLI::App& run, const std::vector<std::strin
     const CLI::Option* option = run.get_option_no_throw(name);
     if (option == nullptr) break;
     line += " " + shell_word(*at++);
-    if (option->get_type_size() != 0 && name.size() == at[-1].size() && at != args.end()) {
+    if (option->get_expected_max() != 0 && name.size() == at[-1].size() && at != args.end()) {
       line += " " + shell_word(*at++);
     }
   }
@@ -152,24 +152,32 @@ std::string describe(const CLI::App& app, const CLI::App& command, const CLI::Pa
     }
   }
   if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
-    // "The value abc is not an allowed value for --threads" and its kin.
-    return "a value is not valid: " + message;
+    // CLI11 says "Could not convert: --json = x" (a value given to a flag, or of the wrong type).
+    const std::string prefix = "Could not convert: ";
+    const std::size_t equals = message.find(" = ");
+    if (message.rfind(prefix, 0) == 0 && equals != std::string::npos) {
+      const std::string name = message.substr(prefix.size(), equals - prefix.size());
+      const CLI::Option* option = command.get_option_no_throw(name);
+      const std::string value = message.substr(equals + 3);
+      if (option != nullptr && option->get_expected_max() == 0) return name + " takes no value";
+      return "'" + value + "' is not a valid value for " + name;
+    }
   }
   return message;
 }
 
 }  // namespace
 
-CLI::Validator pid_check(bool signal_hint) {
+CLI::Validator pid_check(bool signal_hint, const std::string& noun) {
   return CLI::Validator(
-      [signal_hint](std::string& text) -> std::string {
+      [signal_hint, noun](std::string& text) -> std::string {
         unsigned long pid = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
         if (ec == std::errc{} && end == text.data() + text.size() && pid >= 1 &&
             pid <= kPidMaxLimit) {
           return {};
         }
-        std::string message = "'" + text + "' is not a PID";
+        std::string message = "'" + text + "' is not a " + noun;
         const std::string bare = text.size() > 1 && text.front() == '-' ? text.substr(1) : text;
         const auto signal = ops::parse_signal(bare);
         const bool looks_like_signal =
@@ -178,7 +186,7 @@ CLI::Validator pid_check(bool signal_hint) {
         if (signal_hint && signal.ok() && looks_like_signal) {
           message += "; to choose the signal use --signal " + ops::signal_name(*signal);
         } else if (ec == std::errc{} && end == text.data() + text.size() && pid == 0) {
-          message += " (PIDs start at 1)";
+          message += " (they start at 1)";
         }
         throw UsageError(message);
       },
@@ -224,7 +232,8 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& error,
 
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
-  std::size_t best_distance = 3;  // more than two edits away is a different word
+  // A third of the word may be wrong, at most two letters: "whoo" is who, "-x" is nothing.
+  std::size_t best_distance = std::min<std::size_t>(2, word.size() / 3) + 1;
   for (const std::string& candidate : candidates) {
     const bool prefix = word.size() >= 3 && candidate.rfind(word, 0) == 0;
     const std::size_t distance = prefix ? 1 : edit_distance(word, candidate);

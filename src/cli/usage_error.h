@@ -19,10 +19,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A check for PID arguments: a whole number from 1 to 4194304 (the kernel's PID_MAX_LIMIT).
-// `kill -9 PID` and `kill -s KILL PID` meet it too: when the word is a signal, the message says
-// to use --signal (`signal_hint`).
-CLI::Validator pid_check(bool signal_hint);
+// A check for PID arguments (and session and process group IDs, `noun`): a whole number from
+// 1 to 4194304 (the kernel's PID_MAX_LIMIT). `kill -9 PID` and `kill -s KILL PID` meet it too:
+// when the word is a signal, the message says to use --signal (`signal_hint`).
+CLI::Validator pid_check(bool signal_hint, const std::string& noun = "PID");
 
 // A whole number from `lo` to `hi` ("'abc' is not a whole number from 1 to 256").
 CLI::Validator whole_number_check(unsigned long lo, unsigned long hi);

@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "GPU 2 use --gpu 2 (or --holders --gpus 2)\n" +
                       kKillHelp},
         UsageCase{{"explain", "0"},
-                  "gpuclean: explain: '0' is not a PID (PIDs start at 1)\n"
+                  "gpuclean: explain: '0' is not a PID (they start at 1)\n"
                   "Run `gpuclean explain --help` for its options and examples.\n"},
         UsageCase{{"explain"},
                   "gpuclean: explain: missing PID\n"
@@ -109,6 +109,10 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"run", "ls", "-l", "/tmp"},
                   "gpuclean: run: '-l' is not an option of run; put -- before the workload: "
                   "gpuclean run -- ls -l /tmp\n"
+                  "Run `gpuclean run --help` for its options and examples.\n"},
+        UsageCase{{"run", "-q", "ls", "-l"},
+                  "gpuclean: run: '-l' is not an option of run; put -- before the workload: "
+                  "gpuclean run -q -- ls -l\n"
                   "Run `gpuclean run --help` for its options and examples.\n"},
         UsageCase{{"run", "--timeout", "5s", "ls", "-l"},
                   "gpuclean: run: '-l' is not an option of run; put -- before the workload: "
@@ -127,6 +131,17 @@ INSTANTIATE_TEST_SUITE_P(
                   "gpuclean: status: --max-used: 'lots' is not a number of MiB (0 or more, e.g. "
                   "1024)\n"
                   "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"status", "--json=maybe"},
+                  "gpuclean: status: --json takes no value\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"status", "-x"},
+                  "gpuclean: status: unknown option '-x'\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"kill", "--session", "abc"},
+                  "gpuclean: kill: 'abc' is not a session ID\n" + kKillHelp},
+        UsageCase{{"run"},
+                  "gpuclean: run: no command given: gpuclean run [OPTIONS] -- CMD [ARGS...]\n"
+                  "Run `gpuclean run --help` for its options and examples.\n"},
         UsageCase{{"status", "--gpus"},
                   "gpuclean: status: --gpus needs a value\n"
                   "Run `gpuclean status --help` for its options and examples.\n"}));
