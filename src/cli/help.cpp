@@ -46,7 +46,7 @@ std::string option_label(const CLI::Option& option) {
   return label;
 }
 
-bool shown(const CLI::Option& option) {
+bool listed_in_help(const CLI::Option& option) {
   return !option.get_group().empty();
 }
 
@@ -66,10 +66,10 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
     out << line << '\n';
   }
 
-  const std::vector<const CLI::Option*> positionals =
-      app->get_options([](const CLI::Option* o) { return o->get_positional() && shown(*o); });
-  const std::vector<const CLI::Option*> options =
-      app->get_options([](const CLI::Option* o) { return !o->get_positional() && shown(*o); });
+  const std::vector<const CLI::Option*> positionals = app->get_options(
+      [](const CLI::Option* o) { return o->get_positional() && listed_in_help(*o); });
+  const std::vector<const CLI::Option*> options = app->get_options(
+      [](const CLI::Option* o) { return !o->get_positional() && listed_in_help(*o); });
   const std::vector<const CLI::App*> commands =
       app->get_subcommands([](const CLI::App* sub) { return !sub->get_group().empty(); });
 
