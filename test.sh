@@ -23,8 +23,11 @@ if [ $quick -eq 0 ]; then
   # -O1 and line tables only: ASan needs no more to report with file and line, and the build is
   # a third of CI's time. Not built here: the FUSE tests and the fuzz-input replay (see
   # CMakeLists.txt: they run in the plain pass, and fuzz/ci.sh replays the inputs under ASan).
+  # A unity build (batches of 8 files: the big headers parsed once per batch; CMakeLists.txt
+  # lists the files that compile alone), without the storm tests (not run here, see below).
   BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGPUCLEAN_FUSE_TESTS=OFF -DGPUCLEAN_FUZZ_REPLAY=OFF
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGPUCLEAN_FUSE_TESTS=OFF -DGPUCLEAN_FUZZ_REPLAY=OFF \
+    -DGPUCLEAN_STORM_TESTS=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
   # The slow system tests ran above on the same code; here they would repeat the same system
   # calls under ASan's slowdown: the storm (timing-bound: a scan must see short-lived
   # processes) and the NVML fault matrix (each cell waits out a hung fake; FakeNvmlTest's

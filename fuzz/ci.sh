@@ -22,7 +22,7 @@ if ! command -v clang++ >/dev/null ||
 fi
 
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DGPUCLEAN_FUZZ=ON -DGPUCLEAN_TESTS=OFF -DGPUCLEAN_METRICS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 >/dev/null
 names=()
 for t in $targets; do names+=("${t}_fuzzer"); done
 cmake --build "$build_dir" -j "$(nproc)" --target "${names[@]}" >/dev/null
