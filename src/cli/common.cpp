@@ -26,7 +26,7 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
   command
       .add_option("--device-glob", options.device_globs,
                   "Device files to scan, repeatable; quote the glob (default: the NVIDIA "
-                  "device files, '/dev/nvidia*')")
+                  "device files: /dev/nvidia[0-9]*, nvidiactl, nvidia-uvm*, nvidia-caps/*)")
       ->option_text("GLOB")
       ->allow_extra_args(false);
   command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");

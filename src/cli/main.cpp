@@ -49,6 +49,10 @@ constexpr const char* kDescription =
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
   using namespace gpuclean::cli;
   // CLI11 wants argv; `gpuclean help kill` has become `gpuclean kill --help` in `args`.
+  if (const std::string unknown = unknown_command_asking_help(app, args); !unknown.empty()) {
+    std::cerr << usage_message("", unknown);
+    return kExitUsage;
+  }
   std::vector<const char*> argv = {"gpuclean"};
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   try {

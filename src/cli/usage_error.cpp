@@ -245,6 +245,19 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
   return best;
 }
 
+std::string unknown_command_asking_help(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.empty() || args.front().empty() || args.front().front() == '-') return "";
+  const bool asks_help = std::find(args.begin(), args.end(), "--help") != args.end() ||
+                         std::find(args.begin(), args.end(), "-h") != args.end();
+  const std::vector<std::string> names = command_names(app);
+  if (!asks_help || std::find(names.begin(), names.end(), args.front()) != names.end()) return "";
+  std::string message = "'" + args.front() + "' is not a command";
+  if (auto near = closest_name(args.front(), names); !near.empty()) {
+    message += "; did you mean `gpuclean " + near + "`?";
+  }
+  return message;
+}
+
 std::vector<std::string> expand_help_command(std::vector<std::string> args) {
   if (args.empty() || args.front() != "help") return args;
   args.erase(args.begin());

@@ -42,4 +42,9 @@ std::string closest_name(const std::string& word, const std::vector<std::string>
 // `gpuclean help` → `gpuclean --help`; `gpuclean help kill` → `gpuclean kill --help`.
 std::vector<std::string> expand_help_command(std::vector<std::string> args);
 
+// `gpuclean help nosuch` and `gpuclean nosuch --help`: CLI11 answers the help flag before it
+// looks at the word, so the word is checked first. The usage error's text, or "" when `args`
+// does not start with an unknown command word and ask for help.
+std::string unknown_command_asking_help(const CLI::App& app, const std::vector<std::string>& args);
+
 }  // namespace gpuclean::cli

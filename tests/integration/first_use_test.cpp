@@ -103,6 +103,14 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"whoo"},
                   "gpuclean: 'whoo' is not a command; did you mean `gpuclean who`?\n"
                   "Run `gpuclean --help` for the commands.\n"},
+        // Help for a command that does not exist is a usage error, not the top-level help and
+        // exit 0 (the man page helper found both exiting 0 on 63f2eed).
+        UsageCase{{"help", "whoo"},
+                  "gpuclean: 'whoo' is not a command; did you mean `gpuclean who`?\n"
+                  "Run `gpuclean --help` for the commands.\n"},
+        UsageCase{{"nosuch", "--help"},
+                  "gpuclean: 'nosuch' is not a command\n"
+                  "Run `gpuclean --help` for the commands.\n"},
         UsageCase{{"status", "--gpu", "2"},
                   "gpuclean: status: unknown option '--gpu'; did you mean --gpus?\n"
                   "Run `gpuclean status --help` for its options and examples.\n"},
