@@ -108,19 +108,28 @@ std::optional<NodeService> trust_executable(const ExecutableFacts& facts) {
 }
 
 bool trust_process(NodeService service, const ProcessFacts& facts) {
-  if (!facts.same_mount_namespace || !facts.uid) return false;
+  if (!facts.trusted_mount_namespace || !facts.uid) return false;
   if (*facts.uid < kFirstUserUid) return true;
   return service == NodeService::kMpsServer && facts.parent_is_trusted_mps_control;
 }
 
 namespace {
 
-bool same_mount_namespace(int root_fd, Pid pid) {
+bool same_inode(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The process's mount namespace is gpuclean's own, or that of PID 1 of the PID namespace gpuclean
+// reads (the host's init, where the node's services run). A container's namespace is neither.
+bool in_trusted_mount_namespace(int root_fd, Pid pid) {
   struct stat theirs {};
+  if (::fstatat(root_fd, (std::to_string(pid) + "/ns/mnt").c_str(), &theirs, 0) != 0) {
+    return false;
+  }
   struct stat ours {};
-  return ::fstatat(root_fd, (std::to_string(pid) + "/ns/mnt").c_str(), &theirs, 0) == 0 &&
-         ::stat("/proc/self/ns/mnt", &ours) == 0 && theirs.st_dev == ours.st_dev &&
-         theirs.st_ino == ours.st_ino;
+  if (::stat("/proc/self/ns/mnt", &ours) == 0 && same_inode(theirs, ours)) return true;
+  struct stat init {};
+  return ::fstatat(root_fd, "1/ns/mnt", &init, 0) == 0 && same_inode(theirs, init);
 }
 
 }  // namespace
@@ -154,7 +163,7 @@ std::optional<RecognisedService> recognise_service(const ProcFs& proc, const Pro
   if (!service) return std::nullopt;
   ProcessFacts who;
   who.uid = process.uid;
-  who.same_mount_namespace = same_mount_namespace(proc.root_fd(), process.pid);
+  who.trusted_mount_namespace = in_trusted_mount_namespace(proc.root_fd(), process.pid);
   if (*service == NodeService::kMpsServer && process.uid && *process.uid >= kFirstUserUid &&
       process.ppid > 1) {
     auto parent = proc.read_process(process.ppid);

@@ -42,16 +42,19 @@ std::optional<NodeService> trust_executable(const ExecutableFacts& facts);
 // about the code a user runs with it (LD_PRELOAD, ptrace, a container's loader, inherited
 // descriptors across exec).
 struct ProcessFacts {
-  std::optional<Uid> uid;             // effective uid
-  bool same_mount_namespace = false;  // as gpuclean's: the path checks meant what they said
+  std::optional<Uid> uid;  // effective uid
+  // In gpuclean's mount namespace or the host's (PID 1's): the path checks meant what they said.
+  // The host's counts too because a sandboxed gpuclean (the systemd units' ProtectSystem=, a
+  // DaemonSet) has a namespace of its own while the node's services run in the host's.
+  bool trusted_mount_namespace = false;
   // For an MPS server running as a user (the daemon starts one per client user): its parent is
   // a trusted MPS control daemon running as root or a system account.
   bool parent_is_trusted_mps_control = false;
 };
 
 // Whether a process of `service`'s executable is the node's own: it runs as root or a system
-// account in gpuclean's mount namespace — or it is an MPS server the trusted daemon started
-// for a user. Pure.
+// account in gpuclean's or the host's mount namespace — or it is an MPS server the trusted daemon
+// started for a user. Pure.
 bool trust_process(NodeService service, const ProcessFacts& facts);
 
 struct RecognisedService {

@@ -130,6 +130,62 @@ TEST_F(NodeServiceTest, ANameAloneIsNotTrusted) {
   EXPECT_NE(gone_clean.err.find("already gone"), std::string::npos) << gone_clean.err;
 }
 
+// Issue 16: the systemd units give gpuclean a mount namespace of its own (ProtectSystem=,
+// PrivateTmp=), while the node's services run in the host's, PID 1's. A service there is still
+// the node's; one in a third namespace (a container's) is not. Here a PID namespace stands in
+// for the node: its PID 1 (a shell) and the trusted daemon share a mount namespace with
+// /usr/local/sbin bound over; the sandboxed gpuclean (and the untrusted daemon) are each in a
+// private copy of it, as systemd makes them. Failed before the fix (run of 2026-12-01): the
+// daemon in PID 1's namespace had role null and class orphan, as the systemd helper saw a
+// root nvidia-smi under the real units.
+TEST_F(NodeServiceTest, AServiceInTheHostsMountNamespaceIsTrustedFromASandboxedGpuclean) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: PID and mount namespaces, a bind mount";
+  for (const char* dir : {"/", "/usr", "/usr/local", "/usr/local/sbin"}) {
+    struct stat st {};
+    if (::stat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
+      GTEST_SKIP() << dir << " is missing or writable by others: no system path to trust";
+    }
+  }
+  const std::string unshare = tool("unshare");
+  if (unshare.empty()) GTEST_SKIP() << "needs unshare (util-linux)";
+  const std::string sbin = dir_.path() + "/sbin";
+  install(sbin, "nvidia-cuda-mps-control");
+  ::chmod(sbin.c_str(), 0755);
+  ::chmod(dir_.path().c_str(), 0755);
+  const std::string host_ready = dir_.path() + "/host.ready";
+  const std::string container_ready = dir_.path() + "/container.ready";
+  // $1 sbin, $2 the device file, $3/$4 ready files, $5 gpuclean, $6 unshare. PID 1 waits for
+  // both daemons (bounded), runs the sandboxed gpuclean as its child and exits with its status;
+  // the kernel then ends every process of the PID namespace.
+  const std::string script =
+      "mount --bind \"$1\" /usr/local/sbin || exit 125\n"
+      "/usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" \"$3\" || exit 125\n"
+      "\"$6\" --mount --propagation private /usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" "
+      "\"$4\" || exit 125\n"
+      "i=0; while [ ! -s \"$3\" ] || [ ! -s \"$4\" ]; do\n"
+      "  i=$((i + 1)); [ $i -gt 200 ] && exit 124; sleep 0.05\n"
+      "done\n"
+      "\"$6\" --mount --propagation private \"$5\" status --json --no-nvml --device-glob \"$2\"\n";
+  const CommandResult result = run_command(
+      {unshare, "--pid", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", script,
+       "sh", sbin, held_, host_ready, container_ready, GPUCLEAN_SHIPPING_BINARY, unshare},
+      60s);
+  ASSERT_NE(result.exit_code, 125) << "namespace setup failed: " << result.err;
+  ASSERT_NE(result.exit_code, 124) << "the daemons did not start: " << result.err;
+  const nlohmann::json doc = parse(result);
+  const pid_t host_daemon = std::stoi(slurp(host_ready));
+  const pid_t container_daemon = std::stoi(slurp(container_ready));
+  const nlohmann::json* host = find_holder(doc, host_daemon);
+  ASSERT_NE(host, nullptr) << doc.dump(1);
+  EXPECT_EQ(host->at("role"), "mps-control") << host->dump(1);
+  // Negative control: the same file, run by root, in a namespace that is neither gpuclean's nor
+  // PID 1's, is an ordinary process.
+  const nlohmann::json* container = find_holder(doc, container_daemon);
+  ASSERT_NE(container, nullptr) << doc.dump(1);
+  EXPECT_TRUE(container->at("role").is_null()) << container->dump(1);
+  EXPECT_EQ(container->at("class"), "orphan");
+}
+
 class TrustedNodeServiceTest : public NodeServiceTest {
  protected:
   void SetUp() override {

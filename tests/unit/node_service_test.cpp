@@ -86,7 +86,7 @@ TEST(NodeService, EachMissingFactLosesTheTrust) {
 TEST(NodeService, OnlyRootOrASystemAccountInOurMountNamespaceIsTrusted) {
   ProcessFacts root;
   root.uid = 0;
-  root.same_mount_namespace = true;
+  root.trusted_mount_namespace = true;
   EXPECT_TRUE(trust_process(NodeService::kMonitorTool, root));
   ProcessFacts daemon = root;
   daemon.uid = 999;  // a system account (nvidia-persistenced runs as one)
@@ -102,7 +102,7 @@ TEST(NodeService, OnlyRootOrASystemAccountInOurMountNamespaceIsTrusted) {
   EXPECT_FALSE(trust_process(NodeService::kMonitorTool, user))
       << "only an MPS server is trusted through its parent";
   ProcessFacts elsewhere = root;
-  elsewhere.same_mount_namespace = false;
+  elsewhere.trusted_mount_namespace = false;
   EXPECT_FALSE(trust_process(NodeService::kMonitorTool, elsewhere)) << "another mount namespace";
   ProcessFacts unknown = root;
   unknown.uid.reset();
