@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/common.h"
+#include "cli/completion.h"
 #include "cli/help.h"
 #include "cli/kill_command.h"
 #include "cli/test_hooks.h"
@@ -130,6 +131,8 @@ int run(int argc, char** argv) {
   metrics.version = GPUCLEAN_VERSION;
   add_metrics_command(app, metrics);
 #endif
+  CompletionOptions completion;
+  add_completion_command(app, completion);
   StatusOptions bare;
   add_common_options(app, bare.common, HookScope::kInspect);
   set_help_footer(
@@ -155,6 +158,7 @@ int run(int argc, char** argv) {
       {"plot", nullptr},
       {"snapshot", &snapshot.common},
       {"diff", &diff.common},
+      {"completion", &completion.common},
 #ifdef GPUCLEAN_METRICS
       {"metrics", &metrics.status.common},
 #endif
@@ -170,6 +174,7 @@ int run(int argc, char** argv) {
   const Io io{std::cout, std::cerr};
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   if (app.got_subcommand("run")) return run_run(run_options, io);
+  if (app.got_subcommand("completion")) return run_completion(app, completion, io);
   if (app.got_subcommand("who")) return run_who(who, io);
   if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
   if (app.got_subcommand("diff")) return run_diff(diff, io);

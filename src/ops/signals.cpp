@@ -55,4 +55,10 @@ std::string signal_name(int signo) {
   return std::to_string(signo);
 }
 
+std::vector<std::string> signal_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : kSignals) names.emplace_back(entry.first);
+  return names;
+}
+
 }  // namespace gpuclean::ops
