@@ -446,8 +446,8 @@ _gpuclean() {
         ((npos)) && kind=file
     fi
     if [[ -z $kind ]]; then
-        # No argument here: the command's options.
-        ((${#_gpuclean_args[@]})) || COMPREPLY=($(compgen -W "${names[*]}" -- "$cur"))
+        # No (more) arguments: the command's options.
+        COMPREPLY=($(compgen -W "${names[*]}" -- "$cur"))
         return 0
     fi
     _gpuclean_complete "$kind"
@@ -566,7 +566,7 @@ std::string zsh_option_spec(const Arg& option) {
 
 std::string zsh_positional_spec(const Arg& positional) {
   std::string placeholder = positional.placeholder;
-  if (positional.kind == Kind::kCommand) return "'*:: :_normal'";
+  if (positional.kind == Kind::kCommand) return "'*::workload:_gpuclean_workload'";
   if (const auto dots = placeholder.find("..."); dots != std::string::npos) {
     placeholder.erase(dots);
   }
@@ -582,11 +582,12 @@ std::string zsh_function_name(const std::string& command) {
 }
 
 constexpr const char* kZshDriver = R"ZSH(
-# _gpuclean_values KIND: the candidates `gpuclean completion --values KIND` lists, described.
-# NVML gets 1 s unless the line says otherwise; gpuclean bounds every wait.
+# _gpuclean_values [COMPADD OPTIONS] KIND: the candidates `gpuclean completion --values KIND`
+# lists, described (_arguments puts its compadd options first). NVML gets 1 s unless the line
+# says otherwise; gpuclean bounds every wait.
 (( $+functions[_gpuclean_values] )) ||
 _gpuclean_values() {
-  local kind=$1 line
+  local kind=${argv[-1]} line
   local -a lines candidates pass
   pass=("${_gpuclean_pass[@]}")
   (( ${pass[(I)--nvml-timeout=*]} )) || pass+=(--nvml-timeout=1s)
@@ -594,7 +595,17 @@ _gpuclean_values() {
   for line in $lines; do
     candidates+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}")
   done
-  _describe -t gpuclean-$kind $kind candidates
+  _describe -t gpuclean-$kind $kind candidates "${(@)argv[1,-2]}"
+}
+
+# run's workload: a command, then that command's own completion (the words from it on).
+(( $+functions[_gpuclean_workload] )) ||
+_gpuclean_workload() {
+  if [[ $words[1] == -- ]]; then
+    shift words
+    (( CURRENT-- ))
+  fi
+  _normal
 }
 
 _gpuclean() {
@@ -620,11 +631,6 @@ _gpuclean() {
     fi
   done
   _gpuclean_command_ && ret=0
-  if [[ $state == command ]]; then
-    curcontext=${curcontext%:*:*}:gpuclean-$words[1]:
-    local command=_gpuclean_command_${words[1]//-/_}
-    (( $+functions[$command] )) && $command && ret=0
-  fi
   return ret
 }
 )ZSH";
@@ -657,10 +663,19 @@ std::string zsh_script(const Model& model) {
   out << "  )\n  _describe -t commands 'gpuclean command' commands\n}\n";
   for (const Command& command : model.commands) {
     out << "\n" << zsh_function_name(command.name) << "() {\n";
-    out << "  _arguments -s -S" << (command.name.empty() ? " -C" : "") << " :";
+    if (command.name.empty()) out << "  local ret=1\n";
+    // gpuclean alone: its options end at the command (-A), whose function takes the rest.
+    out << "  _arguments -s -S" << (command.name.empty() ? " -C -A '-*'" : "") << " :";
     for (const Arg& option : command.options) out << " \\\n    " << zsh_option_spec(option);
     if (command.name.empty()) {
-      out << " \\\n    '1: :_gpuclean_commands' \\\n    '*:: :->command'";
+      // The command's own function gets the words from the command on (`*::`).
+      out << " \\\n    '1: :_gpuclean_commands' \\\n    '*:: :->command' && ret=0\n"
+          << "  if [[ $state == command ]]; then\n"
+          << "    curcontext=${curcontext%:*:*}:gpuclean-$words[1]:\n"
+          << "    local command=_gpuclean_command_${words[1]//-/_}\n"
+          << "    (( $+functions[$command] )) && $command && ret=0\n"
+          << "  fi\n"
+          << "  return ret";
     } else {
       for (const Arg& positional : command.positionals) {
         out << " \\\n    " << zsh_positional_spec(positional);
@@ -765,10 +780,11 @@ function __gpuclean_parse
     printf '%s\n' "cmd=$cmd" $npos $dashdash "v=$value_of" $pass
 end
 
-# True when the token belongs to COMMAND ('' for gpuclean alone) and is not after `--`.
+# True when the token (an option, or an option's value) belongs to COMMAND ('' for gpuclean
+# alone) and is not after `--`.
 function __gpuclean_using --argument-names command
     set -l s (__gpuclean_parse)
-    test "$s[1]" = "cmd=$command"; and test "$s[3]" = 0; and test "$s[4]" = v=
+    test "$s[1]" = "cmd=$command"; and test "$s[3]" = 0
 end
 
 # True when the token is a positional argument of KIND (or the command, KIND subcommand).
