@@ -4,7 +4,9 @@
 # after a "== LINE" header. compadd is wrapped to record what the completion functions add
 # (the technique of zsh-capture-completion).
 #   zsh -f tests/completion/zsh_complete.zsh SCRIPT LINE...
-#   SCRIPT: the output of `gpuclean completion zsh`; gpuclean must be on PATH.
+#   SCRIPT: the output of `gpuclean completion zsh`, sourced after compinit; or a directory
+#   holding it as _gpuclean, put on $fpath for compinit to autoload (the installed way).
+#   gpuclean must be on PATH.
 emulate -L zsh
 zmodload zsh/zpty || exit 2
 script=$1
@@ -13,8 +15,11 @@ out=$(mktemp -d) || exit 2
 trap 'zpty -d comp 2>/dev/null; rm -rf $out' EXIT
 zpty comp zsh -f -i
 zpty -w comp "PROMPT='' RPROMPT=''; unsetopt beep zle_bell 2>/dev/null"
-zpty -w comp "autoload -Uz compinit && compinit -u -d $out/zcompdump"
-zpty -w comp "source ${(q)script}"
+if [[ -d $script ]]; then
+  zpty -w comp "fpath=(${(q)script} \$fpath); autoload -Uz compinit && compinit -u -d $out/zcompdump"
+else
+  zpty -w comp "autoload -Uz compinit && compinit -u -d $out/zcompdump; source ${(q)script}"
+fi
 zpty -w comp 'compadd() {
   if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin compadd "$@"; return; fi
   local -a __hits; builtin compadd -A __hits "$@"; local r=$?
