@@ -166,7 +166,9 @@ std::string first_clause(const std::string& text) {
 
 // What `--help` shows is what completion offers (cli/help.cpp): hidden options (the test
 // binary's inputs) and commands have no group.
-bool shown(const CLI::Option& option) { return !option.get_group().empty(); }
+bool shown(const CLI::Option& option) {
+  return !option.get_group().empty();
+}
 
 Arg arg_of(const CLI::Option& option) {
   Arg arg;
@@ -204,9 +206,8 @@ Command command_of(const CLI::App& app) {
 Model model_of(const CLI::App& app) {
   Model model;
   model.commands.push_back(command_of(app));
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* s) {
-         return !s->get_group().empty();
-       })) {
+  for (const CLI::App* sub :
+       app.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
     model.commands.push_back(command_of(*sub));
     if (sub->get_name() != "completion") continue;
     for (const Arg& option : model.commands.back().options) {
@@ -326,7 +327,7 @@ _gpuclean_files() {
 
 # _gpuclean_complete KIND: COMPREPLY for a value of KIND that starts with $cur.
 _gpuclean_complete() {
-    local IFS=$'\n' head=
+    local IFS=$'\n' head=''
     case $1 in
     gpus)
         [[ $cur == *,* ]] && head=${cur%,*},
@@ -371,7 +372,7 @@ _gpuclean() {
 
     # The line before the word: the command, how many positional arguments, where `--` is, and
     # the options to pass on to `completion --values`.
-    local cmd= npos=0 dashdash=0 i w pass=() _gpuclean_kind _gpuclean_opts _gpuclean_args
+    local cmd='' npos=0 dashdash=0 i w pass=() _gpuclean_kind _gpuclean_opts _gpuclean_args
     _gpuclean_spec ''
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
@@ -443,7 +444,7 @@ _gpuclean() {
             COMPREPLY=(--)
             return 0
         fi
-        ((npos)) && kind=file
+        ((npos)) && kind='file'
     fi
     if [[ -z $kind ]]; then
         # No (more) arguments: the command's options.
@@ -463,6 +464,9 @@ std::string bash_script(const Model& model) {
          "own parser\n"
          "# (the definitions `gpuclean --help` shows). Install it as\n"
          "# share/bash-completion/completions/gpuclean, or: source <(gpuclean completion bash)\n"
+         "# COMPREPLY=($(compgen ...)) splits words on purpose; \"~/\" is matched, not expanded;\n"
+         "# split is _init_completion's.\n"
+         "# shellcheck shell=bash disable=SC2207,SC2088,SC2034\n"
          "\n";
   out << "_gpuclean_commands=(" << join(command_names(model), " ") << ")\n";
   out << "_gpuclean_signals=(" << join(ops::signal_names(), " ") << ")\n";
@@ -875,7 +879,8 @@ std::string fish_script(const Model& model) {
   for (const Command& command : model.commands) {
     for (const Arg& option : command.options) {
       if (!option.takes_value) continue;
-      for (const std::string& name : option.names) valued.push_back(fish_quote(command.name + " " + name));
+      for (const std::string& name : option.names)
+        valued.push_back(fish_quote(command.name + " " + name));
     }
   }
   out << "        case " << join(valued, " ") << "\n            return 0\n    end\n"
@@ -895,8 +900,8 @@ std::string fish_script(const Model& model) {
     if (command.name.empty() || command.positionals.empty()) continue;
     std::vector<std::string> kinds;
     for (const Arg& positional : command.positionals) {
-      kinds.push_back(fish_quote(std::string(kind_name(positional.kind)) +
-                                 (positional.repeatable ? "*" : "")));
+      kinds.push_back(
+          fish_quote(std::string(kind_name(positional.kind)) + (positional.repeatable ? "*" : "")));
     }
     out << "        case " << command.name << "\n            printf '%s\\n' " << join(kinds, " ")
         << "\n";
@@ -911,8 +916,7 @@ std::string fish_script(const Model& model) {
                                fish_candidates(positional.kind) + "\n";
       // Commands (kSubcommand) are listed below with their descriptions.
       if (positional.kind != Kind::kCommand && positional.kind != Kind::kSubcommand &&
-          !fish_candidates(positional.kind).empty() &&
-          out.str().find(line) == std::string::npos) {
+          !fish_candidates(positional.kind).empty() && out.str().find(line) == std::string::npos) {
         out << line;
       }
     }
@@ -920,12 +924,11 @@ std::string fish_script(const Model& model) {
   out << "\n# The commands\n";
   for (const Command& command : model.commands) {
     if (command.name.empty()) continue;
-    out << "complete -c gpuclean -n '__gpuclean_argument subcommand' -a " << command.name
-        << " -d " << fish_quote(command.description) << "\n";
+    out << "complete -c gpuclean -n '__gpuclean_argument subcommand' -a " << command.name << " -d "
+        << fish_quote(command.description) << "\n";
   }
   for (const Command& command : model.commands) {
-    out << "\n# " << (command.name.empty() ? "gpuclean alone" : "gpuclean " + command.name)
-        << "\n";
+    out << "\n# " << (command.name.empty() ? "gpuclean alone" : "gpuclean " + command.name) << "\n";
     for (const Arg& option : command.options) {
       out << "complete -c gpuclean -n "
           << fish_quote("__gpuclean_using " +

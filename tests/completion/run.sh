@@ -13,6 +13,8 @@
 # --device-glob file and not a process that holds nothing); and, when the fake NVML is built
 # (BUILD_DIR/tests/fake_nvml/r580), GPU names from NVML and the bound on a hung NVML.
 # The test signals only the processes it starts.
+# The bash -c programs and the eval'd checks are in single quotes on purpose: they expand later.
+# shellcheck disable=SC2016
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 root=$PWD
@@ -278,6 +280,7 @@ if [ -f "$bash_completion" ]; then
   # Through the completion function itself: every long option of every command is offered.
   missing=""
   for cmd in "" $commands; do
+    # shellcheck disable=SC2086  # $cmd empty: gpuclean alone
     offered=$(bash_complete gpuclean $cmd --)
     for option in $(help_options "$cmd" | tr -d = | grep '^--'); do
       grep -qxF -- "$option" <<<"$offered" || missing+=" gpuclean${cmd:+ $cmd} $option;"
@@ -286,6 +289,18 @@ if [ -f "$bash_completion" ]; then
   check "drift: bash offers every long option of every command at --<TAB>" eval '[ -z "$missing" ] || { echo "  missing:$missing"; false; }'
   offered=$(bash_complete --script "$work/dropped.bash" gpuclean kill --)
   check "control: the doctored script does not offer kill --no-tree" lacks --no-tree "$offered"
+fi
+
+if command -v shellcheck >/dev/null 2>&1; then
+  check "the bash script passes shellcheck" shellcheck -s bash "$work/gpuclean.bash"
+else
+  skip "shellcheck not installed: the bash script was not linted"
+fi
+if command -v zsh >/dev/null 2>&1; then
+  check "the zsh script parses (zsh -n)" zsh -n "$work/_gpuclean"
+fi
+if command -v fish >/dev/null 2>&1; then
+  check "the fish script parses (fish -n)" fish --no-config -n "$work/gpuclean.fish"
 fi
 
 # --- fish --------------------------------------------------------------------------------------
