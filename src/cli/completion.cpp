@@ -166,7 +166,7 @@ std::string first_clause(const std::string& text) {
 
 // What `--help` shows is what completion offers (cli/help.cpp): hidden options (the test
 // binary's inputs) and commands have no group.
-bool shown(const CLI::Option& option) {
+bool listed_in_completion(const CLI::Option& option) {
   return !option.get_group().empty();
 }
 
@@ -192,12 +192,12 @@ Arg arg_of(const CLI::Option& option) {
   return arg;
 }
 
-Command command_of(const CLI::App& app) {
+Command command_model(const CLI::App& app) {
   Command command;
   command.name = app.get_parent() == nullptr ? "" : app.get_name();
   command.description = first_clause(app.get_description());
   for (const CLI::Option* option : app.get_options()) {
-    if (!shown(*option)) continue;
+    if (!listed_in_completion(*option)) continue;
     (option->get_positional() ? command.positionals : command.options).push_back(arg_of(*option));
   }
   return command;
@@ -205,10 +205,10 @@ Command command_of(const CLI::App& app) {
 
 Model model_of(const CLI::App& app) {
   Model model;
-  model.commands.push_back(command_of(app));
+  model.commands.push_back(command_model(app));
   for (const CLI::App* sub :
        app.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); })) {
-    model.commands.push_back(command_of(*sub));
+    model.commands.push_back(command_model(*sub));
     if (sub->get_name() != "completion") continue;
     for (const Arg& option : model.commands.back().options) {
       if (option.names.front() != "--values" && option.names.front() != "--help") {
@@ -241,13 +241,13 @@ std::string sh_quote(const std::string& word) {
   return out + "'";
 }
 
-std::string join(const std::vector<std::string>& words, const std::string& separator) {
+std::string join_words(const std::vector<std::string>& words, const std::string& separator) {
   std::string out;
   for (const std::string& word : words) out += (out.empty() ? "" : separator) + word;
   return out;
 }
 
-std::vector<std::string> command_names(const Model& model) {
+std::vector<std::string> model_command_names(const Model& model) {
   std::vector<std::string> names;
   for (const Command& command : model.commands) {
     if (!command.name.empty()) names.push_back(command.name);
@@ -468,15 +468,15 @@ std::string bash_script(const Model& model) {
          "# split is _init_completion's.\n"
          "# shellcheck shell=bash disable=SC2207,SC2088,SC2034\n"
          "\n";
-  out << "_gpuclean_commands=(" << join(command_names(model), " ") << ")\n";
-  out << "_gpuclean_signals=(" << join(ops::signal_names(), " ") << ")\n";
-  out << "_gpuclean_shells=(" << join(shell_words(kShells), " ") << ")\n";
-  out << "_gpuclean_value_sets=(" << join(shell_words(kValueSets), " ") << ")\n";
+  out << "_gpuclean_commands=(" << join_words(model_command_names(model), " ") << ")\n";
+  out << "_gpuclean_signals=(" << join_words(ops::signal_names(), " ") << ")\n";
+  out << "_gpuclean_shells=(" << join_words(shell_words(kShells), " ") << ")\n";
+  out << "_gpuclean_value_sets=(" << join_words(shell_words(kValueSets), " ") << ")\n";
   std::vector<std::string> pass;
   for (const Arg& option : model.pass) {
     for (const std::string& name : option.names) pass.push_back(name);
   }
-  out << "_gpuclean_pass_options=(" << join(pass, " ") << ")\n\n";
+  out << "_gpuclean_pass_options=(" << join_words(pass, " ") << ")\n\n";
   out << "# _gpuclean_spec COMMAND ('' for gpuclean alone): its options in _gpuclean_opts (--name\n"
          "# for a flag, --name=KIND for one that takes a value) and the kinds of its positional\n"
          "# arguments in _gpuclean_args (KIND* for one that repeats).\n"
@@ -494,7 +494,7 @@ std::string bash_script(const Model& model) {
       args.push_back(std::string(kind_name(positional.kind)) + (positional.repeatable ? "*" : ""));
     }
     out << "    " << (command.name.empty() ? "''" : sh_quote(command.name)) << ")\n"
-        << "        _gpuclean_opts=(" << join(options, " ") << ")\n"
+        << "        _gpuclean_opts=(" << join_words(options, " ") << ")\n"
         << "        _gpuclean_args=(";
     for (std::size_t i = 0; i < args.size(); ++i) out << (i == 0 ? "" : " ") << sh_quote(args[i]);
     out << ")\n        ;;\n";
@@ -525,7 +525,7 @@ std::string zsh_action(Kind kind) {
     case Kind::kPids:
       return "_gpuclean_values pids";
     case Kind::kSignal:
-      return "(" + join(ops::signal_names(), " ") + ")";
+      return "(" + join_words(ops::signal_names(), " ") + ")";
     case Kind::kFile:
       return "_files";
     case Kind::kDirectory:
@@ -535,9 +535,9 @@ std::string zsh_action(Kind kind) {
     case Kind::kCommand:
       return "_normal";
     case Kind::kShell:
-      return "(" + join(shell_words(kShells), " ") + ")";
+      return "(" + join_words(shell_words(kShells), " ") + ")";
     case Kind::kValueSet:
-      return "(" + join(shell_words(kValueSets), " ") + ")";
+      return "(" + join_words(shell_words(kValueSets), " ") + ")";
     case Kind::kSubcommand:
       return "_gpuclean_commands";
     case Kind::kNone:
@@ -558,14 +558,14 @@ std::string zsh_option_spec(const Arg& option) {
   if (option.repeatable) {
     head = "*";
   } else if (option.names.size() > 1) {
-    head = "(" + join(option.names, " ") + ")";
+    head = "(" + join_words(option.names, " ") + ")";
   }
   std::string tail = "[" + zsh_text(option.description) + "]";
   if (option.takes_value) {
     tail += ":" + zsh_text(option.placeholder) + ":" + zsh_action(option.kind);
   }
   if (names.size() == 1) return "'" + head + names.front() + tail + "'";
-  return (head.empty() ? "" : "'" + head + "'") + "{" + join(names, ",") + "}'" + tail + "'";
+  return (head.empty() ? "" : "'" + head + "'") + "{" + join_words(names, ",") + "}'" + tail + "'";
 }
 
 std::string zsh_positional_spec(const Arg& positional) {
@@ -656,7 +656,7 @@ std::string zsh_script(const Model& model) {
   }
   out << "# The options `completion --values` honours (NAME= takes a value).\n"
       << "typeset -ga _gpuclean_pass_options\n"
-      << "_gpuclean_pass_options=(" << join(pass, " ") << ")\n\n";
+      << "_gpuclean_pass_options=(" << join_words(pass, " ") << ")\n\n";
   out << "(( $+functions[_gpuclean_commands] )) ||\n_gpuclean_commands() {\n"
          "  local -a commands\n  commands=(\n";
   for (const Command& command : model.commands) {
@@ -718,7 +718,7 @@ std::string fish_candidates(Kind kind) {
     case Kind::kPids:
       return "-a '(__gpuclean_values pids)'";
     case Kind::kSignal:
-      return "-a " + fish_quote(join(ops::signal_names(), " "));
+      return "-a " + fish_quote(join_words(ops::signal_names(), " "));
     case Kind::kFile:
       return "-F";
     case Kind::kDirectory:
@@ -728,9 +728,9 @@ std::string fish_candidates(Kind kind) {
     case Kind::kCommand:
       return "-a '(__fish_complete_command)'";
     case Kind::kShell:
-      return "-a " + fish_quote(join(shell_words(kShells), " "));
+      return "-a " + fish_quote(join_words(shell_words(kShells), " "));
     case Kind::kValueSet:
-      return "-a " + fish_quote(join(shell_words(kValueSets), " "));
+      return "-a " + fish_quote(join_words(shell_words(kValueSets), " "));
     case Kind::kSubcommand:
       return "-a '(__gpuclean_commands)'";
     case Kind::kNone:
@@ -870,8 +870,8 @@ std::string fish_script(const Model& model) {
          "# (the definitions `gpuclean --help` shows). Install it as\n"
          "# share/fish/vendor_completions.d/gpuclean.fish, or: gpuclean completion fish | source\n"
          "\n";
-  out << "function __gpuclean_commands\n    printf '%s\\n' " << join(command_names(model), " ")
-      << "\nend\n\n";
+  out << "function __gpuclean_commands\n    printf '%s\\n' "
+      << join_words(model_command_names(model), " ") << "\nend\n\n";
   out << "# True when OPTION of COMMAND ('' for gpuclean alone) takes a value.\n"
          "function __gpuclean_takes_value --argument-names command option\n"
          "    switch \"$command $option\"\n";
@@ -883,7 +883,7 @@ std::string fish_script(const Model& model) {
         valued.push_back(fish_quote(command.name + " " + name));
     }
   }
-  out << "        case " << join(valued, " ") << "\n            return 0\n    end\n"
+  out << "        case " << join_words(valued, " ") << "\n            return 0\n    end\n"
       << "    return 1\nend\n\n";
   std::vector<std::string> pass;
   for (const Arg& option : model.pass) {
@@ -892,7 +892,7 @@ std::string fish_script(const Model& model) {
   out << "# True for an option `completion --values` honours.\n"
          "function __gpuclean_pass_option --argument-names option\n"
          "    contains -- $option "
-      << join(pass, " ") << "\nend\n\n";
+      << join_words(pass, " ") << "\nend\n\n";
   out << "# The kinds of COMMAND's positional arguments, one a line (KIND* repeats).\n"
          "function __gpuclean_arguments --argument-names command\n"
          "    switch $command\n";
@@ -903,8 +903,8 @@ std::string fish_script(const Model& model) {
       kinds.push_back(
           fish_quote(std::string(kind_name(positional.kind)) + (positional.repeatable ? "*" : "")));
     }
-    out << "        case " << command.name << "\n            printf '%s\\n' " << join(kinds, " ")
-        << "\n";
+    out << "        case " << command.name << "\n            printf '%s\\n' "
+        << join_words(kinds, " ") << "\n";
   }
   out << "    end\nend\n";
   out << kFishDriver;
@@ -1004,9 +1004,9 @@ CLI::Validator one_of(const std::vector<std::string>& words, const std::string& 
   return CLI::Validator(
       [words, what](std::string& text) -> std::string {
         if (std::find(words.begin(), words.end(), text) != words.end()) return {};
-        return "'" + text + "' is not " + what + " (" + join(words, ", ") + ")";
+        return "'" + text + "' is not " + what + " (" + join_words(words, ", ") + ")";
       },
-      join(words, "|"));
+      join_words(words, "|"));
 }
 
 }  // namespace
