@@ -104,6 +104,18 @@ if [ -e "$fake/libnvidia-ml.so.1" ]; then
   printf 'gpus 2\n' >"$work/two.cfg"
   out=$(FAKE_NVML_CONFIG=$work/two.cfg LD_LIBRARY_PATH=$fake "$G" completion --values gpus)
   check "--values gpus: NVML's indexes and names" same "$out" $'0\tNVIDIA H200\n1\tNVIDIA H200'
+  # The scripts: GPU lists are completed after the last comma.
+  gpus_bash=$(FAKE_NVML_CONFIG=$work/two.cfg LD_LIBRARY_PATH=$fake timeout 20 bash --norc -c '
+    source "$1"; COMP_WORDS=(gpuclean status --gpus 0,); COMP_CWORD=3
+    COMP_LINE="gpuclean status --gpus 0,"; COMP_POINT=${#COMP_LINE}; _gpuclean
+    printf "%s\n" "${COMPREPLY[@]}"' bash "$work/gpuclean.bash")
+  check "bash: --gpus 0,<TAB> → 0,0 0,1 (NVML's indexes after the comma)" same "$gpus_bash" $'0,0\n0,1'
+  if command -v fish >/dev/null 2>&1; then
+    gpus_fish=$(FAKE_NVML_CONFIG=$work/two.cfg LD_LIBRARY_PATH=$fake timeout 20 fish --no-config \
+      -c 'source $argv[1]; complete -C "gpuclean status --gpus "' "$work/gpuclean.fish")
+    check "fish: --gpus <TAB> offers the indexes with the GPU's name, and all" \
+      eval "grep -qxF '1	NVIDIA H200' <<<\"$gpus_fish\" && grep -q '^all	' <<<\"$gpus_fish\""
+  fi
   # A hung driver: --values answers within its --nvml-timeout. Control: with a longer timeout
   # it does wait that long, so the fake really hangs and the measurement can see a wait.
   printf 'hang nvmlInit_v2\nhang nvmlInit\n' >"$work/hang.cfg"
