@@ -6,8 +6,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 "$here/scripts/setup.sh" --binary >&2
-# Tests off: their packages (GoogleTest) are not installed here. ./test.sh turns them back on
-# in the same build directory.
-cmake -S "$here" -B "$here/build" -G Ninja -DGPUCLEAN_TESTS=OFF >/dev/null
+# Tests and the man page off: their packages (GoogleTest, scdoc) are not installed here.
+# ./test.sh turns them back on in the same build directory.
+cmake -S "$here" -B "$here/build" -G Ninja -DGPUCLEAN_TESTS=OFF -DGPUCLEAN_MAN=OFF >/dev/null
 cmake --build "$here/build" -j "$(nproc)" --target gpuclean >&2
 exec "$here/build/gpuclean" "$@"

@@ -10,12 +10,14 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
 scripts/setup.sh
-BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON
+BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON -DGPUCLEAN_MAN=ON
 if [ $quick -eq 0 ]; then
   BUILD_DIR=build scripts/lint.sh
 fi
 echo "== docs: docs/reference.md against the parser, links inside the repository"
 scripts/check_docs.sh build
+echo "== man page: gpuclean(1) against the parser, rendered by man without warnings"
+scripts/check_man.sh build
 echo "== tests"
 (cd build && ctest --output-on-failure -j "$(nproc)")
 if [ $quick -eq 0 ]; then
@@ -39,6 +41,15 @@ echo "== Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
 tests/slurm/run.sh build
 echo "== Prometheus: a real server scrapes gpuclean metrics --listen"
 tests/prometheus/run.sh build
+echo "== completion: the generated scripts driven in bash, zsh and fish"
+tests/completion/run.sh build
+echo "== systemd units: verify and exposure, the capabilities they grant, under a real systemd"
+tests/packaging/systemd_verify.sh build
+tests/packaging/systemd_caps.sh build
+tests/packaging/systemd_run.sh build
+echo "== packaging: the .deb and the release tarball built from this build, installed, run, removed"
+scripts/package.sh --build-dir build --out build/dist
+tests/packaging/run.sh build/dist
 if [ $quick -eq 0 ]; then
   echo "== fuzz, a few seconds per parser (bench/fuzz_bench.sh is the long run)"
   fuzz/ci.sh

@@ -7,24 +7,32 @@ set -euo pipefail
 #   scripts/setup.sh              everything: build, tests, lint, fuzz, bench (./test.sh)
 #   scripts/setup.sh --binary     only what building the gpuclean binary needs (./gpuclean.sh):
 #                                 a newcomer's first answer must not wait for clang or Prometheus
+#   scripts/setup.sh --package    that, and what scripts/package.sh needs (man page, .deb, tarball)
 binary_packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev
   prometheus-cpp-dev   # gpuclean metrics is part of the binary users run
 )
-packages=("${binary_packages[@]}"
+package_packages=("${binary_packages[@]}"
+  scdoc                    # the man page's source format (docs/man/gpuclean.1.scd)
+  dpkg-dev file patchelf   # CPack's dpkg-shlibdeps; the tarball's $ORIGIN run path
+)
+packages=("${package_packages[@]}"
   libgtest-dev libgmock-dev
   clang-format clang-tidy
   psmisc lsof procps util-linux time   # fuser/lsof for the bench and tests, unshare for PID namespaces
   clang libclang-rt-dev   # libFuzzer for fuzz/ci.sh and bench/fuzz_bench.sh
   prometheus shellcheck   # promtool and shellcheck for the metrics tests
   libfuse3-dev fuse3   # tests/fuse: a FUSE daemon that stalls page faults (mm_lock_victim)
+  lintian man-db groff-base curl   # tests/packaging: the .deb checked, installed, read, scraped
+  bash-completion zsh fish         # the completion tests drive each shell's own machinery
 )
 case "${1:-}" in
   --binary) packages=("${binary_packages[@]}") ;;
+  --package) packages=("${package_packages[@]}") ;;
   "") ;;
   *)
-    echo "usage: scripts/setup.sh [--binary]" >&2
+    echo "usage: scripts/setup.sh [--binary | --package]" >&2
     exit 2
     ;;
 esac

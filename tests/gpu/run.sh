@@ -93,6 +93,10 @@ keep() {  # FILE: copies an output into the artifacts folder, when one was asked
   [[ -n $ARTIFACTS ]] && cp "$1" "$ARTIFACTS/" 2>/dev/null
   return 0
 }
+keep_text() {  # NAME TEXT: keeps TEXT as NAME in the artifacts folder, when one was asked for
+  [[ -n $ARTIFACTS ]] && printf '%s\n' "$2" >"$ARTIFACTS/$1"
+  return 0
+}
 
 # ---- processes --------------------------------------------------------------------------------
 
@@ -676,6 +680,25 @@ scenario_leftover() {
   pycheck smi-equal "$J" "$pid" "$smi" "leftover pid $pid"
   pycheck attributed "$J" "$BASELINE"
   expect_dirty
+  release_parts_see "$pid"
+}
+
+# The metrics exposition and the shell completions of the binary under test see the holder that
+# status sees (issue 16: the release tarball has metrics built in).
+release_parts_see() {  # PID
+  local exposition
+  exposition=$(gc metrics 2>&1)
+  keep_text metrics.prom "$exposition"
+  expect "metrics: gpuclean_holders{class=\"active\"} counts pid $1" \
+    grep -Eq '^gpuclean_holders\{class="active"\} [1-9]' <<<"$exposition"
+  expect "metrics: GPU 0's used memory is exported" \
+    grep -q '^gpuclean_gpu_memory_used_bytes{gpu="0"' <<<"$exposition"
+  expect "metrics: the machine is dirty (gpuclean_clean 0)" \
+    grep -qx 'gpuclean_clean 0' <<<"$exposition"
+  expect "completion --values pids offers pid $1" \
+    grep -q "^$1"$'\t' <<<"$(gc completion --values pids 2>&1)"
+  expect "completion --values gpus offers GPU 0" \
+    grep -q $'^0\t' <<<"$(gc completion --values gpus 2>&1)"
 }
 
 scenario_heir() {

@@ -1,0 +1,9 @@
+# cmake -DBINARY=… -DSHELL_NAME=bash|zsh|fish -DOUTPUT=… -P write_completion.cmake
+# Writes `gpuclean completion SHELL_NAME` to OUTPUT; a failing binary fails the build.
+execute_process(COMMAND ${BINARY} completion ${SHELL_NAME} OUTPUT_FILE ${OUTPUT}.tmp
+  RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  file(REMOVE ${OUTPUT}.tmp)
+  message(FATAL_ERROR "${BINARY} completion ${SHELL_NAME} failed: ${status}")
+endif()
+file(RENAME ${OUTPUT}.tmp ${OUTPUT})

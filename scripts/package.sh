@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds what users install, from a clean checkout, into dist/:
+#   gpuclean_<version>_<arch>.deb               for Debian 12 (CPack; Depends from dpkg-shlibdeps)
+#   gpuclean-<version>-linux-<machine>.tar.gz    a relocatable tree for any glibc Linux: bin/,
+#                                                lib/ (prometheus-cpp and civetweb, found
+#                                                through an $ORIGIN run path), share/
+#   SHA256SUMS
+#
+#   scripts/package.sh [--build-dir DIR] [--out DIR]
+#
+# --build-dir reuses a configured build directory (./test.sh passes its own, so CI does not
+# compile gpuclean twice); by default a fresh build-package/ with the tests off.
+# tests/packaging/run.sh checks the result (install, run, remove; the tarball unpacked under a
+# path with a space, with the system's prometheus-cpp hidden).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=build-package
+out=dist
+while (($#)); do
+  case "$1" in
+    --build-dir) build_dir=${2:?--build-dir needs a directory}; shift 2 ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    *) echo "usage: scripts/package.sh [--build-dir DIR] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+
+scripts/setup.sh --package >&2
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DGPUCLEAN_TESTS=OFF >/dev/null
+fi
+# Everything the install rules take: the binary, its man page, completions and changelog.
+cmake --build "$build_dir" -j "$(nproc)" --target gpuclean gpuclean_completions gpuclean_man \
+  gpuclean_changelog
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build_dir/CMakeCache.txt")
+# Release files carry the commit's time, not the build's (reproducible tarballs).
+SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s)
+export SOURCE_DATE_EPOCH
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# --- the .deb -------------------------------------------------------------------------------
+(cd "$build_dir" && cpack -G DEB -B "$work/cpack" >&2)
+deb=$(find "$work/cpack" -maxdepth 1 -name "gpuclean_${version}_*.deb")
+[ -n "$deb" ] || { echo "package: cpack wrote no gpuclean_${version}_*.deb" >&2; exit 1; }
+cp "$deb" "$out/"
+
+# --- the tarball ----------------------------------------------------------------------------
+name=gpuclean-$version-linux-$(uname -m)
+tree=$work/$name
+cmake --install "$build_dir" --prefix "$tree" --strip >/dev/null
+cp LICENSE "$tree/share/doc/gpuclean/"
+
+# Bundled: every shared library the binary loads that is not part of the base system every
+# glibc Linux has (the C library, libstdc++ and libgcc_s, zlib). On Debian that is told by the
+# package each library comes from.
+base_packages=" libc6 libstdc++6 libgcc-s1 zlib1g "
+mkdir -p "$tree/lib"
+bundled=()
+while read -r library; do
+  package=$(dpkg -S "$(readlink -f "$library")" 2>/dev/null | head -n 1 | cut -d: -f1) || package=
+  [ -n "$package" ] || package=$(dpkg -S "$library" | head -n 1 | cut -d: -f1)
+  case "$base_packages" in *" $package "*) continue ;; esac
+  cp -L "$library" "$tree/lib/$(basename "$library")"
+  bundled+=("$(basename "$library")")
+done < <(ldd "$tree/bin/gpuclean" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+# DT_RPATH (not RUNPATH) on the binary: it also applies to the libraries' own dependencies
+# (libprometheus-cpp-pull needs -core and civetweb), and the bundled libraries find each other
+# through their own $ORIGIN.
+patchelf --force-rpath --set-rpath "\$ORIGIN/../lib" "$tree/bin/gpuclean"
+for library in "${bundled[@]}"; do
+  chmod 0644 "$tree/lib/$library"
+  strip --strip-unneeded "$tree/lib/$library"
+  patchelf --set-rpath "\$ORIGIN" "$tree/lib/$library"
+done
+tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+  -C "$work" -czf "$out/$name.tar.gz" "$name"
+
+# What the tarball asks of the host: the newest glibc and libstdc++ symbol versions it uses.
+floor() {
+  objdump -T "$tree/bin/gpuclean" "$tree"/lib/*.so* | grep -o "$1_[0-9.]*" | sort -uV | tail -n 1
+}
+glibc_floor=$(floor GLIBC)
+glibcxx_floor=$(floor GLIBCXX)
+
+(cd "$out" && sha256sum "$(basename "$deb")" "$name.tar.gz" >SHA256SUMS)
+echo "package: $out/$(basename "$deb")"
+echo "package: $out/$name.tar.gz (bundles ${bundled[*]:-nothing}; needs $glibc_floor" \
+  "and, for the bundled libraries, $glibcxx_floor)"
+echo "package: $out/SHA256SUMS"
