@@ -34,25 +34,12 @@ bin=$(realpath -m "$1")/gpuclean
   echo "check_docs: $bin is not an executable (build it: cmake --build $1 --target gpuclean)" >&2
   exit 2
 }
+check_name=check_docs # for expect_failure's lines
+# help_options, help_commands, differences, expect_failure: shared with scripts/check_man.sh.
+# shellcheck source=SCRIPTDIR/lib/help_text.sh
+source "$(dirname "$0")/lib/help_text.sh"
 
 # --- 1. options -------------------------------------------------------------------------------
-
-# The options of one `--help` text, one per line, sorted: every name of every option line of the
-# Options: section (`-y,--yes` gives -y and --yes), without -h/--help.
-help_options() {
-  awk '
-    /^Options:/ { on = 1; next }
-    /^[^ ]/ { on = 0 }
-    on && /^  -/ {
-      split($1, names, ",")
-      for (i in names) if (names[i] != "-h" && names[i] != "--help") print names[i]
-    }' | sort -u
-}
-
-# The subcommands of the top-level `--help` text, one per line.
-help_commands() {
-  awk '/^Commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'
-}
 
 # From reference.md: lines "SECTION<TAB>OPTION" for every option bullet, where SECTION is the
 # command ("" for bare gpuclean) or "@global"; "SECTION<TAB>@takes-globals" / "@no-globals" /
@@ -166,17 +153,8 @@ check_options() {
     else
       parser=$("$bin" "$cmd" --help 2>&1 | help_options)
     fi
-    local missing extra
-    missing=$(comm -13 <(printf '%s\n' "$doc") <(printf '%s\n' "$parser") | grep -v '^$' | tr '\n' ' ')
-    extra=$(comm -23 <(printf '%s\n' "$doc") <(printf '%s\n' "$parser") | grep -v '^$' | tr '\n' ' ')
-    if [ -n "$missing" ]; then
-      echo "options: $label: in the parser but not in $reference: ${missing% }"
-      failed=1
-    fi
-    if [ -n "$extra" ]; then
-      echo "options: $label: in $reference but not in the parser: ${extra% }"
-      failed=1
-    fi
+    differences "$parser" "$doc" "options: $label: in the parser but not in $reference" \
+      "options: $label: in $reference but not in the parser" || failed=1
   done
   return $failed
 }
@@ -306,19 +284,6 @@ if [ "${CHECK_DOCS_NO_CONTROLS:-0}" != 1 ]; then
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
   control_failed=0
-  # expect_failure NAME PATTERN COMMAND...: COMMAND must fail and say PATTERN.
-  expect_failure() {
-    local name=$1 pattern=$2 out
-    shift 2
-    if out=$("$@" 2>&1); then
-      echo "check_docs: negative control '$name' passed: the check cannot see that failure"
-      control_failed=1
-    elif ! grep -qF -- "$pattern" <<<"$out"; then
-      echo "check_docs: negative control '$name' failed without naming '$pattern':"
-      printf '%s\n' "$out"
-      control_failed=1
-    fi
-  }
   # One option bullet removed (the first of `gpuclean kill`'s own), and one invented.
   removed=$(awk '/^### gpuclean kill/ { on = 1; next } /^#/ { on = 0 }
                  on && /^- `--/ { s = $0; sub(/^- `/, "", s); sub(/[` ].*/, "", s); print s; exit }' \

@@ -64,22 +64,10 @@ export LC_ALL=C.UTF-8
 
 # --- the parser -------------------------------------------------------------------------------
 
-# The options of one help text, one per line, sorted: every name of every option line of the
-# Options: section (`-y,--yes` gives -y and --yes), without -h/--help.
-help_options() {
-  awk '
-    /^Options:/ { on = 1; next }
-    /^[^ ]/ { on = 0 }
-    on && /^  -/ {
-      split($1, names, ",")
-      for (i in names) if (names[i] != "-h" && names[i] != "--help") print names[i]
-    }' | sort -u
-}
-
-# The subcommands of the top-level help text, one per line.
-help_commands() {
-  awk '/^Commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'
-}
+# help_options, help_commands, differences, expect_failure: shared with scripts/check_docs.sh.
+check_name=check_man # for expect_failure's lines
+# shellcheck source=SCRIPTDIR/lib/help_text.sh
+source "$root/scripts/lib/help_text.sh"
 
 top_help=$("$bin" --help 2>&1) || {
   echo "check_man: $bin --help failed" >&2
@@ -152,7 +140,7 @@ field_of() {
 
 # check_drift SCD: one line per disagreement between the .scd and the parser; returns 1 if any.
 check_drift() {
-  local scd=$1 failed=0 entries documented cmd label man_terms parser_own missing extra
+  local scd=$1 failed=0 entries documented cmd label man_terms parser_own
   [ -f "$scd" ] || {
     echo "drift: $scd does not exist"
     return 1
@@ -190,30 +178,16 @@ check_drift() {
     label="gpuclean $cmd"
     man_terms=$(printf '%s\n' "$entries" | field_of "$cmd")
     parser_own=$(comm -23 <(printf '%s\n' "${parser_options[$cmd]}") <(printf '%s\n' "$parser_globals"))
-    missing=$(comm -13 <(printf '%s\n' "$man_terms") <(printf '%s\n' "$parser_own") | grep -v '^$' | tr '\n' ' ')
-    extra=$(comm -23 <(printf '%s\n' "$man_terms") <(printf '%s\n' "$parser_own") | grep -v '^$' | tr '\n' ' ')
-    if [ -n "$missing" ]; then
-      echo "drift: $label: in the parser but not an option term of '## $cmd' in $scd: ${missing% }"
-      failed=1
-    fi
-    if [ -n "$extra" ]; then
-      echo "drift: $label: an option term of '## $cmd' in $scd but not in the parser: ${extra% }"
-      failed=1
-    fi
+    differences "$parser_own" "$man_terms" \
+      "drift: $label: in the parser but not an option term of '## $cmd' in $scd" \
+      "drift: $label: an option term of '## $cmd' in $scd but not in the parser" || failed=1
   done
 
   # GLOBAL OPTIONS == the options of gpuclean --help (-h/--help are documented there too).
   man_terms=$(printf '%s\n' "$entries" | field_of @global | grep -vxF -e -h -e --help)
-  missing=$(comm -13 <(printf '%s\n' "$man_terms") <(printf '%s\n' "$parser_globals") | grep -v '^$' | tr '\n' ' ')
-  extra=$(comm -23 <(printf '%s\n' "$man_terms") <(printf '%s\n' "$parser_globals") | grep -v '^$' | tr '\n' ' ')
-  if [ -n "$missing" ]; then
-    echo "drift: gpuclean --help: in the parser but not an option term of GLOBAL OPTIONS in $scd: ${missing% }"
-    failed=1
-  fi
-  if [ -n "$extra" ]; then
-    echo "drift: an option term of GLOBAL OPTIONS in $scd but not in gpuclean --help: ${extra% }"
-    failed=1
-  fi
+  differences "$parser_globals" "$man_terms" \
+    "drift: gpuclean --help: in the parser but not an option term of GLOBAL OPTIONS in $scd" \
+    "drift: an option term of GLOBAL OPTIONS in $scd but not in gpuclean --help" || failed=1
 
   # Option terms anywhere else, and every option mentioned, must exist for some command.
   local context name line
@@ -275,19 +249,6 @@ run_controls() {
   scratch=$(mktemp -d)
   # shellcheck disable=SC2064  # expand now: $scratch is local
   trap "rm -rf '$scratch'" RETURN
-  # expect_failure NAME PATTERN COMMAND...: COMMAND must fail and say PATTERN.
-  expect_failure() {
-    local name=$1 pattern=$2 out
-    shift 2
-    if out=$("$@" 2>&1); then
-      echo "check_man: negative control '$name' passed: the check cannot see that failure"
-      control_failed=1
-    elif ! grep -qF -- "$pattern" <<<"$out"; then
-      echo "check_man: negative control '$name' failed without naming '$pattern':"
-      printf '%s\n' "$out" | sed 's/^/  /'
-      control_failed=1
-    fi
-  }
   # An option term removed: the first of `## kill`, with its description.
   local removed
   removed=$(awk '/^## kill/ { on = 1; next } /^#/ { on = 0 }

@@ -25,33 +25,13 @@ G=$build/gpuclean
   exit 2
 }
 export PATH="$build:$PATH" # the scripts ask `gpuclean completion --values` by that name
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-skipped=0
-check() { # MESSAGE COMMAND...
-  local m=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "PASS: $m"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $m"
-  fi
-}
-skip() {
-  skipped=$((skipped + 1))
-  echo "SKIP: $*"
-}
+# check, skip, finish, and work_dir: $work, removed at exit with the processes in $pids stopped.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source "$root/tests/lib/checks.sh"
+work_dir
+# help_option_specs, help_commands: the --help reader scripts/check_docs.sh and check_man.sh use.
+# shellcheck source=SCRIPTDIR/../../scripts/lib/help_text.sh
+source "$root/scripts/lib/help_text.sh"
 # has WORD LIST / lacks WORD LIST / same LIST1 LIST2: LISTs are newline-separated.
 has() { grep -qxF -- "$1" <<<"$2" || { echo "  '$1' not in: $(tr '\n' ' ' <<<"$2")"; return 1; }; }
 lacks() { ! grep -qxF -- "$1" <<<"$2" || { echo "  '$1' offered: $(tr '\n' ' ' <<<"$2")"; return 1; }; }
@@ -70,14 +50,11 @@ pids+=("$holder")
 sleep 600 &
 bystander=$!
 pids+=("$bystander")
-deadline=$((SECONDS + 10))
-until [ "$(readlink "/proc/$holder/fd/3" 2>/dev/null)" = "$work/nvidia-fake" ]; do
-  ((SECONDS < deadline)) || {
-    echo "completion test: the holder did not start"
-    exit 2
-  }
-  sleep 0.05
-done
+holds() { [ "$(readlink "/proc/$holder/fd/3" 2>/dev/null)" = "$work/nvidia-fake" ]; }
+until_ok 10 holds || {
+  echo "completion test: the holder did not start"
+  exit 2
+}
 touch "$work/record.json" "$work/other.txt"
 
 # --- gpuclean completion --values ------------------------------------------------------------
@@ -176,21 +153,13 @@ bash_complete() {
   ' bash "$plain" "$script" "$bash_completion" "$@"
 }
 
-# The options `gpuclean CMD --help` lists ("" for gpuclean alone), as scripts/check_docs.sh
-# reads them, -h/--help included; with a placeholder: "NAME=" (it takes a value).
-help_options() {
+# The options `gpuclean CMD --help` lists ("" for gpuclean alone), -h/--help included; with a
+# placeholder: "NAME=" (it takes a value).
+parser_options() {
   # shellcheck disable=SC2086  # $1 empty: gpuclean alone
-  "$G" $1 --help | awk '
-    /^Options:/ { on = 1; next }
-    /^[^ ]/ { on = 0 }
-    on && /^  -/ {
-      n = split($1, names, ",")
-      # "--gpus LIST   text": one blank before a placeholder, two or more before the text.
-      value = (substr($0, 3 + length($1)) ~ /^ [^ ]/) ? "=" : ""
-      for (i = 1; i <= n; i++) print names[i] value
-    }' | sort -u
+  "$G" $1 --help | help_option_specs
 }
-commands=$("$G" --help | awk '/^Commands:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }')
+commands=$("$G" --help | help_commands)
 
 if [ -f "$bash_completion" ]; then
   check "bash: gpuclean k<TAB> → kill" same "$(bash_complete gpuclean k)" kill
@@ -261,7 +230,7 @@ drift() {
     bad=1
   fi
   for cmd in "" $commands; do
-    want=$(help_options "$cmd")
+    want=$(parser_options "$cmd")
     spec=$(bash_spec "$script" "$cmd")
     if [ "$want" != "$spec" ]; then
       echo "  gpuclean${cmd:+ $cmd}: parser-only: $(comm -23 <(echo "$want") <(echo "$spec") | tr '\n' ' ')script-only: $(comm -13 <(echo "$want") <(echo "$spec") | tr '\n' ' ')"
@@ -294,7 +263,7 @@ if [ -f "$bash_completion" ]; then
   for cmd in "" $commands; do
     # shellcheck disable=SC2086  # $cmd empty: gpuclean alone
     offered=$(bash_complete gpuclean $cmd --)
-    for option in $(help_options "$cmd" | tr -d = | grep '^--'); do
+    for option in $(parser_options "$cmd" | tr -d = | grep '^--'); do
       grep -qxF -- "$option" <<<"$offered" || missing+=" gpuclean${cmd:+ $cmd} $option;"
     done
   done
@@ -391,5 +360,4 @@ else
   skip "zsh: not installed (apt-get install zsh)"
 fi
 
-echo "completion test: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish "completion test"

@@ -13,13 +13,9 @@ cd "$(dirname "$0")/../.." || exit 2
 tarball=${1:-$(find dist -maxdepth 1 -name 'gpuclean-*-linux-x86_64.tar.gz' | head -n 1)}
 [[ -f $tarball ]] || { echo "FAIL: no release tarball (scripts/package.sh writes dist/)"; exit 2; }
 
-passed=0
-failed=0
-expect() {  # MESSAGE COMMAND...
-  local message=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); echo "PASS: $message"; else failed=$((failed + 1)); echo "FAIL: $message"; fi
-}
+# check MESSAGE COMMAND... and finish: the suites' shared bookkeeping.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source tests/lib/checks.sh
 
 work=$(mktemp -d)
 server=
@@ -40,20 +36,20 @@ grep -E '^(PRETTY_NAME)=' /etc/os-release
 ldd --version | head -n 1
 echo "== $gpuclean --version"
 "$gpuclean" --version
-expect "--version: metrics is built in" bash -c "'$gpuclean' --version | grep -q '^metrics: built in'"
+check "--version: metrics is built in" bash -c "'$gpuclean' --version | grep -q '^metrics: built in'"
 echo "== the libraries it loads"
 ldd "$gpuclean" | tee "$work/ldd"
-expect "prometheus-cpp and civetweb come from the tarball's lib/" \
+check "prometheus-cpp and civetweb come from the tarball's lib/" \
   bash -c "grep 'libprometheus-cpp-pull' '$work/ldd' | grep -qF '$unpacked/' &&
            grep 'libcivetweb.so' '$work/ldd' | grep -qF '$unpacked/'"
-expect "nothing is missing" bash -c "! grep -q 'not found' '$work/ldd'"
+check "nothing is missing" bash -c "! grep -q 'not found' '$work/ldd'"
 
 echo "== status"
 "$gpuclean" status
 status_rc=$?
-expect "status answers about the real GPUs (exit $status_rc: 0 clean or 1 dirty)" \
+check "status answers about the real GPUs (exit $status_rc: 0 clean or 1 dirty)" \
   test "$status_rc" -le 1
-expect "status --json names an NVIDIA GPU through NVML" \
+check "status --json names an NVIDIA GPU through NVML" \
   bash -c "'$gpuclean' status --json | grep -q '\"name\": *\"NVIDIA'"
 
 echo "== metrics --listen, scraped"
@@ -73,17 +69,17 @@ for _ in $(seq 1 100); do  # the listener is up within 10 s or the check fails
   sleep 0.1
 done
 grep -E '^gpuclean_(build_info|nvml_state|gpu_memory_(total|used)_bytes|clean|verdict)' "$work/scrape"
-expect "the scrape says NVML is present" grep -q '^gpuclean_nvml_state{state="present"} 1' "$work/scrape"
-expect "the scrape has GPU 0's total memory" grep -q '^gpuclean_gpu_memory_total_bytes{gpu="0"' "$work/scrape"
+check "the scrape says NVML is present" grep -q '^gpuclean_nvml_state{state="present"} 1' "$work/scrape"
+check "the scrape has GPU 0's total memory" grep -q '^gpuclean_gpu_memory_total_bytes{gpu="0"' "$work/scrape"
 kill "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 server=
 
 echo "== completion --values gpus"
 "$gpuclean" completion --values gpus | tee "$work/gpus"
-expect "completion offers GPU 0 by name" grep -q $'^0\tNVIDIA' "$work/gpus"
+check "completion offers GPU 0 by name" grep -q $'^0\tNVIDIA' "$work/gpus"
 
-echo "== release checks: $passed passed, $failed failed"
+finish "== release checks" # its verdict comes last, with run.sh's
 echo "== tests/gpu/run.sh with the tarball's binary"
 tests/gpu/run.sh "$bin"
 suite_rc=$?

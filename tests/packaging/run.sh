@@ -20,21 +20,14 @@ cd "$(dirname "$0")/../.." || exit 2
 dist=${1:-dist}
 dist=$(cd "$dist" && pwd) || exit 2
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
-# check NAME COMMAND...: PASS when COMMAND succeeds.
-check() {
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
+# check NAME COMMAND..., pass NAME, fail NAME, finish: the suites' shared bookkeeping.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source tests/lib/checks.sh
 
 deb=$(find "$dist" -maxdepth 1 -name 'gpuclean_*.deb' | head -n 1)
 tarball=$(find "$dist" -maxdepth 1 -name 'gpuclean-*-linux-*.tar.gz' | head -n 1)
 if [ -z "$deb" ] || [ -z "$tarball" ]; then
-  echo "FAIL no gpuclean_*.deb or gpuclean-*-linux-*.tar.gz in $dist (scripts/package.sh)"
+  echo "FAIL: no gpuclean_*.deb or gpuclean-*-linux-*.tar.gz in $dist (scripts/package.sh)"
   exit 1
 fi
 work=$(mktemp -d)
@@ -77,7 +70,7 @@ check "Depends names libc6 and prometheus-cpp's pull library ($depends)" \
 
 if command -v gpuclean >/dev/null || dpkg-query -W gpuclean >/dev/null 2>&1; then
   fail "a gpuclean is installed on this machine already ($(command -v gpuclean)); not touching it"
-  echo "$passed passed, $failed failed"
+  finish "packaging test"
   exit 1
 fi
 if dpkg -i "$deb" >"$work/dpkg-i" 2>&1; then
@@ -189,5 +182,4 @@ kill "$server_pid" 2>/dev/null
 wait "$server_pid" 2>/dev/null
 server_pid=
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "packaging test"

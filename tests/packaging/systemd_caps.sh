@@ -17,7 +17,7 @@ build=$(cd "${1:-$repo/build}" && pwd)
 units=$repo/contrib/systemd
 
 if command -v shellcheck >/dev/null; then
-  shellcheck "$0" || { echo "systemd caps test: FAIL: shellcheck"; exit 1; }
+  shellcheck -x "$0" || { echo "systemd caps test: FAIL: shellcheck"; exit 1; }
 fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "systemd caps test: SKIPPED (needs root to run processes as other users)"
@@ -30,19 +30,9 @@ for tool in setpriv python3; do
   fi
 done
 
-passed=0
-failed=0
-check() {  # MESSAGE COMMAND...
-  local m=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "PASS: $m"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $m"
-  fi
-}
+# check, not, finish: the suites' shared bookkeeping.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source "$repo/tests/lib/checks.sh"
 
 # "CAP_SYS_PTRACE CAP_DAC_READ_SEARCH" from KEY= in UNIT (exactly one such line).
 unit_caps() {  # UNIT KEY
@@ -161,7 +151,6 @@ print("    gpuclean_holders summed over classes: %g" % holders)
 sys.exit(0 if holders >= 1 else 1)
 PY
 }
-not() { ! "$@"; }
 
 all=$(setpriv_caps "${caps[@]}")
 echo "== an unprivileged user (uid $observer), as gpuclean-metrics.service runs"
@@ -189,5 +178,4 @@ check "it writes the .prom into a root-owned 0755 directory, counting the holder
 check "the .prom is world-readable (node_exporter runs as prometheus)" \
   test "$(stat -c %a "$tmp/root-textfile/gpuclean.prom")" = 644
 
-echo "systemd caps test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "systemd caps test"

@@ -17,36 +17,18 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
 
 if command -v shellcheck >/dev/null; then
-  shellcheck "$0" || { echo "systemd run test: FAIL: shellcheck"; exit 1; }
+  shellcheck -x "$0" || { echo "systemd run test: FAIL: shellcheck"; exit 1; }
 fi
-skip() { echo "systemd run test: SKIPPED ($*)"; exit 0; }
-[ "$(id -u)" -eq 0 ] || skip "needs root"
+# check, finish, until_ok: the suites' shared bookkeeping and deadline poll.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source "$repo/tests/lib/checks.sh"
+# Not checks.sh's skip (one part of a suite): here the whole test cannot run on this machine.
+skip_suite() { echo "systemd run test: SKIPPED ($*)"; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip_suite "needs root"
 for tool in unshare nsenter curl python3 /lib/systemd/systemd; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed"
+  command -v "$tool" >/dev/null || skip_suite "$tool is not installed"
 done
-"$build/gpuclean" metrics --help >/dev/null 2>&1 || skip "this gpuclean has no metrics"
-
-passed=0
-failed=0
-check() {  # MESSAGE COMMAND...
-  local m=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "PASS: $m"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $m"
-  fi
-}
-until_ok() {  # SECONDS COMMAND...: polls every 0.2 s
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
+"$build/gpuclean" metrics --help >/dev/null 2>&1 || skip_suite "this gpuclean has no metrics"
 
 # Not under /tmp or /home: PrivateTmp= and ProtectHome= hide those from the services.
 work=$(mktemp -d /var/lib/gpuclean-systemd-run.XXXXXX)
@@ -114,9 +96,9 @@ for line in open("/proc/self/cgroup"):
             break
 PY
 )
-((${#cgroups[@]})) || skip "no cgroup hierarchy mounted"
+((${#cgroups[@]})) || skip_suite "no cgroup hierarchy mounted"
 for cg in "${cgroups[@]}"; do
-  mkdir "$cg" || skip "cannot create $cg"
+  mkdir "$cg" || skip_suite "cannot create $cg"
   # A new v1 cpuset starts with no CPUs and memory nodes (no task may join): the parent's.
   for f in cpuset.cpus cpuset.mems; do
     if [ -f "$cg/$f" ]; then cat "$cg/../$f" >"$cg/$f"; fi
@@ -142,11 +124,11 @@ launch >"$work/systemd.log" 2>&1 &
 launcher=$!
 child() { ps -o pid= --ppid "$launcher" | tr -d ' '; }
 has_child() { [ -n "$(child)" ]; }
-until_ok 10 has_child || skip "unshare did not start systemd ($(cat "$work/systemd.log"))"
+until_ok 10 has_child || skip_suite "unshare did not start systemd ($(cat "$work/systemd.log"))"
 init=$(child)
 ctl() { nsenter -t "$init" -m -p systemctl "$@"; }
 booted() { [[ "$(ctl is-system-running 2>/dev/null)" =~ ^(running|degraded)$ ]]; }
-until_ok 15 booted || skip "systemd as PID 1 in namespaces did not come up here ($(ctl is-system-running 2>&1))"
+until_ok 15 booted || skip_suite "systemd as PID 1 in namespaces did not come up here ($(ctl is-system-running 2>&1))"
 echo "systemd $(ctl --version | awk 'NR == 1 {print $2}') is PID 1 of its namespaces (pid $init here)"
 
 # UNIT's PROPERTY is VALUE (a function, so that until_ok asks again each time).
@@ -214,5 +196,4 @@ if ((failed)); then
     ctl status --no-pager -l "$u" 2>&1 | sed 's/^/    /' || true
   done
 fi
-echo "systemd run test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "systemd run test"

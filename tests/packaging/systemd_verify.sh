@@ -17,27 +17,16 @@ units=$repo/contrib/systemd
 declare -A max_exposure=([gpuclean-metrics.service]=2.2 [gpuclean-textfile.service]=1.8)
 
 if command -v shellcheck >/dev/null; then
-  shellcheck "$0" || { echo "systemd verify test: FAIL: shellcheck"; exit 1; }
+  shellcheck -x "$0" || { echo "systemd verify test: FAIL: shellcheck"; exit 1; }
 fi
 if ! command -v systemd-analyze >/dev/null; then
   echo "systemd verify test: SKIPPED (systemd-analyze is not installed)"
   exit 0
 fi
 
-passed=0
-failed=0
-check() {  # MESSAGE COMMAND...
-  local m=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "PASS: $m"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $m"
-  fi
-}
-not() { ! "$@"; }
+# check, not, finish: the suites' shared bookkeeping.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source "$repo/tests/lib/checks.sh"
 
 tmp=$(mktemp -d /tmp/gpuclean-systemd-verify.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -93,5 +82,4 @@ else
   echo "    systemd-analyze security has no --offline (systemd < 252): exposure not checked"
 fi
 
-echo "systemd verify test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "systemd verify test"

@@ -18,37 +18,12 @@ if ! "$G" metrics --help >/dev/null 2>&1; then
   echo "prometheus test: skipped, this gpuclean was built without metrics"
   exit 0
 fi
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-check() {  # MESSAGE COMMAND...
-  local m=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-    echo "PASS: $m"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $m"
-  fi
-}
+# check, finish, until_ok, and work_dir: $work, removed at exit with the processes in $pids
+# stopped.
+# shellcheck source=SCRIPTDIR/../lib/checks.sh
+source tests/lib/checks.sh
+work_dir
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-until_ok() {  # SECONDS COMMAND...: polls every 0.2 s
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 
 gport=$(free_port)
 dead=$(free_port)
@@ -97,5 +72,4 @@ if ((failed > 0)); then
   echo "--- gpuclean log"
   cat "$work/gpuclean.log"
 fi
-echo "prometheus test: $passed passed, $failed failed"
-((failed == 0))
+finish "prometheus test"
