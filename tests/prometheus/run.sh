@@ -7,14 +7,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 build=${1:-build}
-G=$PWD/$build/gpuclean
+[[ $build == /* ]] || build=$PWD/$build
+G=$build/gpuclean
+[[ -x $G ]] || { echo "prometheus test: FAIL: no gpuclean at $G"; exit 1; }
 for tool in prometheus curl python3; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "prometheus test: skipped, $tool is not installed"
     exit 0
   fi
 done
-if ! "$G" metrics --help >/dev/null 2>&1; then
+if "$G" --version | grep -q '^metrics: not built in'; then
   echo "prometheus test: skipped, this gpuclean was built without metrics"
   exit 0
 fi
