@@ -218,13 +218,17 @@ static void parse_line(char* line) {
   } else {
     struct FakeDevice* d = device_arg(a);
     if (d == NULL) return;
-    char* rest = save; /* the remainder of the line, for "name" */
-    const char* b = strtok_r(NULL, " \t\r\n", &save);
-    if (b == NULL) return;
     if (strcmp(key, "name") == 0) {
+      /* The rest of the line, before strtok_r cuts it at the first blank (it did: "NVIDIA H100
+         80GB HBM3" became "NVIDIA", seen by the completion helper). */
+      char* rest = save;
       rest[strcspn(rest, "\r\n")] = '\0';
       snprintf(d->name, sizeof d->name, "%s", rest + strspn(rest, " \t"));
-    } else if (strcmp(key, "uuid") == 0) {
+      return;
+    }
+    const char* b = strtok_r(NULL, " \t\r\n", &save);
+    if (b == NULL) return;
+    if (strcmp(key, "uuid") == 0) {
       snprintf(d->uuid, sizeof d->uuid, "%s", b);
     } else if (strcmp(key, "pci") == 0) {
       snprintf(d->pci, sizeof d->pci, "%s", b);

@@ -53,6 +53,14 @@ TEST_F(FakeNvmlTest, Driver535ThirtyTwoByteRecordsAreReadRight) {
   EXPECT_EQ(doc["gpus"][0]["memory"]["attributed"], 14 * kGiB);
 }
 
+// The fake's "name" line takes the rest of the line: a GPU name has blanks. It kept only the
+// first word ("NVIDIA") until the fix in fake_nvml.c (seen by the completion helper).
+TEST_F(FakeNvmlTest, AGpuNameWithBlanksIsReadWhole) {
+  const std::string s = scenario("name 0 NVIDIA H100 80GB HBM3\nused 0 0\n");
+  json doc = parse(run("r580", s, {"status", "--json"}));
+  EXPECT_EQ(doc["gpus"][0]["name"], "NVIDIA H100 80GB HBM3") << doc.dump(1);
+}
+
 TEST_F(FakeNvmlTest, TheDataDecidesWhenTheSymbolsSuggestTheOtherLayout) {
   // A 580-shaped library (both probing symbols) that writes 32-byte records: the 24-byte
   // reading fails the check (record 2: pid 0), the 32-byte one passes.
