@@ -64,11 +64,15 @@ reference_entries() {
       prev = $0
       if (both ~ /Takes the \[?global options/) {
         printf "%s\t@takes-globals\n", section
-        # "Takes the global options but `--json`": one that the command does not offer.
+        # "Takes the global options but `--json`" or "but `--json` and `--gpus`": ones that
+        # the command does not offer.
         rest = both
-        while (match(rest, /but `--[a-z-]+`/)) {
-          printf "%s\t@except\t%s\n", section, substr(rest, RSTART + 5, RLENGTH - 6)
-          rest = substr(rest, RSTART + RLENGTH)
+        if (match(rest, /but `--[a-z-]+`( and `--[a-z-]+`)*/)) {
+          list = substr(rest, RSTART, RLENGTH)
+          while (match(list, /`--[a-z-]+`/)) {
+            printf "%s\t@except\t%s\n", section, substr(list, RSTART + 1, RLENGTH - 2)
+            list = substr(list, RSTART + RLENGTH)
+          }
         }
       }
       if (both ~ /Takes no global options/) printf "%s\t@no-globals\n", section
