@@ -13,7 +13,7 @@ Result<int> parse_signal(std::string_view text);
 // "TERM" for SIGTERM; the number as text for one without a name here.
 std::string signal_name(int signo);
 // The names parse_signal knows ("HUP", "INT", …), in its table's order: what shell completion
-// offers for --signal (cli/completion.cpp).
+// offers for --signal (cli/completion_*.cpp).
 std::vector<std::string> signal_names();
 
 }  // namespace gpuclean::ops
