@@ -63,6 +63,7 @@ scrape() {
     python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())"
   fi
 }
+if command -v curl >/dev/null; then echo "scraping with $(curl --version | head -n 1)"; else echo "scraping with python3's urllib (no curl here)"; fi
 for _ in $(seq 1 100); do  # the listener is up within 10 s or the check fails
   scrape >"$work/scrape" 2>/dev/null && break
   kill -0 "$server" 2>/dev/null || break
