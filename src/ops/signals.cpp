@@ -57,6 +57,7 @@ std::string signal_name(int signo) {
 
 std::vector<std::string> signal_names() {
   std::vector<std::string> names;
+  names.reserve(kSignals.size());
   for (const auto& entry : kSignals) names.emplace_back(entry.first);
   return names;
 }
