@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine, builds the gpuclean binary alone, and runs it with the given
 # arguments (none: the main status screen). Only what the binary needs is installed and only
-# the binary is built (./test.sh installs and builds everything else), so the first answer
-# comes in about two minutes on a fresh 2-core machine (README "Two commands").
+# the binary is built (./test.sh installs and builds everything else): the first answer does
+# not wait for the tests (README "Two commands" gives the measured time).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 "$here/scripts/setup.sh" --binary >&2
