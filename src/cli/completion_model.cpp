@@ -67,6 +67,8 @@ constexpr std::array<std::pair<std::string_view, Kind>, 34> kValueKinds{{
     {"--gpu", Kind::kGpu},
     {"--user", Kind::kUser},
     {"--cgroup", Kind::kDirectory},
+    {"--job", Kind::kNone},        // a Slurm job ID: squeue knows them, gpuclean does not
+    {"--container", Kind::kNone},  // a container ID prefix
     {"--signal", Kind::kSignal},
     {"--grace", Kind::kNone},
     {"--wait", Kind::kNone},

@@ -25,6 +25,7 @@
 #include "ops/teardown.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/owner_text.h"
 #include "output/text_width.h"
 #include "output/who_view.h"
 #include "procfs/process_table.h"
@@ -85,7 +86,7 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   if (s.gpus && !s.holders && !s.leftovers) {
     // `kill --gpus 2` alone: --gpu 2 was meant.
     const bool alone = s.pids.empty() && s.sessions.empty() && s.pgids.empty() && o.users.empty() &&
-                       o.cgroups.empty();
+                       o.cgroups.empty() && o.jobs.empty() && o.containers.empty();
     if (alone) {
       const std::string& list = o.common.gpus;
       return fail("--gpus " + list + " only narrows other selectors; to end the holders of " +
@@ -107,7 +108,27 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
     if (!found.ok()) return fail("--cgroup: " + found.error().message());
     s.cgroups.push_back(found->path);
   }
+  s.owners.jobs = o.jobs;
+  s.owners.containers = o.containers;
   return parsed;
+}
+
+// A container ID prefix that names several containers is refused (as docker does): which one was
+// meant is the user's to say.
+std::optional<std::string> ambiguous_container(const ProcessTable& table,
+                                               const diagnose::OwnerSelector& owners) {
+  std::vector<const ProcessInfo*> processes;
+  processes.reserve(table.size());
+  for (const auto& entry : table) processes.push_back(&entry.second);
+  for (const std::string& prefix : owners.containers) {
+    const std::set<std::string> found = diagnose::containers_with_prefix(processes, prefix);
+    if (found.size() < 2) continue;
+    std::string list;
+    for (const std::string& id : found) list += (list.empty() ? "" : ", ") + id.substr(0, 16);
+    return fmt::format("--container {} matches {} containers ({}); give more of the ID", prefix,
+                       found.size(), list);
+  }
+  return std::nullopt;
 }
 
 // A GPU selection must name GPUs NVML has: `kill --gpu 7` on a 2-GPU host selects nothing,
@@ -124,16 +145,29 @@ std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const G
   return std::nullopt;
 }
 
-std::string target_row(const KillTarget& t, int depth) {
+// The OWNER column (when a target has a known owner: a job, a container, a unit) is as wide as
+// its widest label, at most this.
+constexpr std::size_t kMaxOwnerWidth = 26;
+
+std::string owner_text(const ProcessInfo& p) {
+  return p.owner ? output::escape_terminal(output::owner_label(*p.owner)) : "-";
+}
+
+std::string owner_cell(const ProcessInfo& p, std::size_t owner_width) {
+  if (owner_width == 0) return "";
+  return fmt::format("{:<{}}  ", output::cut_to_columns(owner_text(p), owner_width), owner_width);
+}
+
+std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) {
   const ProcessInfo& p = t.process;
   std::string memory = "-";
   Bytes total = 0;
   for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
   if (total > 0) memory = format_bytes(total);
-  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", p.pid,
-                     output::escape_terminal(p.user), output::state_label(p), to_string(t.klass),
-                     memory, std::string(static_cast<std::size_t>(depth) * 2, ' '),
-                     output::command_label(p, 100));
+  return fmt::format(
+      "  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}\n", p.pid, output::escape_terminal(p.user),
+      output::state_label(p), to_string(t.klass), memory, owner_cell(p, owner_width),
+      std::string(static_cast<std::size_t>(depth) * 2, ' '), output::command_label(p, 100));
 }
 
 void print_plan(const KillPlan& plan, const ops::TeardownOptions& t, const Io& io) {
@@ -144,14 +178,26 @@ void print_plan(const KillPlan& plan, const ops::TeardownOptions& t, const Io& i
                         t.kill9 ? fmt::format(", KILL after {} ms", t.grace.count()) : "");
   io.out << fmt::format("Plan: {} process{} ({}; wait up to {} ms)\n", plan.targets.size(),
                         plan.targets.size() == 1 ? "" : "es", steps, t.wait.count());
-  io.out << fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}\n", "PID", "USER", "STATE", "CLASS",
-                        "MEMORY", "COMMAND");
+  std::size_t owner_width = 0;
+  for (const KillTarget& target : plan.targets) {
+    const auto& owner = target.process.owner;
+    if (owner && owner->kind != Owner::Kind::kCgroup) owner_width = 5;  // "OWNER"
+  }
+  if (owner_width > 0) {
+    for (const KillTarget& target : plan.targets) {
+      owner_width = std::max(owner_width, output::display_columns(owner_text(target.process)));
+    }
+    owner_width = std::min(owner_width, kMaxOwnerWidth);
+  }
+  io.out << fmt::format(
+      "  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", "PID", "USER", "STATE", "CLASS", "MEMORY",
+      owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", owner_width) : "", "COMMAND");
   // Targets are sorted parents first, so a parent's depth is known before its children's.
   std::map<Pid, int> depth;
   for (const KillTarget& target : plan.targets) {
     auto parent = depth.find(target.process.ppid);
     depth[target.process.pid] = parent == depth.end() ? 0 : parent->second + 1;
-    io.out << target_row(target, depth[target.process.pid]);
+    io.out << target_row(target, depth[target.process.pid], owner_width);
   }
   io.out << std::flush;
 }
@@ -312,6 +358,8 @@ void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verific
                     {"class", to_string(m.target.klass)},
                     {"why", m.target.why},
                     {"comm", m.target.process.comm},
+                    {"owner", m.target.process.owner ? output::to_json(*m.target.process.owner)
+                                                     : nlohmann::json()},
                     {"outcome", ops::to_string(m.outcome.state)},
                     {"signals", m.outcome.signals},
                     {"signal_errors", m.outcome.signal_errors},
@@ -406,6 +454,14 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
       ->option_text("USER");
   kill->add_option("--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it")
       ->option_text("PATH");
+  kill->add_option("--job", o.jobs,
+                   "Every process of Slurm job ID on this node, by its cgroup (for an Epilog)")
+      ->option_text("ID")
+      ->check(job_id_check());
+  kill->add_option("--container", o.containers,
+                   "Every process of the container whose ID starts with ID")
+      ->option_text("ID")
+      ->check(container_id_check());
   kill->add_flag("--leftovers", o.leftovers, "Holders classed orphan, heir, zombie-leader, stuck");
   kill->add_flag("-y,--yes", o.yes,
                  "Act without asking (needed for selectors other than PIDs, and for a PID whose "
@@ -437,7 +493,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   if (selectors.empty()) {
     io.err << usage_message("kill",
                             "no target: give PIDs, or --holders, --gpu N, --leftovers, "
-                            "--session, --pgid, --user or --cgroup");
+                            "--session, --pgid, --user, --cgroup, --job or --container");
     return kExitUsage;
   }
 
@@ -483,6 +539,10 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   // The gatherer's /proc: a process whose memory map it found locked is not waited on again.
   const procfs::ProcFs* proc = &gatherer.proc();
   const ProcessTable table = procfs::read_process_table(*proc);
+  if (auto ambiguous = ambiguous_container(table, selectors.owners)) {
+    io.err << usage_message("kill", *ambiguous);
+    return kExitUsage;
+  }
   const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
   const KillPlan plan =
       diagnose::plan_kill(table, diagnosis.holders, selectors, context, diagnosis.dead_owners);
@@ -524,8 +584,17 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
              << (what.second.empty() ? "" : " (" + what.second + ")") << "; see gpuclean explain "
              << pid << '\n';
     }
+    // An Epilog's job whose processes all ended: the normal, clean case, said so.
+    std::string owners;
+    for (const std::string& job : selectors.owners.jobs) {
+      owners += (owners.empty() ? "" : ", ") + ("Slurm job " + job);
+    }
+    for (const std::string& id : selectors.owners.containers) {
+      owners += (owners.empty() ? "" : ", ") + ("container " + id);
+    }
     io.err << "gpuclean: kill: nothing to kill"
-           << (all_gone && plan.skipped.empty() ? ": already gone" : "") << '\n';
+           << (all_gone && plan.skipped.empty() ? ": already gone" : "")
+           << (owners.empty() ? "" : " (no process of " + owners + " on this node)") << '\n';
     const int exit_code = !counted.empty()                                          ? kExitDirty
                           : plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean
                                                                                     : kExitUsage;

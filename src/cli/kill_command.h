@@ -19,6 +19,8 @@ struct KillOptions {
   std::vector<unsigned> gpu;  // --gpu N: --holders --gpus N
   std::vector<std::string> users;
   std::vector<std::string> cgroups;
+  std::vector<std::string> jobs;        // --job: Slurm job IDs
+  std::vector<std::string> containers;  // --container: container ID prefixes
   bool leftovers = false;
   bool yes = false;
   bool dry_run = false;

@@ -111,6 +111,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   report.files = gathered.files;
   report.stats = gathered.stats;
   report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
+  if (!options.owners.empty()) diagnose::keep_owners(report.diagnosis, options.owners);
   if (gpus->has_value()) {
     for (unsigned index : **gpus) {
       const auto& g = report.diagnosis.gpus;
@@ -180,6 +181,20 @@ void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
       ->check(whole_number_check(1, 1024));
 }
 
+// --job / --container: status, check and wait about one job's or container's holders.
+void add_owner_filter_options(CLI::App& command, StatusOptions& options) {
+  command
+      .add_option("--job", options.owners.jobs,
+                  "Only the holders of Slurm job ID and their problems (repeatable)")
+      ->option_text("ID")
+      ->check(job_id_check());
+  command
+      .add_option("--container", options.owners.containers,
+                  "Only the holders of the container whose ID starts with ID (repeatable)")
+      ->option_text("ID")
+      ->check(container_id_check());
+}
+
 std::vector<std::string> status_exit_codes() {
   return {"0  clean", "1  dirty: a problem is listed with its fix", "2  usage error",
           "3  NVML failing or not answering (verdict UNKNOWN), or /proc unreadable"};
@@ -192,6 +207,7 @@ void add_status_command(CLI::App& app, StatusOptions& options) {
       "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
   add_diagnosis_options(*status, options, HookScope::kInspect);
   add_expect_gpus_option(*status, options);
+  add_owner_filter_options(*status, options);
   set_help_footer(*status,
                   {{"gpuclean", "the same as gpuclean status"},
                    {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},
@@ -204,6 +220,7 @@ void add_check_command(CLI::App& app, StatusOptions& options) {
       "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
   add_diagnosis_options(*check, options, HookScope::kInspect);
   add_expect_gpus_option(*check, options);
+  add_owner_filter_options(*check, options);
   check
       ->add_option("--against", options.against,
                    "Also fail on differences from this snapshot that can change a benchmark "
@@ -286,6 +303,7 @@ int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) 
 void add_wait_command(CLI::App& app, WaitOptions& options) {
   CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
   add_diagnosis_options(*wait, options.status, HookScope::kInspect);
+  add_owner_filter_options(*wait, options.status);
   wait->add_option("--timeout", options.timeout,
                    "Give up after this long, with exit 1 (default: wait for ever)")
       ->option_text("DURATION")

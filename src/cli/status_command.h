@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "core/model.h"
+#include "diagnose/owner_match.h"
 #include "output/status_view.h"
 
 namespace gpuclean::collect {
@@ -25,6 +26,8 @@ struct StatusOptions {
   // status/check --expect-gpus N: fewer GPUs than N, or no driver, is a problem
   // (diagnose/gpu_count.h).
   std::optional<unsigned> expect_gpus;
+  // status/check/wait --job ID / --container ID: only those owners' holders and problems.
+  diagnose::OwnerSelector owners;
 };
 
 struct WaitOptions {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "diagnose/owner_match.h"
 #include "ops/signals.h"
 
 namespace gpuclean::cli {
@@ -216,6 +217,24 @@ CLI::Validator mib_check() {
         return "'" + text + "' is not a number of MiB (0 or more, e.g. 1024)";
       },
       "MIB");
+}
+
+CLI::Validator job_id_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (auto why = diagnose::invalid_job_id(text)) throw UsageError(*why);
+        return {};
+      },
+      "JOBID");
+}
+
+CLI::Validator container_id_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (auto why = diagnose::invalid_container_id(text)) throw UsageError(*why);
+        return {};
+      },
+      "ID");
 }
 
 std::string usage_message(const std::string& command, const std::string& what) {

@@ -28,6 +28,9 @@ CLI::Validator pid_check(bool signal_hint, const std::string& noun = "PID");
 CLI::Validator whole_number_check(unsigned long lo, unsigned long hi);
 // A number of MiB, 0 or more, fractions allowed.
 CLI::Validator mib_check();
+// A Slurm job ID (digits) and a container ID prefix (hex): diagnose/owner_match.h's rules.
+CLI::Validator job_id_check();
+CLI::Validator container_id_check();
 
 // The lines to print for a failed parse of `args` (argv without argv[0]): "gpuclean: CMD: what
 // was wrong" and "Run `gpuclean CMD --help` for ..." naming the command being parsed.

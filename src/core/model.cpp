@@ -39,6 +39,22 @@ const char* to_string(HolderClass klass) {
   return "unknown";
 }
 
+const char* to_string(Owner::Kind kind) {
+  switch (kind) {
+    case Owner::Kind::kSlurmJob:
+      return "slurm-job";
+    case Owner::Kind::kContainer:
+      return "container";
+    case Owner::Kind::kPod:
+      return "pod";
+    case Owner::Kind::kSystemdUnit:
+      return "systemd-unit";
+    case Owner::Kind::kCgroup:
+      return "cgroup";
+  }
+  return "?";
+}
+
 const char* to_string(NodeService service) {
   switch (service) {
     case NodeService::kMpsControl:

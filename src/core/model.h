@@ -24,6 +24,33 @@ struct ThreadInfo {
   std::string wchan;  // kernel wait channel; empty when running or unknown
 };
 
+// Whose work a process is, as its cgroup path says (procfs/owner.h reads it; never the
+// environment, which the process writes itself and which can block to read).
+struct Owner {
+  enum class Kind {
+    kSlurmJob,     // a Slurm job (step): slurmstepd's cgroup layout, v1 or v2
+    kContainer,    // a Docker / containerd / CRI-O / Podman container (in a pod when pod_uid)
+    kPod,          // a Kubernetes pod's own group, outside any one container
+    kSystemdUnit,  // a systemd service or scope that is none of the above
+    kCgroup,       // a layout gpuclean does not know: the raw path is the id
+  };
+  Kind kind = Kind::kCgroup;
+  // Slurm: the job ID; container: the short ID (12 hex digits); pod: the pod UID (with
+  // dashes); systemd: the unit name; cgroup: the path.
+  std::string id;
+  std::optional<std::string> step;     // Slurm: "0", "batch", "extern", "interactive", …
+  std::optional<std::string> unit;     // the systemd unit the group sits in, when there is one
+  std::optional<std::string> pod_uid;  // Kubernetes: the pod UID (with dashes)
+  std::optional<std::string> qos;      // Kubernetes: "guaranteed", "burstable", "besteffort"
+  std::optional<std::string> runtime;  // container: "docker", "containerd", "cri-o", "podman"
+  std::string full_id;                 // container: the full 64-digit ID; else empty
+
+  bool operator==(const Owner& other) const = default;
+};
+
+// JSON's spelling: "slurm-job", "container", "pod", "systemd-unit", "cgroup".
+const char* to_string(Owner::Kind kind);
+
 // Everything /proc says about one thread group. Optional members are data that could not be
 // read (permission, vanished mid-read); they are never filled with sentinels.
 struct ProcessInfo {
@@ -42,6 +69,7 @@ struct ProcessInfo {
   std::vector<ThreadInfo> threads;    // leader first
   std::vector<Pid> nspid;             // NSpid: outermost first; >1 entry = nested PID namespace
   std::optional<std::string> cgroup;  // cgroup v2 path ("0::" line)
+  std::optional<Owner> owner;         // from the cgroup paths; nullopt in the root group
   // Reading its command line (or maps) did not answer within the read deadline: its mmap lock
   // is held by a stuck thread (procfs/proc_fs.h). cmdline is then empty. A finding: `stuck`.
   bool memory_map_locked = false;

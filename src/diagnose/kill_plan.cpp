@@ -59,7 +59,7 @@ std::string service_reason(const Holder& h) {
 
 bool KillSelectors::broad() const {
   return holders || leftovers || !sessions.empty() || !pgids.empty() || !users.empty() ||
-         !cgroups.empty();
+         !cgroups.empty() || !owners.empty();
 }
 
 bool is_leftover(HolderClass klass) {
@@ -132,6 +132,7 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
     for (const std::string& cgroup : selectors.cgroups) {
       if (in_cgroup(info, cgroup)) chosen.emplace(pid, "cgroup " + cgroup);
     }
+    if (auto owner = owner_match(info, selectors.owners)) chosen.emplace(pid, *owner);
   }
   if (selectors.holders || selectors.leftovers) {
     for (const Holder& h : holders) {

@@ -5,8 +5,9 @@
 // - Never a target: PID 1, gpuclean itself, its ancestors (the shell that started it), kernel
 //   threads, foreign holders (not visible here), and other users' processes unless the caller
 //   is privileged. Monitors (a trusted tool with no GPU context) are left out of --holders,
-//   --gpu and --leftovers; explicit selectors (PID, --user, --session, --pgid, --cgroup) never
-//   skip a process for being one (trusted tools are node services: see below).
+//   --gpu and --leftovers; explicit selectors (PID, --user, --session, --pgid, --cgroup,
+//   --job, --container) never skip a process for being one (trusted tools are node services:
+//   see below).
 // - A protected PID *named* as a target refuses the whole plan: its descendants are never
 //   implied (`gpuclean kill 1` must not mean "every process of the machine").
 // - A holder found by the scan keeps the identity it had then (PID + start time): if /proc now
@@ -18,8 +19,10 @@
 // - A named PID that is skipped (another user's without privilege) implies none of its
 //   descendants either.
 // - The node's services (Holder::service: MPS, persistenced, DCGM, …) are never taken by
-//   --holders, --leftovers, --gpu, --user, --session, --pgid or --cgroup; named by PID (or in
-//   a named PID's tree) they are targets that always need a confirmation.
+//   --holders, --leftovers, --gpu, --user, --session, --pgid, --cgroup, --job or --container;
+//   named by PID (or in a named PID's tree) they are targets that always need a confirmation.
+// - --job and --container take every process of the owner (docs/reference.md "Owners"), not
+//   only holders: what a Slurm Epilog needs. slurmstepd itself is not the job's (procfs/owner.h).
 // - --leftovers never takes a candidate heir of a dead owner whose evidence is ambiguous
 //   (several holders could hold its context): the user must say which, by PID.
 #pragma once
@@ -32,6 +35,7 @@
 
 #include "core/model.h"
 #include "core/process_tree.h"
+#include "diagnose/owner_match.h"
 
 namespace gpuclean::diagnose {
 
@@ -42,6 +46,7 @@ struct KillSelectors {
   std::vector<Pid> pgids;
   std::vector<Uid> users;            // resolved by the caller; unknown names are usage errors
   std::vector<std::string> cgroups;  // cgroup v2 paths as /proc/PID/cgroup shows them
+  OwnerSelector owners;              // every process of these Slurm jobs and containers
   bool holders = false;              // every (visible, non-monitor) holder of the device files
   bool leftovers = false;            // holders classed orphan, heir, zombie-leader, stuck
   // With holders/leftovers: only holders NVML attributes memory to on these GPUs (every CUDA

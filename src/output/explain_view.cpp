@@ -7,6 +7,7 @@
 #include "core/units.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/owner_text.h"
 #include "output/who_view.h"
 
 namespace gpuclean::output {
@@ -156,6 +157,7 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
                       format_age(report.time - *p->start_time)));
     }
     row(out, "cgroup", escape_terminal(p->cgroup.value_or("?")));
+    if (p->owner) row(out, "owner", escape_terminal(owner_description(*p->owner)));
     if (p->nspid.size() > 1) {
       row(out, "pid ns",
           fmt::format("pid {} inside its own PID namespace (NSpid {})", p->nspid.back(),

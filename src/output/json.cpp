@@ -39,6 +39,17 @@ nlohmann::json to_json(const DeviceFile& file) {
   return out;
 }
 
+nlohmann::json to_json(const Owner& owner) {
+  nlohmann::json out{{"kind", to_string(owner.kind)}, {"id", owner.id}};
+  out["step"] = or_null(owner.step);
+  out["unit"] = or_null(owner.unit);
+  out["pod_uid"] = or_null(owner.pod_uid);
+  out["qos"] = or_null(owner.qos);
+  out["runtime"] = or_null(owner.runtime);
+  out["full_id"] = owner.full_id.empty() ? nlohmann::json() : nlohmann::json(owner.full_id);
+  return out;
+}
+
 nlohmann::json to_json(const Holder& holder) {
   const ProcessInfo& p = holder.process;
   nlohmann::json out{{"pid", p.pid},    {"ppid", p.ppid},       {"pgid", p.pgid},
@@ -48,6 +59,7 @@ nlohmann::json to_json(const Holder& holder) {
   out["uid"] = or_null(p.uid);
   out["start_time"] = p.start_time ? nlohmann::json(rfc3339(*p.start_time)) : nlohmann::json();
   out["cgroup"] = or_null(p.cgroup);
+  out["owner"] = p.owner ? to_json(*p.owner) : nlohmann::json();
   out["memory_map_locked"] = p.memory_map_locked;
   out["inherited_from"] = or_null(holder.inherited_from);
   out["evidence"] = holder.heir ? to_json(*holder.heir) : nlohmann::json();

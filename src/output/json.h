@@ -21,6 +21,9 @@ nlohmann::json document_header(const std::string& host, double now);
 
 // docs/reference.md's holder fields; "evidence" is to_json(heir evidence) for an heir, else null.
 nlohmann::json to_json(const Holder& holder);
+// {kind, id, step, unit, pod_uid, qos, runtime, full_id}: whose work a process is (absent
+// members null).
+nlohmann::json to_json(const Owner& owner);
 // {kind, dead_owner, text}: what ties an heir to its dead owner.
 nlohmann::json to_json(const HeirEvidence& evidence);
 // {pid, gpu_memory, candidates [{pid, evidence}], heir, ambiguous, why_no_heir}.

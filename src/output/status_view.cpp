@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/owner_text.h"
 #include "output/text_width.h"
 #include "output/who_view.h"
 
@@ -40,8 +41,40 @@ const char* class_colour(HolderClass klass) {
 }
 
 // Columns before COMMAND in a holder row at depth 0: "  " PID(8) "  " USER(10) " " CLASS(13)
-// " " AGE(6) " " MEMORY(9) "  ".
+// " " AGE(6) " " MEMORY(9) "  ", and OWNER "  " when the table has that column.
 constexpr std::size_t kRowPrefix = 2 + 8 + 2 + 10 + 1 + 13 + 1 + 6 + 1 + 9 + 2;
+// The OWNER column is as wide as its widest label, at most this (a pod's container,
+// "pod 8a3e1c2d/3f2a1b4c5d6e", fits).
+constexpr std::size_t kMaxOwnerColumn = 26;
+
+// How the holder tables of one screen are drawn.
+struct Table {
+  const Paint& paint;
+  int width = 100;              // terminal columns
+  std::size_t owner_width = 0;  // the OWNER column's width; 0: no such column
+};
+
+std::string owner_text(const Holder& h) {
+  return h.process.owner ? escape_terminal(owner_label(*h.process.owner)) : "-";
+}
+
+// Known owners (a job, a container, a pod, a unit) earn the column; a raw path alone does not.
+std::size_t owner_column_width(const std::vector<Holder>& holders) {
+  const bool any_known = std::any_of(holders.begin(), holders.end(), [](const Holder& h) {
+    return h.process.owner && h.process.owner->kind != Owner::Kind::kCgroup;
+  });
+  if (!any_known) return 0;
+  std::size_t width = 5;  // "OWNER"
+  for (const Holder& h : holders) width = std::max(width, display_columns(owner_text(h)));
+  return std::min(width, kMaxOwnerColumn);
+}
+
+std::string owner_cell(const Holder& h, const Table& table) {
+  if (table.owner_width == 0) return "";
+  return fmt::format("{:<{}}  ", cut_to_columns(owner_text(h), table.owner_width),
+                     table.owner_width);
+}
+
 // A command is never cut shorter than this, however narrow the terminal.
 constexpr std::size_t kMinCommand = 16;
 // A holder's note (inherited from, MPS client of) on a line of its own starts here: under the
@@ -51,9 +84,10 @@ constexpr std::size_t kNoteIndent = 12;
 // The COMMAND cell and, when it does not fit beside it, its note on lines of their own,
 // indented under the PID: a row is at most `width` columns.
 std::string command_cell(const std::string& command, const std::string& note, int depth,
-                         int width) {
-  const auto columns = static_cast<std::size_t>(std::max(width, 0));
-  const std::size_t indent = kRowPrefix + static_cast<std::size_t>(depth) * 2;
+                         const Table& table) {
+  const auto columns = static_cast<std::size_t>(std::max(table.width, 0));
+  const std::size_t indent = kRowPrefix + (table.owner_width > 0 ? table.owner_width + 2 : 0) +
+                             static_cast<std::size_t>(depth) * 2;
   const std::size_t room = std::max(kMinCommand, columns > indent ? columns - indent : 0);
   if (note.empty()) return cut_to_columns(command, room) + '\n';
   if (display_columns(command) + 2 + display_columns(note) <= room) {
@@ -71,7 +105,7 @@ std::string command_cell(const std::string& command, const std::string& note, in
 }
 
 std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now, int depth,
-                       const Paint& paint, int width) {
+                       const Table& table) {
   const ProcessInfo& p = h.process;
   std::string memory = "-";
   if (gpu) {
@@ -104,23 +138,27 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
                     : std::string(to_string(*h.service)) + "/" + label;
   }
   const std::string klass = fmt::format("{:<13}", label);
-  return fmt::format(
-      "  {}{:>8}  {:<10} {} {:>6} {:>9}  {}", std::string(static_cast<std::size_t>(depth) * 2, ' '),
-      p.pid, cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
-      paint(klass, class_colour(h.klass)), age, memory, command_cell(command, note, depth, width));
+  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}",
+                     std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
+                     cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
+                     table.paint(klass, class_colour(h.klass)), age, memory, owner_cell(h, table),
+                     command_cell(command, note, depth, table));
 }
 
 // A dead owner whose heir cannot be named: its memory stays its own, shown with the
 // candidates (each has its own row elsewhere, in its own class).
-std::string dead_owner_row(const DeadOwner& owner, unsigned gpu, const Paint& paint, int width) {
+std::string dead_owner_row(const DeadOwner& owner, unsigned gpu, const Table& table) {
   std::string candidates;
   for (const DeadOwner::Candidate& c : owner.candidates) {
     candidates += (candidates.empty() ? "" : ", ") + std::to_string(c.pid);
   }
+  const std::string no_owner =
+      table.owner_width > 0 ? fmt::format("{:<{}}  ", "-", table.owner_width) : "";
   return fmt::format(
-      "  {:>8}  {:<10} {} {:>6} {:>9}  {}", owner.pid, "?",
-      paint(fmt::format("{:<13}", "dead owner"), kRed), "-", format_bytes(owner.gpu_memory.at(gpu)),
-      command_cell("(gone)", "(heir ambiguous, candidates: " + candidates + ")", 0, width));
+      "  {:>8}  {:<10} {} {:>6} {:>9}  {}{}", owner.pid, "?",
+      table.paint(fmt::format("{:<13}", "dead owner"), kRed), "-",
+      format_bytes(owner.gpu_memory.at(gpu)), no_owner,
+      command_cell("(gone)", "(heir ambiguous, candidates: " + candidates + ")", 0, table));
 }
 
 bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
@@ -130,9 +168,9 @@ bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
 
 // Rows for a group of holders as a process tree: children under their parents.
 void render_tree(std::ostream& out, const std::vector<const Holder*>& group,
-                 std::optional<unsigned> gpu, double now, const Paint& paint, int width) {
+                 std::optional<unsigned> gpu, double now, const Table& table) {
   std::function<void(const Holder*, int)> visit = [&](const Holder* h, int depth) {
-    out << holder_row(*h, gpu, now, depth, paint, width);
+    out << holder_row(*h, gpu, now, depth, table);
     for (const Holder* child : group) {
       if (child != h && child->process.ppid == h->process.pid) visit(child, depth + 1);
     }
@@ -143,10 +181,12 @@ void render_tree(std::ostream& out, const std::vector<const Holder*>& group,
 }
 
 // The header row of every holder table; the columns are holder_row's.
-std::string table_header(const Paint& paint) {
-  return paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}", "PID", "USER", "CLASS", "AGE",
-                           "MEMORY", "COMMAND"),
-               kDim) +
+std::string table_header(const Table& table) {
+  const std::string owner =
+      table.owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", table.owner_width) : "";
+  return table.paint(fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  {}{}", "PID", "USER", "CLASS",
+                                 "AGE", "MEMORY", owner, "COMMAND"),
+                     kDim) +
          '\n';
 }
 
@@ -195,6 +235,7 @@ std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int wi
 void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
   const Paint paint{style.color};
   const auto& d = report.diagnosis;
+  const Table table{paint, style.width, owner_column_width(d.holders)};
   const auto width = static_cast<std::size_t>(std::max(style.width, 20));
   // "gpuclean · host · time · driver …": the parts that do not fit go on a second line.
   std::vector<std::string> parts = {"gpuclean", cut_to_columns(escape_terminal(report.host), 40),
@@ -277,10 +318,9 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
                    kDim)
           << '\n';
     } else {
-      out << table_header(paint);
-      render_tree(out, group, g.gpu.index, report.time, paint, style.width);
-      for (const DeadOwner* owner : unclaimed)
-        out << dead_owner_row(*owner, g.gpu.index, paint, style.width);
+      out << table_header(table);
+      render_tree(out, group, g.gpu.index, report.time, table);
+      for (const DeadOwner* owner : unclaimed) out << dead_owner_row(*owner, g.gpu.index, table);
     }
   }
   std::vector<const Holder*> others;
@@ -294,14 +334,14 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
   }
   if (!others.empty()) {
     out << (d.gpus.empty() ? "Device-file holders\n" : "Holding device files, no GPU memory\n");
-    out << table_header(paint);
-    render_tree(out, others, std::nullopt, report.time, paint, style.width);
+    out << table_header(table);
+    render_tree(out, others, std::nullopt, report.time, table);
   }
   if (!services.empty()) {
     // The node's own GPU software: expected holders, never problems while they work.
     out << "Node services (memory: all GPUs)\n";
-    out << table_header(paint);
-    render_tree(out, services, std::nullopt, report.time, paint, style.width);
+    out << table_header(table);
+    render_tree(out, services, std::nullopt, report.time, table);
   }
   if (!d.problems.empty()) {
     out << '\n' << paint("Problems", kBold) << '\n';

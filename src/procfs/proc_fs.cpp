@@ -16,6 +16,7 @@
 
 #include "core/deadline_pool.h"
 
+#include "procfs/owner.h"
 #include "procfs/parse.h"
 #include "procfs/user_names.h"
 
@@ -198,7 +199,10 @@ Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool 
     if (read_file_at(dir.get(), "cmdline", text)) info.cmdline = parse_cmdline(text);
     if (progress != nullptr) progress->in_memory_read = false;
   }
-  if (read_file_at(dir.get(), "cgroup", text)) info.cgroup = parse_cgroup_v2(text);
+  if (read_file_at(dir.get(), "cgroup", text)) {
+    info.cgroup = parse_cgroup_v2(text);
+    info.owner = owner_from_cgroup_file(text);
+  }
 
   UniqueFd task(::openat(dir.get(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (task) {

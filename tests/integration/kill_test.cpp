@@ -42,34 +42,6 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 // The state letter after the last ')' of a stat file, or '\0' when it cannot be read.
-char stat_state(const std::string& stat) {
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return '\0';
-  return stat[close + 2];
-}
-
-// "Gone" as the kill contract means it: no thread of PID is alive. /proc/PID may still be there
-// as a zombie its parent has not reaped yet (the helper's launcher is the test's own child), or
-// as a zombie leader whose other threads have exited — those count as gone; a zombie leader
-// with a live thread does not (docs/facts.md: ask per thread).
-bool no_live_thread(pid_t pid) {
-  std::error_code ec;
-  std::filesystem::directory_iterator it("/proc/" + str(pid) + "/task", ec);
-  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const char state = stat_state(slurp(it->path().string() + "/stat"));
-    if (state != '\0' && state != 'Z' && state != 'X') return false;
-  }
-  return true;
-}
-
-bool alive(pid_t pid) {
-  return !no_live_thread(pid);
-}
-
-bool wait_gone(pid_t pid, std::chrono::milliseconds deadline = 10s) {
-  return wait_until([&] { return no_live_thread(pid); }, deadline);
-}
-
 std::optional<pid_t> ppid_of(pid_t pid) {
   const std::string stat = slurp("/proc/" + str(pid) + "/stat");
   const auto close = stat.rfind(')');

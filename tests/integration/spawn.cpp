@@ -177,11 +177,37 @@ std::vector<pid_t> wait_for_pids(const std::string& ready_file,
   return pids;
 }
 
-char proc_state(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+namespace {
+
+char stat_state(const std::string& stat) {
   const auto close = stat.rfind(')');
   if (close == std::string::npos || close + 2 >= stat.size()) return '\0';
   return stat[close + 2];
+}
+
+// No thread of PID is alive (see alive()).
+bool no_live_thread(pid_t pid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const char state = stat_state(slurp(it->path().string() + "/stat"));
+    if (state != '\0' && state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+char proc_state(pid_t pid) {
+  return stat_state(slurp("/proc/" + std::to_string(pid) + "/stat"));
+}
+
+bool alive(pid_t pid) {
+  return !no_live_thread(pid);
+}
+
+bool wait_gone(pid_t pid, std::chrono::milliseconds deadline) {
+  return wait_until([&] { return no_live_thread(pid); }, deadline);
 }
 
 TempDir::TempDir() {

@@ -56,6 +56,14 @@ std::vector<pid_t> wait_for_pids(const std::string& ready_file,
 // The state letter from /proc/PID/stat, or '\0' when the process is gone.
 char proc_state(pid_t pid);
 
+// "Alive" as the kill contract means it: some thread of PID is alive. /proc/PID may still be
+// there as a zombie its parent has not reaped yet (a helper's launcher is the test's own
+// child), or as a zombie leader whose other threads have exited — those count as gone; a
+// zombie leader with a live thread does not (docs/facts.md: ask per thread).
+bool alive(pid_t pid);
+// Polls until no thread of PID is alive, or the deadline passes.
+bool wait_gone(pid_t pid, std::chrono::milliseconds deadline = std::chrono::seconds(10));
+
 // A scratch directory removed at destruction.
 class TempDir {
  public:

@@ -1,0 +1,43 @@
+// Whose work a process is, read from its cgroup paths (/proc/PID/cgroup). Pure parsers.
+//
+// Known layouts (docs/reference.md "Owners"):
+// - Slurm, cgroup v2: …/slurmstepd.scope/job_ID/step_S/user/task_T (slurmstepd itself sits in
+//   …/step_S/slurm and is the unit slurmstepd.scope, not the job's work);
+//   cgroup v1: /slurm[_NODE]/uid_U/job_ID/step_S/task_T in the controllers' hierarchies.
+// - Kubernetes, systemd driver: /kubepods.slice/kubepods-QOS.slice/kubepods-QOS-podUID.slice/
+//   RUNTIME-ID.scope (guaranteed pods have no QOS level); cgroupfs driver:
+//   /kubepods/QOS/podUID/ID. The pod UID's dashes are underscores in systemd names.
+// - Containers outside Kubernetes: docker-ID.scope, libpod-ID.scope (Podman),
+//   cri-containerd-ID.scope, crio-ID.scope (systemd driver); /docker/ID, /libpod_parent/
+//   libpod-ID (cgroupfs driver). The outermost container is the owner (a host sees Docker's
+//   container, not what runs inside it).
+// - Anything else in a systemd unit (NAME.service or NAME.scope, the innermost): that unit.
+// - Any other path: the raw path (kind cgroup). The root group ("/") has no owner.
+// A cgroup namespace shows paths outside it as "/../…" (a pod's view of the host's processes):
+// the leading "/.." components are skipped before matching.
+//
+// The path is the kernel's: a process cannot write it, but a user with a delegated subtree can
+// name groups inside it as they like. Matching is anchored on the layouts' parents
+// (slurmstepd.scope, /slurm/uid_U, kubepods) and on 64-hex-digit IDs, so a user's own group
+// named "job_5" owns nothing; a group nested under one's own delegation can only make one's own
+// processes look like another owner's, never another user's processes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/model.h"
+
+namespace gpuclean::procfs {
+
+// The owner one cgroup path names (a v2 path, or a v1 hierarchy's path).
+std::optional<Owner> owner_from_cgroup_path(std::string_view path);
+
+// The owner of a process from the whole of /proc/PID/cgroup: the v2 line ("0::") first; a
+// Slurm job, container or pod named by a v1 hierarchy's line (Slurm's cgroup/v1 plugin, Docker
+// on a v1 host) wins over a v2 path that names only a unit or nothing; with no v2 line, the
+// name=systemd hierarchy's unit.
+std::optional<Owner> owner_from_cgroup_file(std::string_view text);
+
+}  // namespace gpuclean::procfs

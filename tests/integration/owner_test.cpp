@@ -1,0 +1,305 @@
+// Owners on this machine's real cgroups: groups made with each owner kind's real path shape
+// (Slurm v2 and v1, Docker, Kubernetes), a holder moved into each, and the owner read back;
+// `kill --job` / `--container` end exactly their owner's processes (holders or not) and nothing
+// else, and `status --job` shows only that job's holders.
+//
+// Every group is made under a group of this test's own ("gpuclean-test-PID", in the cgroup v2
+// hierarchy and, for Slurm's v1 layout, in the v1 freezer hierarchy as slurm_gpuclean_PID), so
+// the machine's real Slurm, Docker or kubelet groups are never touched: the layouts are
+// recognised anywhere in a path (procfs/owner.h). Needs root; skipped without it.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "freezer.h"
+#include "holder_fixture.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string str(pid_t pid) {
+  return std::to_string(pid);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Where the cgroup v2 hierarchy is mounted (docs/facts.md: never hard-coded), or "".
+std::string cgroup2_mount() {
+  std::istringstream in(slurp("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string field;
+    for (int i = 0; i < 5 && fields >> field; ++i) {
+    }
+    return field;
+  }
+  return "";
+}
+
+const std::string kContainerA(64, 'a');
+const std::string kContainerB = std::string(12, 'a') + std::string(52, 'b');  // same 12 digits
+const std::string kContainerC = "c0ffee" + std::string(58, '1');
+const std::string kPodUid = "8a3e1c2d-4b5f-6a7b-8c9d-0e1f2a3b4c5d";
+
+class OwnerTest : public HolderFixture {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "making cgroups needs root";
+    const std::string mount = cgroup2_mount();
+    if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
+    // Groups are made beside this process's own group's root: the mount point is the
+    // hierarchy's (or this cgroup namespace's) root, so /proc shows paths relative to it.
+    root_ = mount + "/gpuclean-test-" + str(::getpid());
+    std::error_code error;
+    fs::create_directory(root_, error);
+    if (error) GTEST_SKIP() << "cannot make a cgroup at " << root_ << ": " << error.message();
+    made_.push_back(root_);
+  }
+
+  void TearDown() override {
+    HolderFixture::TearDown();  // every process the test started is gone: the groups are empty
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+      // An exited process leaves its group a moment after it is reaped.
+      wait_until([&] { return ::rmdir(it->c_str()) == 0 || errno == ENOENT; }, 5s);
+    }
+  }
+
+  // Makes ROOT/RELATIVE (each level) and returns the group's directory.
+  std::string group(const std::string& base, const std::string& relative) {
+    std::string path = base;
+    std::istringstream parts(relative);
+    std::string part;
+    while (std::getline(parts, part, '/')) {
+      if (part.empty()) continue;
+      path += "/" + part;
+      if (fs::create_directory(path)) made_.push_back(path);
+    }
+    return path;
+  }
+
+  // Starts a holder of `file` and moves it into the v2 group ROOT/RELATIVE.
+  pid_t holder_in(const std::string& relative, const std::string& file) {
+    const pid_t pid = start("hold", file).at(0);
+    move(pid, group(root_, relative));
+    return pid;
+  }
+
+  static void move(pid_t pid, const std::string& dir) {
+    ASSERT_TRUE(write_text(dir + "/cgroup.procs", str(pid))) << dir;
+    const std::string leaf = dir.substr(dir.rfind('/'));
+    ASSERT_TRUE(contains(slurp("/proc/" + str(pid) + "/cgroup"), leaf))
+        << dir << "\n"
+        << slurp("/proc/" + str(pid) + "/cgroup");
+  }
+
+  json status_json(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"status", "--json", "--no-nvml", "--device-glob", held_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto result = gpuclean(args);
+    EXPECT_LE(result.exit_code, 1) << result.err;
+    return json::parse(result.out, nullptr, false);
+  }
+
+  CommandResult kill(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {GPUCLEAN_BINARY, "kill",   "--no-nvml",
+                                     "--device-glob", held_,    "--grace",
+                                     "300ms",         "--wait", "5s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, 30s);
+  }
+
+  static std::string both(const CommandResult& result) {
+    return "exit " + std::to_string(result.exit_code) + "\n--- stdout\n" + result.out +
+           "--- stderr\n" + result.err;
+  }
+
+  std::string root_;
+  std::vector<std::string> made_;  // groups made, parents first
+};
+
+TEST_F(OwnerTest, EachLayoutsOwnerIsReadBack) {
+  const std::string pod_slice = "kubepods-burstable-pod8a3e1c2d_4b5f_6a7b_8c9d_0e1f2a3b4c5d.slice";
+  const pid_t slurm = holder_in("system.slice/slurmstepd.scope/job_4211/step_0/user/task_0", held_);
+  const pid_t docker = holder_in("docker/" + kContainerC, held_);
+  const pid_t pod = holder_in("kubepods.slice/kubepods-burstable.slice/" + pod_slice +
+                                  "/cri-containerd-" + kContainerA + ".scope",
+                              held_);
+  const pid_t unit = holder_in("system.slice/inference.service", held_);
+  // Negative controls: a "job" group outside Slurm's layout, and a group of no known layout.
+  const pid_t lookalike = holder_in("user.slice/job_4211/step_0", held_);
+  const pid_t raw = holder_in("mine", held_);
+
+  const json doc = status_json();
+  ASSERT_FALSE(doc.is_discarded());
+  auto owner = [&](pid_t pid) {
+    const json* h = find_holder(doc, pid);
+    EXPECT_NE(h, nullptr) << pid << "\n" << doc.dump(1);
+    return h == nullptr ? json() : h->at("owner");
+  };
+  const json s = owner(slurm);
+  EXPECT_EQ(s["kind"], "slurm-job") << s;
+  EXPECT_EQ(s["id"], "4211") << s;
+  EXPECT_EQ(s["step"], "0") << s;
+  EXPECT_EQ(s["unit"], "slurmstepd.scope") << s;
+  const json d = owner(docker);
+  EXPECT_EQ(d["kind"], "container") << d;
+  EXPECT_EQ(d["id"], kContainerC.substr(0, 12)) << d;
+  EXPECT_EQ(d["full_id"], kContainerC) << d;
+  EXPECT_EQ(d["runtime"], "docker") << d;
+  const json p = owner(pod);
+  EXPECT_EQ(p["kind"], "container") << p;
+  EXPECT_EQ(p["pod_uid"], kPodUid) << p;
+  EXPECT_EQ(p["qos"], "burstable") << p;
+  EXPECT_EQ(p["runtime"], "containerd") << p;
+  EXPECT_EQ(owner(unit)["kind"], "systemd-unit");
+  EXPECT_EQ(owner(unit)["id"], "inference.service");
+  EXPECT_EQ(owner(lookalike)["kind"], "cgroup") << owner(lookalike);
+  const json r = owner(raw);
+  EXPECT_EQ(r["kind"], "cgroup") << r;
+  EXPECT_TRUE(contains(r["id"].get<std::string>(), "/gpuclean-test-" + str(::getpid()) + "/mine"))
+      << r;
+
+  // The text screen has the OWNER column with the short labels.
+  auto text = gpuclean({"status", "--no-nvml", "--device-glob", held_});
+  EXPECT_TRUE(contains(text.out, "OWNER")) << text.out;
+  EXPECT_TRUE(contains(text.out, "job 4211.0")) << text.out;
+  EXPECT_TRUE(contains(text.out, "docker " + kContainerC.substr(0, 12))) << text.out;
+  EXPECT_TRUE(contains(text.out, "pod 8a3e1c2d/" + kContainerA.substr(0, 12))) << text.out;
+  auto who = gpuclean({"who", "--device-glob", held_});
+  EXPECT_TRUE(contains(who.out, "OWNER")) << who.out;
+  EXPECT_TRUE(contains(who.out, "job 4211.0")) << who.out;
+  auto explain = gpuclean({"explain", "--no-nvml", "--device-glob", held_, str(pod)});
+  EXPECT_TRUE(contains(explain.out, "containerd container " + kContainerA + " in Kubernetes pod " +
+                                        kPodUid + ", QoS burstable"))
+      << explain.out;
+}
+
+TEST_F(OwnerTest, NoOwnerColumnWithoutAKnownOwner) {
+  // Negative control for the column: holders in the root group or a raw path only.
+  holder_in("mine", held_);
+  auto text = gpuclean({"status", "--no-nvml", "--device-glob", held_});
+  EXPECT_FALSE(contains(text.out, "OWNER")) << text.out;
+}
+
+TEST_F(OwnerTest, KillJobEndsEveryProcessOfTheJobAndNothingElse) {
+  const std::string job = "system.slice/slurmstepd.scope/job_" + str(::getpid() % 100000 + 7);
+  const std::string job_id = str(::getpid() % 100000 + 7);
+  const pid_t daemon = holder_in(job + "/step_0/user/task_0", held_);
+  // Not a holder (it holds another file): the job's, so it goes too — what an Epilog needs.
+  const pid_t helper = holder_in(job + "/step_batch/user/task_0", other_);
+  const pid_t other_job =
+      holder_in("system.slice/slurmstepd.scope/job_1/step_0/user/task_0", held_);
+  const pid_t lookalike = holder_in("user.slice/job_" + job_id + "/step_0", held_);
+  // slurmstepd's own leaf is the job's infrastructure, not its work.
+  const pid_t stepd = holder_in(job + "/step_0/slurm", other_);
+
+  // The plan names exactly the job's two processes.
+  auto plan = kill({"--job", job_id, "--dry-run"});
+  EXPECT_EQ(plan.exit_code, 0) << both(plan);
+  EXPECT_TRUE(contains(plan.out, "Plan: 2 processes")) << both(plan);
+  EXPECT_TRUE(contains(plan.out, " " + str(daemon) + " ")) << both(plan);
+  EXPECT_TRUE(contains(plan.out, " " + str(helper) + " ")) << both(plan);
+  EXPECT_TRUE(contains(plan.out, "job " + job_id + ".0")) << both(plan);
+  for (pid_t pid : {daemon, helper, other_job, lookalike, stepd}) EXPECT_TRUE(alive(pid)) << pid;
+
+  // A broad selector: without --yes and a terminal it is refused and nothing is signalled.
+  auto unconfirmed = kill({"--job", job_id});
+  EXPECT_EQ(unconfirmed.exit_code, 2) << both(unconfirmed);
+  EXPECT_TRUE(alive(daemon));
+
+  auto result = kill({"--job", job_id, "--yes", "--json"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(daemon, 5s)) << both(result);
+  EXPECT_TRUE(wait_gone(helper, 5s)) << both(result);
+  // They are this test's children: reaped, they leave the table (a zombie would still be in
+  // the job's group, and the second run below would find it).
+  reap(daemon);
+  reap(helper);
+  for (pid_t pid : {other_job, lookalike, stepd}) EXPECT_TRUE(alive(pid)) << pid << both(result);
+  const json doc = json::parse(result.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << result.out;
+  ASSERT_EQ(doc["targets"].size(), 2u) << doc.dump(1);
+  EXPECT_EQ(doc["targets"][0]["owner"]["id"], job_id) << doc.dump(1);
+  EXPECT_TRUE(contains(doc["targets"][0]["why"].get<std::string>(), "Slurm job " + job_id));
+
+  // The job is gone: the Epilog's second run finds nothing and succeeds.
+  auto again = kill({"--job", job_id, "--yes"});
+  EXPECT_EQ(again.exit_code, 0) << both(again);
+  EXPECT_TRUE(contains(again.out + again.err, "no process of Slurm job " + job_id)) << both(again);
+}
+
+TEST_F(OwnerTest, KillContainerByPrefixRefusesAnAmbiguousOne) {
+  const pid_t a = holder_in("docker/" + kContainerA, held_);
+  const pid_t b = holder_in("docker/" + kContainerB, held_);
+  const pid_t c = holder_in("docker/" + kContainerC, other_);
+
+  // "aaaaaaaaaaaa" is both A's and B's short ID: refused, nothing signalled.
+  auto ambiguous = kill({"--container", kContainerA.substr(0, 12), "--yes"});
+  EXPECT_EQ(ambiguous.exit_code, 2) << both(ambiguous);
+  EXPECT_TRUE(contains(ambiguous.err, "matches 2 containers")) << both(ambiguous);
+  for (pid_t pid : {a, b, c}) EXPECT_TRUE(alive(pid)) << pid;
+
+  auto result = kill({"--container", kContainerA.substr(0, 13), "--yes"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(a, 5s)) << both(result);
+  EXPECT_TRUE(alive(b)) << both(result);
+  EXPECT_TRUE(alive(c)) << both(result);
+
+  // Not a holder of the selected files, still the container's.
+  auto by_short = kill({"--container", "c0ffee", "--yes"});
+  EXPECT_EQ(by_short.exit_code, 0) << both(by_short);
+  EXPECT_TRUE(wait_gone(c, 5s)) << both(by_short);
+  EXPECT_TRUE(alive(b));
+}
+
+TEST_F(OwnerTest, StatusJobShowsOnlyThatJobsHolders) {
+  const pid_t mine = holder_in("system.slice/slurmstepd.scope/job_31/step_0/user/task_0", held_);
+  const pid_t theirs = holder_in("system.slice/slurmstepd.scope/job_32/step_0/user/task_0", held_);
+  const json all = status_json();
+  EXPECT_NE(find_holder(all, mine), nullptr);
+  EXPECT_NE(find_holder(all, theirs), nullptr);  // control: both are seen unfiltered
+  const json only = status_json({"--job", "31"});
+  EXPECT_NE(find_holder(only, mine), nullptr) << only.dump(1);
+  EXPECT_EQ(find_holder(only, theirs), nullptr) << only.dump(1);
+  const json none = status_json({"--job", "33"});
+  EXPECT_TRUE(none["holders"].empty()) << none.dump(1);
+  EXPECT_EQ(none["verdict"], "clean");
+}
+
+TEST_F(OwnerTest, SlurmV1LayoutInTheFreezerHierarchy) {
+  // Slurm's cgroup/v1 plugin: the job's group is in the v1 controllers' hierarchies, and the
+  // v2 line says nothing about it (on this machine's hybrid layout it is "/").
+  if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezerRoot;
+  const std::string base = std::string(kFreezerRoot) + "/slurm_gpuclean" + str(::getpid());
+  std::error_code error;
+  fs::create_directory(base, error);
+  ASSERT_FALSE(error) << base << ": " << error.message();
+  made_.push_back(base);
+  const std::string dir = group(base, "uid_0/job_808/step_extern/task_0");
+  const pid_t holder = start("hold", held_).at(0);
+  move(holder, dir);
+  const json doc = status_json();
+  const json* h = find_holder(doc, holder);
+  ASSERT_NE(h, nullptr) << doc.dump(1);
+  EXPECT_EQ(h->at("owner")["kind"], "slurm-job") << h->dump(1);
+  EXPECT_EQ(h->at("owner")["id"], "808");
+  EXPECT_EQ(h->at("owner")["step"], "extern");
+
+  auto result = kill({"--job", "808", "--yes"});
+  EXPECT_EQ(result.exit_code, 0) << both(result);
+  EXPECT_TRUE(wait_gone(holder, 5s)) << both(result);
+}
+
+}  // namespace
+}  // namespace gpuclean::testing

@@ -1,0 +1,187 @@
+// The owner read from cgroup paths: each layout's real path shapes (as slurmd, systemd, Docker,
+// Podman, containerd, CRI-O and the kubelet's two drivers make them), and paths that look like
+// them but are not.
+#include "procfs/owner.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuclean::procfs {
+namespace {
+
+const std::string kId = "3f2a1b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708";
+
+Owner must(std::string_view path) {
+  auto owner = owner_from_cgroup_path(path);
+  EXPECT_TRUE(owner.has_value()) << path;
+  return owner.value_or(Owner{});
+}
+
+TEST(OwnerTest, SlurmV2StepTask) {
+  Owner o = must("/system.slice/slurmstepd.scope/job_4211/step_0/user/task_0");
+  EXPECT_EQ(o.kind, Owner::Kind::kSlurmJob);
+  EXPECT_EQ(o.id, "4211");
+  EXPECT_EQ(o.step, "0");
+  EXPECT_EQ(o.unit, "slurmstepd.scope");
+}
+
+TEST(OwnerTest, SlurmV2NamedSteps) {
+  EXPECT_EQ(must("/system.slice/slurmstepd.scope/job_7/step_batch/user/task_0").step, "batch");
+  EXPECT_EQ(must("/system.slice/slurmstepd.scope/job_7/step_extern/user/task_special").step,
+            "extern");
+  EXPECT_EQ(must("/system.slice/slurmstepd.scope/job_7/step_interactive/user").step, "interactive");
+}
+
+TEST(OwnerTest, SlurmstepdItselfIsNotTheJobsWork) {
+  Owner o = must("/system.slice/slurmstepd.scope/job_7/step_0/slurm");
+  EXPECT_EQ(o.kind, Owner::Kind::kSystemdUnit);
+  EXPECT_EQ(o.id, "slurmstepd.scope");
+}
+
+TEST(OwnerTest, SlurmV1Hierarchy) {
+  Owner o = must("/slurm/uid_1000/job_55/step_batch/task_0");
+  EXPECT_EQ(o.kind, Owner::Kind::kSlurmJob);
+  EXPECT_EQ(o.id, "55");
+  EXPECT_EQ(o.step, "batch");
+  EXPECT_FALSE(o.unit.has_value());
+  // Several slurmd on one host (multiple-slurmd builds) name their root slurm_NODE.
+  EXPECT_EQ(must("/slurm_node3/uid_0/job_9/step_1").id, "9");
+  // The job level alone (the job's own group, before a step starts).
+  Owner job = must("/slurm/uid_1000/job_55");
+  EXPECT_EQ(job.id, "55");
+  EXPECT_FALSE(job.step.has_value());
+}
+
+TEST(OwnerTest, AJobNamedGroupOutsideSlurmsLayoutIsNoJob) {
+  // A user's own delegated groups may be named anything.
+  Owner o = must("/user.slice/user-1000.slice/user@1000.service/app.slice/job_5/step_0");
+  EXPECT_EQ(o.kind, Owner::Kind::kSystemdUnit);
+  EXPECT_EQ(o.id, "user@1000.service");
+  EXPECT_EQ(must("/slurm/job_5/step_0").kind, Owner::Kind::kCgroup);  // no uid_ level
+  EXPECT_EQ(must("/slurm/uid_x/job_5").kind, Owner::Kind::kCgroup);   // not a uid
+  EXPECT_EQ(must("/x/slurmstepd.scope/job_5a/step_0").kind, Owner::Kind::kSystemdUnit);
+}
+
+TEST(OwnerTest, DockerSystemdAndCgroupfsDrivers) {
+  Owner systemd = must("/system.slice/docker-" + kId + ".scope");
+  EXPECT_EQ(systemd.kind, Owner::Kind::kContainer);
+  EXPECT_EQ(systemd.id, kId.substr(0, 12));
+  EXPECT_EQ(systemd.full_id, kId);
+  EXPECT_EQ(systemd.runtime, "docker");
+  EXPECT_EQ(systemd.unit, "docker-" + kId + ".scope");
+  Owner cgroupfs = must("/docker/" + kId);
+  EXPECT_EQ(cgroupfs.kind, Owner::Kind::kContainer);
+  EXPECT_EQ(cgroupfs.runtime, "docker");
+  EXPECT_FALSE(cgroupfs.unit.has_value());
+  // A group inside the container (systemd or docker-in-docker): the outer container owns it.
+  EXPECT_EQ(must("/docker/" + kId + "/docker/" + std::string(64, 'a')).full_id, kId);
+}
+
+TEST(OwnerTest, PodmanContainerdCrio) {
+  EXPECT_EQ(must("/machine.slice/libpod-" + kId + ".scope").runtime, "podman");
+  EXPECT_EQ(must("/libpod_parent/libpod-" + kId).runtime, "podman");
+  Owner rootless = must("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId +
+                        ".scope/container");
+  EXPECT_EQ(rootless.kind, Owner::Kind::kContainer);
+  EXPECT_EQ(rootless.id, kId.substr(0, 12));
+  EXPECT_EQ(must("/system.slice/cri-containerd-" + kId + ".scope").runtime, "containerd");
+  EXPECT_EQ(must("/system.slice/crio-" + kId + ".scope").runtime, "cri-o");
+}
+
+TEST(OwnerTest, ABare64DigitGroupIsAContainerOnlyUnderDocker) {
+  EXPECT_EQ(must("/mine/" + kId).kind, Owner::Kind::kCgroup);
+  EXPECT_EQ(must("/system.slice/docker-" + kId.substr(1) + ".scope").kind,
+            Owner::Kind::kSystemdUnit);  // 63 digits: not an ID
+}
+
+TEST(OwnerTest, KubernetesSystemdDriver) {
+  const std::string pod = "kubepods-burstable-pod8a3e1c2d_4b5f_6a7b_8c9d_0e1f2a3b4c5d.slice";
+  Owner c =
+      must("/kubepods.slice/kubepods-burstable.slice/" + pod + "/cri-containerd-" + kId + ".scope");
+  EXPECT_EQ(c.kind, Owner::Kind::kContainer);
+  EXPECT_EQ(c.id, kId.substr(0, 12));
+  EXPECT_EQ(c.runtime, "containerd");
+  EXPECT_EQ(c.pod_uid, "8a3e1c2d-4b5f-6a7b-8c9d-0e1f2a3b4c5d");
+  EXPECT_EQ(c.qos, "burstable");
+  // Guaranteed pods sit directly under kubepods.slice.
+  Owner g = must("/kubepods.slice/kubepods-pod8a3e1c2d_4b5f_6a7b_8c9d_0e1f2a3b4c5d.slice/crio-" +
+                 kId + ".scope");
+  EXPECT_EQ(g.qos, "guaranteed");
+  EXPECT_EQ(g.runtime, "cri-o");
+  // CRI-O's conmon and the sandbox are the pod's, not a container's.
+  Owner p = must(
+      "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podabc_12.slice/"
+      "crio-conmon-" +
+      kId + ".scope");
+  EXPECT_EQ(p.kind, Owner::Kind::kPod);
+  EXPECT_EQ(p.id, "abc-12");
+  EXPECT_EQ(p.qos, "besteffort");
+}
+
+TEST(OwnerTest, KubernetesCgroupfsDriver) {
+  Owner c = must("/kubepods/besteffort/pod8a3e1c2d-4b5f-6a7b-8c9d-0e1f2a3b4c5d/" + kId);
+  EXPECT_EQ(c.kind, Owner::Kind::kContainer);
+  EXPECT_EQ(c.pod_uid, "8a3e1c2d-4b5f-6a7b-8c9d-0e1f2a3b4c5d");
+  EXPECT_EQ(c.qos, "besteffort");
+  EXPECT_FALSE(c.runtime.has_value());
+  EXPECT_EQ(must("/kubepods/pod8a3e/" + kId).qos, "guaranteed");
+}
+
+TEST(OwnerTest, SeenFromInsideACgroupNamespace) {
+  // A DaemonSet's gpuclean in a pod with its own cgroup namespace sees host paths so.
+  Owner o = must("/../../system.slice/slurmstepd.scope/job_3/step_0/user/task_0");
+  EXPECT_EQ(o.kind, Owner::Kind::kSlurmJob);
+  EXPECT_EQ(o.id, "3");
+  EXPECT_EQ(must("/../../../system.slice/nvidia-persistenced.service").id,
+            "nvidia-persistenced.service");
+}
+
+TEST(OwnerTest, SystemdUnitsAndRawPaths) {
+  EXPECT_EQ(must("/system.slice/ssh.service").id, "ssh.service");
+  EXPECT_EQ(must("/user.slice/user-1000.slice/session-3.scope").id, "session-3.scope");
+  EXPECT_EQ(must("/user.slice/user-1000.slice/user@1000.service/app.slice/app-tmux.scope").id,
+            "app-tmux.scope");
+  Owner raw = must("/process_api/9ab60ac0");
+  EXPECT_EQ(raw.kind, Owner::Kind::kCgroup);
+  EXPECT_EQ(raw.id, "/process_api/9ab60ac0");
+  EXPECT_EQ(must("/user.slice").kind, Owner::Kind::kCgroup);
+  EXPECT_FALSE(owner_from_cgroup_path("/").has_value());
+  EXPECT_FALSE(owner_from_cgroup_path("").has_value());
+  EXPECT_FALSE(owner_from_cgroup_path("/../..").has_value());
+}
+
+TEST(OwnerTest, FileV2LineFirst) {
+  auto o = owner_from_cgroup_file("0::/system.slice/docker-" + kId + ".scope\n");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->runtime, "docker");
+}
+
+TEST(OwnerTest, FileAV1SlurmJobWinsOverAV2UnitOrRoot) {
+  // Slurm's cgroup/v1 plugin on a hybrid host: the unified (v2) line is slurmd's unit or "/".
+  const std::string v1 =
+      "9:name=systemd:/system.slice/slurmd.service\n"
+      "6:freezer:/slurm/uid_0/job_12/step_0/task_0\n"
+      "4:memory:/slurm/uid_0/job_12/step_0/task_0\n";
+  auto under_unit = owner_from_cgroup_file(v1 + "0::/system.slice/slurmd.service\n");
+  ASSERT_TRUE(under_unit);
+  EXPECT_EQ(under_unit->kind, Owner::Kind::kSlurmJob);
+  EXPECT_EQ(under_unit->id, "12");
+  auto at_root = owner_from_cgroup_file(v1 + "0::/\n");
+  ASSERT_TRUE(at_root);
+  EXPECT_EQ(at_root->id, "12");
+}
+
+TEST(OwnerTest, FileRootV2AndUnknownV1IsNoOwner) {
+  // This project's CI machines: v2 at the root, a v1 memory group of the sandbox.
+  EXPECT_FALSE(owner_from_cgroup_file("9:name=systemd:/\n4:memory:/process_api/9ab6\n0::/\n"));
+}
+
+TEST(OwnerTest, FileWithoutV2UsesTheSystemdHierarchy) {
+  auto o = owner_from_cgroup_file("2:cpu:/\n1:name=systemd:/system.slice/cron.service\n");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->id, "cron.service");
+  EXPECT_FALSE(owner_from_cgroup_file(""));
+  EXPECT_FALSE(owner_from_cgroup_file("garbage\n::\n"));
+}
+
+}  // namespace
+}  // namespace gpuclean::procfs
