@@ -11,6 +11,7 @@
 
 #include "diagnose/diagnosis.h"
 #include "output/escape.h"
+#include "output/owner_text.h"
 #include "procfs/node_service.h"
 
 namespace gpuclean::collect {
@@ -289,10 +290,15 @@ std::vector<std::string> RunGpuWatch::escaped(const std::set<Pid>& run_pids,
     if (h.process.pid == ::getpid() || run_pids.count(h.process.pid) > 0) continue;
     const bool older = !workload_start || h.process.start_ticks < *workload_start;
     if (older && holders_before_.count({h.process.pid, h.process.start_ticks}) > 0) continue;
+    // Whose it is (another job's, a container's) is what the reader asks next.
+    const std::string owner =
+        h.process.owner && h.process.owner->kind != Owner::Kind::kCgroup
+            ? ", " + output::escape_terminal(output::owner_label(*h.process.owner))
+            : "";
     lines.push_back(fmt::format(
-        "pid {} ({}, {}) began holding {} during the run and is not part of it; it was left "
+        "pid {} ({}{}, {}) began holding {} during the run and is not part of it; it was left "
         "alone (gpuclean explain {})",
-        h.process.pid, output::escape_terminal(h.process.user),
+        h.process.pid, output::escape_terminal(h.process.user), owner,
         output::display_command(h.process.cmdline.empty() ? std::vector<std::string>{h.process.comm}
                                                           : h.process.cmdline,
                                 60),
