@@ -9,19 +9,25 @@ cd "$(dirname "$0")"
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
+# Each stage's heading carries the seconds since the start: CI's budget (45 min on 2 cores)
+# is spent where these numbers say.
+stage() { echo "== [${SECONDS}s] $*"; }
+stage "setup: Debian packages"
 scripts/setup.sh
+stage "build (-Werror, tests, man page)"
 BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON -DGPUCLEAN_MAN=ON
 if [ $quick -eq 0 ]; then
+  stage "lint: clang-format, clang-tidy"
   BUILD_DIR=build scripts/lint.sh
 fi
-echo "== docs: docs/reference.md against the parser, links inside the repository"
+stage "docs: docs/reference.md against the parser, links inside the repository"
 scripts/check_docs.sh build
-echo "== man page: gpuclean(1) against the parser, rendered by man without warnings"
+stage "man page: gpuclean(1) against the parser, rendered by man without warnings"
 scripts/check_man.sh build
-echo "== tests"
+stage "tests"
 (cd build && ctest --output-on-failure -j "$(nproc)")
 if [ $quick -eq 0 ]; then
-  echo "== tests under ASan+UBSan"
+  stage "tests under ASan+UBSan"
   # -O1 and line tables only: ASan needs no more to report with file and line, and the build is
   # a third of CI's time. Not built here: the FUSE tests and the fuzz-input replay (see
   # CMakeLists.txt: they run in the plain pass, and fuzz/ci.sh replays the inputs under ASan).
@@ -37,20 +43,21 @@ if [ $quick -eq 0 ]; then
   (cd build-asan && ctest --output-on-failure -j "$(nproc)" \
     -E '^StormTest\.|^Faults/NvmlFaultMatrixTest\.')
 fi
-echo "== Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
+stage "Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
 tests/slurm/run.sh build
-echo "== Prometheus: a real server scrapes gpuclean metrics --listen"
+stage "Prometheus: a real server scrapes gpuclean metrics --listen"
 tests/prometheus/run.sh build
-echo "== completion: the generated scripts driven in bash, zsh and fish"
+stage "completion: the generated scripts driven in bash, zsh and fish"
 tests/completion/run.sh build
-echo "== systemd units: verify and exposure, the capabilities they grant, under a real systemd"
+stage "systemd units: verify and exposure, the capabilities they grant, under a real systemd"
 tests/packaging/systemd_verify.sh build
 tests/packaging/systemd_caps.sh build
 tests/packaging/systemd_run.sh build
-echo "== packaging: the .deb and the release tarball built from this build, installed, run, removed"
+stage "packaging: the .deb and the release tarball built from this build, installed, run, removed"
 scripts/package.sh --build-dir build --out build/dist
 tests/packaging/run.sh build/dist
 if [ $quick -eq 0 ]; then
-  echo "== fuzz, a few seconds per parser (bench/fuzz_bench.sh is the long run)"
+  stage "fuzz, a few seconds per parser (bench/fuzz_bench.sh is the long run)"
   fuzz/ci.sh
 fi
+stage "done"
