@@ -701,6 +701,64 @@ release_parts_see() {  # PID
     grep -q $'^0\t' <<<"$(gc completion --values gpus 2>&1)"
 }
 
+# Issue 17: a CUDA leftover in a Slurm job's cgroup (the v2 layout slurmstepd makes, under a
+# group of this script's own, so no real job is touched) is named by its owner, and
+# `kill --job` ends it and a non-holding process of the same job, and verifies the memory back.
+JOB_GROUP_ROOT=
+scenario_job() {
+  local mib=4096 ready=$work/job.ready pid sleeper mount task out rc job=77
+  mount=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+  if [[ -z $mount ]]; then
+    record FAIL "job: a cgroup v2 hierarchy is mounted"
+    return
+  fi
+  JOB_GROUP_ROOT=$mount/gpuclean-gpu-test-$$
+  task=$JOB_GROUP_ROOT/system.slice/slurmstepd.scope/job_$job/step_0/user/task_0
+  if ! mkdir -p "$task" 2>"$work/job.mkdir.err"; then
+    record FAIL "job: mkdir $task ($(<"$work/job.mkdir.err"))"
+    return
+  fi
+  launch leftover "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  pid=${READY[0]}
+  sleep 600 >/dev/null 2>&1 3>&- 4>&- &
+  sleeper=$!
+  disown "$sleeper"
+  track "$sleeper"
+  expect "job: pid $pid and $sleeper moved into job $job's group" \
+    bash -c "echo $pid >'$task/cgroup.procs' && echo $sleeper >'$task/cgroup.procs'"
+  wait_nvml "$pid" "$mib" "job's" || return
+  snapshot job "$pid"
+  expect "job: status --json names pid $pid's owner: Slurm job $job, step 0" \
+    "$PY" - "$J" "$pid" "$job" <<'PYJOB'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+h = [h for h in doc["holders"] if h["pid"] == int(sys.argv[2])]
+o = h[0].get("owner") if h else None
+print("  owner:", o)
+sys.exit(0 if o and o["kind"] == "slurm-job" and o["id"] == sys.argv[3] and o["step"] == "0" else 1)
+PYJOB
+  out=$(gc status 2>&1)
+  keep_text job.status.txt "$out"
+  expect "job: the status screen's OWNER column shows 'job $job.0'" grep -q "job $job\.0" <<<"$out"
+  gc check --job $((job + 1)) >/dev/null 2>&1
+  rc=$?
+  expect "job: check --job $((job + 1)) (another job) is clean (got $rc)" test "$rc" -eq 0
+  out=$(gc kill --job "$job" --yes --grace 2s --wait 20s 2>&1)
+  rc=$?
+  keep_text job.kill.txt "$out"
+  indent <<<"$out"
+  expect "job: kill --job $job exits 0 (got $rc)" test "$rc" -eq 0
+  expect "job: the memory of pid $pid was verified released" grep -q "GPU memory of the targets released" <<<"$out"
+  expect "job: pid $pid (holder) and $sleeper (not a holder) are gone" all_gone "$pid" "$sleeper"
+}
+# The groups go once the scenario's processes have (cleanup_scenario waited for them).
+remove_job_groups() {
+  [[ -n $JOB_GROUP_ROOT && -d $JOB_GROUP_ROOT ]] || return 0
+  find "$JOB_GROUP_ROOT" -depth -type d -exec rmdir {} + 2>/dev/null
+  expect "job: its cgroups removed ($JOB_GROUP_ROOT)" test ! -d "$JOB_GROUP_ROOT"
+}
+
 scenario_heir() {
   local mib=8192 ready=$work/heir.ready child parent smi
   launch heir "$mib" "$ready"
@@ -988,6 +1046,8 @@ BASELINE=${PYVALUE:-0}
 
 run_scenario context "what one CUDA context costs" scenario_context
 run_scenario leftover "a live process keeps its memory (SPEC problem 1)" scenario_leftover
+run_scenario job "a CUDA leftover in a Slurm job's cgroup, ended by kill --job" scenario_job
+remove_job_groups
 run_scenario heir "fork after CUDA init, owner dead (problem 3)" scenario_heir
 run_scenario zombie-leader "main thread exited, a worker keeps the context (problem 2)" scenario_zombie_leader
 run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
