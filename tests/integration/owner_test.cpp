@@ -187,8 +187,10 @@ TEST_F(OwnerTest, EachLayoutsOwnerIsReadBack) {
 
 TEST_F(OwnerTest, NoOwnerColumnWithoutAKnownOwner) {
   // Negative control for the column: holders in the root group or a raw path only.
-  holder_in("mine", held_);
+  const pid_t holder = holder_in("mine", held_);
   auto text = gpuclean({"status", "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(text.exit_code, 1) << text.err;  // the holder is seen (a problem): the table is there
+  EXPECT_TRUE(contains(text.out, " " + str(holder) + " ")) << text.out;
   EXPECT_FALSE(contains(text.out, "OWNER")) << text.out;
 }
 
