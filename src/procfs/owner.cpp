@@ -257,10 +257,11 @@ std::optional<Owner> owner_from_cgroup_file(std::string_view text) {
     if (!owner) continue;
     const bool work = owner->kind == Owner::Kind::kSlurmJob ||
                       owner->kind == Owner::Kind::kContainer || owner->kind == Owner::Kind::kPod;
-    if (work && !v1_work)
+    if (work && !v1_work) {
       v1_work = std::move(owner);
-    else if (controllers == "name=systemd" && !v1_systemd)
+    } else if (controllers == "name=systemd" && !v1_systemd) {
       v1_systemd = std::move(owner);
+    }
   }
   const bool v2_names_work =
       v2 && (v2->kind == Owner::Kind::kSlurmJob || v2->kind == Owner::Kind::kContainer ||
