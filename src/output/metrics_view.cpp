@@ -1,9 +1,17 @@
 #include "output/metrics_view.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <tuple>
 
 #include <prometheus/text_serializer.h>
+
+#include "output/owner_text.h"
+#include "output/text_width.h"
 
 namespace gpuclean::output {
 namespace {
@@ -41,6 +49,95 @@ void add(MetricFamily& family, double value, std::vector<ClientMetric::Label> la
 
 double as_double(Bytes bytes) {
   return static_cast<double>(bytes);
+}
+
+// The length of the valid UTF-8 sequence at text[i], or 0 when there is none.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  std::uint32_t code_point = 0;
+  std::uint32_t min = 0;
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0U) == 0xC0U) {
+    length = 2, code_point = lead & 0x1FU, min = 0x80;
+  } else if ((lead & 0xF0U) == 0xE0U) {
+    length = 3, code_point = lead & 0x0FU, min = 0x800;
+  } else if ((lead & 0xF8U) == 0xF0U) {
+    length = 4, code_point = lead & 0x07U, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(k) & 0xC0U) != 0x80U) return 0;
+    code_point = (code_point << 6U) | (byte(k) & 0x3FU);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+  if (code_point < min || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) {
+    return 0;
+  }
+  return length;
+}
+
+// A label value from text a user controls (a user name, a cgroup path). Prometheus refuses a
+// whole scrape over one label value that is not UTF-8, so one process must not blind the node's
+// monitoring: a byte that is not UTF-8 becomes U+FFFD, and so does a control character (a
+// newline or an escape sequence would garble an alert's text). Then cut to kMaxLabelCodePoints.
+// Quotes and backslashes stay: the serializer escapes them.
+std::string label_value(std::string_view text) {
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_length(text, i);
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (length == 0 || (length == 1 && (c < 0x20 || c == 0x7F))) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, length));
+    i += length;
+  }
+  return cut_to_columns(out, kMaxLabelCodePoints);
+}
+
+// One series of gpuclean_holder_memory_bytes.
+struct HolderSeries {
+  unsigned gpu = 0;
+  Pid pid = 0;
+  std::string klass;
+  std::string user;
+  std::string owner;
+  Bytes bytes = 0;
+};
+
+// The problems that name a holder of memory other than a healthy one at work (see the header).
+std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
+  std::map<Pid, const Holder*> holder_of;
+  for (const Holder& holder : diagnosis.holders) holder_of[holder.process.pid] = &holder;
+  std::vector<HolderSeries> series;
+  for (const Problem& problem : diagnosis.problems) {
+    if (!problem.pid || !problem.gpu || !problem.bytes || problem.kind == "in-use") continue;
+    HolderSeries one;
+    one.gpu = *problem.gpu;
+    one.pid = *problem.pid;
+    one.bytes = *problem.bytes;
+    const auto it = holder_of.find(*problem.pid);
+    // A dead owner with several candidate heirs, a gone MPS client: no holder has this PID,
+    // and an MPS server's leftover is not about the server's class: the kind says what it is.
+    const bool by_kind =
+        it == holder_of.end() || problem.kind == "mps-leftover" || problem.kind == "heir-ambiguous";
+    one.klass = by_kind ? problem.kind : to_string(it->second->klass);
+    if (it != holder_of.end()) {
+      const ProcessInfo& process = it->second->process;
+      one.user = label_value(process.user);
+      if (process.owner) one.owner = label_value(owner_label(*process.owner));
+    }
+    series.push_back(std::move(one));
+  }
+  return series;
 }
 
 }  // namespace
@@ -128,6 +225,40 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   for (const Problem& problem : diagnosis.problems) by_kind[problem.kind] += 1;
   for (const auto& [kind, count] : by_kind) add(problems, count, {{"kind", kind}});
   families.push_back(std::move(problems));
+
+  // The holders behind the problems, bounded: kMaxHolderSeries - 1 named, largest first, when
+  // there are more than kMaxHolderSeries; the rest in one {pid="other"} series.
+  auto per_holder = gauge_family(
+      "gpuclean_holder_memory_bytes",
+      "GPU memory held by a process that is part of a problem (leftover, stuck, foreign, ...; "
+      "never a healthy holder), by GPU and PID; class is the holder class, or the problem kind "
+      "(heir-ambiguous, mps-leftover). At most " +
+          std::to_string(kMaxHolderSeries) + " series: beyond that the " +
+          std::to_string(kMaxHolderSeries - 1) +
+          " largest are named and the rest summed into one series with pid=\"other\"");
+  std::vector<HolderSeries> named = problem_holders(diagnosis);
+  std::optional<Bytes> other;
+  if (named.size() > kMaxHolderSeries) {
+    std::stable_sort(named.begin(), named.end(), [](const HolderSeries& a, const HolderSeries& b) {
+      return a.bytes > b.bytes;
+    });
+    other = 0;
+    for (std::size_t i = kMaxHolderSeries - 1; i < named.size(); ++i) *other += named[i].bytes;
+    named.resize(kMaxHolderSeries - 1);
+  }
+  std::sort(named.begin(), named.end(), [](const HolderSeries& a, const HolderSeries& b) {
+    return std::tie(a.gpu, a.pid) < std::tie(b.gpu, b.pid);
+  });
+  for (const HolderSeries& one : named) {
+    add(per_holder, as_double(one.bytes),
+        {{"gpu", std::to_string(one.gpu)},
+         {"pid", std::to_string(one.pid)},
+         {"class", one.klass},
+         {"user", one.user},
+         {"owner", one.owner}});
+  }
+  if (other) add(per_holder, as_double(*other), {{"pid", "other"}});
+  families.push_back(std::move(per_holder));
 
   auto scanned = gauge_family("gpuclean_scan_processes", "Processes looked at by the last scan");
   add(scanned, static_cast<double>(status.stats.processes));

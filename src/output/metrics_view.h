@@ -6,8 +6,18 @@
 // labels `gpu` (NVML index), `uuid`, `class` (docs/reference.md holder class), `kind` (problem
 // kind), `state` (NVML state). Every class and every known problem kind is always exported (0 when
 // none), so a series does not vanish when the count drops to zero and alerts resolve.
+//
+// `gpuclean_holder_memory_bytes{gpu,pid,class,user,owner}` names the holders behind the problems
+// (docs/fleet.md): one series per problem of diagnose() that has a PID, a GPU and a byte figure,
+// except "in-use" (a healthy holder at work) — orphans, heirs, zombie leaders, stuck and foreign
+// holders, exiting zombies, a dead owner whose heir is ambiguous, MPS leftovers. The value is the
+// problem's figure (NVML's, cut to the GPU's used memory). At most kMaxHolderSeries series: when
+// there are more, the largest kMaxHolderSeries - 1 are named and the rest summed into one series
+// {pid="other"}, so a node's series count is bounded whatever happens on it. Label values are
+// valid UTF-8 without control characters and at most kMaxLabelCodePoints long.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +36,9 @@ struct MetricsReport {
   double scan_time = 0;     // when the scan ended, seconds since the Unix epoch
   std::string version;      // gpuclean's version, for gpuclean_build_info
 };
+
+inline constexpr std::size_t kMaxHolderSeries = 50;
+inline constexpr std::size_t kMaxLabelCodePoints = 64;
 
 // The metric families, in a fixed order (stable output for diffing and tests).
 std::vector<prometheus::MetricFamily> metric_families(const MetricsReport& report);

@@ -116,5 +116,182 @@ TEST(MetricsText, LabelValuesAreEscaped) {
   EXPECT_NE(t.find(R"(uuid="a\"b\\c\nd")"), std::string::npos) << t;
 }
 
+Owner owner(Owner::Kind kind, std::string id, std::optional<std::string> step = std::nullopt) {
+  Owner o;
+  o.kind = kind;
+  o.id = std::move(id);
+  o.step = std::move(step);
+  return o;
+}
+
+// A machine with problem holders and healthy ones on GPU 0 (and GPU 1 for the heir).
+MetricsReport report_with_holders() {
+  MetricsReport m = report_with_orphan();
+  Diagnosis& d = m.status->diagnosis;
+  d.holders.clear();
+  d.problems.clear();
+  auto holder = [&d](Pid pid, HolderClass klass, const std::string& user) -> Holder& {
+    Holder h;
+    h.process.pid = pid;
+    h.process.user = user;
+    h.klass = klass;
+    d.holders.push_back(h);
+    return d.holders.back();
+  };
+  holder(42, HolderClass::kOrphan, "alice").process.owner =
+      owner(Owner::Kind::kSlurmJob, "4211", "0");
+  holder(50, HolderClass::kActive, "bob");  // a healthy job at work: never a series
+  holder(51, HolderClass::kMonitor, "root");
+  holder(60, HolderClass::kHeir, "carol");
+  holder(70, HolderClass::kStuck, "dave");
+  holder(900, HolderClass::kForeign, "").visible = false;
+  d.problems = {
+      {"orphan", 0u, 42, "GPU 0: 8.0 GiB held by orphan", "kill 42", 8 * kGiB},
+      {"in-use", 0u, 50, "GPU 0: 20.0 GiB in use by pid 50", "wait", 20 * kGiB},
+      {"heir", 1u, 60, "GPU 1: 2.0 GiB held by heir", "kill 60", 2 * kGiB},
+      {"stuck", 0u, 70, "GPU 0: 1.0 GiB held by stuck", "reset", 1 * kGiB},
+      {"foreign", 0u, 900, "GPU 0: 3.0 GiB held by pid 900", "nsenter", 3 * kGiB},
+      // Without NVML: no GPU, no figure, no series.
+      {"stuck", std::nullopt, 70, "device files held by stuck pid 70", "reset", std::nullopt},
+      {"unattributed", 0u, std::nullopt, "GPU 0: 1.0 GiB", "reset", 1 * kGiB},
+      {"heir-ambiguous", 1u, 77, "GPU 1: 4.0 GiB still counted for dead pid 77", "look", 4 * kGiB},
+  };
+  d.clean = false;
+  return m;
+}
+
+// The lines of one metric family, without HELP and TYPE.
+std::vector<std::string> samples(const std::string& exposition, const std::string& name) {
+  std::vector<std::string> out;
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "{", 0) == 0 || line.rfind(name + " ", 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+TEST(HolderMemory, OneSeriesPerProblemHolderAndGpuWithItsLabels) {
+  const std::string t = text(report_with_holders());
+  const std::vector<std::string> lines = samples(t, "gpuclean_holder_memory_bytes");
+  const std::vector<std::string> want = {
+      R"(gpuclean_holder_memory_bytes{gpu="0",pid="42",class="orphan",user="alice",owner="job 4211.0"} 8589934592)",
+      R"(gpuclean_holder_memory_bytes{gpu="0",pid="70",class="stuck",user="dave",owner=""} 1073741824)",
+      R"(gpuclean_holder_memory_bytes{gpu="0",pid="900",class="foreign",user="",owner=""} 3221225472)",
+      R"(gpuclean_holder_memory_bytes{gpu="1",pid="60",class="heir",user="carol",owner=""} 2147483648)",
+      R"(gpuclean_holder_memory_bytes{gpu="1",pid="77",class="heir-ambiguous",user="",owner=""} 4294967296)",
+  };
+  EXPECT_EQ(lines, want) << t;
+  EXPECT_NE(t.find("# TYPE gpuclean_holder_memory_bytes gauge"), std::string::npos);
+  EXPECT_NE(t.find("# HELP gpuclean_holder_memory_bytes "), std::string::npos);
+}
+
+TEST(HolderMemory, HealthyHoldersAreNeverSeries) {
+  // Negative control first: the active holder's problem is there, 20 GiB on GPU 0, and it is
+  // the largest figure of all; it is left out because it is healthy, not because it is small.
+  const MetricsReport m = report_with_holders();
+  ASSERT_EQ(m.status->diagnosis.problems[1].kind, "in-use");
+  const std::string t = text(m);
+  const std::vector<std::string> lines = samples(t, "gpuclean_holder_memory_bytes");
+  EXPECT_EQ(lines.size(), 5u) << t;
+  for (const std::string& line : lines) {
+    EXPECT_EQ(line.find(R"(pid="50")"), std::string::npos) << line;
+    EXPECT_EQ(line.find(R"(pid="51")"), std::string::npos) << "a monitor: " << line;
+    EXPECT_EQ(line.find(R"(class="active")"), std::string::npos) << line;
+  }
+  // Turned into a leftover (its parent died), the same process is a series.
+  MetricsReport orphaned = report_with_holders();
+  orphaned.status->diagnosis.holders[1].klass = HolderClass::kOrphan;
+  orphaned.status->diagnosis.problems[1].kind = "orphan";
+  EXPECT_NE(text(orphaned).find(R"(pid="50",class="orphan",user="bob")"), std::string::npos);
+}
+
+TEST(HolderMemory, NoProblemNoSeries) {
+  MetricsReport m = report_with_holders();
+  m.status->diagnosis.problems.clear();
+  m.status->diagnosis.clean = true;
+  const std::string t = text(m);
+  EXPECT_TRUE(samples(t, "gpuclean_holder_memory_bytes").empty()) << t;
+}
+
+TEST(HolderMemory, AnMpsServersLeftoverIsLabelledByItsKind) {
+  MetricsReport m = report_with_holders();
+  Diagnosis& d = m.status->diagnosis;
+  Holder server;
+  server.process.pid = 80;
+  server.process.user = "root";
+  server.klass = HolderClass::kActive;
+  server.service = NodeService::kMpsServer;
+  d.holders.push_back(server);
+  d.problems.push_back(
+      {"mps-leftover", 0u, 80, "GPU 0: 5.0 GiB held by MPS server", "quit", 5 * kGiB});
+  EXPECT_NE(text(m).find(R"(gpu="0",pid="80",class="mps-leftover",user="root")"),
+            std::string::npos);
+}
+
+// `count` orphans on GPU 0, pid 1000 + i holding (i + 1) MiB.
+MetricsReport many_orphans(std::size_t count) {
+  MetricsReport m = report_with_orphan();
+  Diagnosis& d = m.status->diagnosis;
+  d.holders.clear();
+  d.problems.clear();
+  for (std::size_t i = 0; i < count; ++i) {
+    Holder h;
+    h.process.pid = static_cast<Pid>(1000 + i);
+    h.klass = HolderClass::kOrphan;
+    d.holders.push_back(h);
+    d.problems.push_back({"orphan", 0u, h.process.pid, "x", "y", (i + 1) * kMiB});
+  }
+  return m;
+}
+
+TEST(HolderMemory, AtTheCapEveryHolderIsNamed) {
+  const std::string t = text(many_orphans(kMaxHolderSeries));
+  const auto lines = samples(t, "gpuclean_holder_memory_bytes");
+  EXPECT_EQ(lines.size(), kMaxHolderSeries);
+  for (const std::string& line : lines) EXPECT_EQ(line.find(R"(pid="other")"), std::string::npos);
+  EXPECT_NE(t.find(R"(pid="1000",)"), std::string::npos) << "the smallest is named too";
+}
+
+TEST(HolderMemory, BeyondTheCapTheSmallestAreSummedIntoOther) {
+  const std::size_t count = 120;
+  const std::string t = text(many_orphans(count));
+  const auto lines = samples(t, "gpuclean_holder_memory_bytes");
+  ASSERT_EQ(lines.size(), kMaxHolderSeries) << t;
+  // The 49 largest are named: pids 1071..1119 (72..120 MiB); 1..71 MiB are summed.
+  EXPECT_NE(t.find(R"(pid="1119",)"), std::string::npos);
+  EXPECT_NE(t.find(R"(pid="1071",)"), std::string::npos);
+  EXPECT_EQ(t.find(R"(pid="1070",)"), std::string::npos);
+  EXPECT_EQ(t.find(R"(pid="1000",)"), std::string::npos);
+  const Bytes rest = 71 * 72 / 2 * kMiB;
+  EXPECT_EQ(lines.back(), R"(gpuclean_holder_memory_bytes{pid="other"} )" + std::to_string(rest));
+  EXPECT_NE(t.find(R"(summed into one series with pid="other")"), std::string::npos)
+      << "HELP says so: " << t;
+  // The total is kept: named + other = everything.
+  double total = 0;
+  for (const std::string& line : lines) total += std::stod(line.substr(line.rfind(' ') + 1));
+  EXPECT_EQ(total, static_cast<double>(count * (count + 1) / 2 * kMiB));
+}
+
+TEST(HolderMemory, LabelValuesAreValidUtf8AndBounded) {
+  MetricsReport m = report_with_holders();
+  Holder& orphan = m.status->diagnosis.holders[0];
+  // A cgroup path a user made in a delegated subtree: not UTF-8, a control character, long.
+  orphan.process.owner =
+      owner(Owner::Kind::kCgroup, "/user.slice/a\xff\x1b[31mb\"c\\d/" + std::string(200, 'x'));
+  orphan.process.user = "\xc3\xa9l\xc3";  // "él" then half a sequence
+  const std::string t = text(m);
+  const std::string path = "/user.slice/a\xEF\xBF\xBD\xEF\xBF\xBD[31mb\\\"c\\\\d/";
+  // 64 code points in all: the 25 above, 38 x, then "…"; the serializer escapes the quote and
+  // the backslash.
+  const std::string want = R"(owner=")" + path + std::string(38, 'x') + "\xE2\x80\xA6\"";
+  EXPECT_NE(t.find(want), std::string::npos) << t;
+  EXPECT_NE(t.find("user=\"\xC3\xA9l\xEF\xBF\xBD\""), std::string::npos) << t;
+  EXPECT_EQ(t.find('\x1b'), std::string::npos);
+  EXPECT_EQ(t.find('\xff'), std::string::npos);
+  // Negative control: valid text under the bound is kept as it is.
+  orphan.process.user = "émilie";
+  EXPECT_NE(text(m).find("user=\"émilie\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuclean::output
