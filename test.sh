@@ -47,6 +47,10 @@ stage "Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
 tests/slurm/run.sh build
 stage "Prometheus: a real server scrapes gpuclean metrics --listen"
 tests/prometheus/run.sh build
+stage "Prometheus: contrib/prometheus/alerts.yml, promtool check and unit tests"
+tests/prometheus/rules.sh
+stage "Prometheus: a fleet of four fake nodes, alerts fire and resolve on a real server"
+tests/prometheus/fleet.sh build
 stage "completion: the generated scripts driven in bash, zsh and fish"
 tests/completion/run.sh build
 stage "systemd units: verify and exposure, the capabilities they grant, under a real systemd"

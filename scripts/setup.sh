@@ -23,6 +23,7 @@ packages=("${package_packages[@]}"
   psmisc lsof procps util-linux time   # fuser/lsof for the bench and tests, unshare for PID namespaces
   clang libclang-rt-dev   # libFuzzer for fuzz/ci.sh and bench/fuzz_bench.sh
   prometheus shellcheck   # promtool and shellcheck for the metrics tests
+  prometheus-node-exporter   # tests/prometheus/fleet.sh: a node served by its textfile collector
   libfuse3-dev fuse3   # tests/fuse: a FUSE daemon that stalls page faults (mm_lock_victim)
   lintian man-db groff-base curl   # tests/packaging: the .deb checked, installed, read, scraped
   bash-completion zsh fish         # the completion tests drive each shell's own machinery
