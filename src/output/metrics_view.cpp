@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include <prometheus/text_serializer.h>
 
@@ -118,8 +119,17 @@ std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
   std::map<Pid, const Holder*> holder_of;
   for (const Holder& holder : diagnosis.holders) holder_of[holder.process.pid] = &holder;
   std::vector<HolderSeries> series;
+  // Where each (GPU, PID) is in `series`. diagnose() makes at most one such problem per process
+  // and GPU today; a later kind that made two must still give one series (two samples with the
+  // same labels are an error to Prometheus), so they are added up.
+  std::map<std::pair<unsigned, Pid>, std::size_t> index_of;
   for (const Problem& problem : diagnosis.problems) {
     if (!problem.pid || !problem.gpu || !problem.bytes || problem.kind == "in-use") continue;
+    const auto [at, added] = index_of.try_emplace({*problem.gpu, *problem.pid}, series.size());
+    if (!added) {
+      series[at->second].bytes += *problem.bytes;
+      continue;
+    }
     HolderSeries one;
     one.gpu = *problem.gpu;
     one.pid = *problem.pid;

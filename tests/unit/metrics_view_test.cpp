@@ -228,6 +228,19 @@ TEST(HolderMemory, AnMpsServersLeftoverIsLabelledByItsKind) {
             std::string::npos);
 }
 
+TEST(HolderMemory, TwoProblemsOfOneProcessOnOneGpuAreOneSeries) {
+  // No kind does this today; one that did must not make two samples with the same labels.
+  MetricsReport m = report_with_holders();
+  m.status->diagnosis.problems.push_back({"brand-new", 0u, 42, "x", "y", 1 * kGiB});
+  const std::string t = text(m);
+  const auto lines = samples(t, "gpuclean_holder_memory_bytes");
+  EXPECT_EQ(lines.size(), 5u) << t;
+  EXPECT_NE(t.find(R"(gpu="0",pid="42",class="orphan",user="alice",owner="job 4211.0"} )" +
+                   std::to_string(9 * kGiB)),
+            std::string::npos)
+      << t;
+}
+
 // `count` orphans on GPU 0, pid 1000 + i holding (i + 1) MiB.
 MetricsReport many_orphans(std::size_t count) {
   MetricsReport m = report_with_orphan();
