@@ -6,7 +6,8 @@
 #   share/bash-completion/completions/gpuclean        completions, generated at build time by
 #   share/zsh/vendor-completions/_gpuclean            the binary itself (`gpuclean completion
 #   share/fish/vendor_completions.d/gpuclean.fish     SHELL`), so they match its parser
-#   share/gpuclean/slurm/, share/gpuclean/k8s/        contrib/ (docs/fleet.md)
+#   share/gpuclean/slurm/, share/gpuclean/k8s/,       contrib/ (docs/fleet.md)
+#   share/gpuclean/prometheus/
 #   lib/systemd/system/gpuclean-*.{service,timer}    contrib/systemd/
 #   share/doc/gpuclean/                               copyright, changelog.gz, README.md
 include(GNUInstallDirs)
@@ -42,6 +43,9 @@ install(PROGRAMS contrib/slurm/prolog.sh contrib/slurm/epilog.sh contrib/slurm/h
 install(FILES contrib/slurm/common.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/slurm)
 install(FILES contrib/k8s/README.md contrib/k8s/daemonset.yaml contrib/k8s/networkpolicy.yaml
   contrib/k8s/servicemonitor.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/k8s)
+# The alert rules (and their promtool unit tests, which document what each rule means).
+install(FILES contrib/prometheus/alerts.yml contrib/prometheus/alerts_test.yml
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/prometheus)
 
 # systemd units: the metrics listener, and the textfile writer with its timer.
 set(GPUCLEAN_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
