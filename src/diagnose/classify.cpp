@@ -19,12 +19,16 @@ bool is_system_service(const ProcessInfo& process) {
   // proctrack/linuxproc leave users' jobs in their own service's cgroup. So the process must
   // also run as root or a system account.
   if (!process.cgroup || !process.uid || *process.uid >= kFirstUserUid) return false;
-  const std::string& path = *process.cgroup;
+  std::string_view path = *process.cgroup;
+  // Read from a cgroup namespace (gpuclean in a Kubernetes pod: its DaemonSet), a group
+  // outside the namespace's root shows as "/../../system.slice/X.service": the kernel writes
+  // the path relative to the reader's root. Skip those components, as procfs/owner.cpp does.
+  while (path.rfind("/../", 0) == 0) path.remove_prefix(3);
   constexpr std::string_view kSlice = "/system.slice/";
   if (path.rfind(kSlice, 0) != 0) return false;
   const std::size_t end = path.find('/', kSlice.size());
-  const std::string_view unit = std::string_view(path).substr(
-      kSlice.size(), end == std::string::npos ? std::string::npos : end - kSlice.size());
+  const std::string_view unit = path.substr(
+      kSlice.size(), end == std::string_view::npos ? std::string_view::npos : end - kSlice.size());
   constexpr std::string_view kSuffix = ".service";
   return unit.size() > kSuffix.size() && unit.substr(unit.size() - kSuffix.size()) == kSuffix;
 }

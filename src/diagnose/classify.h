@@ -17,7 +17,8 @@ HolderClass classify_from_proc(const ProcessInfo& process);
 
 // Its cgroup is a system service's, /system.slice/NAME.service or below, and it runs as root or
 // a system account (users' cron and at jobs stay in cron.service; user.slice services are the
-// user's own and do not count).
+// user's own and do not count). Leading "/.." components (the path as read from a cgroup
+// namespace, e.g. a Kubernetes pod's, of a group outside it) are skipped.
 bool is_system_service(const ProcessInfo& process);
 
 }  // namespace gpuclean::diagnose

@@ -60,6 +60,34 @@ TEST(ClassifyFromProc, SystemServiceIsActiveNotAnOrphan) {
   EXPECT_EQ(classify_from_proc(service), HolderClass::kActive);
 }
 
+// Issue 17: a DaemonSet's gpuclean runs in the pod's cgroup namespace, where a host process's
+// cgroup reads relative to the pod's group: "/../../system.slice/X.service" (seen in a real
+// cgroup namespace: tests/integration/cgroup_namespace_test.cpp). The node's root services
+// holding a GPU were orphans there, a problem on every Kubernetes GPU node. Failed before the
+// fix: classify_from_proc(service) Which is: 4-byte object <01-00 00-00> (kOrphan), for
+// "/../system.slice/nvidia-persistenced.service".
+TEST(ClassifyFromProc, SystemServiceSeenFromACgroupNamespaceIsActive) {
+  ProcessInfo service = process('S', 1, {'S'});
+  service.uid = 0;
+  for (const char* cgroup : {"/../system.slice/nvidia-persistenced.service",
+                             "/../../../../system.slice/inference.service/worker"}) {
+    service.cgroup = cgroup;
+    EXPECT_EQ(classify_from_proc(service), HolderClass::kActive) << cgroup;
+  }
+  // Negative controls: below the leading "/.." components the path must still be a service's,
+  // and a user's process in one is still not the service.
+  for (const char* cgroup :
+       {"/../x/system.slice/a.service", "/../../user.slice/user-1000.slice/session-2.scope",
+        "/../system.slice", "/..", "/../..", "/..system.slice/a.service",
+        "/../kubepods.slice/system.slice/../a.service", "/system.slice/../a.service/x"}) {
+    service.cgroup = cgroup;
+    EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan) << cgroup;
+  }
+  service.cgroup = "/../../system.slice/cron.service";
+  service.uid = 1000;
+  EXPECT_EQ(classify_from_proc(service), HolderClass::kOrphan) << "a user's cron job";
+}
+
 TEST(HasLiveThread, WithoutThreadListFallsBackToLeaderState) {
   EXPECT_TRUE(has_live_thread(process('S', 1, {})));
   EXPECT_FALSE(has_live_thread(process('Z', 1, {})));
