@@ -7,6 +7,7 @@
 #include <array>
 #include <climits>
 
+#include "core/unique_fd.h"
 #include "procfs/parse.h"
 
 namespace gpuclean::procfs {
@@ -46,21 +47,9 @@ bool writable_by_others(unsigned mode) {
   return (mode & (S_IWGRP | S_IWOTH)) != 0;
 }
 
-// Every directory from `path`'s parent up to "/" is root's and writable by root alone: nobody
-// else can swap the file for another.
-bool directories_safe(const std::string& path) {
-  std::string dir = path;
-  while (true) {
-    const std::size_t slash = dir.rfind('/');
-    if (slash == std::string::npos) return false;
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-        writable_by_others(st.st_mode)) {
-      return false;
-    }
-    if (dir == "/") return true;
-  }
+// Root's, and writable by root alone: nobody else can swap what is in it.
+bool safe_directory(const struct stat& st) {
+  return S_ISDIR(st.st_mode) && st.st_uid == 0 && !writable_by_others(st.st_mode);
 }
 
 std::optional<std::uint64_t> start_ticks_now(int root_fd, Pid pid) {
@@ -74,6 +63,38 @@ std::optional<std::uint64_t> start_ticks_now(int root_fd, Pid pid) {
 }
 
 }  // namespace
+
+PathWalk walk_beneath(int root_fd, std::string_view path) {
+  PathWalk walk;
+  if (path.empty() || path.front() != '/') return walk;
+  struct stat st {};
+  if (::fstat(root_fd, &st) != 0) return walk;
+  bool safe = safe_directory(st);
+  // dup: the loop closes what it walked past, the caller's descriptor stays its own.
+  UniqueFd at(::fcntl(root_fd, F_DUPFD_CLOEXEC, 0));
+  if (!at) return walk;
+  std::string_view rest = path.substr(1);
+  while (true) {
+    const std::size_t slash = rest.find('/');
+    const std::string name(rest.substr(0, slash));
+    if (name.empty() || name == "." || name == "..") return walk;
+    // O_PATH opens what a name is without reading it; O_NOFOLLOW stops at a symlink (opened
+    // as the link itself, S_ISLNK), which the walk refuses: no path the link could lead to.
+    UniqueFd next(::openat(at.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next || ::fstat(next.get(), &st) != 0 || S_ISLNK(st.st_mode)) return walk;
+    if (slash == std::string_view::npos) {
+      walk.canonical = true;
+      walk.directories_safe = safe;
+      walk.file = std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+                                 static_cast<std::uint64_t>(st.st_ino));
+      return walk;
+    }
+    if (!S_ISDIR(st.st_mode)) return walk;
+    safe = safe && safe_directory(st);
+    at = std::move(next);
+    rest = rest.substr(slash + 1);
+  }
+}
 
 std::optional<NodeService> service_named(std::string_view file_name) {
   for (const NamedService& s : kServices) {
@@ -119,17 +140,35 @@ bool same_inode(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-// The process's mount namespace is gpuclean's own, or that of PID 1 of the PID namespace gpuclean
-// reads (the host's init, where the node's services run). A container's namespace is neither.
-bool in_trusted_mount_namespace(int root_fd, Pid pid) {
+// Which trusted mount namespace the process runs in: gpuclean's own, or that of PID 1 of the
+// PID namespace gpuclean reads (the host's init, where the node's services run). A
+// container's namespace is neither.
+enum class MountNamespace { kOurs, kInit, kOther };
+
+MountNamespace mount_namespace_of(int root_fd, Pid pid) {
   struct stat theirs {};
   if (::fstatat(root_fd, (std::to_string(pid) + "/ns/mnt").c_str(), &theirs, 0) != 0) {
-    return false;
+    return MountNamespace::kOther;
   }
   struct stat ours {};
-  if (::stat("/proc/self/ns/mnt", &ours) == 0 && same_inode(theirs, ours)) return true;
+  if (::stat("/proc/self/ns/mnt", &ours) == 0 && same_inode(theirs, ours)) {
+    return MountNamespace::kOurs;
+  }
   struct stat init {};
-  return ::fstatat(root_fd, "1/ns/mnt", &init, 0) == 0 && same_inode(theirs, init);
+  if (::fstatat(root_fd, "1/ns/mnt", &init, 0) == 0 && same_inode(theirs, init)) {
+    return MountNamespace::kInit;
+  }
+  return MountNamespace::kOther;
+}
+
+// Fills in what walking facts->path beneath `root` (a directory fd) says about the file `running`.
+void walk_facts(int root, const struct stat& running, ExecutableFacts& facts) {
+  const PathWalk walk = walk_beneath(root, facts.path);
+  facts.path_is_canonical = walk.canonical;
+  facts.directories_safe = walk.directories_safe;
+  facts.path_is_same_file = walk.file &&
+                            walk.file->first == static_cast<std::uint64_t>(running.st_dev) &&
+                            walk.file->second == static_cast<std::uint64_t>(running.st_ino);
 }
 
 }  // namespace
@@ -147,23 +186,31 @@ std::optional<RecognisedService> recognise_service(const ProcFs& proc, const Pro
   if (slash == std::string::npos || !service_named(facts.path.substr(slash + 1))) {
     return std::nullopt;
   }
-  struct stat running {};  // the inode the process runs (the magic link, followed)
-  if (::fstatat(proc.root_fd(), exe.c_str(), &running, 0) != 0) return std::nullopt;
-  struct stat named {};  // what the path names here, in gpuclean's mount namespace
-  if (::stat(facts.path.c_str(), &named) == 0) {
-    facts.path_is_same_file = named.st_dev == running.st_dev && named.st_ino == running.st_ino;
-  }
-  std::array<char, PATH_MAX> resolved{};
-  facts.path_is_canonical =
-      ::realpath(facts.path.c_str(), resolved.data()) != nullptr && facts.path == resolved.data();
-  facts.owner = running.st_uid;
-  facts.mode = running.st_mode;
-  facts.directories_safe = directories_safe(facts.path);
-  auto service = trust_executable(facts);
-  if (!service) return std::nullopt;
   ProcessFacts who;
   who.uid = process.uid;
-  who.trusted_mount_namespace = in_trusted_mount_namespace(proc.root_fd(), process.pid);
+  const MountNamespace ns = mount_namespace_of(proc.root_fd(), process.pid);
+  who.trusted_mount_namespace = ns != MountNamespace::kOther;
+  if (!who.trusted_mount_namespace) return std::nullopt;  // trust_process would refuse it
+  struct stat running {};  // the inode the process runs (the magic link, followed)
+  if (::fstatat(proc.root_fd(), exe.c_str(), &running, 0) != 0) return std::nullopt;
+  facts.owner = running.st_uid;
+  facts.mode = running.st_mode;
+  // The path, as the kernel writes the link, is relative to gpuclean's root when the file is
+  // reachable from it, else to the root of the process's mount namespace. First gpuclean's
+  // root: a sandbox (ProtectSystem=, a bind-mounted tool) shows the host's files there.
+  UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root) walk_facts(root.get(), running, facts);
+  auto service = trust_executable(facts);
+  if (!service && ns == MountNamespace::kInit) {
+    // A DaemonSet's gpuclean: its root is the image's, where the host's path names another
+    // file or none. PID 1's root is the host's: the tree its services are installed in.
+    UniqueFd init_root(::openat(proc.root_fd(), "1/root", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (init_root) {
+      walk_facts(init_root.get(), running, facts);
+      service = trust_executable(facts);
+    }
+  }
+  if (!service) return std::nullopt;
   if (*service == NodeService::kMpsServer && process.uid && *process.uid >= kFirstUserUid &&
       process.ppid > 1) {
     auto parent = proc.read_process(process.ppid);

@@ -1,17 +1,21 @@
 // Recognising the node's own GPU services (MPS, persistenced, DCGM, the fabric manager,
 // monitoring tools) among the holders. A process is a service only on evidence a local user
-// cannot forge: its executable (/proc/PID/exe) carries a service's name, lies in a system
+// cannot forge: it runs in gpuclean's own mount namespace or the host's (PID 1's), as root or
+// a system account (a user can run a trusted file with their own code in it: LD_PRELOAD,
+// ptrace, a container's loader) or as an MPS server that the trusted daemon started for a
+// user; and its executable (/proc/PID/exe) carries a service's name, lies in a system
 // directory, is owned by root and writable by nobody else, and is the very file that path
-// names in gpuclean's own mount namespace; and the process runs as root or a system account
-// in that namespace (a user can run a trusted file with their own code in it: LD_PRELOAD,
-// ptrace, a container's loader), or is an MPS server that the trusted daemon started for a
-// user. A process merely *named* like a daemon, one run from a copy elsewhere, or one a user
-// runs is an ordinary process.
+// names — in gpuclean's own root, or, for a process in PID 1's mount namespace, in PID 1's
+// root (a DaemonSet's gpuclean has the image's root, where the host's path names another file
+// or none). A process merely *named* like a daemon, one run from a copy elsewhere, or one a
+// user runs is an ordinary process.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/model.h"
 #include "procfs/proc_fs.h"
@@ -25,10 +29,26 @@ std::optional<NodeService> service_named(std::string_view file_name);
 // /bin, /sbin, /usr/local/bin, /usr/local/sbin, /usr/local/nvidia/bin).
 bool is_system_directory(std::string_view directory);
 
+// What a walk of an absolute path beneath a root directory found (walk_beneath).
+struct PathWalk {
+  bool canonical = false;  // every component a plain name ("." ".." "" none), none a symlink
+  // Every directory on the way, the root included: owned by root, writable by root alone.
+  bool directories_safe = false;
+  // The file the path names, when canonical: its device and inode.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> file;
+};
+
+// Walks absolute `path` beneath the directory `root_fd` one component at a time (O_PATH,
+// O_NOFOLLOW): a symlink, ".", ".." or an empty component ends the walk, not canonical. So the
+// path means the same beneath any root — an absolute symlink would otherwise be followed from
+// gpuclean's root, not from `root_fd`'s. Mount points are crossed as the kernel crosses them
+// for the root's mount namespace.
+PathWalk walk_beneath(int root_fd, std::string_view path);
+
 // What the file system says about an executable, for trust_executable.
 struct ExecutableFacts {
   std::string path;                // /proc/PID/exe's target (may end in " (deleted)")
-  bool path_is_same_file = false;  // stat(path) here is the inode the process runs
+  bool path_is_same_file = false;  // the path, walked in a trusted root, is the inode it runs
   bool path_is_canonical = false;  // no symlink or ".." in path
   Uid owner = 0;
   unsigned mode = 0;              // st_mode of the file
@@ -45,7 +65,8 @@ struct ProcessFacts {
   std::optional<Uid> uid;  // effective uid
   // In gpuclean's mount namespace or the host's (PID 1's): the path checks meant what they said.
   // The host's counts too because a sandboxed gpuclean (the systemd units' ProtectSystem=, a
-  // DaemonSet) has a namespace of its own while the node's services run in the host's.
+  // DaemonSet) has a namespace of its own while the node's services run in the host's; their
+  // path is then checked in PID 1's root too (recognise_service).
   bool trusted_mount_namespace = false;
   // For an MPS server running as a user (the daemon starts one per client user): its parent is
   // a trusted MPS control daemon running as root or a system account.
@@ -64,8 +85,11 @@ struct RecognisedService {
 
 // Reads what trust_executable and trust_process need for `process` (its exe link, the file,
 // the directories, its uid, its mount namespace, for a user's MPS server its parent) and
-// decides. nullopt for every ordinary process, for one whose exe cannot be read (another
-// user's, without privilege) and for one whose PID was reused meanwhile (start time differs).
+// decides. The path is walked (walk_beneath) in gpuclean's root; for a process in PID 1's mount
+// namespace, where that fails, in PID 1's root (<proc>/1/root) — never in the process's own
+// root, which is whatever its maker mounted or chrooted into. nullopt for every ordinary process,
+// for one whose exe cannot be read (another user's, without privilege) and for one whose PID was
+// reused meanwhile (start time differs).
 std::optional<RecognisedService> recognise_service(const ProcFs& proc, const ProcessInfo& process);
 
 }  // namespace gpuclean::procfs

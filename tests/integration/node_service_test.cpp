@@ -186,6 +186,70 @@ TEST_F(NodeServiceTest, AServiceInTheHostsMountNamespaceIsTrustedFromASandboxedG
   EXPECT_EQ(container->at("class"), "orphan");
 }
 
+// Issue 17: a DaemonSet's gpuclean (contrib/k8s/daemonset.yaml: hostPID) runs in the pod's
+// mount namespace with the image's root, while the node's services run in the host's, PID
+// 1's. /proc/PID/exe then names the host's path ("/usr/local/sbin/nvidia-cuda-mps-control"),
+// which in the image is another file (GPU images carry NVIDIA's tools) or none. The path is
+// checked where the process runs it: in PID 1's root (/proc/1/root), walked without symlinks.
+// Here a PID namespace stands in for the node, as above; gpuclean's namespace mounts a tmpfs
+// over /usr/local/sbin holding its own root-owned copy of the executable: the image.
+// Failed before the fix (run of 2026-12-02, the shipping binary of b5d8586): the host's daemon
+// had role null, executable null and class "orphan" (the path named the image's copy in
+// gpuclean's namespace: another inode).
+TEST_F(NodeServiceTest, AServiceInTheHostsMountNamespaceIsTrustedFromAPodWithItsOwnRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: PID and mount namespaces, mounts";
+  for (const char* dir : {"/", "/usr", "/usr/local", "/usr/local/sbin"}) {
+    struct stat st {};
+    if (::stat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
+      GTEST_SKIP() << dir << " is missing or writable by others: no system path to trust";
+    }
+  }
+  const std::string unshare = tool("unshare");
+  if (unshare.empty()) GTEST_SKIP() << "needs unshare (util-linux)";
+  const std::string sbin = dir_.path() + "/sbin";
+  const std::string daemon = install(sbin, "nvidia-cuda-mps-control");
+  ::chmod(sbin.c_str(), 0755);
+  ::chmod(dir_.path().c_str(), 0755);
+  const std::string host_ready = dir_.path() + "/host.ready";
+  const std::string container_ready = dir_.path() + "/container.ready";
+  // $1 sbin, $2 the device file, $3/$4 ready files, $5 gpuclean, $6 unshare, $7 the image's
+  // copy. PID 1 (the node's init) waits for both daemons (bounded), then runs gpuclean in a
+  // mount namespace of its own whose /usr/local/sbin is the image's (a tmpfs, mode 0755, with
+  // a root-owned copy of the executable: not the file the daemon runs).
+  const std::string script =
+      "mount --bind \"$1\" /usr/local/sbin || exit 125\n"
+      "/usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" \"$3\" || exit 125\n"
+      "\"$6\" --mount --propagation private /usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" "
+      "\"$4\" || exit 125\n"
+      "i=0; while [ ! -s \"$3\" ] || [ ! -s \"$4\" ]; do\n"
+      "  i=$((i + 1)); [ $i -gt 200 ] && exit 124; sleep 0.05\n"
+      "done\n"
+      "\"$6\" --mount --propagation private sh -c 'mount -t tmpfs -o mode=0755 image "
+      "/usr/local/sbin && cp \"$1\" /usr/local/sbin/nvidia-cuda-mps-control && chmod 0755 "
+      "/usr/local/sbin/nvidia-cuda-mps-control || exit 125; exec \"$0\" status --json --no-nvml "
+      "--device-glob \"$2\"' \"$5\" \"$7\" \"$2\"\n";
+  const CommandResult result = run_command(
+      {unshare, "--pid", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", script,
+       "sh", sbin, held_, host_ready, container_ready, GPUCLEAN_SHIPPING_BINARY, unshare, daemon},
+      60s);
+  ASSERT_NE(result.exit_code, 125) << "namespace setup failed: " << result.err;
+  ASSERT_NE(result.exit_code, 124) << "the daemons did not start: " << result.err;
+  const nlohmann::json doc = parse(result);
+  const pid_t host_daemon = std::stoi(slurp(host_ready));
+  const pid_t container_daemon = std::stoi(slurp(container_ready));
+  const nlohmann::json* host = find_holder(doc, host_daemon);
+  ASSERT_NE(host, nullptr) << doc.dump(1);
+  EXPECT_EQ(host->at("role"), "mps-control") << host->dump(1);
+  EXPECT_EQ(host->at("executable"), "/usr/local/sbin/nvidia-cuda-mps-control");
+  EXPECT_EQ(host->at("class"), "active");
+  // Negative control: the same file, run by root in a third mount namespace (a container's),
+  // is an ordinary process: its own root would name its own file, and that proves nothing.
+  const nlohmann::json* container = find_holder(doc, container_daemon);
+  ASSERT_NE(container, nullptr) << doc.dump(1);
+  EXPECT_TRUE(container->at("role").is_null()) << container->dump(1);
+  EXPECT_EQ(container->at("class"), "orphan");
+}
+
 class TrustedNodeServiceTest : public NodeServiceTest {
  protected:
   void SetUp() override {

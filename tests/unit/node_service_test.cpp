@@ -4,12 +4,14 @@
 // tests/integration/node_service_test.cpp.
 #include "procfs/node_service.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace gpuclean::procfs {
 namespace {
@@ -107,6 +109,75 @@ TEST(NodeService, OnlyRootOrASystemAccountInOurMountNamespaceIsTrusted) {
   ProcessFacts unknown = root;
   unknown.uid.reset();
   EXPECT_FALSE(trust_process(NodeService::kMonitorTool, unknown)) << "uid unreadable";
+}
+
+// Issue 17: the exe link's path is walked beneath a root (gpuclean's, or PID 1's for the host's
+// services seen from a DaemonSet's pod), one name at a time, never following a symlink: an
+// absolute link would be followed from gpuclean's root, not the one walked.
+class WalkBeneath : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/gpuclean-walk-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    root_ = templ;
+    ::chmod(root_.c_str(), 0755);
+    std::filesystem::create_directories(root_ + "/usr/bin");
+    ::chmod((root_ + "/usr").c_str(), 0755);
+    ::chmod((root_ + "/usr/bin").c_str(), 0755);
+    std::ofstream(root_ + "/usr/bin/nvidia-smi") << "#!/bin/true\n";
+    fd_ = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fd_, 0);
+  }
+  void TearDown() override {
+    if (fd_ >= 0) ::close(fd_);
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
+  std::pair<std::uint64_t, std::uint64_t> id(const std::string& relative) const {
+    struct stat st {};
+    EXPECT_EQ(::lstat((root_ + relative).c_str(), &st), 0) << relative;
+    return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+  }
+  std::string root_;
+  int fd_ = -1;
+};
+
+TEST_F(WalkBeneath, APlainPathNamesItsFile) {
+  const PathWalk walk = walk_beneath(fd_, "/usr/bin/nvidia-smi");
+  EXPECT_TRUE(walk.canonical);
+  EXPECT_EQ(walk.file, id("/usr/bin/nvidia-smi"));
+  // Root's directories, writable by root alone: safe (as root, who made them).
+  EXPECT_EQ(walk.directories_safe, ::geteuid() == 0);
+  EXPECT_GE(::fcntl(fd_, F_GETFD), 0) << "the caller's descriptor stays open";
+}
+
+TEST_F(WalkBeneath, SymlinksDotsAndEmptyNamesAreNotCanonical) {
+  ::symlink("bin", (root_ + "/usr/sbin").c_str());
+  ::symlink("/usr/bin", (root_ + "/usr/lbin").c_str());
+  ::symlink("nvidia-smi", (root_ + "/usr/bin/dcgmi").c_str());
+  for (const char* path : {"/usr/sbin/nvidia-smi", "/usr/lbin/nvidia-smi", "/usr/bin/dcgmi",
+                           "/usr/../usr/bin/nvidia-smi", "/usr/./bin/nvidia-smi",
+                           "/usr//bin/nvidia-smi", "/usr/bin/nvidia-smi/", "usr/bin/nvidia-smi", "",
+                           "/usr/bin/missing", "/usr/bin/nvidia-smi/x"}) {
+    const PathWalk walk = walk_beneath(fd_, path);
+    EXPECT_FALSE(walk.canonical) << path;
+    EXPECT_FALSE(walk.file.has_value()) << path;
+  }
+  EXPECT_TRUE(walk_beneath(fd_, "/usr/bin/nvidia-smi").canonical) << "the control";
+}
+
+TEST_F(WalkBeneath, ADirectoryOthersCanWriteIsNotSafe) {
+  if (::geteuid() != 0) GTEST_SKIP() << "root's directories need root";
+  ASSERT_TRUE(walk_beneath(fd_, "/usr/bin/nvidia-smi").directories_safe) << "the control";
+  ::chmod((root_ + "/usr").c_str(), 0775);
+  EXPECT_FALSE(walk_beneath(fd_, "/usr/bin/nvidia-smi").directories_safe) << "group-writable";
+  EXPECT_TRUE(walk_beneath(fd_, "/usr/bin/nvidia-smi").canonical);
+  ::chmod((root_ + "/usr").c_str(), 0755);
+  ASSERT_EQ(::chown((root_ + "/usr/bin").c_str(), 1000, 1000), 0);
+  EXPECT_FALSE(walk_beneath(fd_, "/usr/bin/nvidia-smi").directories_safe) << "a user's";
+  ASSERT_EQ(::chown((root_ + "/usr/bin").c_str(), 0, 0), 0);
+  ::chmod(root_.c_str(), 0777);
+  EXPECT_FALSE(walk_beneath(fd_, "/usr/bin/nvidia-smi").directories_safe) << "the root itself";
 }
 
 TEST(NodeService, OwnProcessIsNotAService) {
