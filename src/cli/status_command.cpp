@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ostream>
@@ -48,6 +49,8 @@ void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope 
   command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine (repeatable)")
       ->option_text("PID")
       ->check(pid_check(false));
+  command.add_flag("--strict", options.strict,
+                   "Warnings (a stray CUDA context) are problems too: the GPUs are dirty");
 }
 
 namespace {
@@ -98,6 +101,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   diagnose_options.gpus = *gpus;
   diagnose_options.allow_users.insert(options.allow_users.begin(), options.allow_users.end());
   diagnose_options.ignore_pids.insert(options.ignore_pids.begin(), options.ignore_pids.end());
+  diagnose_options.strict = options.strict;
 
   output::StatusReport& report = prepared.report;
   report.host = host_name();
@@ -296,6 +300,8 @@ int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) 
   } else {
     warn_nvml(prepared.report, io);
     output::render_check_lines(io.out, prepared.report);
+    // Beside stdout, which scripts read as "nothing: clean" (docs/reference.md).
+    output::render_check_warnings(io.err, prepared.report);
   }
   return prepared.exit_code;
 }
@@ -350,7 +356,8 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
     }
     const auto& problems = prepared.report.diagnosis.problems;
     if (is_terminal) io.err << "\r\x1b[2K";  // clear the progress line
-    if (problems.empty()) {
+    // Clean with warnings is clean: a stray context does not end before its process does.
+    if (prepared.report.diagnosis.clean) {
       if (is_terminal) io.err << "gpuclean: clean after " << elapsed() << '\n';
       // --json: the state it ended on, as status's document (verdict "clean").
       if (options.status.common.json) output::render_status_json(io.out, prepared.report);
@@ -361,6 +368,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
         output::render_status_json(io.out, prepared.report);
       } else {
         output::render_check_lines(io.out, prepared.report);
+        output::render_check_warnings(io.err, prepared.report);
       }
       io.err << "gpuclean: wait: still dirty after " << elapsed() << " (--timeout "
              << options.timeout << ")\n";
@@ -371,10 +379,18 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
       // the screen five times a second). The last column stays empty: some terminals wrap
       // when it is written.
       const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
-      std::string more = problems.size() > 1 ? fmt::format(" (+{} more)", problems.size() - 1) : "";
+      // The first problem that keeps it waiting (an error: warnings do not).
+      const auto first = std::find_if(problems.begin(), problems.end(), [](const Problem& p) {
+        return p.severity == Severity::kError;
+      });
+      const auto waiting_on = static_cast<std::size_t>(
+          std::count_if(problems.begin(), problems.end(),
+                        [](const Problem& p) { return p.severity == Severity::kError; }));
+      std::string more = waiting_on > 1 ? fmt::format(" (+{} more)", waiting_on - 1) : "";
       std::string line = fmt::format("waiting {}: ", elapsed());
       const std::size_t used = output::display_columns(line) + more.size() + 1;
-      line += output::cut_to_columns(output::escape_terminal(problems.front().message),
+      const std::string message = first != problems.end() ? first->message : "";
+      line += output::cut_to_columns(output::escape_terminal(message),
                                      width > used ? width - used : 0) +
               more;
       io.err << output::cut_to_columns(line, width - 1) << std::flush;

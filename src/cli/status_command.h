@@ -22,6 +22,7 @@ struct StatusOptions {
   double max_used_mib = 1024;  // tolerated unattributed memory per GPU
   std::vector<std::string> allow_users;
   std::vector<Pid> ignore_pids;
+  bool strict = false;  // --strict: warnings (a stray CUDA context) make the GPUs dirty too
   std::string against;  // check --against SNAPSHOT.json (cli/snapshot_command.h)
   // status/check --expect-gpus N: fewer GPUs than N, or no driver, is a problem
   // (diagnose/gpu_count.h).
@@ -41,7 +42,7 @@ struct ExplainOptions {
   Pid pid = 0;
 };
 
-// The common flags plus check's: --max-used, --allow-user, --ignore-pid.
+// The common flags plus check's: --max-used, --allow-user, --ignore-pid, --strict.
 void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
                            OfferedGlobals offered = {});
 
@@ -64,7 +65,8 @@ StatusPrepared prepare_status(const StatusOptions& options, collect::Gathered ga
 // 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong:
 // the verdict is then unknown, output::verdict_of).
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
-// Silent and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
+// Silent on stdout and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
+// Warnings (clean all the same) go to io.err, "gpuclean: warning: …".
 int run_check(const StatusOptions& options, const Io& io);
 // run_check on inputs already gathered (run gathers through its GPU sampler).
 int run_check_on(const StatusOptions& options, collect::Gathered gathered, const Io& io);

@@ -17,6 +17,21 @@ bool has_live_thread(const ProcessInfo& process) {
                      [](const ThreadInfo& t) { return !is_dead_state(t.state); });
 }
 
+const char* to_string(Severity severity) {
+  switch (severity) {
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+  }
+  return "error";
+}
+
+bool has_error(const std::vector<Problem>& problems) {
+  return std::any_of(problems.begin(), problems.end(),
+                     [](const Problem& p) { return p.severity == Severity::kError; });
+}
+
 const char* to_string(HolderClass klass) {
   switch (klass) {
     case HolderClass::kActive:

@@ -168,9 +168,18 @@ struct Holder {
   std::optional<Pid> mps_server;
 };
 
+// How much a problem weighs. An error makes the GPUs dirty (check fails). A warning is worth
+// a line and its fix but leaves them clean: memory that is used on purpose yet wasted, such as
+// a stray CUDA context; --strict (diagnose::Options::strict) makes such problems errors.
+enum class Severity { kError, kWarning };
+
+// "error", "warning" (JSON's `severity`).
+const char* to_string(Severity severity);
+
 // Something wrong with the GPUs, and the command that fixes it.
 struct Problem {
-  // "in-use", "orphan", "heir", "zombie-leader", "stuck", "foreign", "unattributed", "holder"
+  // "in-use", "orphan", "heir", "zombie-leader", "stuck", "foreign", "unattributed", "holder",
+  // "stray-context", … (docs/reference.md "Problem kinds")
   std::string kind;
   std::optional<unsigned> gpu;  // NVML index, when the problem is on one GPU
   std::optional<Pid> pid;
@@ -179,6 +188,8 @@ struct Problem {
   // The GPU memory this problem counts, when it counts some. The problems of one GPU never
   // add up to more than its used memory (a figure cut to fit says so in its message).
   std::optional<Bytes> bytes = std::nullopt;
+  // An error unless said otherwise (last: the positional initialisers above stay as they were).
+  Severity severity = Severity::kError;
 };
 
 // How complete a /proc scan was: vanished and unreadable processes are normal and are
@@ -280,7 +291,10 @@ struct Diagnosis {
   std::vector<Holder> holders;         // ascending by pid; holders not visible here (foreign) last
   std::vector<DeadOwner> dead_owners;  // ascending by pid
   std::vector<Problem> problems;
-  bool clean = true;  // no problems
+  bool clean = true;  // no problem is an error (warnings alone leave it clean): !has_error
 };
+
+// True when some problem is an error: what makes a diagnosis dirty.
+bool has_error(const std::vector<Problem>& problems);
 
 }  // namespace gpuclean

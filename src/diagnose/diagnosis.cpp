@@ -132,6 +132,43 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
   return p;
 }
 
+std::string gpu_list_text(const std::set<unsigned>& gpus) {
+  std::string text;
+  std::size_t i = 0;
+  for (unsigned gpu : gpus) {
+    if (i > 0) text += i + 1 == gpus.size() ? " and " : ", ";
+    text += std::to_string(gpu);
+    ++i;
+  }
+  return (gpus.size() == 1 ? "GPU " : "GPUs ") + text;
+}
+
+// A stray CUDA context of `h` on `gpu` (stray_context_gpus): the GPUs it works on are the
+// others it has memory on. CUDA_VISIBLE_DEVICES takes CUDA's device order; NVML's index is
+// PCI bus order, which is CUDA's too for GPUs of one model (and always with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID).
+Problem stray_problem(const Holder& h, unsigned gpu, Bytes bytes, const std::set<unsigned>& stray,
+                      const Options& options) {
+  std::set<unsigned> work;
+  for (const auto& entry : h.gpu_memory) {
+    if (stray.count(entry.first) == 0) work.insert(entry.first);
+  }
+  std::string visible;
+  for (unsigned w : work) visible += (visible.empty() ? "" : ",") + std::to_string(w);
+  Problem p;
+  p.kind = "stray-context";
+  p.severity = options.strict ? Severity::kError : Severity::kWarning;
+  p.gpu = gpu;
+  p.pid = h.process.pid;
+  p.message = "GPU " + std::to_string(gpu) + ": " + format_bytes(bytes) +
+              " held by a stray CUDA context of " + holder_label(h) + ", which works on " +
+              gpu_list_text(work);
+  p.fix = "start it with CUDA_VISIBLE_DEVICES=" + visible +
+          " (it sees every GPU, and a context costs ~500 MiB on each one it touches); this "
+          "memory comes back when it exits";
+  return p;
+}
+
 bool selected(const Options& options, unsigned gpu) {
   return !options.gpus || options.gpus->count(gpu) > 0;
 }
@@ -426,6 +463,27 @@ void mps_problems(const std::vector<Holder>& holders, const MpsLeftovers& mps,
 
 }  // namespace
 
+std::set<unsigned> stray_context_gpus(const Holder& holder) {
+  // Only a process at work: an orphan's or heir's memory is a leftover on every GPU, a node
+  // service's is its job, and an MPS client's figures are the MPS server's way of counting.
+  if (holder.klass != HolderClass::kActive || !holder.visible || holder.service ||
+      holder.mps_client || holder.inherited_from) {
+    return {};
+  }
+  std::set<unsigned> stray;
+  for (const auto& entry : holder.gpu_memory) {
+    const unsigned gpu = entry.first;
+    const Bytes bytes = entry.second;
+    if (bytes == 0 || bytes > kStrayContextMax) continue;  // 0: NVML gave no figure
+    const bool works_elsewhere = std::any_of(
+        holder.gpu_memory.begin(), holder.gpu_memory.end(), [gpu, bytes](const auto& other) {
+          return other.first != gpu && other.second >= bytes + kStrayWorkMargin;
+        });
+    if (works_elsewhere) stray.insert(gpu);
+  }
+  return stray;
+}
+
 bool looks_like_context(const Holder& holder) {
   return std::any_of(holder.devices.begin(), holder.devices.end(), holds_like_context);
 }
@@ -587,11 +645,13 @@ Diagnosis diagnose(Input input, const Options& options) {
       continue;
     }
     bool reported = false;
+    const std::set<unsigned> stray = stray_context_gpus(h);
     for (const auto& [gpu, bytes] : h.gpu_memory) {
       if (!selected(options, gpu)) continue;
       const auto [shown, note] = budget->take(gpu, bytes);
       if (!h.visible) hidden_reported[gpu] += shown;
-      Problem p = holder_problem(h, gpu, shown);
+      Problem p = stray.count(gpu) > 0 ? stray_problem(h, gpu, shown, stray, options)
+                                       : holder_problem(h, gpu, shown);
       p.message += note;
       p.bytes = shown;
       out.problems.push_back(std::move(p));
@@ -638,7 +698,7 @@ Diagnosis diagnose(Input input, const Options& options) {
     out.problems.push_back(std::move(p));
   }
   out.holders = std::move(holders);
-  out.clean = out.problems.empty();
+  out.clean = !has_error(out.problems);
   return out;
 }
 

@@ -17,6 +17,17 @@ namespace gpuclean::diagnose {
 // with no MPS client left, the server holds memory for clients that are gone.
 constexpr Bytes kMpsServerIdleMax = 256ull << 20;
 
+// A stray CUDA context (docs/reference.md, "Problem kinds"): what a process holds on a GPU it does
+// not work on. The H200 machine measured a context at ~500-520 MiB (a PyTorch process working
+// on cuda:1 made a 518 MiB one on GPU 0: docs/facts.md); up to this much on one GPU is "a
+// context, and at most a little more" — twice the measured size leaves room for other GPUs'
+// and drivers' contexts, while a real allocation (a model, a KV cache) is larger.
+constexpr Bytes kStrayContextMax = 1ull << 30;
+// ... and its work on another GPU: at least this much more memory there than on the context's
+// GPU (so, with kStrayContextMax, also at least twice as much). Equal or similar figures on two
+// GPUs are a process working on both.
+constexpr Bytes kStrayWorkMargin = 1ull << 30;
+
 struct Options {
   // Used memory per GPU that no visible holder explains and is still tolerated. NVML's v2
   // memory query keeps the driver reserve apart (idle H200: used 0, reserved 615 MiB), the v1
@@ -25,6 +36,8 @@ struct Options {
   std::optional<std::set<unsigned>> gpus;  // only these GPUs (NVML index); nullopt: all
   std::set<std::string> allow_users;       // their holders are not problems
   std::set<Pid> ignore_pids;               // not problems either
+  // Warnings (a stray CUDA context) are errors too: they make the diagnosis dirty.
+  bool strict = false;
 };
 
 struct Input {
@@ -57,7 +70,17 @@ struct Input {
 //   while clients run.
 // - A monitoring tool (NodeService::kMonitorTool) that NVML lists with memory is not at work:
 //   reported like any holder.
+// - Stray context: an active, visible holder (not a node service, not an MPS client, no heir)
+//   with more than 0 and at most kStrayContextMax on a GPU, and at least kStrayWorkMargin more
+//   on another GPU, holds a stray CUDA context on the first: a "stray-context" problem there
+//   instead of "in-use", naming the GPUs it works on (those where it is not stray). A warning,
+//   or an error under Options::strict. Its work GPUs stay "in-use" problems.
+// - Diagnosis::clean is !has_error(problems): warnings alone leave the GPUs clean.
 Diagnosis diagnose(Input input, const Options& options);
+
+// The GPUs where `holder` holds only a stray CUDA context (the rule above); empty for a holder
+// that is not eligible or works on a single GPU.
+std::set<unsigned> stray_context_gpus(const Holder& holder);
 
 // True when the holder has the shape of a CUDA context: it maps /dev/nvidia-uvm or a
 // /dev/nvidiaN file. An NVML-only monitor (nvidia-smi) holds the same files but maps only

@@ -77,7 +77,7 @@ void keep_owners(Diagnosis& diagnosis, const OwnerSelector& selector) {
     if (problem.pid && kept.count(*problem.pid) > 0) problems.push_back(std::move(problem));
   }
   diagnosis.problems = std::move(problems);
-  diagnosis.clean = diagnosis.problems.empty();
+  diagnosis.clean = !has_error(diagnosis.problems);
 }
 
 }  // namespace gpuclean::diagnose

@@ -343,13 +343,21 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     out << table_header(table);
     render_tree(out, services, std::nullopt, report.time, table);
   }
+  const auto warnings = static_cast<std::size_t>(
+      std::count_if(d.problems.begin(), d.problems.end(),
+                    [](const Problem& p) { return p.severity == Severity::kWarning; }));
+  const std::size_t errors = d.problems.size() - warnings;
   if (!d.problems.empty()) {
-    out << '\n' << paint("Problems", kBold) << '\n';
+    // Warnings ("!") leave the GPUs clean: under their own heading when nothing else is wrong.
+    out << '\n' << paint(errors > 0 ? "Problems" : "Warnings", kBold) << '\n';
     for (const Problem& p : d.problems) {
-      out << "  " << paint("✗", kRed) << ' ' << wrapped(escape_terminal(p.message), 4) << '\n';
+      const bool warning = p.severity == Severity::kWarning;
+      out << "  " << paint(warning ? "!" : "✗", warning ? kYellow : kRed) << ' '
+          << wrapped(escape_terminal(p.message), 4) << '\n';
       out << "    fix: " << wrapped(escape_terminal(p.fix), 9) << '\n';
     }
   }
+  const std::string warning_count = fmt::format("{} warning{}", warnings, warnings == 1 ? "" : "s");
   out << '\n';
   if (verdict_of(report) == Verdict::kUnknown) {
     // Without NVML's answer no GPU can be called clean: the memory nobody is seen holding
@@ -360,13 +368,16 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
                          d.problems.size() == 1 ? "" : "s");
     }
     out << '\n';
+  } else if (d.clean && warnings > 0) {
+    out << paint("CLEAN", kGreen) << ", with " << warning_count
+        << " above: none fails a check (--strict makes warnings problems)\n";
   } else if (d.clean) {
     out << paint("CLEAN", kGreen)
         << (d.gpus.empty() ? ": no process holds the device files\n"
                            : ": no process holds GPU memory; every GPU is at its baseline\n");
   } else {
-    out << paint("DIRTY", kRed)
-        << fmt::format(": {} problem{}\n", d.problems.size(), d.problems.size() == 1 ? "" : "s");
+    out << paint("DIRTY", kRed) << fmt::format(": {} problem{}", errors, errors == 1 ? "" : "s")
+        << (warnings > 0 ? ", " + warning_count : "") << '\n';
   }
 }
 
@@ -390,7 +401,15 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
 
 void render_check_lines(std::ostream& out, const StatusReport& report) {
   for (const Problem& p : report.diagnosis.problems) {
-    out << "gpuclean: " << escape_terminal(p.message) << '\n';
+    if (p.severity == Severity::kError) out << "gpuclean: " << escape_terminal(p.message) << '\n';
+  }
+}
+
+void render_check_warnings(std::ostream& out, const StatusReport& report) {
+  for (const Problem& p : report.diagnosis.problems) {
+    if (p.severity == Severity::kWarning) {
+      out << "gpuclean: warning: " << escape_terminal(p.message) << '\n';
+    }
   }
 }
 

@@ -29,7 +29,8 @@ enum class Verdict { kClean, kDirty, kUnknown };
 // "clean", "dirty", "unknown" (JSON and metrics spell it so).
 const char* to_string(Verdict verdict);
 
-// kUnknown when NVML failed; else kClean when the diagnosis found no problem, kDirty if it did.
+// kUnknown when NVML failed; else kClean when the diagnosis found no error (warnings alone leave
+// it clean), kDirty if it did.
 Verdict verdict_of(const StatusReport& report);
 
 struct TextStyle {
@@ -39,8 +40,10 @@ struct TextStyle {
 
 void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style);
 void render_status_json(std::ostream& out, const StatusReport& report);
-// `check`: "gpuclean: MESSAGE" per problem, nothing when clean.
+// `check`: "gpuclean: MESSAGE" per problem that is an error, nothing when clean.
 void render_check_lines(std::ostream& out, const StatusReport& report);
+// `check`'s warnings (problems that leave the GPUs clean): "gpuclean: warning: MESSAGE" each.
+void render_check_warnings(std::ostream& out, const StatusReport& report);
 
 // [████▒▒····]: attributed, unattributed, free, in `width` cells.
 std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width);

@@ -2,8 +2,10 @@
 # Multi-GPU scenario (issue 9): a tensor-parallel-style server with one worker per GPU, its
 # parent SIGKILLed so every GPU holds an orphan. Checks minor→index mapping, per-GPU
 # attribution, `kill --leftovers --gpus 1` touching only GPU 1's worker, and a full
-# `kill --leftovers` leaving every GPU clean. Then the same server under `gpuclean run
-# --record`, parent SIGKILLed again: every GPU back at its pre-run level when run returns.
+# `kill --leftovers` leaving every GPU clean. Then a stray CUDA context (work on cuda:1, a
+# context on GPU 0): a warning, not a failure of `check` unless --strict. Then the same server
+# under `gpuclean run --record`, parent SIGKILLed again: every GPU back at its pre-run level
+# when run returns.
 #   tests/gpu/multi_gpu.sh [BIN_DIR]      (on a machine with 2+ GPUs; BIN_DIR default .device-bin)
 # Signals only the processes it started (by PID); every worker ends itself after 90 s.
 set -uo pipefail
@@ -19,6 +21,7 @@ check() {  # MESSAGE COMMAND...
 n=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 echo "=== multi-GPU test $(date -u +%FT%TZ), $n GPUs"
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.used --format=csv,noheader
+# shellcheck disable=SC2012 # for the log only: major, minor, name of device files
 ls -l /dev/nvidia[0-9]* | awk '{print $5, $6, $10}'
 if ((n < 2)); then echo "needs 2+ GPUs"; exit 2; fi
 
@@ -81,7 +84,7 @@ check "kill --leftovers --gpus 1 exits 0" test $rc -eq 0
 alive() { [[ -d /proc/$1 ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
 check "worker on GPU 0 (${workers[0]}) untouched by --gpus 1" alive "${workers[0]}"
 check "kill --gpus 1 planned exactly worker ${workers[1]}" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [t['pid'] for t in d['targets']] == [int(sys.argv[2])] else 1)" "$work/k1.json" "${workers[1]}"
-check "worker on GPU 1 (${workers[1]}) gone" test ! -d "/proc/${workers[1]}" -o "$(awk '{print $3}' /proc/${workers[1]}/stat 2>/dev/null)" = Z
+check "worker on GPU 1 (${workers[1]}) gone" test ! -d "/proc/${workers[1]}" -o "$(awk '{print $3}' "/proc/${workers[1]}/stat" 2>/dev/null)" = Z
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  kill --gpus 1:', [(t['pid'], t['outcome'], round(t['seconds'],3)) for t in d['targets']], 'memory back', d['memory_back_seconds'])" "$work/k1.json"
 "$G" check --gpus 1 >/dev/null; check "check --gpus 1 clean after the kill" test $? -eq 0
 "$G" check --gpus 0 >/dev/null; check "check --gpus 0 still dirty (negative control)" test $? -eq 1
@@ -90,6 +93,59 @@ t0=$EPOCHREALTIME
 echo "  kill --leftovers (rest): $(python3 -c "print(round(($EPOCHREALTIME-$t0)*1000))") ms"
 check "kill --leftovers exits 0" test $rc -eq 0
 "$G" check; check "check clean on every GPU" test $? -eq 0
+
+# Issue 17: a stray CUDA context (docs/facts.md: PyTorch working on cuda:1 without
+# CUDA_VISIBLE_DEVICES also made a ~518 MiB context on GPU 0). The classic slip: the work is on
+# cuda:1, but torch.cuda.synchronize() without a device runs on the current one, GPU 0.
+echo "=== stray CUDA context: work on cuda:1, no CUDA_VISIBLE_DEVICES"
+cat >"$work/stray.py" <<'PY'
+import os, signal, sys, time
+signal.alarm(90)
+import torch
+x = torch.empty(4 << 30, dtype=torch.uint8, device="cuda:1")  # the work: 4 GiB on GPU 1
+torch.cuda.synchronize()  # the current device, cuda:0: a context there
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(120)
+PY
+env -u CUDA_VISIBLE_DEVICES python3 "$work/stray.py" "$work/stray.pid" &
+stray_pid=$!
+for _ in $(seq 600); do [[ -s $work/stray.pid ]] && break; sleep 0.1; done
+if [[ -s $work/stray.pid ]]; then
+  "$G" status --gpus 0 | sed 's/^/  /'
+  "$G" status --json >"$work/stray.json"
+  python3 - "$work/stray.json" "$stray_pid" <<'PY' >"$work/stray.asserts"
+import json, sys
+d = json.load(open(sys.argv[1])); pid = int(sys.argv[2])
+h = next((h for h in d["holders"] if h["pid"] == pid), {})
+mem = h.get("gpu_memory", {})
+print(f"  NVML per GPU for pid {pid}: {mem}", file=sys.stderr)
+print(("ok" if mem.get("1", 0) >= 4 << 30 else "bad") + f" pid {pid} works on GPU 1: {mem.get('1')}")
+stray = [p for p in d["problems"] if p["kind"] == "stray-context"]
+print(("ok" if [(p["gpu"], p["pid"]) for p in stray] == [(0, pid)] else "bad") + f" one stray-context problem, GPU 0, pid {pid}: {[(p['gpu'], p['pid']) for p in stray]}")
+for p in stray:
+    print(("ok" if p["severity"] == "warning" else "bad") + f" severity {p['severity']}")
+    print(("ok" if 256 << 20 <= p["bytes"] <= 1 << 30 else "bad") + f" a context's size: {p['bytes'] >> 20} MiB")
+    print(("ok" if "CUDA_VISIBLE_DEVICES=1" in p["fix"] else "bad") + f" fix: {p['fix']}")
+    print("ok message: " + p["message"])
+PY
+  while read -r verdict rest; do check "stray: $rest" test "$verdict" = ok; done <"$work/stray.asserts"
+  "$G" check --gpus 0 >"$work/stray.out" 2>"$work/stray.err"; rc=$?
+  check "check --gpus 0 passes with a stray context (a warning)" test $rc -eq 0
+  check "check --gpus 0: nothing on stdout" test ! -s "$work/stray.out"
+  check "check --gpus 0: the warning on stderr" grep -q "warning: GPU 0: .* stray CUDA context of pid $stray_pid" "$work/stray.err"
+  "$G" check --gpus 0 --strict >/dev/null 2>&1
+  check "check --gpus 0 --strict fails" test $? -eq 1
+  "$G" check --gpus 1 >/dev/null 2>&1
+  check "check --gpus 1 fails: the work is in use (negative control)" test $? -eq 1
+else
+  check "the stray-context process started" false
+fi
+# Our own child, not yet reaped: its PID cannot have been reused.
+kill -TERM "$stray_pid" 2>/dev/null
+wait "$stray_pid" 2>/dev/null
+"$G" wait --strict --timeout 30s >/dev/null; check "clean (--strict) once it exits" test $? -eq 0
 
 echo "=== the same server under gpuclean run"
 rm -f "$work/pids"

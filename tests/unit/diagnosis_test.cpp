@@ -861,5 +861,136 @@ TEST(DiagnoseMps, FixWaitsForLiveClients) {
   EXPECT_NE(leftover->fix.find("never kill the server while clients run"), std::string::npos);
 }
 
+// ---- Issue 17: stray CUDA contexts ----
+
+constexpr Bytes kContext = 518 * kMiB;  // PyTorch's stray context on GPU 0 of the H200s
+
+// Pid 100 works on GPU 1 (20 GiB) and holds a context on GPU 0.
+Input stray_input(Bytes on_gpu0, Bytes on_gpu1, Holder holder = cuda_holder(100)) {
+  return input_with(
+      {gpu(0, on_gpu0, {entry(100, on_gpu0)}), gpu(1, on_gpu1, {entry(100, on_gpu1)})},
+      {std::move(holder)});
+}
+
+const Problem* problem_on(const Diagnosis& d, unsigned gpu) {
+  for (const Problem& p : d.problems) {
+    if (p.gpu == gpu) return &p;
+  }
+  return nullptr;
+}
+
+TEST(DiagnoseStrayContext, AContextOnAGpuItDoesNotWorkOnIsAWarning) {
+  Options gpu0;
+  gpu0.gpus = std::set<unsigned>{0};
+  auto d = diagnose(stray_input(kContext, 20 * kGiB), gpu0);
+  ASSERT_EQ(d.problems.size(), 1u);
+  const Problem& p = d.problems[0];
+  EXPECT_EQ(p.kind, "stray-context");
+  EXPECT_EQ(p.severity, Severity::kWarning);
+  EXPECT_EQ(p.gpu, 0u);
+  EXPECT_EQ(p.pid, 100);
+  EXPECT_EQ(p.bytes, kContext);
+  EXPECT_EQ(p.message,
+            "GPU 0: 518 MiB held by a stray CUDA context of pid 100 (python3), which works on "
+            "GPU 1");
+  EXPECT_EQ(p.fix.rfind("start it with CUDA_VISIBLE_DEVICES=1 (", 0), 0u) << p.fix;
+  EXPECT_TRUE(d.clean) << "a warning leaves the GPU clean";
+  EXPECT_FALSE(has_error(d.problems));
+  // Every GPU: GPU 1's work is in use (an error, dirty); GPU 0's context still a warning.
+  auto all = diagnose(stray_input(kContext, 20 * kGiB), {});
+  EXPECT_FALSE(all.clean);
+  ASSERT_EQ(all.problems.size(), 2u);
+  ASSERT_NE(problem_on(all, 0), nullptr);
+  EXPECT_EQ(problem_on(all, 0)->kind, "stray-context");
+  ASSERT_NE(problem_on(all, 1), nullptr);
+  EXPECT_EQ(problem_on(all, 1)->kind, "in-use");
+  EXPECT_EQ(problem_on(all, 1)->severity, Severity::kError);
+}
+
+TEST(DiagnoseStrayContext, StrictMakesItAnError) {
+  Options strict;
+  strict.gpus = std::set<unsigned>{0};
+  strict.strict = true;
+  auto d = diagnose(stray_input(kContext, 20 * kGiB), strict);
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "stray-context");
+  EXPECT_EQ(d.problems[0].severity, Severity::kError);
+  EXPECT_FALSE(d.clean);
+}
+
+// Negative controls: the same holder without the one fact that makes the context stray.
+TEST(DiagnoseStrayContext, NotForOneGpuABigAllocationOrEqualWork) {
+  Options gpu0;
+  gpu0.gpus = std::set<unsigned>{0};
+  auto in_use_on_gpu0 = [&](Input in) {
+    auto d = diagnose(std::move(in), gpu0);
+    return !d.clean && d.problems.size() == 1 && d.problems[0].kind == "in-use" &&
+           d.problems[0].severity == Severity::kError;
+  };
+  EXPECT_TRUE(in_use_on_gpu0(
+      input_with({gpu(0, kContext, {entry(100, kContext)}), gpu(1, 0, {})}, {cuda_holder(100)})))
+      << "a single-GPU process: its context is where it works";
+  EXPECT_TRUE(in_use_on_gpu0(stray_input(2 * kGiB, 20 * kGiB))) << "2 GiB is work, not a context";
+  EXPECT_TRUE(in_use_on_gpu0(stray_input(kContext, kContext))) << "equal memory: works on both";
+  EXPECT_TRUE(in_use_on_gpu0(stray_input(kContext, kContext + 512 * kMiB)))
+      << "less than 1 GiB more: still both";
+  // The boundaries: 1 GiB is still a context's size; 1 GiB more elsewhere is work.
+  EXPECT_FALSE(in_use_on_gpu0(stray_input(kGiB, 2 * kGiB)));
+  EXPECT_TRUE(in_use_on_gpu0(stray_input(kGiB + kMiB, 20 * kGiB)));
+  EXPECT_FALSE(in_use_on_gpu0(stray_input(kContext, kContext + kGiB)));
+  // Not a process at work: an orphan's memory is a leftover on every GPU.
+  Holder orphan = cuda_holder(100, 1);
+  orphan.klass = HolderClass::kOrphan;
+  auto left = diagnose(stray_input(kContext, 20 * kGiB, orphan), gpu0);
+  ASSERT_EQ(left.problems.size(), 1u);
+  EXPECT_EQ(left.problems[0].kind, "orphan");
+  // An excused holder makes no problem at all, stray or not.
+  Options ignored = gpu0;
+  ignored.ignore_pids = {100};
+  EXPECT_TRUE(diagnose(stray_input(kContext, 20 * kGiB), ignored).problems.empty());
+}
+
+TEST(DiagnoseStrayContext, SeveralGpus) {
+  // Contexts on GPUs 0 and 2, work on GPUs 1 and 3: one warning per stray GPU, each naming
+  // both work GPUs, and CUDA_VISIBLE_DEVICES=1,3.
+  Holder h = cuda_holder(100);
+  auto d = diagnose(input_with({gpu(0, kContext, {entry(100, kContext)}),
+                                gpu(1, 20 * kGiB, {entry(100, 20 * kGiB)}),
+                                gpu(2, 600 * kMiB, {entry(100, 600 * kMiB)}),
+                                gpu(3, 30 * kGiB, {entry(100, 30 * kGiB)})},
+                               {h}),
+                    {});
+  ASSERT_EQ(d.problems.size(), 4u);
+  for (unsigned g : {0u, 2u}) {
+    const Problem* p = problem_on(d, g);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->kind, "stray-context");
+    EXPECT_NE(p->message.find("which works on GPUs 1 and 3"), std::string::npos) << p->message;
+    EXPECT_NE(p->fix.find("CUDA_VISIBLE_DEVICES=1,3 "), std::string::npos) << p->fix;
+  }
+  for (unsigned g : {1u, 3u}) EXPECT_EQ(problem_on(d, g)->kind, "in-use");
+  // Heirs, node services and MPS clients are not judged so (stray_context_gpus).
+  Holder heir = h;
+  heir.klass = HolderClass::kHeir;
+  heir.inherited_from = 442;
+  heir.gpu_memory = {{0, kContext}, {1, 20 * kGiB}};
+  EXPECT_TRUE(stray_context_gpus(heir).empty());
+  Holder client = heir;
+  client.klass = HolderClass::kActive;
+  client.inherited_from.reset();
+  EXPECT_EQ(stray_context_gpus(client), std::set<unsigned>{0}) << "the control";
+  client.mps_client = true;
+  EXPECT_TRUE(stray_context_gpus(client).empty());
+  Holder service = heir;
+  service.klass = HolderClass::kActive;
+  service.inherited_from.reset();
+  service.service = NodeService::kDcgm;
+  EXPECT_TRUE(stray_context_gpus(service).empty());
+  Holder unknown = client;
+  unknown.mps_client = false;
+  unknown.gpu_memory = {{0, 0}, {1, 20 * kGiB}};
+  EXPECT_TRUE(stray_context_gpus(unknown).empty()) << "no figure from NVML is no context";
+}
+
 }  // namespace
 }  // namespace gpuclean::diagnose
