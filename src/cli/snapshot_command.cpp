@@ -258,6 +258,7 @@ int run_check_against(const StatusOptions& options, const Io& io) {
       io.err << "gpuclean: NVML failed: " << output::escape_terminal(status.nvml_message) << '\n';
     }
     output::render_check_lines(io.out, status);
+    output::render_check_warnings(io.err, status);
     output::render_against_lines(io.out, report);
   }
   if (exit_code != kExitClean) return exit_code;

@@ -25,8 +25,9 @@ using prometheus::MetricType;
 // `gpuclean_problems{kind="orphan"} > 0` resolves instead of going stale; a kind added later
 // still appears (when it occurs) because counting goes over the problems themselves.
 constexpr std::array kProblemKinds = {
-    "in-use", "holder",  "orphan",  "heir",         "heir-ambiguous", "zombie-leader",
-    "stuck",  "foreign", "exiting", "mps-leftover", "unattributed",   "missing-gpus"};
+    "in-use",        "holder",       "orphan",       "heir",    "heir-ambiguous",
+    "zombie-leader", "stuck",        "foreign",      "exiting", "mps-leftover",
+    "unattributed",  "missing-gpus", "stray-context"};
 constexpr std::array kVerdicts = {Verdict::kClean, Verdict::kDirty, Verdict::kUnknown};
 constexpr std::array kClasses = {
     HolderClass::kActive, HolderClass::kOrphan,  HolderClass::kHeir,    HolderClass::kZombieLeader,
@@ -186,7 +187,8 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   // NVML failing makes the verdict unknown: never 1 here, so a dashboard cannot show clean.
   const Verdict verdict = verdict_of(status);
   auto clean = gauge_family("gpuclean_clean",
-                            "1 when the selected GPUs are clean (no problems, and NVML answered "
+                            "1 when the selected GPUs are clean (no error-severity problems: a "
+                            "warning such as a stray context does not count; and NVML answered "
                             "if it is there)");
   add(clean, verdict == Verdict::kClean ? 1 : 0);
   families.push_back(std::move(clean));

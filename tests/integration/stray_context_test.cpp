@@ -102,6 +102,16 @@ TEST_F(StrayContextTest, MetricsCountItWithoutMakingTheNodeDirty) {
 }
 #endif
 
+// check --against prints check's own warnings too (it printed none before the fix: the line
+// below was missing from stderr while plain `check` had it).
+TEST_F(StrayContextTest, CheckAgainstASnapshotWarnsToo) {
+  const std::string snapshot = dir_.path() + "/before.json";
+  const CommandResult taken = gpuclean(stray_, {"snapshot", "-o", snapshot});
+  ASSERT_EQ(taken.exit_code, 0) << taken.err;
+  const CommandResult against = gpuclean(stray_, {"check", "--gpus", "0", "--against", snapshot});
+  EXPECT_TRUE(contains(against.err, "gpuclean: warning: " + line_)) << against.out << against.err;
+}
+
 // Negative control: the same holder with its 20 GiB on GPU 0 alone has no stray context: GPU 0
 // is in use, and dirty.
 TEST_F(StrayContextTest, WorkOnOneGpuIsNoStrayContext) {

@@ -80,6 +80,8 @@ TEST(MetricsText, HoldersByClassAndProblemsByKindIncludeZeros) {
   const std::string c = text(clean);
   EXPECT_TRUE(has_line(c, R"(gpuclean_holders{class="orphan"} 0)")) << c;
   EXPECT_TRUE(has_line(c, R"(gpuclean_problems{kind="orphan"} 0)"));
+  // Issue 17's warning kind is exported at 0 too, so a `> 0` alert on it resolves.
+  EXPECT_TRUE(has_line(c, R"(gpuclean_problems{kind="stray-context"} 0)")) << c;
   EXPECT_TRUE(has_line(c, "gpuclean_clean 1"));
 }
 
