@@ -1,14 +1,21 @@
 #!/bin/bash
-# Slurm Epilog: kill what the finished job left holding the GPUs, verify, and drain the node
-# with gpuclean's one-line reason when that fails.
+# Slurm Epilog: end what the finished job left behind, verify, and drain the node with
+# gpuclean's one-line reason when that fails. Two passes:
 #
-# Targets: processes of the job's user (SLURM_JOB_USER) that hold the device files (monitors
-# excluded), except those slurmstepd tracks (`scontrol listpids`) for another job of the same
-# user still running on this node. Nothing the user controls counts as evidence: a process's
-# environment (SLURM_JOB_ID) is the user's to write, so it is never read.
+# 1. The job's own cgroup: `gpuclean kill --job $SLURM_JOB_ID` ends every process the kernel
+#    still places in the job's cgroup (Slurm's task/cgroup or proctrack/cgroup groups), holder
+#    or not: a setsid daemon that escaped proctrack/linuxproc and its children. Exact: the path
+#    is the kernel's and a job's user cannot move a process into another job's group. Nothing
+#    there (no cgroup plugin, or the job ended cleanly) is the normal case.
+# 2. What escaped any cgroup tracking: processes of the job's user (SLURM_JOB_USER) that hold
+#    the device files (monitors excluded), except those slurmstepd tracks (`scontrol listpids`)
+#    for another job of the same user still running on this node. Nothing the user controls
+#    counts as evidence: a process's environment (SLURM_JOB_ID) is the user's to write, so it
+#    is never read.
 #
-# Fails closed: when it cannot tell which jobs run here (squeue or listpids failing or missing)
-# it kills nothing and drains the node with a reason saying so.
+# Fails closed: when the first pass fails (a process survives, gpuclean cannot run) or the
+# second cannot tell which jobs run here (squeue or listpids failing or missing), it drains the
+# node with a reason saying so; the second pass then kills nothing.
 #
 # Exit 0 once Slurm variables are present and the node is either clean or drained: a non-zero
 # Epilog makes Slurm drain the node with the bare reason "Epilog error"; this script drains it
@@ -50,6 +57,22 @@ user_holders() {
     <<<"$report" || return 1
 }
 
+# Pass 1: every process of the job's cgroup.
+[[ $SLURM_JOB_ID =~ ^[0-9]+$ ]] || drain "gpuclean: epilog: SLURM_JOB_ID '$SLURM_JOB_ID' is not a job ID; leftovers not checked"
+job_output=$("$GPUCLEAN" kill --yes --job "$SLURM_JOB_ID" "${device_args[@]}" \
+  --grace "${GPUCLEAN_GRACE:-5s}" --wait "${GPUCLEAN_WAIT:-30s}" 2>&1)
+status=$?
+[ -z "$job_output" ] || printf '%s\n' "$job_output" >&2
+case $status in
+  0) ;;
+  1) drain "$(first_problem "gpuclean: job $SLURM_JOB_ID processes survived kill --job" --job "$SLURM_JOB_ID")" ;;
+  *)
+    line=$(grep -m 1 '^gpuclean' <<<"$job_output" || head -n 1 <<<"$job_output")
+    drain "gpuclean: epilog of job $SLURM_JOB_ID: kill --job failed (exit $status): $line"
+    ;;
+esac
+
+# Pass 2: the user's holders outside any job's cgroup.
 if ! candidates=$(user_holders); then
   drain "gpuclean: epilog of job $SLURM_JOB_ID could not scan the GPUs"
 fi
@@ -76,7 +99,7 @@ for pid in $candidates; do
 done
 [ ${#targets[@]} -gt 0 ] || exit 0
 
-log "job $SLURM_JOB_ID left ${#targets[@]} GPU holder(s): ${targets[*]}"
+log "job $SLURM_JOB_ID left ${#targets[@]} GPU holder(s) outside its cgroup: ${targets[*]}"
 "$GPUCLEAN" kill --yes --no-tree "${device_args[@]}" --grace "${GPUCLEAN_GRACE:-5s}" \
   --wait "${GPUCLEAN_WAIT:-30s}" "${targets[@]}" >&2
 status=$?

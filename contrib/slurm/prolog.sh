@@ -5,8 +5,11 @@
 # this job's problem, and must not let anyone drain the node. When it finds a problem the node
 # is drained with gpuclean's one-line reason and the script exits 1, so Slurm requeues the job
 # instead of starting it next to somebody's leftover 76 GiB.
-# A job without GPUs: nothing to check. Exit 0 when clean (or when not run by Slurm: nothing is
-# done then); exit 1 also when a command it needs is missing. See docs/fleet.md.
+# A job without GPUs: nothing to check. With --no-nvml in GPUCLEAN_CHECK_ARGS the job's GPUs
+# cannot be told apart: every device file is checked. Otherwise without NVML, `check --gpus`
+# fails and the node drains (a GPU node whose driver is gone is not fit for a GPU job).
+# Exit 0 when clean (or when not run by Slurm: nothing is done then); exit 1 also when a
+# command it needs is missing. See docs/fleet.md.
 set -u
 gpuclean_script=gpuclean-prolog
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -25,6 +28,11 @@ gpu_args=()
 if [ -z "$gpus" ]; then
   log "job $SLURM_JOB_ID has no GPUs: nothing to check"
   exit 0
+elif [[ " ${check_args[*]} " == *" --no-nvml "* ]]; then
+  # Which GPU a process uses is known only from NVML's process lists: without NVML every
+  # device file counts (a holder of another GPU's file drains the node too; running jobs'
+  # processes are still spared below).
+  log "job $SLURM_JOB_ID's GPUs $gpus: NVML off (--no-nvml): checking every device file"
 elif [[ $gpus =~ ^[0-9]+([,-][0-9]+)*$ ]]; then
   # Slurm's GPU IDs are taken as NVML indices (equal where gres.conf lists /dev/nvidia0..N-1 in
   # PCI order, as AutoDetect=nvml does).
