@@ -15,7 +15,9 @@ bool starts_with(const std::string& text, const std::string& prefix) {
 std::optional<std::string> owner_match(const ProcessInfo& process, const OwnerSelector& selector) {
   if (!process.owner) return std::nullopt;
   const Owner& owner = *process.owner;
-  if (owner.kind == Owner::Kind::kSlurmJob) {
+  // A job's work is in a step; the job level without one is slurmstepd's (procfs/owner.h),
+  // which Slurm needs to end the job.
+  if (owner.kind == Owner::Kind::kSlurmJob && owner.step) {
     for (const std::string& job : selector.jobs) {
       if (owner.id == job) return "Slurm job " + job;
     }

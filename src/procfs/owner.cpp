@@ -233,6 +233,10 @@ std::optional<Owner> owner_from_cgroup_file(std::string_view text) {
   bool has_v2 = false;
   std::optional<Owner> v1_work;     // a Slurm job, container or pod named by a v1 hierarchy
   std::optional<Owner> v1_systemd;  // the name=systemd hierarchy's owner
+  // Slurm jobs some v1 hierarchy names at the job level, without a step: where Slurm's v1
+  // plugins put slurmstepd itself (freezer:/slurm/uid_0/job_1 while its devices group is
+  // job_1/step_extern); a job's tasks are at a step or below in every hierarchy.
+  std::vector<std::string> v1_job_level;
   std::size_t pos = 0;
   while (pos < text.size()) {
     const std::size_t newline = text.find('\n', pos);
@@ -257,6 +261,7 @@ std::optional<Owner> owner_from_cgroup_file(std::string_view text) {
     if (!owner) continue;
     const bool work = owner->kind == Owner::Kind::kSlurmJob ||
                       owner->kind == Owner::Kind::kContainer || owner->kind == Owner::Kind::kPod;
+    if (owner->kind == Owner::Kind::kSlurmJob && !owner->step) v1_job_level.push_back(owner->id);
     if (work && !v1_work) {
       v1_work = std::move(owner);
     } else if (controllers == "name=systemd" && !v1_systemd) {
@@ -267,6 +272,10 @@ std::optional<Owner> owner_from_cgroup_file(std::string_view text) {
       v2 && (v2->kind == Owner::Kind::kSlurmJob || v2->kind == Owner::Kind::kContainer ||
              v2->kind == Owner::Kind::kPod);
   if (v2_names_work) return v2;
+  if (v1_work && v1_work->kind == Owner::Kind::kSlurmJob &&
+      std::find(v1_job_level.begin(), v1_job_level.end(), v1_work->id) != v1_job_level.end()) {
+    v1_work->step.reset();  // slurmstepd: the job's, but no step's work
+  }
   if (v1_work) return v1_work;
   if (has_v2) return v2;
   return v1_systemd;

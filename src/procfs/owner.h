@@ -3,7 +3,9 @@
 // Known layouts (docs/reference.md "Owners"):
 // - Slurm, cgroup v2: …/slurmstepd.scope/job_ID/step_S/user/task_T (slurmstepd itself sits in
 //   …/step_S/slurm and is the unit slurmstepd.scope, not the job's work);
-//   cgroup v1: /slurm[_NODE]/uid_U/job_ID/step_S/task_T in the controllers' hierarchies.
+//   cgroup v1: /slurm[_NODE]/uid_U/job_ID/step_S/task_T in the controllers' hierarchies. A job
+//   a v1 hierarchy names at the job level (no step) is slurmstepd's place: its owner is the job
+//   with no step, which `kill --job` does not take (diagnose/owner_match.h).
 // - Kubernetes, systemd driver: /kubepods.slice/kubepods-QOS.slice/kubepods-QOS-podUID.slice/
 //   RUNTIME-ID.scope (guaranteed pods have no QOS level); cgroupfs driver:
 //   /kubepods/QOS/podUID/ID. The pod UID's dashes are underscores in systemd names.

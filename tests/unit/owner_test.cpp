@@ -3,6 +3,8 @@
 // them but are not.
 #include "procfs/owner.h"
 
+#include "diagnose/owner_match.h"
+
 #include <gtest/gtest.h>
 
 namespace gpuclean::procfs {
@@ -181,6 +183,37 @@ TEST(OwnerTest, FileWithoutV2UsesTheSystemdHierarchy) {
   EXPECT_EQ(o->id, "cron.service");
   EXPECT_FALSE(owner_from_cgroup_file(""));
   EXPECT_FALSE(owner_from_cgroup_file("garbage\n::\n"));
+}
+
+// Slurm's v1 plugins (proctrack/cgroup + task/cgroup, PrologFlags=Contain) put slurmstepd at the
+// job level of the freezer hierarchy and at a step of the devices one (seen on this project's
+// one-node Slurm, tests/slurm/run.sh); the job's tasks are at a step or below everywhere.
+// Before: both read as "job 1, step extern", and `kill --job 1` planned slurmstepd on a running
+// job (reported by the Slurm test's author from `kill --dry-run --job 1`).
+TEST(OwnerTest, FileSlurmstepdAtTheV1JobLevelIsNotTheJobsWork) {
+  const std::string stepd =
+      "5:devices:/slurm_vm/uid_0/job_1/step_extern\n6:freezer:/slurm_vm/uid_0/job_1\n0::/\n";
+  const std::string task =
+      "5:devices:/slurm_vm/uid_0/job_1/step_0/task_0\n"
+      "6:freezer:/slurm_vm/uid_0/job_1/step_0\n0::/\n";
+  auto daemon = owner_from_cgroup_file(stepd);
+  ASSERT_TRUE(daemon);
+  EXPECT_EQ(daemon->kind, Owner::Kind::kSlurmJob);
+  EXPECT_EQ(daemon->id, "1");
+  EXPECT_FALSE(daemon->step.has_value());
+  auto work = owner_from_cgroup_file(task);
+  ASSERT_TRUE(work);
+  EXPECT_EQ(work->step, "0");
+
+  diagnose::OwnerSelector job_1;
+  job_1.jobs = {"1"};
+  ProcessInfo p;
+  p.owner = daemon;
+  EXPECT_FALSE(diagnose::owner_match(p, job_1)) << "slurmstepd is not a --job target";
+  p.owner = work;
+  EXPECT_TRUE(diagnose::owner_match(p, job_1)) << "the job's task is";
+  job_1.jobs = {"2"};
+  EXPECT_FALSE(diagnose::owner_match(p, job_1)) << "another job's selector";
 }
 
 }  // namespace
