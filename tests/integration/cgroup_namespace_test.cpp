@@ -21,6 +21,8 @@
 #include <sstream>
 
 #include "fake_nvml_fixture.h"
+#include "freezer.h"  // write_text
+#include "test_cgroups.h"
 
 namespace gpuclean::testing {
 namespace {
@@ -28,29 +30,6 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-// Where the cgroup v2 hierarchy is mounted (never hard-coded: /sys/fs/cgroup/unified on this
-// machine's hybrid layout, /sys/fs/cgroup on the GPU machine), or "".
-std::string cgroup2_mount() {
-  std::istringstream in(slurp("/proc/self/mountinfo"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find(" - cgroup2 ") == std::string::npos) continue;
-    std::istringstream fields(line);
-    std::string field;
-    for (int i = 0; i < 5 && fields >> field; ++i) {
-    }
-    return field;
-  }
-  return "";
-}
-
-bool write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.flush();
-  return static_cast<bool>(out);
-}
 
 // NAME's path along $PATH, or "" when it is not installed.
 std::string tool(const std::string& name) {
@@ -67,38 +46,19 @@ class CgroupNamespaceTest : public FakeNvmlTest {
     if (::geteuid() != 0) GTEST_SKIP() << "making cgroups needs root";
     unshare_ = tool("unshare");
     if (unshare_.empty()) GTEST_SKIP() << "needs unshare (util-linux)";
-    const std::string mount = cgroup2_mount();
-    if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
-    root_ = mount + "/gpuclean-cgns-" + std::to_string(::getpid());
-    std::error_code error;
-    fs::create_directory(root_, error);
-    if (error) GTEST_SKIP() << "cannot make a cgroup at " << root_ << ": " << error.message();
-    made_.push_back(root_);
+    cgroups_.emplace("gpuclean-cgns");
+    if (!cgroups_->why_not().empty()) GTEST_SKIP() << cgroups_->why_not();
   }
 
   void TearDown() override {
     FakeNvmlTest::TearDown();  // every process the test started is gone: the groups empty
-    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
-      // An exited process leaves its group a moment after it is reaped.
-      wait_until([&] { return ::rmdir(it->c_str()) == 0 || errno == ENOENT; }, 5s);
-    }
+    if (cgroups_) cgroups_->remove();
   }
 
-  // Makes root_/RELATIVE (each level) and returns its directory.
-  std::string group(const std::string& relative) {
-    std::string path = root_;
-    std::istringstream parts(relative);
-    std::string part;
-    while (std::getline(parts, part, '/')) {
-      if (part.empty()) continue;
-      path += "/" + part;
-      if (fs::create_directory(path)) made_.push_back(path);
-    }
-    return path;
-  }
+  std::string group(const std::string& relative) { return cgroups_->group(relative); }
 
   // A daemon (double fork, setsid: its parent is init) holding the device file, moved into
-  // root_/RELATIVE.
+  // the group RELATIVE (below the test's own).
   pid_t daemon_in(const std::string& relative) {
     const std::vector<pid_t> pids = start("daemon", held_);
     EXPECT_EQ(pids.size(), 1u);
@@ -108,7 +68,7 @@ class CgroupNamespaceTest : public FakeNvmlTest {
     return pids[0];
   }
 
-  // gpuclean ARGS, run from the group root_/RELATIVE in a cgroup namespace rooted there, with
+  // gpuclean ARGS, run from the group RELATIVE in a cgroup namespace rooted there, with
   // the fake NVML: one idle GPU (a node service holds the files but no memory, as
   // nvidia-persistenced does; without NVML every holder but a monitor is a problem).
   CommandResult gpuclean_in_namespace(const std::string& relative,
@@ -126,8 +86,7 @@ class CgroupNamespaceTest : public FakeNvmlTest {
   }
 
   std::string unshare_;
-  std::string root_;
-  std::vector<std::string> made_;  // groups made, parents first
+  std::optional<TestCgroups> cgroups_;
 };
 
 TEST_F(CgroupNamespaceTest, AHostServiceIsNotAnOrphanFromAPodsCgroupNamespace) {

@@ -15,6 +15,7 @@
 
 #include "freezer.h"
 #include "holder_fixture.h"
+#include "test_cgroups.h"
 
 namespace gpuclean::testing {
 namespace {
@@ -31,22 +32,6 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// Where the cgroup v2 hierarchy is mounted (docs/facts.md: never hard-coded), or "".
-std::string cgroup2_mount() {
-  std::istringstream in(slurp("/proc/self/mountinfo"));
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto dash = line.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    std::istringstream fields(line);
-    std::string field;
-    for (int i = 0; i < 5 && fields >> field; ++i) {
-    }
-    return field;
-  }
-  return "";
-}
-
 const std::string kContainerA(64, 'a');
 const std::string kContainerB = std::string(12, 'a') + std::string(52, 'b');  // same 12 digits
 const std::string kContainerC = "c0ffee" + std::string(58, '1');
@@ -56,42 +41,19 @@ class OwnerTest : public HolderFixture {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "making cgroups needs root";
-    const std::string mount = cgroup2_mount();
-    if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted";
-    // Groups are made beside this process's own group's root: the mount point is the
-    // hierarchy's (or this cgroup namespace's) root, so /proc shows paths relative to it.
-    root_ = mount + "/gpuclean-test-" + str(::getpid());
-    std::error_code error;
-    fs::create_directory(root_, error);
-    if (error) GTEST_SKIP() << "cannot make a cgroup at " << root_ << ": " << error.message();
-    made_.push_back(root_);
+    cgroups_.emplace("gpuclean-test");
+    if (!cgroups_->why_not().empty()) GTEST_SKIP() << cgroups_->why_not();
   }
 
   void TearDown() override {
     HolderFixture::TearDown();  // every process the test started is gone: the groups are empty
-    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
-      // An exited process leaves its group a moment after it is reaped.
-      wait_until([&] { return ::rmdir(it->c_str()) == 0 || errno == ENOENT; }, 5s);
-    }
-  }
-
-  // Makes ROOT/RELATIVE (each level) and returns the group's directory.
-  std::string group(const std::string& base, const std::string& relative) {
-    std::string path = base;
-    std::istringstream parts(relative);
-    std::string part;
-    while (std::getline(parts, part, '/')) {
-      if (part.empty()) continue;
-      path += "/" + part;
-      if (fs::create_directory(path)) made_.push_back(path);
-    }
-    return path;
+    if (cgroups_) cgroups_->remove();
   }
 
   // Starts a holder of `file` and moves it into the v2 group ROOT/RELATIVE.
   pid_t holder_in(const std::string& relative, const std::string& file) {
     const pid_t pid = start("hold", file).at(0);
-    move(pid, group(root_, relative));
+    move(pid, cgroups_->group(relative));
     return pid;
   }
 
@@ -124,8 +86,7 @@ class OwnerTest : public HolderFixture {
            "--- stderr\n" + result.err;
   }
 
-  std::string root_;
-  std::vector<std::string> made_;  // groups made, parents first
+  std::optional<TestCgroups> cgroups_;
 };
 
 TEST_F(OwnerTest, EachLayoutsOwnerIsReadBack) {
@@ -287,8 +248,8 @@ TEST_F(OwnerTest, SlurmV1LayoutInTheFreezerHierarchy) {
   std::error_code error;
   fs::create_directory(base, error);
   ASSERT_FALSE(error) << base << ": " << error.message();
-  made_.push_back(base);
-  const std::string dir = group(base, "uid_0/job_808/step_extern/task_0");
+  cgroups_->adopt(base);
+  const std::string dir = cgroups_->group_under(base, "uid_0/job_808/step_extern/task_0");
   const pid_t holder = start("hold", held_).at(0);
   move(holder, dir);
   const json doc = status_json();
