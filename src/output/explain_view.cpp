@@ -250,7 +250,9 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
   }
   const std::vector<Problem> problems = problems_about(d, subject.pid);
   for (const Problem& problem : problems) {
-    row(out, "problem", escape_terminal(problem.message));
+    // A warning (a stray context) does not make the GPUs dirty: it is not called a problem.
+    row(out, problem.severity == Severity::kWarning ? "warning" : "problem",
+        escape_terminal(problem.message));
     row(out, "fix", escape_terminal(problem.fix));
   }
   if (problems.empty()) {

@@ -102,6 +102,16 @@ TEST_F(StrayContextTest, MetricsCountItWithoutMakingTheNodeDirty) {
 }
 #endif
 
+// explain names the warning a warning (it said "problem" before, as for an error).
+TEST_F(StrayContextTest, ExplainCallsItAWarning) {
+  const CommandResult explain = gpuclean(stray_, {"explain", "--gpus", "0", pid_});
+  EXPECT_EQ(explain.exit_code, 0) << explain.err;
+  const std::size_t at = explain.out.find(line_);
+  ASSERT_NE(at, std::string::npos) << explain.out;
+  const std::size_t start = explain.out.rfind('\n', at) + 1;
+  EXPECT_TRUE(contains(explain.out.substr(start, at - start), "warning")) << explain.out;
+}
+
 // check --against prints check's own warnings too (it printed none before the fix: the line
 // below was missing from stderr while plain `check` had it).
 TEST_F(StrayContextTest, CheckAgainstASnapshotWarnsToo) {
