@@ -130,6 +130,84 @@ TEST_F(NodeServiceTest, ANameAloneIsNotTrusted) {
   EXPECT_NE(gone_clean.err.find("already gone"), std::string::npos) << gone_clean.err;
 }
 
+// The node, for the tests of trust across mount namespaces: PID 1 of a new PID namespace (a
+// shell) stands in for the host's init. It and the trusted daemon share a mount namespace with
+// /usr/local/sbin bound over (the test's copy of the executable); a second daemon runs the same
+// file in a third, private mount namespace (a container's). Then gpuclean runs, as the test
+// says, and prints status's JSON.
+class NodeNamespaceTest : public NodeServiceTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: PID and mount namespaces, mounts";
+    for (const char* dir : {"/", "/usr", "/usr/local", "/usr/local/sbin"}) {
+      struct stat st {};
+      if (::stat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
+        GTEST_SKIP() << dir << " is missing or writable by others: no system path to trust";
+      }
+    }
+    unshare_ = tool("unshare");
+    if (unshare_.empty()) GTEST_SKIP() << "needs unshare (util-linux)";
+    sbin_ = dir_.path() + "/sbin";
+    executable_ = install(sbin_, "nvidia-cuda-mps-control");
+    ::chmod(sbin_.c_str(), 0755);
+    ::chmod(dir_.path().c_str(), 0755);
+  }
+
+  struct NodeRun {
+    nlohmann::json doc;
+    pid_t host = 0;       // the daemon in PID 1's mount namespace
+    pid_t container = 0;  // the same file run in a third mount namespace
+  };
+
+  // `gpuclean_line`: the script's last line, which runs gpuclean. Its arguments: $1 sbin, $2 the
+  // device file, $3/$4 the daemons' ready files, $5 gpuclean, $6 unshare, $7 the executable's
+  // path in the test's directory. PID 1 waits for both daemons (bounded), runs that line as its
+  // child and exits with its status; the kernel then ends every process of the namespace.
+  NodeRun run_as_node(const std::string& gpuclean_line) {
+    const std::string host_ready = dir_.path() + "/host.ready";
+    const std::string container_ready = dir_.path() + "/container.ready";
+    const std::string script =
+        "mount --bind \"$1\" /usr/local/sbin || exit 125\n"
+        "/usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" \"$3\" || exit 125\n"
+        "\"$6\" --mount --propagation private /usr/local/sbin/nvidia-cuda-mps-control daemon "
+        "\"$2\" \"$4\" || exit 125\n"
+        "i=0; while [ ! -s \"$3\" ] || [ ! -s \"$4\" ]; do\n"
+        "  i=$((i + 1)); [ $i -gt 200 ] && exit 124; sleep 0.05\n"
+        "done\n" +
+        gpuclean_line + "\n";
+    const CommandResult result =
+        run_command({unshare_, "--pid", "--fork", "--mount-proc", "--propagation", "private", "sh",
+                     "-c", script, "sh", sbin_, held_, host_ready, container_ready,
+                     GPUCLEAN_SHIPPING_BINARY, unshare_, executable_},
+                    60s);
+    NodeRun run;
+    if (result.exit_code == 125 || result.exit_code == 124) {
+      ADD_FAILURE() << (result.exit_code == 125 ? "namespace setup failed: "
+                                                : "the daemons did not start: ")
+                    << result.err;
+      return run;
+    }
+    run.doc = parse(result);
+    run.host = std::stoi(slurp(host_ready));
+    run.container = std::stoi(slurp(container_ready));
+    return run;
+  }
+
+  // Negative control of both tests: the same file, run by root in a third mount namespace (a
+  // container's), is an ordinary process: its own root would name its own file, and that
+  // proves nothing.
+  static void expect_untrusted(const NodeRun& run) {
+    const nlohmann::json* container = find_holder(run.doc, run.container);
+    ASSERT_NE(container, nullptr) << run.doc.dump(1);
+    EXPECT_TRUE(container->at("role").is_null()) << container->dump(1);
+    EXPECT_EQ(container->at("class"), "orphan");
+  }
+
+  std::string unshare_;
+  std::string sbin_;
+  std::string executable_;
+};
+
 // Issue 16: the systemd units give gpuclean a mount namespace of its own (ProtectSystem=,
 // PrivateTmp=), while the node's services run in the host's, PID 1's. A service there is still
 // the node's; one in a third namespace (a container's) is not. Here a PID namespace stands in
@@ -138,52 +216,13 @@ TEST_F(NodeServiceTest, ANameAloneIsNotTrusted) {
 // private copy of it, as systemd makes them. Failed before the fix (run of 2026-12-01): the
 // daemon in PID 1's namespace had role null and class orphan, as the systemd helper saw a
 // root nvidia-smi under the real units.
-TEST_F(NodeServiceTest, AServiceInTheHostsMountNamespaceIsTrustedFromASandboxedGpuclean) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: PID and mount namespaces, a bind mount";
-  for (const char* dir : {"/", "/usr", "/usr/local", "/usr/local/sbin"}) {
-    struct stat st {};
-    if (::stat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
-      GTEST_SKIP() << dir << " is missing or writable by others: no system path to trust";
-    }
-  }
-  const std::string unshare = tool("unshare");
-  if (unshare.empty()) GTEST_SKIP() << "needs unshare (util-linux)";
-  const std::string sbin = dir_.path() + "/sbin";
-  install(sbin, "nvidia-cuda-mps-control");
-  ::chmod(sbin.c_str(), 0755);
-  ::chmod(dir_.path().c_str(), 0755);
-  const std::string host_ready = dir_.path() + "/host.ready";
-  const std::string container_ready = dir_.path() + "/container.ready";
-  // $1 sbin, $2 the device file, $3/$4 ready files, $5 gpuclean, $6 unshare. PID 1 waits for
-  // both daemons (bounded), runs the sandboxed gpuclean as its child and exits with its status;
-  // the kernel then ends every process of the PID namespace.
-  const std::string script =
-      "mount --bind \"$1\" /usr/local/sbin || exit 125\n"
-      "/usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" \"$3\" || exit 125\n"
-      "\"$6\" --mount --propagation private /usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" "
-      "\"$4\" || exit 125\n"
-      "i=0; while [ ! -s \"$3\" ] || [ ! -s \"$4\" ]; do\n"
-      "  i=$((i + 1)); [ $i -gt 200 ] && exit 124; sleep 0.05\n"
-      "done\n"
-      "\"$6\" --mount --propagation private \"$5\" status --json --no-nvml --device-glob \"$2\"\n";
-  const CommandResult result = run_command(
-      {unshare, "--pid", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", script,
-       "sh", sbin, held_, host_ready, container_ready, GPUCLEAN_SHIPPING_BINARY, unshare},
-      60s);
-  ASSERT_NE(result.exit_code, 125) << "namespace setup failed: " << result.err;
-  ASSERT_NE(result.exit_code, 124) << "the daemons did not start: " << result.err;
-  const nlohmann::json doc = parse(result);
-  const pid_t host_daemon = std::stoi(slurp(host_ready));
-  const pid_t container_daemon = std::stoi(slurp(container_ready));
-  const nlohmann::json* host = find_holder(doc, host_daemon);
-  ASSERT_NE(host, nullptr) << doc.dump(1);
+TEST_F(NodeNamespaceTest, AServiceInTheHostsMountNamespaceIsTrustedFromASandboxedGpuclean) {
+  const NodeRun run = run_as_node(
+      "\"$6\" --mount --propagation private \"$5\" status --json --no-nvml --device-glob \"$2\"");
+  const nlohmann::json* host = find_holder(run.doc, run.host);
+  ASSERT_NE(host, nullptr) << run.doc.dump(1);
   EXPECT_EQ(host->at("role"), "mps-control") << host->dump(1);
-  // Negative control: the same file, run by root, in a namespace that is neither gpuclean's nor
-  // PID 1's, is an ordinary process.
-  const nlohmann::json* container = find_holder(doc, container_daemon);
-  ASSERT_NE(container, nullptr) << doc.dump(1);
-  EXPECT_TRUE(container->at("role").is_null()) << container->dump(1);
-  EXPECT_EQ(container->at("class"), "orphan");
+  expect_untrusted(run);
 }
 
 // Issue 17: a DaemonSet's gpuclean (contrib/k8s/daemonset.yaml: hostPID) runs in the pod's
@@ -196,58 +235,18 @@ TEST_F(NodeServiceTest, AServiceInTheHostsMountNamespaceIsTrustedFromASandboxedG
 // Failed before the fix (run of 2026-12-02, the shipping binary of b5d8586): the host's daemon
 // had role null, executable null and class "orphan" (the path named the image's copy in
 // gpuclean's namespace: another inode).
-TEST_F(NodeServiceTest, AServiceInTheHostsMountNamespaceIsTrustedFromAPodWithItsOwnRoot) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: PID and mount namespaces, mounts";
-  for (const char* dir : {"/", "/usr", "/usr/local", "/usr/local/sbin"}) {
-    struct stat st {};
-    if (::stat(dir, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022) != 0) {
-      GTEST_SKIP() << dir << " is missing or writable by others: no system path to trust";
-    }
-  }
-  const std::string unshare = tool("unshare");
-  if (unshare.empty()) GTEST_SKIP() << "needs unshare (util-linux)";
-  const std::string sbin = dir_.path() + "/sbin";
-  const std::string daemon = install(sbin, "nvidia-cuda-mps-control");
-  ::chmod(sbin.c_str(), 0755);
-  ::chmod(dir_.path().c_str(), 0755);
-  const std::string host_ready = dir_.path() + "/host.ready";
-  const std::string container_ready = dir_.path() + "/container.ready";
-  // $1 sbin, $2 the device file, $3/$4 ready files, $5 gpuclean, $6 unshare, $7 the image's
-  // copy. PID 1 (the node's init) waits for both daemons (bounded), then runs gpuclean in a
-  // mount namespace of its own whose /usr/local/sbin is the image's (a tmpfs, mode 0755, with
-  // a root-owned copy of the executable: not the file the daemon runs).
-  const std::string script =
-      "mount --bind \"$1\" /usr/local/sbin || exit 125\n"
-      "/usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" \"$3\" || exit 125\n"
-      "\"$6\" --mount --propagation private /usr/local/sbin/nvidia-cuda-mps-control daemon \"$2\" "
-      "\"$4\" || exit 125\n"
-      "i=0; while [ ! -s \"$3\" ] || [ ! -s \"$4\" ]; do\n"
-      "  i=$((i + 1)); [ $i -gt 200 ] && exit 124; sleep 0.05\n"
-      "done\n"
+TEST_F(NodeNamespaceTest, AServiceInTheHostsMountNamespaceIsTrustedFromAPodWithItsOwnRoot) {
+  const NodeRun run = run_as_node(
       "\"$6\" --mount --propagation private sh -c 'mount -t tmpfs -o mode=0755 image "
       "/usr/local/sbin && cp \"$1\" /usr/local/sbin/nvidia-cuda-mps-control && chmod 0755 "
       "/usr/local/sbin/nvidia-cuda-mps-control || exit 125; exec \"$0\" status --json --no-nvml "
-      "--device-glob \"$2\"' \"$5\" \"$7\" \"$2\"\n";
-  const CommandResult result = run_command(
-      {unshare, "--pid", "--fork", "--mount-proc", "--propagation", "private", "sh", "-c", script,
-       "sh", sbin, held_, host_ready, container_ready, GPUCLEAN_SHIPPING_BINARY, unshare, daemon},
-      60s);
-  ASSERT_NE(result.exit_code, 125) << "namespace setup failed: " << result.err;
-  ASSERT_NE(result.exit_code, 124) << "the daemons did not start: " << result.err;
-  const nlohmann::json doc = parse(result);
-  const pid_t host_daemon = std::stoi(slurp(host_ready));
-  const pid_t container_daemon = std::stoi(slurp(container_ready));
-  const nlohmann::json* host = find_holder(doc, host_daemon);
-  ASSERT_NE(host, nullptr) << doc.dump(1);
+      "--device-glob \"$2\"' \"$5\" \"$7\" \"$2\"");
+  const nlohmann::json* host = find_holder(run.doc, run.host);
+  ASSERT_NE(host, nullptr) << run.doc.dump(1);
   EXPECT_EQ(host->at("role"), "mps-control") << host->dump(1);
   EXPECT_EQ(host->at("executable"), "/usr/local/sbin/nvidia-cuda-mps-control");
   EXPECT_EQ(host->at("class"), "active");
-  // Negative control: the same file, run by root in a third mount namespace (a container's),
-  // is an ordinary process: its own root would name its own file, and that proves nothing.
-  const nlohmann::json* container = find_holder(doc, container_daemon);
-  ASSERT_NE(container, nullptr) << doc.dump(1);
-  EXPECT_TRUE(container->at("role").is_null()) << container->dump(1);
-  EXPECT_EQ(container->at("class"), "orphan");
+  expect_untrusted(run);
 }
 
 class TrustedNodeServiceTest : public NodeServiceTest {
