@@ -145,29 +145,17 @@ std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const G
   return std::nullopt;
 }
 
-// The OWNER column (when a target has a known owner: a job, a container, a unit) is as wide as
-// its widest label, at most this.
-constexpr std::size_t kMaxOwnerWidth = 26;
-
-std::string owner_text(const ProcessInfo& p) {
-  return p.owner ? output::escape_terminal(output::owner_label(*p.owner)) : "-";
-}
-
-std::string owner_cell(const ProcessInfo& p, std::size_t owner_width) {
-  if (owner_width == 0) return "";
-  return fmt::format("{:<{}}  ", output::cut_to_columns(owner_text(p), owner_width), owner_width);
-}
-
 std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) {
   const ProcessInfo& p = t.process;
   std::string memory = "-";
   Bytes total = 0;
   for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
   if (total > 0) memory = format_bytes(total);
-  return fmt::format(
-      "  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}\n", p.pid, output::escape_terminal(p.user),
-      output::state_label(p), to_string(t.klass), memory, owner_cell(p, owner_width),
-      std::string(static_cast<std::size_t>(depth) * 2, ' '), output::command_label(p, 100));
+  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}\n", p.pid,
+                     output::escape_terminal(p.user), output::state_label(p), to_string(t.klass),
+                     memory, output::owner_cell(p.owner, owner_width, 2),
+                     std::string(static_cast<std::size_t>(depth) * 2, ' '),
+                     output::command_label(p, 100));
 }
 
 void print_plan(const KillPlan& plan, const ops::TeardownOptions& t, const Io& io) {
@@ -178,17 +166,9 @@ void print_plan(const KillPlan& plan, const ops::TeardownOptions& t, const Io& i
                         t.kill9 ? fmt::format(", KILL after {} ms", t.grace.count()) : "");
   io.out << fmt::format("Plan: {} process{} ({}; wait up to {} ms)\n", plan.targets.size(),
                         plan.targets.size() == 1 ? "" : "es", steps, t.wait.count());
-  std::size_t owner_width = 0;
-  for (const KillTarget& target : plan.targets) {
-    const auto& owner = target.process.owner;
-    if (owner && owner->kind != Owner::Kind::kCgroup) owner_width = 5;  // "OWNER"
-  }
-  if (owner_width > 0) {
-    for (const KillTarget& target : plan.targets) {
-      owner_width = std::max(owner_width, output::display_columns(owner_text(target.process)));
-    }
-    owner_width = std::min(owner_width, kMaxOwnerWidth);
-  }
+  std::vector<const std::optional<Owner>*> owners;
+  for (const KillTarget& target : plan.targets) owners.push_back(&target.process.owner);
+  const std::size_t owner_width = output::owner_column_width(owners);
   io.out << fmt::format(
       "  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", "PID", "USER", "STATE", "CLASS", "MEMORY",
       owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", owner_width) : "", "COMMAND");

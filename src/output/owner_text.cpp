@@ -1,5 +1,12 @@
 #include "output/owner_text.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "output/escape.h"
+#include "output/text_width.h"
+
 namespace gpuclean::output {
 namespace {
 
@@ -50,6 +57,27 @@ std::string owner_description(const Owner& owner) {
       return "cgroup " + owner.id + " (a layout gpuclean does not know)";
   }
   return owner.id;
+}
+
+std::size_t owner_column_width(const std::vector<const std::optional<Owner>*>& owners) {
+  const bool any_known = std::any_of(owners.begin(), owners.end(), [](const auto* owner) {
+    return owner->has_value() && (*owner)->kind != Owner::Kind::kCgroup;
+  });
+  if (!any_known) return 0;
+  std::size_t width = 5;  // "OWNER"
+  for (const auto* owner : owners)
+    width = std::max(width, display_columns(owner_cell_text(*owner)));
+  return std::min(width, kMaxOwnerColumn);
+}
+
+std::string owner_cell_text(const std::optional<Owner>& owner) {
+  return owner ? escape_terminal(owner_label(*owner)) : "-";
+}
+
+std::string owner_cell(const std::optional<Owner>& owner, std::size_t width, std::size_t gap) {
+  if (width == 0) return "";
+  return fmt::format("{:<{}}{}", cut_to_columns(owner_cell_text(owner), width), width,
+                     std::string(gap, ' '));
 }
 
 }  // namespace gpuclean::output

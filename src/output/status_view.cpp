@@ -43,10 +43,6 @@ const char* class_colour(HolderClass klass) {
 // Columns before COMMAND in a holder row at depth 0: "  " PID(8) "  " USER(10) " " CLASS(13)
 // " " AGE(6) " " MEMORY(9) "  ", and OWNER "  " when the table has that column.
 constexpr std::size_t kRowPrefix = 2 + 8 + 2 + 10 + 1 + 13 + 1 + 6 + 1 + 9 + 2;
-// The OWNER column is as wide as its widest label, at most this (a pod's container,
-// "pod 8a3e1c2d/3f2a1b4c5d6e", fits).
-constexpr std::size_t kMaxOwnerColumn = 26;
-
 // How the holder tables of one screen are drawn.
 struct Table {
   const Paint& paint;
@@ -54,25 +50,16 @@ struct Table {
   std::size_t owner_width = 0;  // the OWNER column's width; 0: no such column
 };
 
-std::string owner_text(const Holder& h) {
-  return h.process.owner ? escape_terminal(owner_label(*h.process.owner)) : "-";
-}
-
-// Known owners (a job, a container, a pod, a unit) earn the column; a raw path alone does not.
+// Known owners earn the column (output/owner_text.h).
 std::size_t owner_column_width(const std::vector<Holder>& holders) {
-  const bool any_known = std::any_of(holders.begin(), holders.end(), [](const Holder& h) {
-    return h.process.owner && h.process.owner->kind != Owner::Kind::kCgroup;
-  });
-  if (!any_known) return 0;
-  std::size_t width = 5;  // "OWNER"
-  for (const Holder& h : holders) width = std::max(width, display_columns(owner_text(h)));
-  return std::min(width, kMaxOwnerColumn);
+  std::vector<const std::optional<Owner>*> owners;
+  owners.reserve(holders.size());
+  for (const Holder& h : holders) owners.push_back(&h.process.owner);
+  return output::owner_column_width(owners);
 }
 
 std::string owner_cell(const Holder& h, const Table& table) {
-  if (table.owner_width == 0) return "";
-  return fmt::format("{:<{}}  ", cut_to_columns(owner_text(h), table.owner_width),
-                     table.owner_width);
+  return output::owner_cell(h.process.owner, table.owner_width, 2);
 }
 
 // A command is never cut shorter than this, however narrow the terminal.

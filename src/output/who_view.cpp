@@ -53,30 +53,13 @@ std::string command_label(const ProcessInfo& process, std::size_t max_bytes) {
 void render_who_text(std::ostream& out, const WhoReport& report) {
   std::size_t user_width = 4;
   std::size_t class_width = 5;
-  // OWNER only when a holder has a known one (a job, a container, a unit); as wide as the
-  // widest label, at most kOwnerWidth.
-  constexpr std::size_t kOwnerWidth = 24;
-  std::size_t owner_width = 0;
-  auto owner_of = [](const Holder& holder) {
-    return holder.process.owner ? escape_terminal(owner_label(*holder.process.owner))
-                                : std::string("-");
-  };
+  std::vector<const std::optional<Owner>*> owners;
   for (const Holder& holder : report.holders) {
     user_width = std::max(user_width, escape_terminal(holder.process.user).size());
     class_width = std::max(class_width, std::string(to_string(holder.klass)).size());
-    if (holder.process.owner && holder.process.owner->kind != Owner::Kind::kCgroup) {
-      owner_width = std::max<std::size_t>(owner_width, 5);
-    }
+    owners.push_back(&holder.process.owner);
   }
-  if (owner_width > 0) {
-    for (const Holder& holder : report.holders) {
-      owner_width = std::min(kOwnerWidth, std::max(owner_width, display_columns(owner_of(holder))));
-    }
-  }
-  auto owner_cell = [&](const std::string& text) {
-    if (owner_width == 0) return std::string();
-    return fmt::format("{:<{}} ", cut_to_columns(text, owner_width), owner_width);
-  };
+  const std::size_t owner_width = owner_column_width(owners);
   std::size_t held_files = 0;
   for (const DeviceFile& file : report.files) {
     bool heading_printed = false;
@@ -86,7 +69,9 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
       if (!heading_printed) {
         out << file_heading(file) << ":\n";
         out << fmt::format("  {:<{}} {:>8} {:<5} {:<6} {:<{}} {}{}\n", "USER", user_width, "PID",
-                           "STATE", "ACCESS", "CLASS", class_width, owner_cell("OWNER"), "COMMAND");
+                           "STATE", "ACCESS", "CLASS", class_width,
+                           owner_width > 0 ? fmt::format("{:<{}} ", "OWNER", owner_width) : "",
+                           "COMMAND");
         heading_printed = true;
         ++held_files;
       }
@@ -96,7 +81,7 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
       out << fmt::format("  {:<{}} {:>8} {:<5} {:<6} {:<{}} {}{}\n",
                          escape_terminal(holder.process.user), user_width, holder.process.pid,
                          state_label(holder.process), access_label(*held), to_string(holder.klass),
-                         class_width, owner_cell(owner_of(holder)), command);
+                         class_width, owner_cell(holder.process.owner, owner_width, 1), command);
     }
   }
   if (report.holders.empty()) {
