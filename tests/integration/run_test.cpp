@@ -15,6 +15,7 @@
 
 #include "freezer.h"
 #include "holder_fixture.h"
+#include "test_cgroups.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX
 
@@ -393,9 +394,44 @@ TEST_F(RunTest, AHolderThatAppearsOutsideTheRunIsNamedAndLeftAlone) {
   EXPECT_FALSE(gone(holder)) << "run signalled a process that is not its own";
   EXPECT_TRUE(contains(result.err, "outside the run: pid " + std::to_string(holder))) << result.err;
   EXPECT_TRUE(contains(result.err, "left alone")) << result.err;
+  // In the root cgroup it has no owner, and the line names none (the control of the next test).
+  EXPECT_FALSE(contains(result.err, "docker ")) << result.err;
   // Negative control: the same run over a file nobody else holds names nobody.
   auto quiet = gpuclean({"run", "--no-nvml", "-q", "--device-glob", other_, "--", "true"});
   EXPECT_EQ(quiet.err, "");
+}
+
+// Issue 17: whose the outsider is comes next after which one it is. The same outsider in a
+// Docker container's group (the cgroupfs driver's shape, under the test's own group) is named
+// with its owner.
+TEST_F(RunTest, AnOutsideHoldersLineNamesItsOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making cgroups needs root";
+  TestCgroups cgroups("gpuclean-run-owner");
+  if (!cgroups.why_not().empty()) GTEST_SKIP() << cgroups.why_not();
+  const std::string container(64, 'c');
+  const std::string group = cgroups.group("docker/" + container);
+  const std::string started = dir_.path() + "/workload-started";
+  const std::string go = dir_.path() + "/go";
+  auto outsider = std::async(std::launch::async, [&] {
+    if (!wait_until([&] { return std::filesystem::exists(started); })) return pid_t{-1};
+    const pid_t pid = start("hold", held_).at(0);
+    write_text(group + "/cgroup.procs", std::to_string(pid));
+    std::ofstream(go) << "go";
+    return pid;
+  });
+  auto result = gpuclean({"run", "--no-nvml", "-q", "--device-glob", held_, "--", "sh", "-c",
+                          "touch '" + started + "'; for i in $(seq 200); do [ -e '" + go +
+                              "' ] && exit 0; sleep 0.05; done; exit 9"});
+  const pid_t holder = outsider.get();
+  ASSERT_GT(holder, 0);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.err, "outside the run: pid " + std::to_string(holder) +
+                                       " (root, docker " + container.substr(0, 12) + ","))
+      << result.err;
+  reaper_.kill_all();  // the group can go only once its process has
+  for (pid_t launcher : launchers_) reap(launcher);
+  launchers_.clear();
+  cgroups.remove();
 }
 
 TEST_F(RunTest, AStderrReaderThatWentAwayDoesNotStopTheTeardown) {
