@@ -42,6 +42,10 @@
  *                            process, as for a user-space hang)
  *   slow FUNCTION MS         FUNCTION sleeps MS milliseconds, then behaves as without this line
  *                            (the other rules for it still apply): a driver that answers late
+ *   release_exited 1         a process that has exited (no /proc entry, or a zombie whose last
+ *                            thread is gone) leaves every list and its bytes leave "used", at
+ *                            each query, as the real driver frees an exited process's memory.
+ *                            Without it the lists are static: a dead owner stays listed
  *   crash FUNCTION           FUNCTION dies of SIGSEGV, as a driver bug would. Its default
  *                            action, as in a release build: a sanitizer's handler (ASan build)
  *                            would spend seconds on a report first. Core dumps off, so a test
@@ -135,6 +139,7 @@ static struct {
   struct Rule rules[kMaxRules];
   int rule_count;
   int init_count;
+  int release_exited;
 } g;
 
 static void set_defaults(void) {
@@ -197,6 +202,8 @@ static void parse_line(char* line) {
   } else if (strcmp(key, "gpus") == 0) {
     const unsigned long n = strtoul(a, NULL, 10);
     g.gpu_count = n > kMaxGpus ? kMaxGpus : (unsigned int)n;
+  } else if (strcmp(key, "release_exited") == 0) {
+    g.release_exited = atoi(a);
   } else if (strcmp(key, "records") == 0) {
     g.stride = strcmp(a, "garbage") == 0 ? kStrideGarbage : atoi(a);
   } else if (strcmp(key, "fail") == 0 || strcmp(key, "hang") == 0 || strcmp(key, "slow") == 0 ||
@@ -491,6 +498,45 @@ EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* 
   return NVML_SUCCESS;
 }
 
+/* Whether PID has exited as the driver sees it: no such process, or a zombie with no thread
+ * left (a zombie leader whose other threads live, "Zl", still holds its context). */
+static int exited(unsigned int pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 1;
+  char text[1024];
+  const size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  const char* close = strrchr(text, ')');
+  if (close == NULL) return 0;
+  char state = 0;
+  long threads = 0;
+  /* Fields after the command: 3 state ... 20 num_threads. */
+  if (sscanf(close + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld",
+             &state, &threads) != 2) {
+    return 0;
+  }
+  return state == 'Z' && threads <= 1;
+}
+
+/* With "release_exited 1": drops the exited processes from DEVICE's lists and their bytes from
+ * its used memory, at each query. */
+static void release_exited(struct FakeDevice* device) {
+  if (!g.release_exited) return;
+  int kept = 0;
+  for (int i = 0; i < device->process_count; ++i) {
+    const struct FakeProcess p = device->processes[i];
+    if (!exited(p.pid)) {
+      device->processes[kept++] = p;
+    } else if (p.used != ~0ULL) {
+      device->used = p.used > device->used ? 0 : device->used - p.used;
+    }
+  }
+  device->process_count = kept;
+}
+
 static unsigned long long free_of(const struct FakeDevice* d) {
   return d->used + d->reserved > d->total ? 0 : d->total - d->used - d->reserved;
 }
@@ -498,6 +544,7 @@ static unsigned long long free_of(const struct FakeDevice* d) {
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   DEVICE_CALL("nvmlDeviceGetMemoryInfo", device);
   if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  release_exited(device);
   /* v1 counts the reserve as used, as the real v1 query does. */
   memory->total = device->total;
   memory->used = device->used + device->reserved;
@@ -511,6 +558,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v
   if (memory->version != ((unsigned int)sizeof(nvmlMemory_v2_t) | (2u << 24))) {
     return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
   }
+  release_exited(device);
   memory->total = device->total;
   memory->reserved = device->reserved;
   memory->used = device->used;
@@ -631,6 +679,7 @@ static nvmlReturn_t list(const char* name, nvmlDevice_t device, int kind, unsign
                          void* infos, int stride) {
   DEVICE_CALL(name, device);
   if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  release_exited(device);
   unsigned int n = 0;
   for (int i = 0; i < device->process_count; ++i) n += device->processes[i].kind == kind;
   if (*count < n) {

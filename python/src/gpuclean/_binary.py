@@ -1,0 +1,135 @@
+"""Finding and running the gpuclean binary: every answer this package gives comes from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+
+class GpucleanError(Exception):
+    """The one error this package raises: gpuclean failed, refused, or found the GPUs dirty.
+
+    ``returncode`` is gpuclean's exit status (1 dirty / targets remain, 2 usage, 3 runtime
+    failure such as NVML not answering; None when the binary could not be run at all),
+    ``stderr`` its error output, ``result`` the parsed document when gpuclean wrote one.
+    """
+
+    def __init__(self, message: str, *, returncode: Optional[int] = None, stderr: str = "",
+                 args: Sequence[str] = (), result: Any = None):
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr = stderr
+        self.command = list(args)
+        self.result = result
+
+
+def find_binary(explicit: Optional[str] = None) -> str:
+    """The gpuclean to run: ``explicit``, else ``$GPUCLEAN``, else ``gpuclean`` on PATH."""
+    candidate = explicit or os.environ.get("GPUCLEAN")
+    if candidate:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+        found = shutil.which(candidate)
+        if found:
+            return found
+        raise GpucleanError(f"gpuclean binary {candidate!r} is not an executable file")
+    found = shutil.which("gpuclean")
+    if found:
+        return found
+    raise GpucleanError("gpuclean binary not found: install gpuclean, put it on PATH, "
+                        "or set $GPUCLEAN to its path")
+
+
+@dataclass
+class Options:
+    """gpuclean's global options, given to every command this package runs."""
+
+    binary: Optional[str] = None
+    device_globs: Sequence[str] = ()
+    gpus: Optional[str] = None
+    no_nvml: bool = False
+    nvml_timeout: Optional[float] = None
+    env: Optional[Dict[str, str]] = None
+    extra: List[str] = field(default_factory=list)
+
+    def global_args(self, *, with_gpus: bool = True) -> List[str]:
+        args: List[str] = []
+        for glob in self.device_globs:
+            args += ["--device-glob", glob]
+        if with_gpus and self.gpus is not None:
+            args += ["--gpus", str(self.gpus)]
+        if self.no_nvml:
+            args.append("--no-nvml")
+        if self.nvml_timeout is not None:
+            args += ["--nvml-timeout", seconds_arg(self.nvml_timeout)]
+        return args + list(self.extra)
+
+
+def seconds_arg(seconds: float) -> str:
+    """A duration as gpuclean parses it (milliseconds, so 0.25 is not rounded to 0)."""
+    return f"{int(round(seconds * 1000))}ms"
+
+
+@dataclass
+class Completed:
+    args: List[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke(options: Options, command: Sequence[str], *, timeout: Optional[float] = None,
+           input_text: Optional[str] = None) -> Completed:
+    """Runs ``gpuclean COMMAND...`` and returns what it printed; never raises on its exit status.
+
+    gpuclean bounds itself (NVML and /proc reads have deadlines), so ``timeout`` is only a last
+    resort for a binary that does not answer at all.
+    """
+    args = [find_binary(options.binary)] + list(command)
+    try:
+        done = subprocess.run(args, input=input_text, capture_output=True, text=True,
+                              env=options.env, timeout=timeout, check=False,
+                              stdin=None if input_text is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        raise GpucleanError(f"{' '.join(args)} did not answer within {timeout}s",
+                            args=args, stderr=_text(e.stderr)) from None
+    except OSError as e:
+        raise GpucleanError(f"cannot run {args[0]}: {e.strerror}", args=args) from None
+    return Completed(args, done.returncode, done.stdout, done.stderr)
+
+
+def parse_document(done: Completed) -> Optional[Dict[str, Any]]:
+    """The JSON document gpuclean printed, or None when it printed none (a usage error)."""
+    text = done.stdout.strip()
+    if not text:
+        return None
+    try:
+        document = json.loads(text)
+    except ValueError as e:
+        raise GpucleanError(f"{' '.join(done.args)} printed something that is not JSON: {e}",
+                            returncode=done.returncode, stderr=done.stderr,
+                            args=done.args) from None
+    if not isinstance(document, dict):
+        raise GpucleanError(f"{' '.join(done.args)} printed JSON that is not an object",
+                            returncode=done.returncode, stderr=done.stderr, args=done.args)
+    return document
+
+
+def failure(done: Completed, what: str, result: Any = None) -> GpucleanError:
+    detail = done.stderr.strip() or done.stdout.strip()
+    first = detail.splitlines()[0] if detail else "no message"
+    return GpucleanError(f"{what}: gpuclean exited {done.returncode}: {first}",
+                         returncode=done.returncode, stderr=done.stderr, args=done.args,
+                         result=result)
+
+
+def _text(data: Any) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, bytes):
+        return data.decode(errors="replace")
+    return str(data)

@@ -1,0 +1,366 @@
+"""Typed views of gpuclean's JSON documents (schema 1, docs/reference.md "JSON").
+
+Each object keeps the whole document it came from in ``raw``: gpuclean may add fields, and a
+caller who needs one this package does not name yet can still read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
+
+SCHEMA = 1
+
+
+def _time(text: Optional[str]) -> Optional[datetime]:
+    if not text:
+        return None
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def format_bytes(n: Optional[int]) -> str:
+    """Bytes as gpuclean prints them: 4.0 GiB, 512 MiB, 12 KiB."""
+    if n is None:
+        return "?"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if unit == "GiB" else f"{n // size} {unit}"
+    return f"{n} B"
+
+
+@dataclass(frozen=True)
+class Memory:
+    total: Optional[int]
+    used: Optional[int]
+    free: Optional[int]
+    reserved: Optional[int]
+    attributed: Optional[int]
+    unattributed: Optional[int]
+
+    @classmethod
+    def from_json(cls, d: Optional[Dict[str, Any]]) -> Optional["Memory"]:
+        if d is None:
+            return None
+        return cls(d.get("total"), d.get("used"), d.get("free"), d.get("reserved"),
+                   d.get("attributed"), d.get("unattributed"))
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_memory: Optional[int]
+    kind: str
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    uuid: Optional[str]
+    name: Optional[str]
+    pci_bus_id: Optional[str]
+    minor: Optional[int]
+    memory: Optional[Memory]
+    processes: List[GpuProcess]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Gpu":
+        return cls(d["index"], d.get("uuid"), d.get("name"), d.get("pci_bus_id"), d.get("minor"),
+                   Memory.from_json(d.get("memory")),
+                   [GpuProcess(p["pid"], p.get("used_memory"), p.get("kind", "compute"))
+                    for p in d.get("processes") or []], d)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a process belongs to, from its cgroup: a Slurm job, container, pod, unit or group."""
+
+    kind: str
+    id: Optional[str]
+    step: Optional[str] = None
+    unit: Optional[str] = None
+    runtime: Optional[str] = None
+    pod_uid: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Optional[Dict[str, Any]]) -> Optional["Owner"]:
+        if not d:
+            return None
+        return cls(d["kind"], d.get("id"), d.get("step"), d.get("unit"), d.get("runtime"),
+                   d.get("pod_uid"))
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    path: str
+    fds: List[int]
+    access: str
+    mapped: bool
+    via_thread: Optional[int]
+
+
+@dataclass(frozen=True)
+class Thread:
+    tid: int
+    state: str
+    wchan: Optional[str]
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process holding device files (``class_`` is JSON's ``class``: active, orphan, heir…)."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    user: Optional[str]
+    uid: Optional[int]
+    state: str
+    comm: str
+    cmdline: List[str]
+    class_: str
+    start_time: Optional[datetime]
+    cgroup: Optional[str]
+    owner: Optional[Owner]
+    devices: List[DeviceUse]
+    gpu_memory: Dict[int, int]
+    threads: List[Thread]
+    role: Optional[str]
+    inherited_from: Optional[int]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def memory(self) -> int:
+        """GPU memory NVML counts for it, over every GPU (0 without NVML)."""
+        return sum(self.gpu_memory.values())
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.cmdline) if self.cmdline else self.comm
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Holder":
+        return cls(
+            d["pid"], d.get("ppid", 0), d.get("pgid", 0), d.get("sid", 0), d.get("user"),
+            d.get("uid"), d.get("state", "?"), d.get("comm", ""), list(d.get("cmdline") or []),
+            d.get("class", "active"), _time(d.get("start_time")), d.get("cgroup"),
+            Owner.from_json(d.get("owner")),
+            [DeviceUse(u["path"], list(u.get("fds") or []), u.get("access", ""),
+                       bool(u.get("mapped")), u.get("via_thread"))
+             for u in d.get("devices") or []],
+            {int(k): v for k, v in (d.get("gpu_memory") or {}).items()},
+            [Thread(t["tid"], t.get("state", "?"), t.get("wchan")) for t in d.get("threads") or []],
+            d.get("role"), d.get("inherited_from"), d)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that makes the GPUs dirty (``severity`` error) or is worth a fix (warning)."""
+
+    kind: str
+    severity: str
+    gpu: Optional[int]
+    pid: Optional[int]
+    message: str
+    fix: Optional[str]
+    bytes: Optional[int]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Problem":
+        return cls(d["kind"], d.get("severity", "error"), d.get("gpu"), d.get("pid"),
+                   d.get("message", ""), d.get("fix"), d.get("bytes"))
+
+
+@dataclass(frozen=True)
+class Nvml:
+    state: str
+    message: str
+    driver_version: Optional[str]
+    cuda_driver_version: Optional[int]
+
+    @classmethod
+    def from_json(cls, d: Optional[Dict[str, Any]]) -> "Nvml":
+        d = d or {}
+        return cls(d.get("state", "absent"), d.get("message", ""), d.get("driver_version"),
+                   d.get("cuda_driver_version"))
+
+
+def _check_schema(d: Dict[str, Any], what: str) -> None:
+    schema = d.get("schema")
+    if schema != SCHEMA:
+        from ._binary import GpucleanError
+        raise GpucleanError(f"gpuclean {what} document has schema {schema!r}; this package "
+                            f"reads schema {SCHEMA}")
+
+
+@dataclass(frozen=True)
+class Status:
+    """``gpuclean status|check|who --json``: the GPUs, their holders, the problems, a verdict."""
+
+    host: str
+    time: Optional[datetime]
+    verdict: str
+    nvml: Nvml
+    gpus: List[Gpu]
+    holders: List[Holder]
+    problems: List[Problem]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def clean(self) -> bool:
+        return self.verdict == "clean"
+
+    @property
+    def errors(self) -> List[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> List[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def holder(self, pid: int) -> Optional[Holder]:
+        return next((h for h in self.holders if h.pid == pid), None)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Status":
+        _check_schema(d, "status")
+        return cls(d.get("host", ""), _time(d.get("time")), d.get("verdict", "unknown"),
+                   Nvml.from_json(d.get("nvml")), [Gpu.from_json(g) for g in d.get("gpus") or []],
+                   [Holder.from_json(h) for h in d.get("holders") or []],
+                   [Problem.from_json(p) for p in d.get("problems") or []], d)
+
+
+@dataclass(frozen=True)
+class KillTarget:
+    pid: int
+    class_: Optional[str]
+    why: str
+    comm: Optional[str]
+    outcome: Optional[str]
+    reason: Optional[str]
+    signals: List[str]
+    seconds: Optional[float]
+
+
+@dataclass(frozen=True)
+class KillResult:
+    """``gpuclean kill --json``: each target's outcome and whether the GPUs were verified."""
+
+    verdict: Optional[str]
+    dry_run: bool
+    targets: List[KillTarget]
+    skipped: List[Dict[str, Any]]
+    still_held_by: List[Any]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def remaining(self) -> List[KillTarget]:
+        return [t for t in self.targets if t.outcome == "remaining"]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "KillResult":
+        _check_schema(d, "kill")
+        targets = [KillTarget(t["pid"], t.get("class"), t.get("why", ""), t.get("comm"),
+                              t.get("outcome"), t.get("reason"), list(t.get("signals") or []),
+                              t.get("seconds"))
+                   for t in d.get("targets") or []]
+        return cls(d.get("verdict"), bool(d.get("dry_run")), targets, list(d.get("skipped") or []),
+                   list(d.get("still_held_by") or []), d)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """``gpuclean snapshot``: what a benchmark result depends on. ``raw`` is the whole document,
+    which is what ``diff`` and ``check(against=...)`` read back."""
+
+    time: Optional[datetime]
+    verdict: str
+    nvml: Nvml
+    gpus: List[Gpu]
+    holders: List[Holder]
+    problems: List[Problem]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Snapshot":
+        _check_schema(d, "snapshot")
+        if d.get("kind") != "snapshot":
+            from ._binary import GpucleanError
+            raise GpucleanError(f"not a gpuclean snapshot (kind {d.get('kind')!r})")
+        return cls(_time(d.get("time")), d.get("verdict", "unknown"), Nvml.from_json(d.get("nvml")),
+                   [Gpu.from_json(g) for g in d.get("gpus") or []],
+                   [Holder.from_json(h) for h in d.get("holders") or []],
+                   [Problem.from_json(p) for p in d.get("problems") or []], d)
+
+
+@dataclass(frozen=True)
+class Difference:
+    category: str
+    gpu: Optional[int]
+    field: str
+    before: Any
+    after: Any
+    result_changing: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    """``gpuclean diff --json``: what changed, the result-changing differences first."""
+
+    differences: List[Difference]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def result_changing(self) -> List[Difference]:
+        return [x for x in self.differences if x.result_changing]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Diff":
+        _check_schema(d, "diff")
+        return cls([Difference(x.get("category", ""), x.get("gpu"), x.get("field", ""),
+                               x.get("before"), x.get("after"), bool(x.get("result_changing")),
+                               x.get("message", ""))
+                    for x in d.get("differences") or []], d)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """``gpuclean run --record``: how the workload ended and what its teardown found."""
+
+    end: Optional[str]
+    exit_code: Optional[int]
+    clean: Optional[bool]
+    gpu_check: Optional[str]
+    leftovers: List[Dict[str, Any]]
+    escaped: List[Any]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "RunRecord":
+        _check_schema(d, "run record")
+        escaped = d.get("escaped")
+        return cls(d.get("end"), d.get("exit_code"), d.get("clean"), d.get("gpu_check"),
+                   list(d.get("leftovers") or []),
+                   list(escaped) if isinstance(escaped, list) else [], d)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What ``gpuclean.run`` returns, shaped like ``subprocess.CompletedProcess``."""
+
+    args: List[str]
+    returncode: int
+    stdout: Any
+    stderr: Any
+    record: Optional[RunRecord]
+
+    def check_returncode(self) -> None:
+        if self.returncode != 0:
+            from ._binary import GpucleanError
+            raise GpucleanError(f"gpuclean run -- {' '.join(self.args)} exited {self.returncode}",
+                                returncode=self.returncode,
+                                stderr=self.stderr if isinstance(self.stderr, str) else "",
+                                args=self.args, result=self)

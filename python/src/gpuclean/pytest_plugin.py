@@ -1,0 +1,296 @@
+"""The pytest plugin: a dirty machine stops the session before it starts, and a test that
+leaves a device holder behind is told so (and, asked to, cleaned up after).
+
+Enabled by installing the package (entry point ``pytest11``); ``-p no:gpuclean`` disables it,
+``--gpuclean=off`` turns it off for one run. Options (each also an ini key, ``gpuclean``,
+``gpuclean_leftovers``, …): see ``pytest --help`` under "gpuclean".
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+
+from . import _procfs
+from ._binary import GpucleanError, find_binary
+from .api import check, kill, snapshot
+from .model import Snapshot, format_bytes
+from .scope import Leftover, Scope
+
+
+class GpucleanLeftoverWarning(UserWarning):
+    """A test left a device holder behind (``--gpuclean-leftovers=warn``)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpuclean", "gpuclean: a clean GPU before the session, no leftovers "
+                                        "after each test")
+    group.addoption("--gpuclean", choices=("off", "check", "clean"), default=None,
+                    help="before the session: 'check' stops a dirty machine with gpuclean's "
+                         "problems, 'clean' first ends the leftovers (orphans, heirs, zombie-led "
+                         "and stuck holders), 'off' turns the plugin off (default: check)")
+    parser.addini("gpuclean", "off, check or clean (see --gpuclean)", default="check")
+    group.addoption("--gpuclean-leftovers", choices=("fail", "clean", "warn", "off"),
+                    default=None,
+                    help="a test that leaves a device holder behind: 'fail' it, 'clean' (fail "
+                         "it, end the holders and verify the GPU memory is back), 'warn', or "
+                         "'off' (default: fail)")
+    parser.addini("gpuclean_leftovers", "fail, clean, warn or off", default="fail")
+    group.addoption("--gpuclean-device-glob", action="append", default=None, metavar="GLOB",
+                    help="device files to watch instead of the NVIDIA ones (repeatable)")
+    parser.addini("gpuclean_device_glob", "device files to watch (one glob per line)",
+                  type="linelist", default=[])
+    group.addoption("--gpuclean-gpus", default=None, metavar="LIST",
+                    help="GPUs the session check looks at, e.g. 0,2 (default: all)")
+    group.addoption("--gpuclean-max-used", type=int, default=None, metavar="MIB",
+                    help="used memory per GPU the session check tolerates (gpuclean's default: "
+                         "1024)")
+    group.addoption("--gpuclean-no-nvml", action="store_true", default=False,
+                    help="use only /proc, never NVML")
+    group.addoption("--gpuclean-grace", type=float, default=None, metavar="SECONDS",
+                    help="how long a test's holders get to exit after its teardown before they "
+                         "count as left behind (default: 2)")
+    parser.addini("gpuclean_grace", "see --gpuclean-grace", default="2")
+    group.addoption("--gpuclean-binary", default=None, metavar="PATH",
+                    help="the gpuclean binary (default: $GPUCLEAN, else PATH)")
+
+
+def _setting(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return value if value is not None else config.getini(name)
+
+
+def gpuclean_options(config: pytest.Config) -> Dict[str, Any]:
+    """gpuclean's global options as this run's command line and ini file set them."""
+    globs = config.getoption("gpuclean_device_glob") or config.getini("gpuclean_device_glob")
+    return {"binary": config.getoption("gpuclean_binary"), "device_globs": list(globs),
+            "gpus": config.getoption("gpuclean_gpus"),
+            "no_nvml": bool(config.getoption("gpuclean_no_nvml"))}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    mode = _setting(config, "gpuclean")
+    if mode not in ("off", "check", "clean"):
+        raise pytest.UsageError(f"gpuclean = {mode!r}: use off, check or clean")
+    config.addinivalue_line("markers", "gpuclean_leftovers(mode): this test's --gpuclean-leftovers "
+                                       "(fail, clean, warn or off)")
+    if mode == "off":
+        return
+    leftovers = _setting(config, "gpuclean_leftovers")
+    if leftovers not in ("fail", "clean", "warn", "off"):
+        raise pytest.UsageError(f"gpuclean_leftovers = {leftovers!r}: use fail, clean, warn or off")
+    options = gpuclean_options(config)
+    try:
+        find_binary(options["binary"])
+    except GpucleanError as e:
+        raise pytest.UsageError(f"{e} (or turn the plugin off: --gpuclean=off, -p no:gpuclean)")
+    grace = _setting(config, "gpuclean_grace")
+    config.pluginmanager.register(
+        GpucleanSession(config, mode, leftovers, float(grace), options), "gpuclean-session")
+
+
+@dataclass
+class Leak:
+    """What one test (or the session's fixtures) left behind."""
+
+    where: str
+    leftovers: List[Leftover]
+    cleaned: bool
+
+    def memory(self) -> int:
+        return sum(l.memory for l in self.leftovers)
+
+    def text(self) -> str:
+        count = len(self.leftovers)
+        head = f"{count} device holder{'s' if count != 1 else ''} left behind"
+        if self.memory():
+            head += f", {format_bytes(self.memory())} of GPU memory"
+        lines = [head + ":"]
+        for leftover in self.leftovers:
+            outcome = "" if leftover.outcome == "left" else f" — {leftover.outcome}"
+            lines.append(f"  {leftover.describe()}{outcome}")
+        if not self.cleaned:
+            lines.append("  fix: end them in the test's teardown, run the server under "
+                         "gpuclean.run(), or --gpuclean-leftovers=clean; now: gpuclean kill "
+                         + " ".join(str(l.pid) for l in self.leftovers))
+        return "\n".join(lines)
+
+
+class GpucleanSession:
+    """The plugin's state for one pytest session."""
+
+    def __init__(self, config: pytest.Config, mode: str, leftovers: str, grace: float,
+                 options: Dict[str, Any]):
+        self.config = config
+        self.mode = mode
+        self.leftovers = leftovers
+        self.grace = grace
+        self.options = options
+        # The session's scope: this process is the root, and every process started from here on
+        # inherits the token (also the daemons that leave the process tree).
+        self.scope = Scope(options)
+        self.previous_trace = _procfs.add_token(self.scope.token)
+        self.fixture_windows: List[Tuple[int, int, str]] = []
+        self.leaks: List[Leak] = []
+        self.reported: set = set()
+        self.start_line = ""
+
+    # -- before the session -------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # pytest-xdist: the controller checked the machine once
+        cleaned = ""
+        if self.mode == "clean":
+            try:
+                result = kill(leftovers=True, check=False, **self.options)
+            except GpucleanError as e:
+                pytest.exit(f"gpuclean: could not clean the leftovers before the session: {e}",
+                            returncode=e.returncode or 3)
+            ended = [t for t in result.targets if t.outcome == "gone"]
+            if ended:
+                cleaned = f"ended {len(ended)} leftover(s) before the session: " + ", ".join(
+                    f"pid {t.pid} ({t.comm}, {t.class_})" for t in ended) + "; "
+        try:
+            result = check(max_used=self.config.getoption("gpuclean_max_used"), **self.options)
+        except GpucleanError as e:
+            lines = [f"gpuclean: {p.message}" + (f"\n  fix: {p.fix}" if p.fix else "")
+                     for p in (e.result.errors if e.result is not None else [])]
+            reason = "\n".join(lines) or f"gpuclean: {e}"
+            pytest.exit(f"the GPUs are not clean, so no test ran (--gpuclean={self.mode}):\n"
+                        f"{reason}", returncode=e.returncode or 3)
+        warnings = "".join(f"; warning: {p.message}" for p in result.warnings)
+        self.start_line = f"{cleaned}GPUs clean at the start ({_gpu_count(result)}){warnings}"
+
+    # -- each test ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Iterator[None]:
+        item.stash[_since_key] = _procfs.now_ticks()
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Iterator[None]:
+        # A wider fixture's processes (a session-scoped server) outlive the test that first
+        # asked for it by design: they are judged when the session ends, not by that test.
+        if fixturedef.scope == "function":
+            yield
+            return
+        start = _procfs.now_ticks()
+        yield
+        self.fixture_windows.append((start, _procfs.now_ticks() + 1,
+                                     f"{fixturedef.scope}-scoped fixture {fixturedef.argname}"))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Iterator[None]:
+        outcome = yield
+        if call.when != "teardown":
+            return
+        mode = self._mode_for(item)
+        if mode == "off" or _since_key not in item.stash:
+            return
+        report = outcome.get_result()
+        leftovers = self._find(since=item.stash[_since_key])
+        if not leftovers:
+            return
+        self.reported.update((l.pid, l.start_ticks) for l in leftovers)
+        if mode == "clean":
+            self.scope.clean(leftovers)
+        leak = Leak(item.nodeid, leftovers, mode == "clean")
+        self.leaks.append(leak)
+        text = leak.text()
+        report.user_properties.append(("gpuclean_leftovers", text))
+        if mode == "warn":
+            try:
+                item.warn(GpucleanLeftoverWarning(f"{item.nodeid}: {text}"))
+                return
+            except Warning:  # -W error: the warning is an error, so the test fails
+                pass
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = f"gpuclean: the test {text}"
+
+    def _mode_for(self, item: pytest.Item) -> str:
+        marker = item.get_closest_marker("gpuclean_leftovers")
+        if marker is not None and marker.args:
+            return str(marker.args[0])
+        return self.leftovers
+
+    def _find(self, since: int) -> List[Leftover]:
+        deferred = [(a, b) for a, b, _ in self.fixture_windows]
+        try:
+            found = self.scope.candidates(since=since, deferred=deferred)
+        except GpucleanError as e:
+            raise pytest.UsageError(f"gpuclean could not look for leftovers: {e}")
+        found = [l for l in found if (l.pid, l.start_ticks) not in self.reported]
+        alive = self.scope.settle(found, self.grace)
+        self.scope.measure(alive)
+        return alive
+
+    # -- after the session --------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        _procfs.remove_token(self.previous_trace)
+        if self.leftovers == "off":
+            return
+        # Every fixture has been finalized: what started during the session and still holds a
+        # device file was left by a wider fixture or by code outside any test.
+        leftovers = self._find(since=self.scope.since)
+        if not leftovers:
+            return
+        for leftover in leftovers:
+            window = next((w for a, b, w in self.fixture_windows
+                           if a <= leftover.start_ticks <= b), None)
+            if window:
+                leftover.why += f", in the setup of the {window}"
+        if self.leftovers == "clean":
+            self.scope.clean(leftovers)
+        self.leaks.append(Leak("the session (fixtures, conftest)", leftovers,
+                               self.leftovers == "clean"))
+        if self.leftovers != "warn" and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.leaks and not self.start_line:
+            return
+        terminalreporter.write_sep("=", "gpuclean")
+        if self.start_line:
+            terminalreporter.write_line(self.start_line)
+        if not self.leaks:
+            terminalreporter.write_line("no test left a device holder behind")
+            return
+        for leak in self.leaks:
+            terminalreporter.write_line(f"{leak.where}: {leak.text()}")
+        holders = sum(len(l.leftovers) for l in self.leaks)
+        memory = sum(l.memory() for l in self.leaks)
+        tests = sum(1 for l in self.leaks if not l.where.startswith("the session"))
+        terminalreporter.write_line(
+            f"{tests} test(s) left {holders} device holder(s) behind"
+            + (f", {format_bytes(memory)} of GPU memory" if memory else ""), bold=True)
+
+
+def _gpu_count(result: Any) -> str:
+    if result.nvml.state != "present":
+        return f"NVML {result.nvml.state}: device files only"
+    count = len(result.gpus)
+    return f"{count} GPU{'s' if count != 1 else ''}"
+
+
+_since_key = pytest.StashKey[int]()
+
+
+@pytest.fixture
+def gpu_clean(request: pytest.FixtureRequest) -> Iterator[Snapshot]:
+    """Fails the test unless the GPUs are clean before it; yields the pre-test snapshot (pass
+    it to ``gpuclean.diff`` to see what the test changed)."""
+    options = gpuclean_options(request.config)
+    try:
+        check(max_used=request.config.getoption("gpuclean_max_used"), **options)
+    except GpucleanError as e:
+        problems = [p.message for p in e.result.errors] if e.result is not None else [str(e)]
+        pytest.fail("the GPUs are not clean before the test:\n" + "\n".join(problems),
+                    pytrace=False)
+    yield snapshot(**options)

@@ -1,0 +1,254 @@
+"""Which device holders a scope (a test, a test session, a ``contained()`` block) left behind,
+and their teardown.
+
+A holder is a scope's leftover when all of these hold:
+- it started (by /proc's start time, in clock ticks) at or after the scope began: what was
+  there before is never touched;
+- it descends from the scope's root process (the Python process), or its environment carries
+  the scope's token (``GPUCLEAN_TRACE``), which every process started inside inherits — so a
+  daemon that double-forked and called setsid is still recognised, while another job of the
+  same user, started meanwhile from another shell, is not;
+- it is still alive after ``grace`` seconds (a teardown that sent SIGTERM without waiting gets
+  that long to finish).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from . import _procfs
+from ._binary import GpucleanError
+from .api import _options, kill, status, who
+from .model import Holder, KillResult, format_bytes
+
+Window = Tuple[int, int]
+
+
+@dataclass
+class Leftover:
+    """A device holder a scope left behind."""
+
+    holder: Holder
+    start_ticks: int
+    why: str
+    gpu_memory: Dict[int, int] = field(default_factory=dict)
+    outcome: str = "left"  # "left", "killed", or "remains: REASON"
+
+    @property
+    def pid(self) -> int:
+        return self.holder.pid
+
+    @property
+    def memory(self) -> int:
+        return sum(self.gpu_memory.values())
+
+    def describe(self) -> str:
+        memory = ""
+        if self.gpu_memory:
+            where = ", ".join(f"GPU {g}" for g in sorted(self.gpu_memory))
+            memory = f", {format_bytes(self.memory)} on {where}"
+        command = _printable(self.holder.command)
+        return f"pid {self.pid} ({command}) {self.holder.class_}{memory}, {self.why}"
+
+
+def _printable(text: str, limit: int = 120) -> str:
+    # A command line is anyone's text: no control characters reach the terminal.
+    cleaned = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+class Scope:
+    """One scope's identity: its token, root process, start, and gpuclean's options."""
+
+    def __init__(self, options: Dict[str, Any], root_pid: Optional[int] = None,
+                 token: Optional[str] = None, since: Optional[int] = None):
+        self.options = options
+        self.root_pid = root_pid if root_pid is not None else os.getpid()
+        self.token = token or secrets.token_hex(8)
+        self.since = since if since is not None else _procfs.now_ticks()
+
+    def candidates(self, since: Optional[int] = None,
+                   deferred: Sequence[Window] = ()) -> List[Leftover]:
+        """Holders now that started since SINCE (default: the scope's start) and are this scope's;
+        those that started inside a DEFERRED window (a wider fixture's setup) are left out."""
+        since = self.since if since is None else since
+        found: List[Leftover] = []
+        me = os.getpid()
+        for holder in who(**self.options).holders:
+            entry = _procfs.stat(holder.pid)
+            if entry is None or holder.pid in (me, self.root_pid):
+                continue
+            started = entry[2]
+            if started < since or any(a <= started <= b for a, b in deferred):
+                continue
+            if _procfs.descends_from(holder.pid, self.root_pid):
+                why = f"started under pid {self.root_pid}"
+            elif _procfs.carries_token(holder.pid, self.token):
+                why = "started inside (escaped the process tree)"
+            else:
+                continue
+            found.append(Leftover(holder, started, why))
+        return found
+
+    def settle(self, leftovers: List[Leftover], grace: float) -> List[Leftover]:
+        """Those of LEFTOVERS still alive (same start time) after up to GRACE seconds."""
+        deadline = time.monotonic() + grace
+        while True:
+            alive = [l for l in leftovers if _same_process(l)]
+            if not alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(0.05)
+
+    def measure(self, leftovers: List[Leftover]) -> None:
+        """Fills in the GPU memory NVML counts for each leftover (nothing without NVML)."""
+        if not leftovers or self.options.get("no_nvml"):
+            return
+        try:
+            now = status(**self.options)
+        except GpucleanError:
+            return
+        for leftover in leftovers:
+            holder = now.holder(leftover.pid)
+            if holder is not None:
+                leftover.gpu_memory = dict(holder.gpu_memory)
+
+    def clean(self, leftovers: List[Leftover], *, grace: float = 5.0,
+              wait: float = 30.0) -> Optional[KillResult]:
+        """Ends each leftover with its descendants and verifies the GPU memory is back; marks
+        each leftover's outcome. Returns gpuclean kill's result (None: nothing to end)."""
+        targets = [l for l in leftovers if _same_process(l)]
+        for gone in (l for l in leftovers if l not in targets):
+            gone.outcome = "killed"  # exited on its own meanwhile
+        if not targets:
+            return None
+        result = kill(*[l.pid for l in targets], grace=grace, wait=wait, check=False,
+                      **self.options)
+        outcome = {t.pid: t for t in result.targets}
+        for leftover in targets:
+            target = outcome.get(leftover.pid)
+            if target is None or target.outcome == "gone":
+                leftover.outcome = "killed"
+            else:
+                leftover.outcome = f"remains: {target.reason or target.outcome}"
+        return result
+
+
+def _same_process(leftover: Leftover) -> bool:
+    """Whether the leftover still lives: same PID and start time, and a live thread."""
+    entry = _procfs.stat(leftover.pid)
+    if entry is None or entry[2] != leftover.start_ticks:
+        return False
+    return entry[0] != "Z" or _has_live_thread(leftover.pid)
+
+
+def _has_live_thread(pid: int) -> bool:
+    # A zombie leader whose other threads live ("Zl") still holds its files.
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        entry = _procfs.stat(int(tid))
+        if entry is not None and entry[0] != "Z":
+            return True
+    return False
+
+
+@dataclass
+class Containment:
+    """What ``contained()`` yields; filled in when the block ends."""
+
+    scope: Scope
+    baseline: Optional[Dict[int, int]] = None  # per-GPU used bytes at the start, with NVML
+    leftovers: List[Leftover] = field(default_factory=list)
+    kill_result: Optional[KillResult] = None
+    gpus_back: Optional[bool] = None  # None: not verifiable (no NVML)
+
+
+@contextmanager
+def contained(*, grace: float = 5.0, wait: float = 30.0, settle: float = 0.5,
+              tolerance_mib: int = 64, check: bool = True,
+              **global_options: Any) -> Iterator[Containment]:
+    """A block after which nothing it started holds a device file.
+
+    On leaving, device holders that started during the block and descend from this process (or
+    escaped it, recognised by the token every process started inside inherits) are ended with
+    their descendants, and each GPU's used memory must come back to within ``tolerance_mib``
+    of its level at the start (plus what this process itself took meanwhile), polled for up to
+    ``wait`` seconds. What was there before is untouched. With ``check`` a leftover that cannot
+    be ended, or memory that does not come back, raises GpucleanError after the block (never
+    hiding an exception the block raised).
+    """
+    _options(**global_options)  # reject a misspelt option before the block runs
+    scope = Scope(global_options)
+    box = Containment(scope)
+    box.baseline = _used_by_gpu(global_options)
+    previous = _procfs.add_token(scope.token)
+    failed = False
+    try:
+        yield box
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        _procfs.remove_token(previous)
+        problem = _tear_down(box, grace, wait, settle, tolerance_mib)
+        if problem and check and not failed:
+            raise GpucleanError(problem, returncode=1, result=box)
+
+
+def _tear_down(box: Containment, grace: float, wait: float, settle: float,
+               tolerance_mib: int) -> Optional[str]:
+    scope = box.scope
+    leftovers = scope.settle(scope.candidates(), settle)
+    scope.measure(leftovers)
+    box.leftovers = leftovers
+    box.kill_result = scope.clean(leftovers, grace=grace, wait=wait)
+    remaining = [l for l in leftovers if l.outcome != "killed"]
+    if remaining:
+        return "contained: could not end " + "; ".join(
+            f"{l.describe()}: {l.outcome}" for l in remaining)
+    if box.baseline is None:
+        return None
+    deadline = time.monotonic() + wait
+    while True:
+        now = _used_by_gpu(scope.options, own=True)
+        if now is None:
+            box.gpus_back = None
+            return None
+        over = {g: used - box.baseline.get(g, 0) - tolerance_mib * (1 << 20)
+                for g, used in now.items()}
+        over = {g: b for g, b in over.items() if b > 0}
+        if not over or time.monotonic() >= deadline:
+            box.gpus_back = not over
+            if over:
+                return "contained: GPU memory not back after the block: " + ", ".join(
+                    f"GPU {g} {format_bytes(b)} above its level at the start"
+                    for g, b in sorted(over.items()))
+            return None
+        time.sleep(0.2)
+
+
+def _used_by_gpu(options: Dict[str, Any], own: bool = False) -> Optional[Dict[int, int]]:
+    """Each GPU's used memory (less what this process holds itself when OWN: the block may have
+    made a CUDA context here, which no teardown can take back), or None without NVML."""
+    if options.get("no_nvml"):
+        return None
+    try:
+        now = status(**options)
+    except GpucleanError:
+        return None
+    if now.nvml.state != "present":
+        return None
+    used = {g.index: g.memory.used for g in now.gpus if g.memory and g.memory.used is not None}
+    if own:
+        me = now.holder(os.getpid())
+        for gpu, bytes_ in (me.gpu_memory.items() if me else ()):
+            if gpu in used:
+                used[gpu] -= bytes_
+    return used
