@@ -219,8 +219,8 @@ class GpucleanSession:
             return str(marker.args[0])
         return self.leftovers
 
-    def _find(self, since: int) -> List[Leftover]:
-        deferred = [(a, b) for a, b, _ in self.fixture_windows]
+    def _find(self, since: int, *, defer_fixtures: bool = True) -> List[Leftover]:
+        deferred = [(a, b) for a, b, _ in self.fixture_windows] if defer_fixtures else []
         try:
             found = self.scope.candidates(since=since, deferred=deferred)
         except GpucleanError as e:
@@ -238,7 +238,7 @@ class GpucleanSession:
             return
         # Every fixture has been finalized: what started during the session and still holds a
         # device file was left by a wider fixture or by code outside any test.
-        leftovers = self._find(since=self.scope.since)
+        leftovers = self._find(since=self.scope.since, defer_fixtures=False)
         if not leftovers:
             return
         for leftover in leftovers:

@@ -1,0 +1,274 @@
+"""The pytest plugin, driven through pytester: example suites run in their own pytest process
+(the plugin comes from the installed package's entry point) against fake device files and the
+fake libnvidia-ml.so.1; each checks the outcomes, the summary, and what is left alive."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import Machine, alive, wait_until
+
+# Written next to each example suite: how its tests leak, recorded in the ledger so that the
+# outer test can check (and end) exactly those processes.
+HELPERS = '''
+import os, subprocess, sys, time
+
+DEVICE = os.environ["TEST_DEVICE"]
+SCENARIO = os.environ["FAKE_NVML_CONFIG"]
+BASE_USED = 641728512
+
+
+def _ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    return int(text[text.rfind(")") + 2:].split()[19])
+
+
+def _held(pid, gib):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/0") == DEVICE:
+                break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    with open(os.environ["TEST_LEDGER"], "a") as f:
+        f.write(f"{pid} {_ticks(pid)}\\n")
+    if gib:
+        with open(SCENARIO) as f:
+            lines = f.read().splitlines()
+        held = sum(int(l.split()[4]) for l in lines if l.startswith("process 0 "))
+        lines += [f"process 0 compute {pid} {gib << 30}", f"used 0 {BASE_USED + held + (gib << 30)}"]
+        with open(SCENARIO, "w") as f:
+            f.write("\\n".join(lines) + "\\n")
+    return pid
+
+
+def leak_daemon(gib=0):
+    """A server that daemonizes: setsid, its parent exits, it holds the device."""
+    out = subprocess.run(["sh", "-c", f"setsid sh -c 'exec sleep 300 < {DEVICE}' >/dev/null 2>&1 & echo $!"],
+                         capture_output=True, text=True, check=True)
+    return _held(int(out.stdout), gib)
+
+
+def leak_child(gib=0):
+    """A worker started and forgotten: still this process's child when the test ends."""
+    with open(DEVICE) as device:
+        return _held(subprocess.Popen(["sleep", "300"], stdin=device).pid, gib)
+'''
+
+SUITE = '''
+from leakhelp import leak_child, leak_daemon
+
+
+def test_clean():
+    assert 1 + 1 == 2
+
+
+def test_leaks_daemon():
+    leak_daemon(gib=4)
+
+
+def test_leaks_child():
+    leak_child(gib=2)
+'''
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, machine: Machine, monkeypatch: pytest.MonkeyPatch):
+    for key in ("FAKE_NVML_CONFIG", "LD_LIBRARY_PATH", "TEST_DEVICE", "TEST_LEDGER"):
+        monkeypatch.setenv(key, machine.env[key])
+    pytester.makepyfile(leakhelp=HELPERS)
+
+    def run(source: str, *args: str) -> pytest.RunResult:
+        pytester.makepyfile(test_suite=source)
+        # Without the plugin its options are unknown: the device glob then goes unsaid.
+        glob = [] if "no:gpuclean" in args else ["--gpuclean-device-glob", machine.glob]
+        return pytester.runpytest_subprocess(*glob, "-p", "no:cacheprovider", *args, timeout=120)
+
+    return run
+
+
+def test_default_fails_the_leaking_tests_and_leaves_their_holders(suite, machine):
+    result = suite(SUITE)
+    result.assert_outcomes(passed=3, errors=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_leaks_daemon*",
+        "gpuclean: the test 1 device holder left behind, 4.0 GiB of GPU memory:",
+        "*ERROR at teardown of test_leaks_child*",
+        "*= gpuclean =*",
+        "GPUs clean at the start (1 GPU)",
+        "test_suite.py::test_leaks_daemon: 1 device holder left behind, 4.0 GiB*",
+        "  pid * (sleep 300) orphan, 4.0 GiB on GPU 0, started inside (escaped the process tree)",
+        "test_suite.py::test_leaks_child: 1 device holder left behind, 2.0 GiB*",
+        "2 test(s) left 2 device holder(s) behind, 6.0 GiB of GPU memory",
+    ])
+    assert "test_clean:" not in out
+    # 'fail' only reports: both leaked processes still live, and the plugin named them.
+    leaked = machine.living()
+    assert len(leaked) == 2
+    assert sorted(machine.holders()) == sorted(leaked)
+    for pid in leaked:
+        assert f"pid {pid} (sleep 300)" in out
+
+
+def test_clean_ends_the_leftovers_and_the_next_test_sees_the_gpu_at_its_baseline(
+        suite, machine):
+    bystander = machine.holder()  # held before the session, by a process the suite did not start
+    result = suite(SUITE + '''
+
+def test_after(gpu_clean):
+    import os, gpuclean
+    now = gpuclean.status(device_globs=[os.path.dirname(os.environ["TEST_DEVICE"]) + "/nvidia*"])
+    assert now.gpus[0].memory.used == gpu_clean.gpus[0].memory.used == 641728512
+    assert len(now.holders) == 1  # the bystander, held since before the session
+''', "--gpuclean-leftovers=clean")
+    result.assert_outcomes(passed=4, errors=2)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_leaks_daemon*",
+        "  pid * (sleep 300) orphan, 4.0 GiB on GPU 0, started inside * — killed",
+        "*= gpuclean =*",
+        "2 test(s) left 2 device holder(s) behind, 6.0 GiB of GPU memory",
+    ])
+    assert machine.living() == [bystander]
+    assert machine.holders() == [bystander]
+
+
+def test_warn_reports_without_failing(suite, machine):
+    result = suite(SUITE, "--gpuclean-leftovers=warn")
+    result.assert_outcomes(passed=3, warnings=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*GpucleanLeftoverWarning*test_leaks_daemon*",
+                                 "2 test(s) left 2 device holder(s) behind, 6.0 GiB*"])
+    assert len(machine.living()) == 2
+
+
+def test_warn_under_w_error_fails_instead_of_crashing(suite, machine):
+    # Only the daemon: a forgotten Popen is a ResourceWarning of its own, an error under -W error.
+    result = suite("from leakhelp import leak_daemon\n\n"
+                   "def test_leaks_daemon():\n    leak_daemon()\n",
+                   "--gpuclean-leftovers=warn", "-W", "error")
+    result.assert_outcomes(passed=1, errors=1)
+
+
+def test_a_marker_sets_one_tests_mode(suite, machine):
+    result = suite('''
+import pytest
+from leakhelp import leak_daemon
+
+
+@pytest.mark.gpuclean_leftovers("off")
+def test_server_meant_to_outlive_the_test():
+    leak_daemon()
+''')
+    result.assert_outcomes(passed=1)
+    assert len(machine.living()) == 1
+
+
+def test_disabled_plugin_sees_nothing_which_proves_the_plugin_is_what_sees(suite, machine):
+    for disable in (("-p", "no:gpuclean"), ("--gpuclean=off",)):
+        result = suite(SUITE, *disable)
+        result.assert_outcomes(passed=3)
+        assert result.ret == pytest.ExitCode.OK
+        result.stdout.no_fnmatch_line("*= gpuclean =*")
+    assert len(machine.living()) == 4
+
+
+def test_a_dirty_machine_stops_the_session_before_any_test(suite, machine):
+    orphan = machine.holder(detach=True, gib=8)
+    result = suite(SUITE)
+    assert result.ret == 1
+    result.stdout.no_fnmatch_line("*passed*")
+    result.stdout.fnmatch_lines([
+        "*the GPUs are not clean, so no test ran (--gpuclean=check):",
+        f"gpuclean: GPU 0: 8.0 GiB held by orphan pid {orphan} (sleep): its parent is gone",
+        f"  fix: gpuclean kill {orphan}*",
+    ])
+    assert machine.living() == [orphan]
+
+
+def test_clean_mode_ends_the_leftover_before_the_session(suite, machine):
+    orphan = machine.holder(detach=True, gib=8)
+    active = machine.holder()  # another job's active holder: not a leftover, never ended
+    result = suite('def test_runs():\n    pass\n', "--gpuclean=clean", "--gpuclean-max-used=0",
+                   "--gpuclean-no-nvml")
+    # Without NVML the active holder still makes the machine dirty: the session stops, after
+    # the orphan was ended.
+    assert result.ret == 1
+    assert not wait_until(lambda: orphan in machine.living(), 0)
+    assert machine.living() == [active]
+    machine.end_all()
+    result = suite('def test_runs():\n    pass\n', "--gpuclean=clean")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_session_fixture_server_is_judged_at_the_session_end(suite, machine):
+    source = '''
+import pytest
+from leakhelp import leak_daemon
+
+LEAK = {leak}
+
+
+@pytest.fixture(scope="session")
+def server():
+    pid = leak_daemon(gib=1)
+    yield pid
+    if not LEAK:
+        import os, signal
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_uses_server(server):
+    pass
+
+
+def test_also_uses_server(server):
+    pass
+'''
+    result = suite(source.format(leak=False))
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["no test left a device holder behind"])
+    result = suite(source.format(leak=True))
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "the session (fixtures, conftest): 1 device holder left behind, 1.0 GiB*",
+        "  pid * (sleep 300) orphan, 1.0 GiB on GPU 0, started inside *, in the setup of the "
+        "session-scoped fixture server",
+    ])
+
+
+def test_a_teardown_that_does_not_wait_gets_the_grace_period(suite, machine):
+    source = '''
+import signal, subprocess, os, sys
+from leakhelp import DEVICE, _held
+
+
+def test_server():
+    # Exits 0.3 s after SIGTERM; the test does not wait for it.
+    p = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\\n"
+                          "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.3), sys.exit(0)))\\n"
+                          "print('ready', flush=True)\\n"
+                          "time.sleep(300)"], stdin=open(DEVICE), stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\\n"
+    _held(p.pid, 0)
+    p.terminate()
+'''
+    suite(source).assert_outcomes(passed=1)
+    # Negative control: without the grace period the same test is caught mid-exit.
+    suite(source, "--gpuclean-grace=0").assert_outcomes(passed=1, errors=1)
+
+
+def test_without_the_binary_the_plugin_says_how_to_get_it(suite, monkeypatch):
+    monkeypatch.setenv("GPUCLEAN", "/nonexistent/gpuclean")
+    result = suite("def test_x():\n    pass\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*gpuclean binary '/nonexistent/gpuclean' is not an executable "
+                                 "file (or turn the plugin off: --gpuclean=off, -p no:gpuclean)"])
