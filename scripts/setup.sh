@@ -27,6 +27,9 @@ packages=("${package_packages[@]}"
   libfuse3-dev fuse3   # tests/fuse: a FUSE daemon that stalls page faults (mm_lock_victim)
   lintian man-db groff-base curl   # tests/packaging: the .deb checked, installed, read, scraped
   bash-completion zsh fish         # the completion tests drive each shell's own machinery
+  # tests/python: python/ installed offline (Debian's setuptools and wheel) into a venv, its
+  # tests run by Debian's pytest, pyflakes over it
+  python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-pyflakes
 )
 case "${1:-}" in
   --binary) packages=("${binary_packages[@]}") ;;

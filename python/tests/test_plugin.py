@@ -4,11 +4,10 @@ fake libnvidia-ml.so.1; each checks the outcomes, the summary, and what is left 
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
-from conftest import Machine, alive, wait_until
+from conftest import Machine, wait_until
 
 # Written next to each example suite: how its tests leak, recorded in the ledger so that the
 # outer test can check (and end) exactly those processes.

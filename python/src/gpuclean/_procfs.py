@@ -23,6 +23,16 @@ def now_ticks() -> int:
     return int(time.clock_gettime(time.CLOCK_BOOTTIME) * CLOCK_TICKS)
 
 
+def fresh_tick() -> int:
+    """A start time that every process started from now on reaches and none started before
+    does: /proc counts start times in whole ticks (10 ms), so a process started in the same
+    tick as a scope's beginning could be either; this waits for the next tick (at most one)."""
+    threshold = now_ticks() + 1
+    while now_ticks() < threshold:
+        time.sleep(0.001)
+    return threshold
+
+
 def stat(pid: int) -> Optional[Tuple[str, int, int]]:
     """(state, ppid, start ticks) of PID, or None when it is gone."""
     try:

@@ -8,9 +8,8 @@ Enabled by installing the package (entry point ``pytest11``); ``-p no:gpuclean``
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -169,7 +168,7 @@ class GpucleanSession:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Iterator[None]:
-        item.stash[_since_key] = _procfs.now_ticks()
+        item.stash[_since_key] = _procfs.fresh_tick()
         yield
 
     @pytest.hookimpl(hookwrapper=True)

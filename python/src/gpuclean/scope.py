@@ -70,7 +70,7 @@ class Scope:
         self.options = options
         self.root_pid = root_pid if root_pid is not None else os.getpid()
         self.token = token or secrets.token_hex(8)
-        self.since = since if since is not None else _procfs.now_ticks()
+        self.since = since if since is not None else _procfs.fresh_tick()
 
     def candidates(self, since: Optional[int] = None,
                    deferred: Sequence[Window] = ()) -> List[Leftover]:

@@ -1,0 +1,197 @@
+"""The Python API against the real binary, with fake device files and the fake NVML."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import gpuclean
+from conftest import Machine, wait_until
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_status_is_typed_and_names_the_orphan_with_its_memory(machine: Machine):
+    orphan = machine.holder(detach=True, gib=4)
+    s = gpuclean.status(**machine.options())
+    assert s.verdict == "dirty" and not s.clean
+    assert s.nvml.state == "present" and s.nvml.driver_version == "580.159.04"
+    assert [g.index for g in s.gpus] == [0]
+    assert s.gpus[0].memory.used == 641728512 + (4 << 30)
+    holder = s.holder(orphan)
+    assert holder.class_ == "orphan" and holder.comm == "sleep"
+    assert holder.cmdline == ["sleep", "300"]
+    assert holder.gpu_memory == {0: 4 << 30} and holder.memory == 4 << 30
+    assert holder.devices[0].path == str(machine.device)
+    [problem] = s.errors
+    assert (problem.kind, problem.pid, problem.gpu, problem.bytes) == ("orphan", orphan, 0, 4 << 30)
+    assert problem.fix == f"gpuclean kill {orphan}"
+    assert s.raw["schema"] == 1
+
+
+def test_check_raises_one_error_type_with_the_exit_code_and_the_problems(machine: Machine):
+    assert gpuclean.check(**machine.options()).clean
+    orphan = machine.holder(detach=True, gib=1)
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.check(**machine.options())
+    e = caught.value
+    assert e.returncode == 1
+    assert f"orphan pid {orphan}" in str(e)
+    assert e.result.errors[0].pid == orphan
+    # --allow-user: the same machine passes when the holder's user is allowed.
+    assert gpuclean.check(allow_users=["root"], **machine.options()).clean
+
+
+def test_a_failing_nvml_is_returncode_3_and_verdict_unknown(machine: Machine):
+    machine.scenario.write_text("fail nvmlDeviceGetMemoryInfo_v2 15\nfail nvmlDeviceGetMemoryInfo 15\n")
+    assert gpuclean.status(**machine.options()).verdict == "unknown"
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.check(**machine.options())
+    assert caught.value.returncode == 3
+
+
+def test_usage_errors_and_a_missing_binary_are_the_same_error_type(machine: Machine):
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.status(gpus="nonsense", **machine.options())
+    assert caught.value.returncode == 2 and "--gpus" in caught.value.stderr
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.status(binary="/nonexistent/gpuclean")
+    assert caught.value.returncode is None and "not an executable file" in str(caught.value)
+    with pytest.raises(gpuclean.GpucleanError, match="nothing selected"):
+        gpuclean.kill(**machine.options())
+
+
+def test_kill_ends_the_named_tree_verifies_and_leaves_the_rest(machine: Machine):
+    target = machine.holder(detach=True, gib=2)
+    bystander = machine.holder(detach=True)
+    result = gpuclean.kill(target, grace=1, wait=5, **machine.options())
+    assert [(t.pid, t.outcome) for t in result.targets] == [(target, "gone")]
+    assert result.verdict == "clean" and not result.remaining
+    assert machine.living() == [bystander]
+    # Dry run: the plan, nothing signalled.
+    plan = gpuclean.kill(leftovers=True, dry_run=True, **machine.options())
+    assert plan.dry_run and [t.pid for t in plan.targets] == [bystander]
+    assert machine.living() == [bystander]
+
+
+def test_kill_that_cannot_verify_raises_with_the_result(machine: Machine):
+    # NVML keeps counting memory for a PID after it is gone (no release_exited): not verified.
+    target = machine.holder(detach=True)
+    machine.scenario.write_text(f"process 0 compute {target} {1 << 30}\nused 0 {2 << 30}\n")
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.kill(target, grace=0.2, wait=0.5, **machine.options())
+    assert caught.value.returncode == 1
+    assert isinstance(caught.value.result, gpuclean.KillResult)
+    assert not wait_until(lambda: target in machine.living(), 0)
+
+
+def test_snapshot_and_diff_name_the_new_holder(machine: Machine, tmp_path):
+    before = gpuclean.snapshot(**machine.options())
+    assert before.verdict == "clean" and before.gpus[0].uuid == "GPU-fake-0"
+    holder = machine.holder(gib=2)
+    changes = gpuclean.diff(before, **machine.options())
+    assert changes.result_changing
+    assert any(str(holder) in d.message for d in changes.result_changing)
+    # Paths work too, and a snapshot written to a path reads back equal.
+    path = tmp_path / "after.json"
+    after = gpuclean.snapshot(path, **machine.options())
+    assert json.loads(path.read_text())["kind"] == "snapshot"
+    assert after.holders[0].pid == holder
+    assert gpuclean.diff(path, after).differences == []
+    # A malformed snapshot is gpuclean's usage error, raised.
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.diff(bad, after)
+    assert caught.value.returncode == 2
+
+
+def test_run_tears_down_what_the_command_left_and_records_it(machine: Machine):
+    script = (f"setsid sh -c 'exec sleep 300 < {machine.device}' > /dev/null 2>&1 & "
+              "echo daemon $!; exit 3")
+    result = gpuclean.run(["sh", "-c", script], capture_output=True, text=True, grace=1, wait=5,
+                          **machine.options())
+    assert result.returncode == 3
+    daemon = int(result.stdout.split()[1])
+    assert gone(daemon)
+    assert result.record is not None and result.record.end == "exited"
+    assert result.record.exit_code == 3
+    assert daemon in [l["pid"] for l in result.record.leftovers]
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.run(["sh", "-c", "exit 4"], check=True, **machine.options())
+    assert caught.value.returncode == 4
+    assert gpuclean.run(["true"], **machine.options()).returncode == 0
+    assert gpuclean.run(["/nonexistent/cmd"], **machine.options()).returncode == 127
+
+
+def test_contained_ends_what_the_block_started_and_nothing_else(machine: Machine):
+    # There before the block, untouched: one detached, one this process's own child (which
+    # descends from the block's root, so only its start time keeps it out).
+    before = [machine.holder(detach=True), machine.holder()]
+    with gpuclean.contained(grace=1, wait=5, **machine.options()) as box:
+        daemon = machine.holder(detach=True, gib=3)  # escapes the tree: found by the token
+        child = machine.holder()  # still this process's child
+    assert {l.pid for l in box.leftovers} == {daemon, child}
+    assert all(l.outcome == "killed" for l in box.leftovers)
+    assert box.gpus_back is True
+    assert machine.living() == before
+    assert sorted(machine.holders()) == sorted(before)
+
+
+def test_without_contained_the_daemon_survives(machine: Machine):
+    # Negative control for the test above: the same daemon, no block, still holds afterwards.
+    daemon = machine.holder(detach=True, gib=3)
+    assert machine.holders() == [daemon]
+
+
+def test_contained_does_not_take_a_process_of_someone_else_started_meanwhile(machine: Machine):
+    with gpuclean.contained(grace=1, wait=5, **machine.options()) as box:
+        # Neither a descendant nor carrying the block's token: another job of the same user.
+        env = {k: v for k, v in os.environ.items() if k != "GPUCLEAN_TRACE"}
+        out = subprocess.run(["sh", "-c", f"setsid sh -c 'exec sleep 300 < {machine.device}' "
+                                          ">/dev/null 2>&1 & echo $!"],
+                             capture_output=True, text=True, check=True, env=env)
+        other = int(out.stdout)
+        assert wait_until(lambda: os.path.exists(f"/proc/{other}/fd/0"))
+        machine.record(other)
+    assert box.leftovers == []
+    assert machine.living() == [other]
+
+
+def test_contained_raises_when_memory_does_not_come_back(machine: Machine):
+    with pytest.raises(gpuclean.GpucleanError, match="GPU 0 .* above its level"):
+        with gpuclean.contained(wait=0.5, **machine.options()):
+            machine.scenario.write_text(f"release_exited 1\nused 0 {8 << 30}\n")
+
+
+def test_contained_never_hides_the_blocks_own_exception(machine: Machine):
+    with pytest.raises(KeyError):
+        with gpuclean.contained(wait=0.2, **machine.options()):
+            machine.holder(detach=True)
+            machine.scenario.write_text(f"release_exited 1\nused 0 {8 << 30}\n")
+            raise KeyError("the block's own error")
+    assert machine.living() == []
+
+
+def test_the_token_is_this_blocks_and_gone_after_it(machine: Machine):
+    assert "GPUCLEAN_TRACE" not in os.environ
+    with gpuclean.contained(**machine.options()) as outer:
+        with gpuclean.contained(**machine.options()) as inner:
+            tokens = os.environ["GPUCLEAN_TRACE"].split(":")
+            assert tokens == [outer.scope.token, inner.scope.token]
+        assert os.environ["GPUCLEAN_TRACE"] == outer.scope.token
+    assert "GPUCLEAN_TRACE" not in os.environ
+
+
+def test_a_newer_schema_is_refused():
+    with pytest.raises(gpuclean.GpucleanError, match="schema 2"):
+        gpuclean.Status.from_json({"schema": 2})
