@@ -178,9 +178,14 @@ class GpucleanSession:
         if fixturedef.scope == "function":
             yield
             return
-        start = _procfs.now_ticks()
+        # Both ends on tick boundaries, so a process started just before or just after the
+        # setup is never inside it.
+        start = _procfs.fresh_tick()
         yield
-        self.fixture_windows.append((start, _procfs.now_ticks() + 1,
+        # The window ends with the tick the setup ended in; what starts later (the test's own
+        # processes, often within milliseconds) must start in a later tick, so wait for one.
+        end = _procfs.fresh_tick() - 1
+        self.fixture_windows.append((start, end,
                                      f"{fixturedef.scope}-scoped fixture {fixturedef.argname}"))
 
     @pytest.hookimpl(hookwrapper=True)
