@@ -30,6 +30,7 @@ packages=("${package_packages[@]}"
   # tests/python: python/ installed offline (Debian's setuptools and wheel) into a venv, its
   # tests run by Debian's pytest, pyflakes over it
   python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-pyflakes
+  python3-pytest-xdist   # the plugin under pytest -n
 )
 case "${1:-}" in
   --binary) packages=("${binary_packages[@]}") ;;

@@ -288,3 +288,49 @@ def test_first(tmp_path):
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_first*",
                                  "test_suite.py::test_first: 1 device holder left behind*"])
     result.stdout.no_fnmatch_line("the session (fixtures, conftest)*")
+
+
+def test_under_xdist_the_workers_report_and_the_controller_sums_up(suite, machine):
+    result = suite(SUITE, "-n", "2")
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(["*= gpuclean =*", "GPUs clean at the start (1 GPU)",
+                                 "2 test(s) left 2 device holder(s) behind, 6.0 GiB of GPU memory"])
+    # The controller's end of session does not report the workers' leaks a second time.
+    result.stdout.no_fnmatch_line("the session (fixtures, conftest)*")
+    assert len(machine.living()) == 2
+
+
+def test_the_leak_is_a_junit_property(suite, pytester):
+    suite(SUITE, "--junitxml=report.xml").assert_outcomes(passed=3, errors=2)
+    import xml.etree.ElementTree as ET
+    cases = {c.get("name"): c for c in ET.parse(pytester.path / "report.xml").iter("testcase")}
+    [prop] = cases["test_leaks_daemon"].iter("property")
+    assert prop.get("name") == "gpuclean_leftovers"
+    assert prop.get("value").startswith("1 device holder left behind, 4.0 GiB of GPU memory:")
+    assert list(cases["test_clean"].iter("property")) == []
+
+
+def test_gpu_clean_does_not_count_the_pytest_process_itself(suite, machine):
+    # An earlier test made a "CUDA context" in the pytest process: it holds the device file
+    # and NVML counts 1 GiB for it. gpuclean calls that dirty (the control, asserted inside);
+    # gpu_clean does not hold it against the next test.
+    result = suite('''
+import os
+import gpuclean
+from leakhelp import DEVICE, SCENARIO, BASE_USED
+
+KEEP = []
+
+
+def test_uses_cuda_in_process():
+    KEEP.append(open(DEVICE))
+    with open(SCENARIO, "a") as f:
+        f.write(f"process 0 compute {os.getpid()} {1 << 30}\\nused 0 {BASE_USED + (1 << 30)}\\n")
+    status = gpuclean.status(device_globs=[os.path.dirname(DEVICE) + "/nvidia*"])
+    assert [p.pid for p in status.errors] == [os.getpid()]
+
+
+def test_next(gpu_clean):
+    pass
+''')
+    result.assert_outcomes(passed=2)

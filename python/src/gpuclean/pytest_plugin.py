@@ -8,6 +8,7 @@ Enabled by installing the package (entry point ``pytest11``); ``-p no:gpuclean``
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -91,31 +92,39 @@ def pytest_configure(config: pytest.Config) -> None:
         GpucleanSession(config, mode, leftovers, float(grace), options), "gpuclean-session")
 
 
+def describe_leak(leftovers: List[Leftover], cleaned: bool) -> str:
+    """The report of what one test (or the session) left behind: a head line, one line per
+    holder, and the fix when the holders were left alive."""
+    count = len(leftovers)
+    memory = sum(l.memory for l in leftovers)
+    head = f"{count} device holder{'s' if count != 1 else ''} left behind"
+    if memory:
+        head += f", {format_bytes(memory)} of GPU memory"
+    lines = [head + ":"]
+    for leftover in leftovers:
+        outcome = "" if leftover.outcome == "left" else f" — {leftover.outcome}"
+        lines.append(f"  {leftover.describe()}{outcome}")
+    if not cleaned:
+        lines.append("  fix: end them in the test's teardown, run the server under "
+                     "gpuclean.run(), or --gpuclean-leftovers=clean; now: gpuclean kill "
+                     + " ".join(str(l.pid) for l in leftovers))
+    return "\n".join(lines)
+
+
 @dataclass
 class Leak:
-    """What one test (or the session's fixtures) left behind."""
+    """What one test (or the session) left behind, as it travels on the test's teardown report
+    (plain data: pytest-xdist carries it from a worker to the controller)."""
 
     where: str
-    leftovers: List[Leftover]
-    cleaned: bool
+    text: str
+    holders: List[Tuple[int, int]]  # (pid, start ticks)
+    memory: int
 
-    def memory(self) -> int:
-        return sum(l.memory for l in self.leftovers)
-
-    def text(self) -> str:
-        count = len(self.leftovers)
-        head = f"{count} device holder{'s' if count != 1 else ''} left behind"
-        if self.memory():
-            head += f", {format_bytes(self.memory())} of GPU memory"
-        lines = [head + ":"]
-        for leftover in self.leftovers:
-            outcome = "" if leftover.outcome == "left" else f" — {leftover.outcome}"
-            lines.append(f"  {leftover.describe()}{outcome}")
-        if not self.cleaned:
-            lines.append("  fix: end them in the test's teardown, run the server under "
-                         "gpuclean.run(), or --gpuclean-leftovers=clean; now: gpuclean kill "
-                         + " ".join(str(l.pid) for l in self.leftovers))
-        return "\n".join(lines)
+    @classmethod
+    def of(cls, where: str, leftovers: List[Leftover], cleaned: bool) -> "Leak":
+        return cls(where, describe_leak(leftovers, cleaned),
+                   [(l.pid, l.start_ticks) for l in leftovers], sum(l.memory for l in leftovers))
 
 
 class GpucleanSession:
@@ -154,7 +163,8 @@ class GpucleanSession:
                 cleaned = f"ended {len(ended)} leftover(s) before the session: " + ", ".join(
                     f"pid {t.pid} ({t.comm}, {t.class_})" for t in ended) + "; "
         try:
-            result = check(max_used=self.config.getoption("gpuclean_max_used"), **self.options)
+            result = check(max_used=self.config.getoption("gpuclean_max_used"),
+                           ignore_pids=[os.getpid()], **self.options)
         except GpucleanError as e:
             lines = [f"gpuclean: {p.message}" + (f"\n  fix: {p.fix}" if p.fix else "")
                      for p in (e.result.errors if e.result is not None else [])]
@@ -200,13 +210,17 @@ class GpucleanSession:
         leftovers = self._find(since=item.stash[_since_key])
         if not leftovers:
             return
-        self.reported.update((l.pid, l.start_ticks) for l in leftovers)
         if mode == "clean":
             self.scope.clean(leftovers)
-        leak = Leak(item.nodeid, leftovers, mode == "clean")
-        self.leaks.append(leak)
-        text = leak.text()
+        leak = Leak.of(item.nodeid, leftovers, mode == "clean")
+        # Recorded by pytest_runtest_logreport, here or (pytest-xdist) in the controller.
+        report.gpuclean_leak = {"where": leak.where, "text": leak.text,
+                                "holders": leak.holders, "memory": leak.memory}
+        text = leak.text
         report.user_properties.append(("gpuclean_leftovers", text))
+        # This process's own next check must not report them again (the controller's
+        # record comes through logreport).
+        self.reported.update(leak.holders)
         if mode == "warn":
             try:
                 item.warn(GpucleanLeftoverWarning(f"{item.nodeid}: {text}"))
@@ -216,6 +230,14 @@ class GpucleanSession:
         if report.passed:
             report.outcome = "failed"
             report.longrepr = f"gpuclean: the test {text}"
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "gpuclean_leak", None)
+        if data:
+            leak = Leak(data["where"], data["text"], [tuple(h) for h in data["holders"]],
+                        data["memory"])
+            self.leaks.append(leak)
+            self.reported.update(leak.holders)
 
     def _mode_for(self, item: pytest.Item) -> str:
         marker = item.get_closest_marker("gpuclean_leftovers")
@@ -238,7 +260,9 @@ class GpucleanSession:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _procfs.remove_token(self.previous_trace)
-        if self.leftovers == "off":
+        if self.leftovers == "off" or hasattr(self.config, "workerinput"):
+            # A pytest-xdist worker's processes carry the controller's token too: the
+            # controller's own end judges them, with every worker's reports in hand.
             return
         # Every fixture has been finalized: what started during the session and still holds a
         # device file was left by a wider fixture or by code outside any test.
@@ -252,8 +276,8 @@ class GpucleanSession:
                 leftover.why += f", in the setup of the {window}"
         if self.leftovers == "clean":
             self.scope.clean(leftovers)
-        self.leaks.append(Leak("the session (fixtures, conftest)", leftovers,
-                               self.leftovers == "clean"))
+        self.leaks.append(Leak.of("the session (fixtures, conftest)", leftovers,
+                                  self.leftovers == "clean"))
         if self.leftovers != "warn" and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -267,9 +291,9 @@ class GpucleanSession:
             terminalreporter.write_line("no test left a device holder behind")
             return
         for leak in self.leaks:
-            terminalreporter.write_line(f"{leak.where}: {leak.text()}")
-        holders = sum(len(l.leftovers) for l in self.leaks)
-        memory = sum(l.memory() for l in self.leaks)
+            terminalreporter.write_line(f"{leak.where}: {leak.text}")
+        holders = sum(len(l.holders) for l in self.leaks)
+        memory = sum(l.memory for l in self.leaks)
         tests = sum(1 for l in self.leaks if not l.where.startswith("the session"))
         terminalreporter.write_line(
             f"{tests} test(s) left {holders} device holder(s) behind"
@@ -292,7 +316,10 @@ def gpu_clean(request: pytest.FixtureRequest) -> Iterator[Snapshot]:
     it to ``gpuclean.diff`` to see what the test changed)."""
     options = gpuclean_options(request.config)
     try:
-        check(max_used=request.config.getoption("gpuclean_max_used"), **options)
+        # This process is not the test's problem: an earlier test may have made a CUDA context
+        # in it, which only its exit can release.
+        check(max_used=request.config.getoption("gpuclean_max_used"), ignore_pids=[os.getpid()],
+              **options)
     except GpucleanError as e:
         problems = [p.message for p in e.result.errors] if e.result is not None else [str(e)]
         pytest.fail("the GPUs are not clean before the test:\n" + "\n".join(problems),
