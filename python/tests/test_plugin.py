@@ -334,3 +334,12 @@ def test_next(gpu_clean):
     pass
 ''')
     result.assert_outcomes(passed=2)
+
+
+def test_a_glob_that_matches_nothing_is_said_as_such(suite, machine):
+    result = suite("def test_x():\n    pass\n", "--gpuclean-device-glob", "/nonexistent/nvidia*")
+    assert result.ret == 2
+    result.stdout.no_fnmatch_line("*passed*")
+    result.stdout.no_fnmatch_line("*not clean*")
+    result.stdout.fnmatch_lines(["*gpuclean could not check the GPUs, so no test ran: gpuclean "
+                                 "check: gpuclean exited 2: *'/nonexistent/nvidia*': no such file*"])

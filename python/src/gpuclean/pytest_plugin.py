@@ -166,8 +166,11 @@ class GpucleanSession:
             result = check(max_used=self.config.getoption("gpuclean_max_used"),
                            ignore_pids=[os.getpid()], **self.options)
         except GpucleanError as e:
+            if e.result is None:  # no verdict: a bad option, a glob that matches nothing
+                pytest.exit(f"gpuclean could not check the GPUs, so no test ran: {e}",
+                            returncode=e.returncode or 3)
             lines = [f"gpuclean: {p.message}" + (f"\n  fix: {p.fix}" if p.fix else "")
-                     for p in (e.result.errors if e.result is not None else [])]
+                     for p in e.result.errors]
             reason = "\n".join(lines) or f"gpuclean: {e}"
             pytest.exit(f"the GPUs are not clean, so no test ran (--gpuclean={self.mode}):\n"
                         f"{reason}", returncode=e.returncode or 3)
