@@ -4,6 +4,7 @@
 #   gpuclean-<version>-linux-<machine>.tar.gz    a relocatable tree for any glibc Linux: bin/,
 #                                                lib/ (prometheus-cpp and civetweb, found
 #                                                through an $ORIGIN run path), share/
+#   gpuclean-<version>-py3-none-any.whl          the Python package and pytest plugin (python/)
 #   SHA256SUMS
 #
 #   scripts/package.sh [--build-dir DIR] [--out DIR]
@@ -86,8 +87,18 @@ floor() {
 glibc_floor=$(floor GLIBC)
 glibcxx_floor=$(floor GLIBCXX)
 
-(cd "$out" && sha256sum "$(basename "$deb")" "$name.tar.gz" >SHA256SUMS)
+# --- the Python package (python/): a wheel, pure Python, built offline with Debian's setuptools
+rm -rf python/build # pip builds in the tree; a stale build directory would be packed as well
+rm -f "$out"/gpuclean-*-py3-none-any.whl
+# Debian's interpreter: its setuptools and wheel build it (a python3 earlier on PATH may lack both).
+/usr/bin/python3 -m pip wheel --quiet --no-build-isolation --no-index --no-deps --wheel-dir "$out" \
+  ./python >&2
+wheel=$(find "$out" -maxdepth 1 -name "gpuclean-${version}-py3-none-any.whl")
+[ -n "$wheel" ] || { echo "package: pip wrote no gpuclean-${version}-py3-none-any.whl" >&2; exit 1; }
+
+(cd "$out" && sha256sum "$(basename "$deb")" "$name.tar.gz" "$(basename "$wheel")" >SHA256SUMS)
 echo "package: $out/$(basename "$deb")"
 echo "package: $out/$name.tar.gz (bundles ${bundled[*]:-nothing}; needs $glibc_floor" \
   "and, for the bundled libraries, $glibcxx_floor)"
+echo "package: $wheel (the Python package and pytest plugin)"
 echo "package: $out/SHA256SUMS"

@@ -16,6 +16,7 @@ binary_packages=(
 package_packages=("${binary_packages[@]}"
   scdoc                    # the man page's source format (docs/man/gpuclean.1.scd)
   dpkg-dev file patchelf   # CPack's dpkg-shlibdeps; the tarball's $ORIGIN run path
+  python3-pip python3-setuptools python3-wheel   # the wheel of python/, built offline
 )
 packages=("${package_packages[@]}"
   libgtest-dev libgmock-dev
@@ -29,7 +30,7 @@ packages=("${package_packages[@]}"
   bash-completion zsh fish         # the completion tests drive each shell's own machinery
   # tests/python: python/ installed offline (Debian's setuptools and wheel) into a venv, its
   # tests run by Debian's pytest, pyflakes over it
-  python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-pyflakes
+  python3-venv python3-pytest python3-pyflakes
   python3-pytest-xdist   # the plugin under pytest -n
 )
 case "${1:-}" in

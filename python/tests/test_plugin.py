@@ -271,6 +271,12 @@ def test_without_the_binary_the_plugin_says_how_to_get_it(suite, monkeypatch):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*gpuclean binary '/nonexistent/gpuclean' is not an executable "
                                  "file (or turn the plugin off: --gpuclean=off, -p no:gpuclean)"])
+    # --help and --collect-only need no binary and no clean machine.
+    result = suite("def test_x():\n    pass\n", "--help")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*--gpuclean={off,check,clean}*"])
+    monkeypatch.delenv("GPUCLEAN")
+    assert suite("def test_x():\n    pass\n", "--collect-only").ret == pytest.ExitCode.OK
 
 
 def test_a_leak_right_after_a_wider_fixtures_setup_is_the_tests(suite, machine):

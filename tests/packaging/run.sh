@@ -8,7 +8,9 @@
 #     prometheus-cpp and civetweb in lib/ with the system's copies hidden and no
 #     LD_LIBRARY_PATH, and `metrics --listen` answers a scrape. Negative control: the same binary
 #     without its run path cannot start there, so the hiding is real.
-#   - SHA256SUMS matches both files.
+#   - the wheel: installed offline into a fresh virtual environment, its pytest plugin loads
+#     from the entry point and its API answers through the tarball's gpuclean;
+#   - SHA256SUMS matches every file.
 #
 #   tests/packaging/run.sh [DIST_DIR]     (default dist)
 #
@@ -26,8 +28,10 @@ source tests/lib/checks.sh
 
 deb=$(find "$dist" -maxdepth 1 -name 'gpuclean_*.deb' | head -n 1)
 tarball=$(find "$dist" -maxdepth 1 -name 'gpuclean-*-linux-*.tar.gz' | head -n 1)
-if [ -z "$deb" ] || [ -z "$tarball" ]; then
-  echo "FAIL: no gpuclean_*.deb or gpuclean-*-linux-*.tar.gz in $dist (scripts/package.sh)"
+wheel=$(find "$dist" -maxdepth 1 -name 'gpuclean-*-py3-none-any.whl' | head -n 1)
+if [ -z "$deb" ] || [ -z "$tarball" ] || [ -z "$wheel" ]; then
+  echo "FAIL: no gpuclean_*.deb, gpuclean-*-linux-*.tar.gz or gpuclean-*.whl in $dist" \
+    "(scripts/package.sh)"
   exit 1
 fi
 work=$(mktemp -d)
@@ -42,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== SHA256SUMS"
-check "SHA256SUMS matches the .deb and the tarball" \
+check "SHA256SUMS matches the .deb, the tarball and the wheel" \
   bash -c "cd '$dist' && sha256sum --quiet -c SHA256SUMS"
 
 echo "== the .deb: $(basename "$deb")"
@@ -71,7 +75,19 @@ check "Depends names libc6 and prometheus-cpp's pull library ($depends)" \
 
 if command -v gpuclean >/dev/null || dpkg-query -W gpuclean >/dev/null 2>&1; then
   fail "a gpuclean is installed on this machine already ($(command -v gpuclean)); not touching it"
-  finish "packaging test"
+  echo "== the wheel: $(basename "$wheel")"
+/usr/bin/python3 -m venv --system-site-packages "$work/venv"
+check "the wheel installs offline into a fresh virtual environment" \
+  "$work/venv/bin/pip" install --quiet --no-index "$wheel"
+check "pytest loads the plugin from the wheel's entry point (pytest --help lists --gpuclean)" \
+  bash -c "cd '$work' && GPUCLEAN='$binary' '$work/venv/bin/python' -m pytest --help |
+    grep -q -- '--gpuclean='"
+check "gpuclean.status() answers through the tarball's gpuclean" \
+  env GPUCLEAN="$binary" "$work/venv/bin/python" -c "import gpuclean, sys
+s = gpuclean.status(device_globs=[sys.argv[1]], no_nvml=True)
+assert s.clean and s.nvml.state == 'disabled', s" "$fake_device"
+
+finish "packaging test"
   exit 1
 fi
 if dpkg -i "$deb" >"$work/dpkg-i" 2>&1; then
@@ -182,5 +198,17 @@ check "metrics --listen from the tarball answers a scrape with gpuclean_build_in
 kill "$server_pid" 2>/dev/null
 wait "$server_pid" 2>/dev/null
 server_pid=
+
+echo "== the wheel: $(basename "$wheel")"
+/usr/bin/python3 -m venv --system-site-packages "$work/venv"
+check "the wheel installs offline into a fresh virtual environment" \
+  "$work/venv/bin/pip" install --quiet --no-index "$wheel"
+check "pytest loads the plugin from the wheel's entry point (pytest --help lists --gpuclean)" \
+  bash -c "cd '$work' && GPUCLEAN='$binary' '$work/venv/bin/python' -m pytest --help |
+    grep -q -- '--gpuclean='"
+check "gpuclean.status() answers through the tarball's gpuclean" \
+  env GPUCLEAN="$binary" "$work/venv/bin/python" -c "import gpuclean, sys
+s = gpuclean.status(device_globs=[sys.argv[1]], no_nvml=True)
+assert s.clean and s.nvml.state == 'disabled', s" "$fake_device"
 
 finish "packaging test"

@@ -77,8 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"gpuclean = {mode!r}: use off, check or clean")
     config.addinivalue_line("markers", "gpuclean_leftovers(mode): this test's --gpuclean-leftovers "
                                        "(fail, clean, warn or off)")
-    if mode == "off":
-        return
+    if mode == "off" or config.option.help or config.option.version or config.option.collectonly:
+        return  # --help, --version and --collect-only run no test: no gpuclean needed
     leftovers = _setting(config, "gpuclean_leftovers")
     if leftovers not in ("fail", "clean", "warn", "off"):
         raise pytest.UsageError(f"gpuclean_leftovers = {leftovers!r}: use fail, clean, warn or off")
