@@ -187,6 +187,14 @@ class Nvml:
                    d.get("cuda_driver_version"))
 
 
+def _report_parts(d: Dict[str, Any]) -> tuple:
+    """The parts status, check, who and snapshot documents share: nvml, gpus, holders,
+    problems."""
+    return (Nvml.from_json(d.get("nvml")), [Gpu.from_json(g) for g in d.get("gpus") or []],
+            [Holder.from_json(h) for h in d.get("holders") or []],
+            [Problem.from_json(p) for p in d.get("problems") or []])
+
+
 def _check_schema(d: Dict[str, Any], what: str) -> None:
     schema = d.get("schema")
     if schema != SCHEMA:
@@ -227,9 +235,7 @@ class Status:
     def from_json(cls, d: Dict[str, Any]) -> "Status":
         _check_schema(d, "status")
         return cls(d.get("host", ""), _time(d.get("time")), d.get("verdict", "unknown"),
-                   Nvml.from_json(d.get("nvml")), [Gpu.from_json(g) for g in d.get("gpus") or []],
-                   [Holder.from_json(h) for h in d.get("holders") or []],
-                   [Problem.from_json(p) for p in d.get("problems") or []], d)
+                   *_report_parts(d), d)
 
 
 @dataclass(frozen=True)
@@ -289,10 +295,7 @@ class Snapshot:
         if d.get("kind") != "snapshot":
             from ._binary import GpucleanError
             raise GpucleanError(f"not a gpuclean snapshot (kind {d.get('kind')!r})")
-        return cls(_time(d.get("time")), d.get("verdict", "unknown"), Nvml.from_json(d.get("nvml")),
-                   [Gpu.from_json(g) for g in d.get("gpus") or []],
-                   [Holder.from_json(h) for h in d.get("holders") or []],
-                   [Problem.from_json(p) for p in d.get("problems") or []], d)
+        return cls(_time(d.get("time")), d.get("verdict", "unknown"), *_report_parts(d), d)
 
 
 @dataclass(frozen=True)
