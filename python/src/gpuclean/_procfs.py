@@ -74,19 +74,30 @@ def _read_environ(path: str, result: list) -> None:
         result.append(b"")
 
 
-def _bounded_read(path: str, seconds: float) -> bytes:
+# Processes whose environment did not answer in time, by (pid, start ticks): a process stuck
+# with its memory-map lock held stays stuck, so it is not asked again (each try leaves a thread
+# blocked in the read).
+_unanswered: set = set()
+
+
+def _bounded_read(path: str, seconds: float) -> Optional[bytes]:
     # Reading another process's environment takes its memory-map lock, which a stuck process
-    # can hold for ever: read in a daemon thread and give up after SECONDS.
+    # can hold for ever: read in a daemon thread and give up after SECONDS (None).
     result: list = []
     reader = threading.Thread(target=_read_environ, args=(path, result), daemon=True)
     reader.start()
     reader.join(seconds)
-    return result[0] if result else b""
+    return result[0] if result else None
 
 
 def carries_token(pid: int, token: str, seconds: float = 0.5) -> bool:
     """Whether PID's environment has TOKEN in TRACE_VARIABLE. A zombie leader's environment is
-    empty; its live threads share the same memory, so they are asked instead."""
+    empty; its live threads share the same memory, so they are asked instead. At most SECONDS
+    in all: a process whose environment does not answer (stuck in the kernel with its memory
+    map locked) does not carry it, as far as anyone can tell."""
+    entry = stat(pid)
+    if entry is None or (pid, entry[2]) in _unanswered:
+        return False
     paths = [f"/proc/{pid}/environ"]
     try:
         paths += [f"/proc/{pid}/task/{tid}/environ" for tid in os.listdir(f"/proc/{pid}/task")
@@ -96,11 +107,14 @@ def carries_token(pid: int, token: str, seconds: float = 0.5) -> bool:
     prefix = (TRACE_VARIABLE + "=").encode()
     for path in paths:
         data = _bounded_read(path, seconds)
+        if data is None:
+            _unanswered.add((pid, entry[2]))
+            return False
         if not data:
             continue
-        for entry in data.split(b"\0"):
-            if entry.startswith(prefix):
-                return token.encode() in entry[len(prefix):].split(b":")
+        for variable in data.split(b"\0"):
+            if variable.startswith(prefix):
+                return token.encode() in variable[len(prefix):].split(b":")
         return False
     return False
 

@@ -162,12 +162,15 @@ def snapshot(path: Optional[Union[str, "os.PathLike[str]"]] = None,
     args = ["snapshot"] + options.global_args()
     if path is not None:
         args += ["--output", os.fspath(path)]
+    before = _identity(path)
     done = invoke(options, args)
     if done.returncode == 2 or (done.returncode != 0 and path is None and not done.stdout):
         raise failure(done, "gpuclean snapshot")
     if path is not None:
-        if done.returncode != 0 and not os.path.exists(path):
-            raise failure(done, "gpuclean snapshot")
+        # gpuclean replaces the file atomically (a new inode): the same file as before, or
+        # none, means it was not written (exit 3 covers both NVML failing and that).
+        if _identity(path) in (None, before):
+            raise failure(done, f"gpuclean snapshot did not write {os.fspath(path)}")
         with open(path, encoding="utf-8") as f:
             return Snapshot.from_json(json.load(f))
     document = parse_document(done)
@@ -244,6 +247,16 @@ def run(cmd: Union[str, Sequence[str]], *, check: bool = False, capture_output: 
     if check:
         result.check_returncode()
     return result
+
+
+def _identity(path: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[tuple]:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns)
 
 
 class _snapshot_file:

@@ -181,14 +181,13 @@ class GpucleanSession:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Iterator[None]:
-        if self._mode_for(item) != "off":
-            # The test's start tick counts as the test's, with no wait for the next tick (that
-            # wait cost 10 ms a test): between the previous test's check and this test's start
-            # no code of the session runs, so a process of the session that started in this
-            # same tick before the test is the previous test's, which its check saw if it held
-            # a device file then. One that opened a device only later would be named here: the
-            # session's leak, one test late. contained() blocks do wait (scope.py).
-            item.stash[_since_key] = _procfs.now_ticks()
+        # The test's start tick counts as the test's, with no wait for the next tick (that
+        # wait cost 10 ms a test): between the previous test's check and this test's start
+        # only reporting hooks run, so a process of the session that started in this same tick
+        # before the test is the previous test's, which its check saw if it held a device file
+        # then. One that opened a device only later would be named here: the session's leak,
+        # one test late. contained() blocks do wait (scope.py).
+        item.stash[_since_key] = _procfs.now_ticks()
         yield
 
     @pytest.hookimpl(hookwrapper=True)
@@ -213,11 +212,24 @@ class GpucleanSession:
         outcome = yield
         if call.when != "teardown":
             return
-        mode = self._mode_for(item)
-        if mode == "off" or _since_key not in item.stash:
+        if _since_key not in item.stash:
             return
+        mode = self._mode_for(item)
         report = outcome.get_result()
-        leftovers = self._find(since=item.stash[_since_key])
+        try:
+            if mode == "off":
+                # Not judged, but claimed: the session's end must not report them either.
+                found = self.scope.candidates(since=item.stash[_since_key],
+                                              deferred=self._windows())
+                self.reported.update((l.pid, l.start_ticks) for l in found)
+                return
+            leftovers = self._find(since=item.stash[_since_key])
+        except GpucleanError as e:
+            # The session goes on; this test's teardown says what could not be checked.
+            if report.passed:
+                report.outcome = "failed"
+                report.longrepr = f"gpuclean could not look for this test's leftovers: {e}"
+            return
         if not leftovers:
             return
         if mode == "clean":
@@ -255,12 +267,12 @@ class GpucleanSession:
             return str(marker.args[0])
         return self.leftovers
 
+    def _windows(self) -> List[Tuple[int, int]]:
+        return [(a, b) for a, b, _ in self.fixture_windows]
+
     def _find(self, since: int, *, defer_fixtures: bool = True) -> List[Leftover]:
-        deferred = [(a, b) for a, b, _ in self.fixture_windows] if defer_fixtures else []
-        try:
-            found = self.scope.candidates(since=since, deferred=deferred)
-        except GpucleanError as e:
-            raise pytest.UsageError(f"gpuclean could not look for leftovers: {e}")
+        found = self.scope.candidates(since=since,
+                                      deferred=self._windows() if defer_fixtures else [])
         found = [l for l in found if (l.pid, l.start_ticks) not in self.reported]
         alive = self.scope.settle(found, self.grace)
         self.scope.measure(alive)
@@ -276,7 +288,11 @@ class GpucleanSession:
             return
         # Every fixture has been finalized: what started during the session and still holds a
         # device file was left by a wider fixture or by code outside any test.
-        leftovers = self._find(since=self.scope.since, defer_fixtures=False)
+        try:
+            leftovers = self._find(since=self.scope.since, defer_fixtures=False)
+        except GpucleanError as e:
+            self.start_line += f"\ncould not look for the session's leftovers at its end: {e}"
+            return
         if not leftovers:
             return
         for leftover in leftovers:
@@ -320,16 +336,32 @@ def _gpu_count(result: Any) -> str:
 _since_key = pytest.StashKey[int]()
 
 
+def _this_session_pids(config: pytest.Config) -> List[int]:
+    """This pytest process and, in a pytest-xdist worker, the controller and its other workers
+    (the controller's children): their in-process CUDA contexts are the session's own."""
+    pids = [os.getpid()]
+    if not hasattr(config, "workerinput"):
+        return pids
+    controller = os.getppid()
+    pids.append(controller)
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in pids:
+            entry = _procfs.stat(int(name))
+            if entry is not None and entry[1] == controller:
+                pids.append(int(name))
+    return pids
+
+
 @pytest.fixture
 def gpu_clean(request: pytest.FixtureRequest) -> Iterator[Snapshot]:
     """Fails the test unless the GPUs are clean before it; yields the pre-test snapshot (pass
     it to ``gpuclean.diff`` to see what the test changed)."""
     options = gpuclean_options(request.config)
     try:
-        # This process is not the test's problem: an earlier test may have made a CUDA context
-        # in it, which only its exit can release.
-        check(max_used=request.config.getoption("gpuclean_max_used"), ignore_pids=[os.getpid()],
-              **options)
+        # This session's pytest processes are not the test's problem: an earlier test may have
+        # made a CUDA context in one, which only its exit can release.
+        check(max_used=request.config.getoption("gpuclean_max_used"),
+              ignore_pids=_this_session_pids(request.config), **options)
     except GpucleanError as e:
         problems = [p.message for p in e.result.errors] if e.result is not None else [str(e)]
         pytest.fail("the GPUs are not clean before the test:\n" + "\n".join(problems),

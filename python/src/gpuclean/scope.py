@@ -75,25 +75,47 @@ class Scope:
     def candidates(self, since: Optional[int] = None,
                    deferred: Sequence[Window] = ()) -> List[Leftover]:
         """Holders now that started since SINCE (default: the scope's start) and are this scope's;
-        those that started inside a DEFERRED window (a wider fixture's setup) are left out."""
+        those that started inside a DEFERRED window (a wider fixture's setup) are left out, and
+        so are those started by a process of the scope's own that is older than SINCE or was
+        started in such a window (a session-scoped server's worker, started on the first
+        request during a test, is the server's: judged with it, not with the test)."""
         since = self.since if since is None else since
         found: List[Leftover] = []
         me = os.getpid()
+
+        def earlier(ticks: int) -> bool:
+            return ticks < since or any(a <= ticks <= b for a, b in deferred)
+
         for holder in who(**self.options).holders:
             entry = _procfs.stat(holder.pid)
-            if entry is None or holder.pid in (me, self.root_pid):
-                continue
-            started = entry[2]
-            if started < since or any(a <= started <= b for a, b in deferred):
+            if entry is None or holder.pid in (me, self.root_pid) or earlier(entry[2]):
                 continue
             if _procfs.descends_from(holder.pid, self.root_pid):
-                why = f"started under pid {self.root_pid}"
+                why, descendant = f"started under pid {self.root_pid}", True
             elif _procfs.carries_token(holder.pid, self.token):
-                why = "started inside (escaped the process tree)"
+                why, descendant = "started inside (escaped the process tree)", False
             else:
                 continue
-            found.append(Leftover(holder, started, why))
+            if self._older_parent(entry[1], earlier, descendant):
+                continue
+            found.append(Leftover(holder, entry[2], why))
         return found
+
+    def _older_parent(self, parent: int, earlier: Any, descendant: bool) -> bool:
+        """Whether a process of this scope's own between the holder and the root (or, for one
+        that escaped the tree, up to the first process without the token) is EARLIER."""
+        seen = set()
+        while parent not in (0, 1, self.root_pid) and parent not in seen:
+            seen.add(parent)
+            entry = _procfs.stat(parent)
+            if entry is None:
+                return False
+            if not descendant and not _procfs.carries_token(parent, self.token):
+                return False  # init, a subreaper, a service: not the scope's
+            if earlier(entry[2]):
+                return True
+            parent = entry[1]
+        return False
 
     def settle(self, leftovers: List[Leftover], grace: float) -> List[Leftover]:
         """Those of LEFTOVERS still alive (same start time) after up to GRACE seconds."""
@@ -120,21 +142,33 @@ class Scope:
     def clean(self, leftovers: List[Leftover], *, grace: float = 5.0,
               wait: float = 30.0) -> Optional[KillResult]:
         """Ends each leftover with its descendants and verifies the GPU memory is back; marks
-        each leftover's outcome. Returns gpuclean kill's result (None: nothing to end)."""
+        each leftover's outcome ("killed", or "remains: WHY"). Returns gpuclean kill's result
+        (None: nothing was asked of it). Never raises: a refusal is an outcome."""
         targets = [l for l in leftovers if _same_process(l)]
         for gone in (l for l in leftovers if l not in targets):
             gone.outcome = "killed"  # exited on its own meanwhile
         if not targets:
             return None
-        result = kill(*[l.pid for l in targets], grace=grace, wait=wait, check=False,
-                      **self.options)
+        try:
+            result = kill(*[l.pid for l in targets], grace=grace, wait=wait, check=False,
+                          **self.options)
+        except GpucleanError as e:  # refused (exit 2): nothing was signalled
+            for leftover in targets:
+                leftover.outcome = f"remains: gpuclean kill refused: {e}"
+            return None
         outcome = {t.pid: t for t in result.targets}
+        skipped = {int(s.get("pid", -1)): s.get("reason", "skipped") for s in result.skipped}
         for leftover in targets:
             target = outcome.get(leftover.pid)
-            if target is None or target.outcome == "gone":
+            if leftover.pid in skipped:
+                leftover.outcome = f"remains: skipped: {skipped[leftover.pid]}"
+            elif target is not None and target.outcome == "gone":
                 leftover.outcome = "killed"
+            elif target is None and not _same_process(leftover):
+                leftover.outcome = "killed"  # gone before gpuclean planned ("already gone")
             else:
-                leftover.outcome = f"remains: {target.reason or target.outcome}"
+                why = (target.reason or target.outcome) if target is not None else "not a target"
+                leftover.outcome = f"remains: {why}"
         return result
 
 
@@ -187,7 +221,7 @@ def contained(*, grace: float = 5.0, wait: float = 30.0, settle: float = 0.5,
     _options(**global_options)  # reject a misspelt option before the block runs
     scope = Scope(global_options)
     box = Containment(scope)
-    box.baseline = _used_by_gpu(global_options)
+    box.baseline = _used_by_gpu(global_options, own=True)
     previous = _procfs.add_token(scope.token)
     failed = False
     try:
@@ -197,9 +231,16 @@ def contained(*, grace: float = 5.0, wait: float = 30.0, settle: float = 0.5,
         raise
     finally:
         _procfs.remove_token(previous)
-        problem = _tear_down(box, grace, wait, settle, tolerance_mib)
-        if problem and check and not failed:
-            raise GpucleanError(problem, returncode=1, result=box)
+        if failed:
+            # The block's own exception goes on; a teardown failure must not replace it.
+            try:
+                _tear_down(box, grace, wait, settle, tolerance_mib)
+            except GpucleanError:
+                pass
+        else:
+            problem = _tear_down(box, grace, wait, settle, tolerance_mib)
+            if problem and check:
+                raise GpucleanError(problem, returncode=1, result=box)
 
 
 def _tear_down(box: Containment, grace: float, wait: float, settle: float,
@@ -235,8 +276,9 @@ def _tear_down(box: Containment, grace: float, wait: float, settle: float,
 
 
 def _used_by_gpu(options: Dict[str, Any], own: bool = False) -> Optional[Dict[int, int]]:
-    """Each GPU's used memory (less what this process holds itself when OWN: the block may have
-    made a CUDA context here, which no teardown can take back), or None without NVML."""
+    """Each GPU's used memory, less what this process holds itself when OWN (the block may have
+    made a CUDA context here, which no teardown can take back; both ends of the comparison
+    leave it out), or None without NVML."""
     if options.get("no_nvml"):
         return None
     try:
