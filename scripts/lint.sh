@@ -9,15 +9,12 @@ mapfile -t sources < <(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp' 'tests/*
 echo "lint: clang-format on ${#sources[@]} files"
 clang-format --dry-run --Werror "${sources[@]}"
 
-# One file per clang-tidy, the largest first: a file takes 5-90 s here, and batches of several
-# left one core idle for minutes at the end while the other finished the last batch.
-mapfile -t tidy_sources < <(git ls-files -z 'src/*.cpp' | xargs -0 wc -c | grep -v ' total$' |
-  sort -rn | awk '{print $2}')
+mapfile -t tidy_sources < <(git ls-files 'src/*.cpp')
 echo "lint: clang-tidy on ${#tidy_sources[@]} files"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! printf '%s\n' "${tidy_sources[@]}" |
-    xargs -P "$(nproc)" -n 1 clang-tidy -p "$build_dir" --quiet >"$log" 2>&1; then
+    xargs -P "$(nproc)" -n 4 clang-tidy -p "$build_dir" --quiet >"$log" 2>&1; then
   grep -vE '^[0-9]+ warnings? generated|^Suppressed|^Use -header-filter' "$log"
   echo "lint: clang-tidy found problems"
   exit 1

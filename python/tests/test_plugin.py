@@ -86,6 +86,10 @@ def suite(pytester: pytest.Pytester, machine: Machine, monkeypatch: pytest.Monke
         pytester.makepyfile(test_suite=source)
         # Without the plugin its options are unknown: the device glob then goes unsaid.
         glob = [] if "no:gpuclean" in args else ["--gpuclean-device-glob", machine.glob]
+        # The leaks here never exit on their own: a short grace (the default is 2 s a leaking
+        # test) keeps the suite fast; the grace test sets its own.
+        if glob and not any(a.startswith("--gpuclean-grace") for a in args):
+            glob.append("--gpuclean-grace=0.3")
         return pytester.runpytest_subprocess(*glob, "-p", "no:cacheprovider", *args, timeout=120)
 
     return run
@@ -263,7 +267,7 @@ def test_server():
     _held(p.pid, 0)
     p.terminate()
 '''
-    suite(source).assert_outcomes(passed=1)
+    suite(source, "--gpuclean-grace=2").assert_outcomes(passed=1)  # the default
     # Negative control: without the grace period the same test is caught mid-exit.
     suite(source, "--gpuclean-grace=0").assert_outcomes(passed=1, errors=1)
 
