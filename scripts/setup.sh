@@ -12,6 +12,7 @@ binary_packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev
   prometheus-cpp-dev   # gpuclean metrics is part of the binary users run
+  libncurses-dev       # gpuclean top, linked statically (libncursesw.a, libtinfo.a)
 )
 package_packages=("${binary_packages[@]}"
   scdoc                    # the man page's source format (docs/man/gpuclean.1.scd)
@@ -32,6 +33,7 @@ packages=("${package_packages[@]}"
   # tests run by Debian's pytest, pyflakes over it
   python3-venv python3-pytest python3-pyflakes
   python3-pytest-xdist   # the plugin under pytest -n
+  tmux   # tests/top: gpuclean top driven in a real terminal (send-keys, capture-pane)
 )
 case "${1:-}" in
   --binary) packages=("${binary_packages[@]}") ;;

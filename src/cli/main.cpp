@@ -22,6 +22,7 @@
 #include "cli/run_command.h"
 #include "cli/snapshot_command.h"
 #include "cli/status_command.h"
+#include "cli/top_command.h"
 #include "cli/who_command.h"
 
 #include <unistd.h>
@@ -131,6 +132,8 @@ int run(int argc, char** argv) {
   metrics.version = GPUCLEAN_VERSION;
   add_metrics_command(app, metrics);
 #endif
+  TopOptions top;
+  add_top_command(app, top);
   CompletionOptions completion;
   add_completion_command(app, completion);
   StatusOptions bare;
@@ -159,6 +162,7 @@ int run(int argc, char** argv) {
       {"snapshot", &snapshot.common},
       {"diff", &diff.common},
       {"completion", &completion.common},
+      {"top", &top.status.common},
 #ifdef GPUCLEAN_METRICS
       {"metrics", &metrics.status.common},
 #endif
@@ -176,6 +180,7 @@ int run(int argc, char** argv) {
   if (app.got_subcommand("run")) return run_run(run_options, io);
   if (app.got_subcommand("completion")) return run_completion(app, completion, io);
   if (app.got_subcommand("who")) return run_who(who, io);
+  if (app.got_subcommand("top")) return run_top(top, io);
   if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
   if (app.got_subcommand("diff")) return run_diff(diff, io);
 #ifdef GPUCLEAN_METRICS

@@ -401,22 +401,17 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   }
 }
 
-int run_explain(const ExplainOptions& options, const Io& io) {
-  StatusOptions status;
-  status.common = options.common;
-  Prepared prepared = prepare(status, io);
-  if (!prepared.usable) return prepared.exit_code;
-
+output::ExplainSubject read_explain_subject(const output::StatusReport& report, Pid pid,
+                                            const CommonOptions& common) {
   output::ExplainSubject subject;
-  subject.pid = options.pid;
-  for (const Holder& h : prepared.report.diagnosis.holders) {
-    if (h.process.pid == options.pid) subject.holder = h;
+  subject.pid = pid;
+  for (const Holder& h : report.diagnosis.holders) {
+    if (h.process.pid == pid) subject.holder = h;
   }
   // Not a holder: read it anyway (a plain zombie, a parent, a process holding nothing).
-  if (auto proc = procfs::ProcFs::open(options.common.proc_root, options.common.proc_timeout);
-      proc.ok()) {
+  if (auto proc = procfs::ProcFs::open(common.proc_root, common.proc_timeout); proc.ok()) {
     if (!subject.holder) {
-      if (auto p = proc->read_process(options.pid); p.ok()) subject.process = std::move(p).value();
+      if (auto p = proc->read_process(pid); p.ok()) subject.process = std::move(p).value();
     }
     const ProcessInfo* info = subject.holder    ? &subject.holder->process
                               : subject.process ? &*subject.process
@@ -426,6 +421,17 @@ int run_explain(const ExplainOptions& options, const Io& io) {
         subject.parent = std::move(parent).value();
     }
   }
+  return subject;
+}
+
+int run_explain(const ExplainOptions& options, const Io& io) {
+  StatusOptions status;
+  status.common = options.common;
+  Prepared prepared = prepare(status, io);
+  if (!prepared.usable) return prepared.exit_code;
+
+  const output::ExplainSubject subject =
+      read_explain_subject(prepared.report, options.pid, options.common);
   const bool known = subject.holder || subject.process;
   if (options.common.json) {
     output::render_explain_json(io.out, prepared.report, subject);

@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "core/model.h"
 #include "diagnose/owner_match.h"
+#include "output/explain_view.h"
 #include "output/status_view.h"
 
 namespace gpuclean::collect {
@@ -74,6 +75,11 @@ int run_check_on(const StatusOptions& options, collect::Gathered gathered, const
 // remaining problems printed as `check` prints them), 2 for bad flags, 3 when NVML fails.
 // On a terminal a progress line shows what is still holding.
 int run_wait(const WaitOptions& options, const Io& io, bool is_terminal);
+// What explain shows about `pid`: its holder in the report, else what /proc says of it, and
+// its parent (`top`'s explain pane shows the same).
+output::ExplainSubject read_explain_subject(const output::StatusReport& report, Pid pid,
+                                            const CommonOptions& common);
+
 // 0 when the PID is known (to /proc or NVML), 1 when nothing is known about it.
 int run_explain(const ExplainOptions& options, const Io& io);
 

@@ -1,6 +1,7 @@
 #include "collect/gather.h"
 
 #include "collect/gpu_sampler.h"
+#include "collect/rolling_scan.h"
 
 #include <unistd.h>
 
@@ -58,6 +59,15 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
     holders.push_back(make_holder(proc, std::move(process).value(), std::move(holding.files)));
   }
   return holders;
+}
+
+Gatherer::Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
+    : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
+
+Gatherer::~Gatherer() = default;
+
+void Gatherer::scan_in_turns(Duration full_period) {
+  rolling_ = std::make_unique<RollingScan>(full_period);
 }
 
 std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CollectOptions& options) {
@@ -132,10 +142,20 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
 Gathered Gatherer::collect() {
   // NVML (its init alone is ~17 ms on an H200) runs beside the /proc scan.
   auto nvml_future = std::async(std::launch::async, [this] { return query_gpus(); });
-  procfs::HolderScan scan = procfs::scan_holders(proc_, files_, {.threads = options_.threads});
+  procfs::ScanOptions scan_options;
+  scan_options.threads = options_.threads;
+  bool full_scan = true;
+  if (rolling_) {
+    if (auto present = proc_.list_pids(); present.ok()) {
+      scan_options.only = rolling_->choose(*present, likely_holders_, RollingScan::Clock::now());
+      full_scan = rolling_->last_was_full();
+    }
+  }
+  procfs::HolderScan scan = procfs::scan_holders(proc_, files_, scan_options);
   NvmlOutcome nvml = nvml_future.get();
 
   Gathered out;
+  out.full_scan = full_scan;
   out.files = files_;
   out.input.holders = read_holders(proc_, scan);
   out.stats = scan.stats;
@@ -163,6 +183,10 @@ Gathered Gatherer::collect() {
       }
     }
     out.input.gpu_view = std::move(nvml.view);
+  }
+  if (rolling_) {
+    likely_holders_.clear();
+    for (const Holder& h : out.input.holders) likely_holders_.insert(h.process.pid);
   }
   return out;
 }

@@ -39,6 +39,8 @@ struct Gathered {
   std::string nvml_message;
   // Only when asked for (Gatherer::want_gpu_details, snapshot): clocks, ECC, … per GPU.
   std::vector<GpuDetails> gpu_details;
+  // False when only some processes were read (Gatherer::scan_in_turns): stats count those.
+  bool full_scan = true;
 };
 
 // Errors: a bad device selection (a usage error) or an unreadable /proc (a runtime failure).
@@ -61,9 +63,13 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
 // /proc are opened once, NVML on the first collect() and kept open for the next ones.
 // `test_gpu_source` (hidden flag) replaces NVML.
 class GpuSampler;
+class RollingScan;
 
 class Gatherer {
  public:
+  ~Gatherer();
+  Gatherer(const Gatherer&) = delete;
+  Gatherer& operator=(const Gatherer&) = delete;
   static std::variant<std::unique_ptr<Gatherer>, GatherError> open(const CollectOptions& options);
   // One /proc scan and one NVML query, run side by side.
   Gathered collect();
@@ -85,6 +91,9 @@ class Gatherer {
   // GPU views come from `source` from now on instead of NVML in this process or the helper
   // (run's sampler); an empty OpenedSource stops asking.
   void use_gpu_source(nvml::OpenedSource source);
+  // From now on each collect() reads only the processes where a holder is likely and the rest
+  // in turns, every one at least once per `full_period` (collect/rolling_scan.h): `top`.
+  void scan_in_turns(Duration full_period);
 
  private:
   struct NvmlOutcome {
@@ -93,8 +102,7 @@ class Gatherer {
     std::optional<GpuView> view;
     std::vector<GpuDetails> details;
   };
-  Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
-      : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
+  Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc);
   NvmlOutcome query_gpus();
 
   CollectOptions options_;
@@ -102,6 +110,8 @@ class Gatherer {
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
   std::shared_ptr<GpuSampler> helper_;
+  std::unique_ptr<RollingScan> rolling_;
+  std::set<Pid> likely_holders_;  // the last collect's holders and NVML's PIDs (rolling_)
   bool source_tried_ = false;
   bool gpu_details_ = false;
 };

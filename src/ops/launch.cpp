@@ -23,8 +23,9 @@ struct ChildFailure {
   int step = 0;  // index into kSteps
   int errnum = 0;
 };
-constexpr std::array<const char*, 4> kSteps = {"join the cgroup", "start a session",
-                                               "set the parent-death signal", "exec"};
+constexpr std::array<const char*, 5> kSteps = {"join the cgroup", "start a session",
+                                               "set the parent-death signal", "exec",
+                                               "redirect its output"};
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
@@ -59,6 +60,14 @@ bool is_executable_file(const std::string& path) {
     if (::prctl(PR_SET_PDEATHSIG, *options.parent_death_signal) != 0) fail_in_child(pipe_fd, 2);
     // The parent may have died before the prctl: then nobody would ever send the signal.
     if (::getppid() != parent) ::_exit(128 + *options.parent_death_signal);
+  }
+  if (options.output_fd >= 0) {
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0 ||
+        ::dup2(options.output_fd, STDOUT_FILENO) < 0 ||
+        ::dup2(options.output_fd, STDERR_FILENO) < 0) {
+      fail_in_child(pipe_fd, 4);
+    }
   }
   ::execve(program.c_str(), argv, environ);
   fail_in_child(pipe_fd, 3);

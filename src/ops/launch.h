@@ -24,6 +24,9 @@ struct LaunchOptions {
   int cgroup_procs_fd = -1;
   bool new_session = false;  // setsid() in the child (the fallback mode's own session)
   std::optional<int> parent_death_signal;  // PR_SET_PDEATHSIG in the child
+  // When set: the child's stdout and stderr go to this descriptor and its stdin is /dev/null
+  // (`top` runs `gpuclean kill` and shows what it prints). -1: inherited.
+  int output_fd = -1;
 };
 
 struct Launched {

@@ -238,7 +238,7 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
                         const ScanOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   HolderScan result;
-  auto pids = proc.list_pids();
+  auto pids = options.only ? Result<std::vector<Pid>>(*options.only) : proc.list_pids();
   if (!pids.ok()) return result;
 
   // Everything a worker touches belongs to the job: a worker left blocked on a locked memory

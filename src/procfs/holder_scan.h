@@ -3,6 +3,7 @@
 // a zombie (ps "Zl") has an empty /proc/PID/fd; its files are found through task/TID/fd.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/model.h"
@@ -15,6 +16,9 @@ struct ScanOptions {
   // Worker threads; the PID list is shared out in small chunks. 0: one per core (at most 16),
   // fewer for a small process table.
   unsigned threads = 0;
+  // Only these processes instead of every one in /proc (`top` between its full scans,
+  // collect/rolling_scan.h); stats.processes then counts them.
+  std::optional<std::vector<Pid>> only = std::nullopt;
 };
 
 struct FileHolding {
