@@ -53,6 +53,8 @@ stage "Prometheus: a fleet of four fake nodes, alerts fire and resolve on a real
 tests/prometheus/fleet.sh build
 stage "completion: the generated scripts driven in bash, zsh and fish"
 tests/completion/run.sh build
+stage "top: the live view driven in tmux (keys, kill, resize, a hung NVML, the terminal restored)"
+tests/top/run.sh build
 stage "Python: the gpuclean package and its pytest plugin, example suites run through pytester"
 tests/python/run.sh build
 stage "systemd units: verify and exposure, the capabilities they grant, under a real systemd"

@@ -53,7 +53,7 @@ usage: $0 [options]
 
 Prints one header, one table (CPU as % of one core over the measured seconds; RSS in MiB) and
 ratios. Timing never makes it fail: exit 0 when every tool ran, 3 when one did not run or did
-not quit as asked, 1 on a set-up error. Needs python3 (\$PYTHON), tmux, cc (for the crowd);
+not quit as asked, 1 on a set-up error. Needs python3 (\$PYTHON), tmux, cc (the crowd, the pane wrapper);
 watch and fuser for their rows. Run it as root (or as the crowd's user) on an idle machine.
 EOF
 }
@@ -147,8 +147,10 @@ for t in "${wanted[@]}"; do
   if [[ -n $why ]]; then skipped+=("$t: $why"); else ids+=("$t"); fi
 done
 ((${#ids[@]} > 0)) || die "nothing to run (${skipped[*]})"
+cc_bin=${CC:-cc}
+command -v "$cc_bin" >/dev/null 2>&1 || cc_bin=gcc
+command -v "$cc_bin" >/dev/null 2>&1 || die "cc not found (it builds bench/crowd.c and the pane wrapper)"
 if ((n > 0)); then
-  command -v cc >/dev/null || die "cc not found (it builds bench/crowd.c)"
   ((h <= n && z <= h && f >= 7)) || die "need -h <= -n, -z <= -h, -f >= 7"
 fi
 [[ -n $lifetime ]] || lifetime=$((${#ids[@]} * (seconds + warmup + 30) + 300))
@@ -222,22 +224,50 @@ trap 'exit 129' HUP
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/top_bench.XXXXXX")
 unset TMUX  # a tmux around this script is not the one it drives
 
-# The pane wrapper: prints a marker line on the main screen, runs the tool, writes "STATUS
-# MAXRSS_KIB CPU_S" (the tool's exit status and its whole tree's peak RSS and CPU time, from
-# getrusage(RUSAGE_CHILDREN)) to a file, and stays (so the pane stays for the capture) until
-# tmux ends it. Only the tool's pid is measured, never the wrapper's.
-cat >"$tmp/wrap.py" <<'PY'
-import os, resource, subprocess, sys, time
-status = sys.argv[1]
-print("top_bench: main screen before the tool", flush=True)
-rc = subprocess.call(sys.argv[2:])
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-with open(status + ".tmp", "w") as f:
-    f.write(f"{rc} {ru.ru_maxrss} {ru.ru_utime + ru.ru_stime:.3f}\n")
-os.rename(status + ".tmp", status)
-print(f"top_bench: the tool exited with status {rc}", flush=True)
-time.sleep(3600)
-PY
+# The pane wrapper (C: a python wrapper's fork would count python's RSS as the tool's peak):
+# prints a marker line on the main screen, runs the tool, writes "STATUS MAXRSS_KIB CPU_S" (the
+# tool's exit status, and its whole tree's peak RSS and CPU time from wait4's rusage) to a
+# file, and stays (so the pane stays, for the capture) until tmux ends it with SIGHUP. Only the
+# tool's pid is measured, never the wrapper's.
+cat >"$tmp/wrap.c" <<'C'
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  printf("top_bench: main screen before the tool\n");
+  fflush(stdout);
+  const pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    execvp(argv[2], argv + 2);
+    perror(argv[2]);
+    _exit(127);
+  }
+  int st = 0;
+  struct rusage ru;
+  while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {
+  }
+  const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
+  FILE* f = fopen(tmp, "w");
+  if (f != NULL) {
+    fprintf(f, "%d %ld %.3f\n", rc, ru.ru_maxrss,
+            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+    fclose(f);
+    rename(tmp, argv[1]);
+  }
+  printf("top_bench: the tool exited with status %d\n", rc);
+  fflush(stdout);
+  for (;;) pause();
+}
+C
+"$cc_bin" -O2 -o "$tmp/wrap" "$tmp/wrap.c" || die "cannot build the pane wrapper"
 
 # The sampler: every INTERVAL seconds for SECONDS, the tool's /proc/PID/stat and status and
 # those of all its descendants (through /proc/PID/task/TID/children), and the CPU ticks of
@@ -294,6 +324,7 @@ def descendants(pid):
     return found
 
 desc = {}  # (pid, start) -> record
+cpu_series = []  # the tree's CPU ticks at each sample
 def sample(first):
     s = stat(root)
     m = mem(root)
@@ -314,6 +345,8 @@ def sample(first):
         r["max_hwm"] = max(r["max_hwm"], mm["VmHWM"])
     for key, r in desc.items():
         r["alive"] = key in seen
+    if s is not None:
+        cpu_series.append(s["ticks"] + s["cticks"] + sum(r["last"] + r["clast"] for r in desc.values() if r["alive"]))
     return s, m
 
 t0 = time.monotonic()
@@ -351,6 +384,7 @@ res["children_hwm_kib"] = max([r["max_hwm"] for r in desc.values()] or [0])
 res["children"] = [{k2: r[k2] for k2 in ("pid", "comm", "at_start", "alive", "rss", "max_hwm")}
                    for r in desc.values()]
 res["rss_series_kib"] = rss_series
+res["cpu_per_interval_s"] = [(b - a) / HZ for a, b in zip(cpu_series, cpu_series[1:])]
 res["extra_s"] = sum((x1[p]["ticks"] - x0[p]["ticks"]) / HZ
                      for p in extra if x0.get(p) and x1.get(p))
 json.dump(res, open(out, "w"))
@@ -362,7 +396,7 @@ PY
 target=""
 if ((n > 0)); then
   crowd_bin=$tmp/crowd
-  cc -O2 -pthread -o "$crowd_bin" "$here/crowd.c"
+  "$cc_bin" -O2 -pthread -o "$crowd_bin" "$here/crowd.c"
   : >"$tmp/device"
   target=$(realpath "$tmp/device")
   pidfile=$tmp/holders
@@ -458,7 +492,7 @@ problems=()
 run_tool() { # ID
   local id=$1 status=$tmp/$1.status pane tool server screen rows
   set_cmd "$id"
-  tx new-session -d -s "$id" -x 200 -y 50 "$(shell_line exec "${pane_env[@]}" "$py" "$tmp/wrap.py" "$status" "${CMD[@]}")"
+  tx new-session -d -s "$id" -x 200 -y 50 "$(shell_line exec "${pane_env[@]}" "$tmp/wrap" "$status" "${CMD[@]}")"
   tmux_up=1
   pane=$(pane_fmt "$id" '#{pane_pid}')
   server=$(pane_fmt "$id" '#{pid}')
@@ -484,7 +518,7 @@ run_tool() { # ID
   [[ -n $keep ]] && cp "$screen" "$keep/"
   rows="-"
   if [[ -n $pidfile && $id == top* ]]; then
-    rows=$({ grep -owFf "$pidfile" "$screen" || true; } | sort -u | wc -l)
+    rows=$(awk 'NR == FNR { holder[$1]; next } ($1 in holder)' "$pidfile" "$screen" | wc -l)
   fi
   echo "$rows" >"$tmp/$id.rows"
   # Stop it: gpuclean top and nvitop with q, watch with SIGTERM (by PID: it is ours).
@@ -514,7 +548,9 @@ run_tool() { # ID
 # The run and the report.
 
 gc_rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo "no git")
-echo "top_bench $(date '+%Y-%m-%d %H:%M:%S %z')  kernel $(uname -r)  nproc $(nproc)  crowd n=$n f=$f h=$h z=$z  ${seconds} s per tool (+${warmup} s warm-up)  delay ${delay} s"
+crowd_text="crowd n=$n f=$f h=$h z=$z"
+((n > 0)) || crowd_text="no crowd (-n 0)"
+echo "top_bench $(date '+%Y-%m-%d %H:%M:%S %z')  kernel $(uname -r)  nproc $(nproc)  $crowd_text  ${seconds} s per tool (+${warmup} s warm-up)  delay ${delay} s"
 echo "  processes in /proc: $(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)  gpuclean: $gpuclean (tree $gc_rev, built $(date -r "$gpuclean" '+%Y-%m-%d %H:%M:%S'))  $("$tmux_bin" -V) ($tmux_bin)  CLK_TCK $(getconf CLK_TCK)"
 if ((have_smi)); then
   echo "  gpu: $(timeout 20 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1) ($(timeout 20 nvidia-smi -L 2>/dev/null | wc -l) GPUs)"
@@ -549,15 +585,19 @@ for i in ids:
     tree_peak = int(st[1]) if len(st) > 1 else 0
     # A transient child's peak (nvidia-smi under watch) is seldom caught by 1 s samples: the
     # wrapper's getrusage(RUSAGE_CHILDREN) maximum covers the tool's whole tree.
+    # Only for a tool whose children come and go (none alive at the end, some reaped): for one
+    # with a lasting child (top's helper) the samples see it, and the maximum is its own.
     child_peak = d["children_hwm_kib"]
-    if tree_peak > d["hwm_kib"]:
+    transient = d["reaped_children_s"] > 0 and not any(c["alive"] for c in d["children"])
+    if transient and tree_peak > d["hwm_kib"]:
         child_peak = max(child_peak, tree_peak)
     r = dict(cpu=100 * (d["self_s"] + child_s) / wall, main=100 * d["self_s"] / wall,
              child=100 * child_s / wall, rss=d["rss_kib"] / MiB, hwm=d["hwm_kib"] / MiB,
              crss=d["children_rss_kib"] / MiB, cpeak=child_peak / MiB,
              tmux=100 * d["extra_s"] / wall, wall=wall, alive=d["alive"],
              per_refresh=1000 * (d["self_s"] + child_s) / (wall / delay),
-             series=d["rss_series_kib"], children=d["children"], status=st)
+             series=d["rss_series_kib"], children=d["children"], status=st,
+             steps=sorted(1000 * x for x in d.get("cpu_per_interval_s", [])))
     r["footprint"] = r["hwm"] + r["cpeak"]
     rows[i] = r
     if not d["alive"]:
@@ -574,7 +614,7 @@ for i in ids:
                          for c in d["children"]) or "none"
         rows_seen = open(os.path.join(tmp, f"{i}.rows")).read().strip() if os.path.exists(os.path.join(tmp, f"{i}.rows")) else "-"
         term = open(os.path.join(tmp, f"{i}.term")).read().strip() if os.path.exists(os.path.join(tmp, f"{i}.term")) else "?"
-        seen = f"crowd holders on its last screen: {rows_seen}/{H}; " if rows_seen != "-" else ""
+        seen = f"holder rows on its last screen (200x50): {rows_seen} of {H}; " if rows_seen != "-" else ""
         notes.append(f"{label[i]}: children during the window: {kids}; {seen}terminal after q: {term}")
 
 print()
@@ -594,7 +634,8 @@ print()
 print("CPU %: utime+stime over the measured wall time, % of one core; main: the tool's process;")
 print("child: its descendants (gpuclean's NVML helper; watch's sh + command), reaped ones included.")
 print("RSS/HWM: the tool's VmRSS at the end and VmHWM; ch.RSS: its live children's VmRSS at the end;")
-print("ch.HWM: their peak (for watch: the whole tree's getrusage maximum); total peak = HWM + ch.HWM.")
+print("ch.HWM: their peak (for watch, whose children come and go: the tree's wait4 maximum when above")
+print("watch's own); total peak = HWM + ch.HWM.")
 print("tmux CPU%: the tmux server drawing the tool's output; ms/ref: CPU ms per refresh (total/refreshes).")
 
 print()
@@ -610,12 +651,20 @@ for i in ("top", "top-nvml"):
 if "top" in rows and "top-full0" in rows:
     a, b = rows["top"], rows["top-full0"]
     print()
-    print("per refresh: the default (a full scan every 30 s, in between only new PIDs, the holders and NVML's PIDs)")
-    print("against --full-scan 0 (a full scan of every process's fds and maps on every refresh)")
+    print("per refresh: the default (--full-scan 30s: each refresh reads the new PIDs, the holders, NVML's PIDs")
+    print("and a slice of the rest, all of them once per 30 s) against --full-scan 0 (every process, every refresh)")
     print(f"  default        {a['per_refresh']:7.1f} ms CPU per refresh   {a['cpu']:6.2f}% of one core")
     print(f"  --full-scan 0  {b['per_refresh']:7.1f} ms CPU per refresh   {b['cpu']:6.2f}% of one core")
     if a["per_refresh"] > 0:
         print(f"  --full-scan 0 / default: {b['per_refresh'] / a['per_refresh']:.1f}x")
+
+steps = [(i, rows[i]["steps"]) for i in ids if i in rows and i.startswith("top") and rows[i]["steps"]]
+if steps:
+    print()
+    print("CPU ms of the tool and its children in each 1 s sample (10 ms ticks; a sample is about one refresh)")
+    for i, v in steps:
+        pick = lambda q: v[min(len(v) - 1, int(q * len(v)))]
+        print(f"  {label[i]:<34} median {pick(0.5):6.0f}  p90 {pick(0.9):6.0f}  max {v[-1]:6.0f}  ({len(v)} samples)")
 
 print()
 print("ratios gpuclean / other (below 1: gpuclean costs less)        CPU   peak memory")

@@ -15,17 +15,23 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
   last_ = now;
   started_ = true;
   last_full_ = full;
+  // When each present PID was first seen; the gone ones are forgotten.
+  std::map<Pid, Clock::time_point> seen;
+  for (Pid pid : sorted) {
+    auto it = first_seen_.find(pid);
+    seen.emplace(pid, it == first_seen_.end() ? now : it->second);
+  }
+  first_seen_ = std::move(seen);
   if (full) {
-    known_ = std::set<Pid>(sorted.begin(), sorted.end());
     next_in_turn_ = 0;
     owed_ = 0;
     return sorted;
   }
 
   std::vector<Pid> chosen;
-  std::vector<Pid> old;  // present at the last call and not chosen for another reason
+  std::vector<Pid> old;  // not young and not chosen for another reason: read in turns
   for (Pid pid : sorted) {
-    if (!known_.contains(pid) || must.contains(pid)) {
+    if (now - first_seen_.at(pid) < kYoung || must.contains(pid)) {
       chosen.push_back(pid);
     } else {
       old.push_back(pid);
@@ -47,7 +53,6 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
     }
   }
   std::sort(chosen.begin(), chosen.end());
-  known_ = std::set<Pid>(sorted.begin(), sorted.end());
   return chosen;
 }
 

@@ -38,7 +38,7 @@ std::string sparkline(const std::deque<MemoryHistory::Sample>& samples, double n
                       bool unicode) {
   if (width <= 0) return "";
   static const char* const kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  static const char kAscii[] = " .:-=+*#";
+  static const char kAscii[] = "_.:-=+*#";
   std::vector<double> highest(static_cast<std::size_t>(width), -1);
   const double start = now - MemoryHistory::kSeconds;
   for (const auto& sample : samples) {
@@ -259,9 +259,9 @@ ScreenLine header_line(const TopFrame& frame) {
     line.push_back({fmt::format(" ({} problem{})", errors, errors == 1 ? "" : "s"),
                     Style::kNormal});
   }
-  std::string every = fmt::format("  every {:g} s", frame.delay_seconds);
-  if (!frame.refresh_note.empty()) every += "  " + frame.refresh_note;
-  line.push_back({every, Style::kDim});
+  // A late refresh before the interval: it says the figures are getting old.
+  if (!frame.refresh_note.empty()) line.push_back({"  " + frame.refresh_note, Style::kYellow});
+  line.push_back({fmt::format("  every {:g} s", frame.delay_seconds), Style::kDim});
   return line;
 }
 
@@ -360,8 +360,9 @@ ScreenLine holder_line(const TopRow& row, double now, std::size_t owner_width, b
   const Bytes memory = total_memory(h);
   const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
   std::string command = h.visible ? command_label(p, 400) : "(not visible from this PID namespace)";
-  if (h.inherited_from) command += fmt::format("  (heir of dead pid {})", *h.inherited_from);
-  if (h.mps_client) command += "  (MPS client)";
+  // Whose memory it holds matters more than the end of its command line: first.
+  if (h.mps_client) command = "(MPS client) " + command;
+  if (h.inherited_from) command = fmt::format("(heir of dead pid {}) ", *h.inherited_from) + command;
   const std::string indent(static_cast<std::size_t>(row.depth) * 2, ' ');
   const std::string user = cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10);
   const std::string label = class_label(h);

@@ -42,7 +42,7 @@ class MemoryHistory {
 };
 
 // The last `kSeconds` as `width` cells, oldest left: each cell the highest fraction in its
-// time slice, in eight levels ("▁▂▃▄▅▆▇█"; ASCII " .:-=+*#" without UTF-8); blank where no
+// time slice, in eight levels ("▁▂▃▄▅▆▇█"; ASCII "_.:-=+*#" without UTF-8); blank where no
 // sample falls.
 std::string sparkline(const std::deque<MemoryHistory::Sample>& samples, double now, int width,
                       bool unicode);

@@ -1,0 +1,318 @@
+// `gpuclean top`'s screen, composed without a terminal (output/top_view.h), and the choice of
+// processes its refreshes re-read (collect/rolling_scan.h).
+#include "output/top_view.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "collect/rolling_scan.h"
+#include "core/units.h"
+#include "ops/launch.h"
+#include "output/text_width.h"
+
+namespace gpuclean::output {
+namespace {
+
+Holder holder(Pid pid, Pid ppid, HolderClass klass, Bytes bytes, std::uint64_t start,
+              const std::string& command) {
+  Holder h;
+  h.process.pid = pid;
+  h.process.ppid = ppid;
+  h.process.user = "alice";
+  h.process.start_ticks = start;
+  h.process.start_time = 1764500000.0 - static_cast<double>(1000 - start);
+  h.process.cmdline = {command};
+  h.klass = klass;
+  if (bytes > 0) h.gpu_memory[0] = bytes;
+  return h;
+}
+
+StatusReport report_with_tree() {
+  StatusReport r;
+  r.host = "h200-1";
+  r.time = 1764500000;
+  r.nvml_state = NvmlState::kPresent;
+  r.driver_version = "580.159.04";
+  GpuReport g;
+  g.gpu.index = 0;
+  g.gpu.memory = GpuMemory{140 * kGiB, 30 * kGiB, 110 * kGiB, std::nullopt};
+  g.attributed = 28 * kGiB;
+  g.unattributed = 2 * kGiB;
+  r.diagnosis.gpus.push_back(g);
+  // A server (100) with two workers (101, 102), and an unrelated orphan (300), oldest first.
+  r.diagnosis.holders = {holder(100, 1, HolderClass::kActive, 4 * kGiB, 10, "serve.py"),
+                         holder(101, 100, HolderClass::kActive, 8 * kGiB, 20, "worker-a"),
+                         holder(102, 100, HolderClass::kActive, 2 * kGiB, 30, "worker-b"),
+                         holder(300, 1, HolderClass::kOrphan, 14 * kGiB, 40, "leftover\x1b[2J")};
+  r.diagnosis.holders[3].inherited_from = 299;
+  r.diagnosis.problems.push_back({"orphan", 0u, 300, "GPU 0: 14.0 GiB held by orphan pid 300",
+                                  "gpuclean kill 300"});
+  r.diagnosis.clean = false;
+  return r;
+}
+
+std::string text_of(const ScreenLine& line) {
+  std::string text;
+  for (const Segment& s : line) text += s.text;
+  return text;
+}
+
+std::string screen_text(const TopScreen& screen) {
+  std::string text;
+  for (const ScreenLine& line : screen.lines) text += text_of(line) + '\n';
+  return text;
+}
+
+std::vector<Pid> pids(const std::vector<TopRow>& rows) {
+  std::vector<Pid> out;
+  for (const TopRow& row : rows) out.push_back(row.holder->process.pid);
+  return out;
+}
+
+TEST(TopRows, TreeKeepsChildrenUnderTheirParentAndSortsSiblings) {
+  const StatusReport r = report_with_tree();
+  const auto rows = top_rows(r.diagnosis, TopSort::kMemory, true, "");
+  // Roots by memory: the orphan (14 GiB) before the server (4 GiB); the workers under it,
+  // the larger first.
+  EXPECT_EQ(pids(rows), (std::vector<Pid>{300, 100, 101, 102}));
+  EXPECT_EQ(rows[2].depth, 1);
+  EXPECT_EQ(rows[1].depth, 0);
+  // Negative control: flat, the workers leave their parent.
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, false, "")),
+            (std::vector<Pid>{300, 101, 100, 102}));
+}
+
+TEST(TopRows, SortsByAgeAndPidAndFilters) {
+  const StatusReport r = report_with_tree();
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kAge, false, "")),
+            (std::vector<Pid>{100, 101, 102, 300}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kPid, false, "")),
+            (std::vector<Pid>{100, 101, 102, 300}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "WORKER")),
+            (std::vector<Pid>{101, 102}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "orphan")),
+            (std::vector<Pid>{300}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "101")), (std::vector<Pid>{101}));
+  EXPECT_EQ(next(TopSort::kMemory), TopSort::kAge);
+  EXPECT_EQ(next(TopSort::kPid), TopSort::kMemory);
+}
+
+TEST(TopScreen, FitsEachSizeAndShowsVerdictGpuProblemsAndRows) {
+  const StatusReport r = report_with_tree();
+  MemoryHistory history;
+  history.add(r.time - 30, r.diagnosis.gpus);
+  history.add(r.time, r.diagnosis.gpus);
+  for (auto [width, height] : {std::pair{80, 24}, std::pair{200, 50}, std::pair{40, 10}}) {
+    TopViewState state;
+    TopFrame frame{&r, &history, r.time, 1, "", true};
+    const TopScreen screen = compose_top(frame, state, width, height);
+    ASSERT_EQ(screen.lines.size(), static_cast<std::size_t>(height)) << width;
+    for (const ScreenLine& line : screen.lines) {
+      EXPECT_LE(display_columns(text_of(line)), static_cast<std::size_t>(width)) << text_of(line);
+    }
+    const std::string text = screen_text(screen);
+    EXPECT_NE(text.find("gpuclean top"), std::string::npos);
+    EXPECT_NE(text.find("DIRTY"), std::string::npos) << text;
+    if (height >= 24) {
+      EXPECT_NE(text.find("GPU 0"), std::string::npos) << text;
+      EXPECT_NE(text.find("held by orphan pid 300"), std::string::npos) << text;
+      EXPECT_NE(text.find("fix: gpuclean kill 300"), std::string::npos) << text;
+      EXPECT_NE(text.find("(heir of dead pid 299)"), std::string::npos) << text;
+      EXPECT_NE(text.find("q quit"), std::string::npos) << text;
+      // Escapes in a command are shown escaped, never sent to the terminal.
+      EXPECT_EQ(text.find('\x1b'), std::string::npos);
+    }
+    // The first row is selected when nothing was.
+    EXPECT_EQ(state.selected, std::optional<Pid>(300));
+  }
+}
+
+TEST(TopScreen, SelectionStaysOnItsPidAndScrollsIntoView) {
+  StatusReport r = report_with_tree();
+  for (Pid pid = 1000; pid < 1040; ++pid) {
+    r.diagnosis.holders.push_back(holder(pid, 1, HolderClass::kActive, 0, 50, "idle"));
+  }
+  TopViewState state;
+  state.sort = TopSort::kPid;
+  state.selected = 1039;  // the last row
+  TopFrame frame{&r, nullptr, r.time, 1, "", true};
+  const TopScreen screen = compose_top(frame, state, 80, 24);
+  const std::string text = screen_text(screen);
+  EXPECT_NE(text.find("  1039  "), std::string::npos) << "scrolled to the selection:\n" << text;
+  EXPECT_EQ(text.find("   100  "), std::string::npos) << "the first rows scrolled away";
+  EXPECT_GT(state.scroll, 0u);
+  // The selected row is drawn as one reverse-video segment across the whole width.
+  bool found = false;
+  for (const ScreenLine& line : screen.lines) {
+    if (!line.empty() && line[0].style == Style::kSelected &&
+        text_of(line).find("1039") != std::string::npos) {
+      found = true;
+      EXPECT_EQ(display_columns(text_of(line)), 80u);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(TopScreen, PaneReplacesTheTableAndNvmlTroubleIsNamed) {
+  StatusReport r = report_with_tree();
+  r.nvml_state = NvmlState::kFailed;
+  r.nvml_message = "NVML did not answer in 5 s (the driver may be hung)";
+  TopViewState state;
+  state.pane = TopPane{"Explain pid 300", {"pid 300 — leftover", "  state S"}, 0, "Esc close"};
+  TopFrame frame{&r, nullptr, r.time, 1, "refreshing for 6 s", false};
+  const std::string text = screen_text(compose_top(frame, state, 80, 24));
+  EXPECT_NE(text.find("NVML not answering: NVML did not answer in 5 s"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("UNKNOWN"), std::string::npos) << "never CLEAN when NVML failed";
+  EXPECT_NE(text.find("refreshing for 6 s"), std::string::npos);
+  EXPECT_NE(text.find("Explain pid 300"), std::string::npos);
+  EXPECT_EQ(text.find("COMMAND"), std::string::npos) << "the pane covers the table";
+  EXPECT_NE(text.find("Esc close"), std::string::npos);
+  // Another failure is a failure, not a hang.
+  r.nvml_message = "nvmlDeviceGetMemoryInfo: GPU is lost";
+  EXPECT_EQ(nvml_status_line(r), "NVML failed: nvmlDeviceGetMemoryInfo: GPU is lost");
+}
+
+TEST(Sparkline, PlacesSamplesInTheirSecondAndScalesToEightLevels) {
+  std::deque<MemoryHistory::Sample> samples = {{940, 0.0}, {970, 0.5}, {999.5, 1.0}};
+  const std::string ascii = sparkline(samples, 1000, 6, false);
+  ASSERT_EQ(ascii.size(), 6u);
+  EXPECT_EQ(ascii[0], '_') << "0 % is the lowest level, '_' in ASCII (blank: no sample)";
+  EXPECT_EQ(ascii[3], '=') << "50 % in the middle cell";
+  EXPECT_EQ(ascii[5], '#') << "100 % in the last cell";
+  EXPECT_EQ(ascii[1], ' ');
+  const std::string blocks = sparkline(samples, 1000, 6, true);
+  EXPECT_NE(blocks.find("█"), std::string::npos);
+  EXPECT_EQ(display_columns(blocks), 6u);
+  // Samples older than a minute are dropped from the history.
+  MemoryHistory history;
+  GpuReport g;
+  g.gpu.index = 0;
+  g.gpu.memory = GpuMemory{100, 50, 50, std::nullopt};
+  history.add(1000, {g});
+  history.add(1061, {g});
+  ASSERT_NE(history.of(0), nullptr);
+  EXPECT_EQ(history.of(0)->size(), 1u);
+  EXPECT_EQ(history.of(1), nullptr);
+}
+
+}  // namespace
+}  // namespace gpuclean::output
+
+namespace gpuclean::collect {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<Pid> range(Pid from, Pid to) {
+  std::vector<Pid> out;
+  for (Pid p = from; p < to; ++p) out.push_back(p);
+  return out;
+}
+
+TEST(RollingScan, FirstCallAndZeroPeriodReadEverything) {
+  RollingScan every(Duration(0));
+  const auto t0 = RollingScan::Clock::now();
+  EXPECT_EQ(every.choose(range(1, 101), {}, t0).size(), 100u);
+  EXPECT_EQ(every.choose(range(1, 101), {}, t0 + 1s).size(), 100u);
+  EXPECT_TRUE(every.last_was_full());
+}
+
+TEST(RollingScan, ReadsNewLikelyAndASliceSoThatAllAreReadOncePerPeriod) {
+  RollingScan rolling(Duration(30s));
+  // The first look is at least kYoung ago, so that those processes are not new any more.
+  auto now = RollingScan::Clock::now() - 60s;
+  const std::vector<Pid> present = range(1, 3001);
+  EXPECT_EQ(rolling.choose(present, {}, now).size(), 3000u) << "the first look is full";
+  EXPECT_TRUE(rolling.last_was_full());
+  now += RollingScan::kYoung + 1s;
+  EXPECT_LE(rolling.choose(present, {}, now).size(), 3000u * 16 / 30 + 1);
+  now += 30s;
+  EXPECT_TRUE((rolling.choose(present, {}, now), rolling.last_was_full()));
+
+  // One second later: a new process (5000), a holder (7), and 1/30 of the 3,000 in turn.
+  std::vector<Pid> with_new = present;
+  with_new.push_back(5000);
+  now += 1s;
+  const std::vector<Pid> chosen = rolling.choose(with_new, {7, 4242}, now);
+  EXPECT_FALSE(rolling.last_was_full());
+  EXPECT_NE(std::find(chosen.begin(), chosen.end(), 5000), chosen.end()) << "new";
+  EXPECT_NE(std::find(chosen.begin(), chosen.end(), 7), chosen.end()) << "likely holder";
+  EXPECT_EQ(std::find(chosen.begin(), chosen.end(), 4242), chosen.end()) << "not in /proc";
+  EXPECT_GE(chosen.size(), 100u);
+  EXPECT_LE(chosen.size(), 103u) << "new + likely + 100 in turn, not everything";
+
+  // Over the rest of the period every process is read at least once.
+  std::set<Pid> read(chosen.begin(), chosen.end());
+  for (int second = 2; second < 30; ++second) {
+    now += 1s;
+    for (Pid pid : rolling.choose(with_new, {}, now)) read.insert(pid);
+  }
+  EXPECT_LT(read.size(), with_new.size()) << "29 s: not all of them yet (control)";
+  now += 1s;
+  for (Pid pid : rolling.choose(with_new, {}, now)) read.insert(pid);
+  EXPECT_EQ(read.size(), with_new.size()) << "each process read once per 30 s period";
+  // Negative control: a period later it is a full scan again.
+  now += 30s;
+  EXPECT_EQ(rolling.choose(with_new, {}, now).size(), with_new.size());
+  EXPECT_TRUE(rolling.last_was_full());
+}
+
+TEST(RollingScan, ANewProcessIsReadOnEveryRefreshWhileYoung) {
+  // tests/top/run.sh found it: a process that opens the device a second after it started was
+  // read once, as new, before it held anything, and then waited for its turn (~20 s).
+  RollingScan rolling(Duration(30s));
+  auto now = RollingScan::Clock::now();
+  std::vector<Pid> present = range(1, 301);
+  (void)rolling.choose(present, {}, now);
+  now += RollingScan::kYoung;  // the first ones are not young any more
+  (void)rolling.choose(present, {}, now);
+  present.push_back(999);
+  auto chosen_at = [&](auto when) {
+    const auto chosen = rolling.choose(present, {}, when);
+    return std::find(chosen.begin(), chosen.end(), 999) != chosen.end();
+  };
+  const auto born = now + 100ms;
+  EXPECT_TRUE(chosen_at(born));
+  EXPECT_TRUE(chosen_at(born + 1s)) << "still young: read again";
+  EXPECT_TRUE(chosen_at(born + RollingScan::kYoung - 1s));
+  // Negative control: old, it waits for its turn (the slice of 100 ms is one or two PIDs).
+  now = born + RollingScan::kYoung;
+  (void)rolling.choose(present, {}, now);
+  EXPECT_FALSE(chosen_at(now + 50ms));
+}
+
+}  // namespace
+}  // namespace gpuclean::collect
+
+namespace gpuclean::ops {
+namespace {
+
+TEST(LaunchOutput, TheChildsOutputAndErrorsGoToTheGivenDescriptorAndStdinIsNull) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  LaunchOptions options;
+  options.output_fd = fds[1];
+  auto launched = launch("/bin/sh", {"sh", "-c", "echo out; echo err >&2; cat; echo end"}, options);
+  ::close(fds[1]);
+  ASSERT_TRUE(launched.ok()) << launched.error().message();
+  std::string text;
+  char buffer[256];
+  ssize_t got = 0;
+  while ((got = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(launched->pid, &status, 0);
+  // `cat` ended at once: its stdin was /dev/null, not this test's terminal or pipe.
+  EXPECT_EQ(text, "out\nerr\nend\n");
+}
+
+}  // namespace
+}  // namespace gpuclean::ops
