@@ -23,6 +23,7 @@ seconds=60
 warmup=5
 delay=1
 tools=""
+top_args=()
 tmux_bin=""
 keep=""
 lifetime=""
@@ -38,6 +39,8 @@ usage: $0 [options]
   --seconds S       measured seconds per tool (default $seconds)
   --warmup S        seconds each tool runs before the measurement starts (default $warmup)
   -d DELAY          refresh interval of every tool, seconds (default $delay)
+  --top-args ARGS   more options for every gpuclean top run, split at spaces
+                    (e.g. "--full-scan 120s --threads 1")
   --tools LIST      comma-separated subset of the tools below (default: all that apply)
                       top          gpuclean top -d DELAY --device-glob FILE --no-nvml   (crowd)
                       top-full0    the same with --full-scan 0: a full scan every refresh (crowd)
@@ -48,6 +51,7 @@ usage: $0 [options]
   --tmux PATH       tmux to use (default: tmux on PATH, else \$TMUX_BIN, e.g. the wrapper
                     tests/gpu/carry_tmux.sh writes)
   --keep DIR        save each tool's last screen (tmux capture-pane) as DIR/TOOL.screen.txt
+                    and its samples (per-second CPU, RSS) as DIR/TOOL.samples.json
   --lifetime S      the crowd ends itself after S seconds in any case (default: enough)
   --help            this text
 
@@ -76,6 +80,7 @@ while (($#)); do
     --seconds) need_value "$@"; need_uint "$1" "$2"; seconds=$2; shift 2 ;;
     --warmup) need_value "$@"; need_uint "$1" "$2"; warmup=$2; shift 2 ;;
     -d) need_value "$@"; need_num "$1" "$2"; delay=$2; shift 2 ;;
+    --top-args) need_value "$@"; read -ra top_args <<<"$2"; shift 2 ;;
     --tools) need_value "$@"; tools=$2; shift 2 ;;
     --tmux) need_value "$@"; tmux_bin=$2; shift 2 ;;
     --keep) need_value "$@"; keep=$2; shift 2 ;;
@@ -450,9 +455,9 @@ label_of() {
 }
 set_cmd() {
   case $1 in
-    top) CMD=("$gpuclean" top -d "$delay" --device-glob "$target" --no-nvml) ;;
-    top-full0) CMD=("$gpuclean" top -d "$delay" --device-glob "$target" --no-nvml --full-scan 0) ;;
-    top-nvml) CMD=("$gpuclean" top -d "$delay") ;;
+    top) CMD=("$gpuclean" top -d "$delay" --device-glob "$target" --no-nvml "${top_args[@]}") ;;
+    top-full0) CMD=("$gpuclean" top -d "$delay" --device-glob "$target" --no-nvml "${top_args[@]}" --full-scan 0) ;;
+    top-nvml) CMD=("$gpuclean" top -d "$delay" "${top_args[@]}") ;;
     watch-fuser) CMD=("$watch_bin" -n "$delay" "$fuser_bin $target") ;;
     watch-smi) CMD=("$watch_bin" -n "$delay" nvidia-smi) ;;
     nvitop) CMD=("$py" -m nvitop --interval "$delay") ;;
@@ -513,6 +518,7 @@ run_tool() { # ID
     return
   fi
   "$py" "$tmp/sample.py" "$tmp/$id.json" "$seconds" 1 "$tool" "$server"
+  [[ -n $keep ]] && cp "$tmp/$id.json" "$keep/$id.samples.json"
   screen=$tmp/$id.screen.txt
   tx capture-pane -p -t "$id" >"$screen"
   [[ -n $keep ]] && cp "$screen" "$keep/"
@@ -556,16 +562,21 @@ if ((have_smi)); then
   echo "  gpu: $(timeout 20 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1) ($(timeout 20 nvidia-smi -L 2>/dev/null | wc -l) GPUs)"
 fi
 [[ -s $tmp/crowd.log ]] && echo "  $(sed -n 1p "$tmp/crowd.log")"
+((${#top_args[@]} == 0)) || echo "  every gpuclean top run also gets: ${top_args[*]}"
 for s in "${skipped[@]}"; do echo "  skipped $s"; done
 
 for id in "${ids[@]}"; do
   run_tool "$id"
 done
 
-if "$py" - "$tmp" "$delay" "$h" "${ids[@]}" <<'PY'
+if "$py" - "$tmp" "$delay" "$h" "$warmup" "${ids[@]}" <<'PY'
 import json, os, sys
-tmp, delay, H = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-ids = sys.argv[4:]
+tmp, delay, H, warmup = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+ids = sys.argv[5:]
+# top reads every process it first saw less than 15 s ago on every refresh (RollingScan's
+# kYoung), and on its start it sees them all: its first seconds are full scans. "Steady": the
+# samples from 20 s after the tool started.
+STEADY_AFTER = 20.0
 MiB = 1024.0
 label = {"top": "gpuclean top (fake dev, no NVML)", "top-full0": "gpuclean top --full-scan 0",
          "top-nvml": "gpuclean top (real devs, NVML)", "watch-fuser": f"watch -n{delay:g} fuser FILE",
@@ -599,6 +610,11 @@ for i in ids:
              series=d["rss_series_kib"], children=d["children"], status=st,
              steps=sorted(1000 * x for x in d.get("cpu_per_interval_s", [])))
     r["footprint"] = r["hwm"] + r["cpeak"]
+    per_s = d.get("cpu_per_interval_s", [])
+    skip = max(0, int(STEADY_AFTER - warmup + 0.999))
+    tail = per_s[skip:]
+    r["steady"] = 100 * sum(tail) / len(tail) if tail else None
+    r["early"] = 100 * sum(per_s[:skip]) / skip if skip and len(per_s) >= skip else None
     rows[i] = r
     if not d["alive"]:
         notes.append(f"{label[i]}: the tool ended during the measurement")
@@ -644,9 +660,11 @@ for i in ("top", "top-nvml"):
     if i in rows:
         r = rows[i]
         mem = r["rss"] + r["crss"]
-        print(f"  {label[i]:<34} CPU {r['cpu']:5.2f}% ({'within' if r['cpu'] < 2 else 'ABOVE'} 2%);"
-              f" RSS {r['rss']:.1f} MiB, with the helper {mem:.1f} MiB"
-              f" ({'within' if mem < 15 else 'ABOVE'} 15 MiB); peak {r['footprint']:.1f} MiB")
+        steady = r["steady"] if r["steady"] is not None else r["cpu"]
+        print(f"  {label[i]:<34} CPU {r['cpu']:5.2f}% over the window; {steady:5.2f}% from {STEADY_AFTER:.0f} s after"
+              f" its start ({'within' if steady < 2 else 'ABOVE'} 2%)")
+        print(f"  {'':<34} RSS {r['rss']:.1f} MiB; with its helper {mem:.1f} MiB"
+              f" ({'within' if mem < 15 else 'ABOVE'} 15 MiB); peaks {r['footprint']:.1f} MiB")
 
 if "top" in rows and "top-full0" in rows:
     a, b = rows["top"], rows["top-full0"]
@@ -665,6 +683,11 @@ if steps:
     for i, v in steps:
         pick = lambda q: v[min(len(v) - 1, int(q * len(v)))]
         print(f"  {label[i]:<34} median {pick(0.5):6.0f}  p90 {pick(0.9):6.0f}  max {v[-1]:6.0f}  ({len(v)} samples)")
+    for i, _ in steps:
+        r = rows[i]
+        if r["early"] is not None and r["steady"] is not None:
+            print(f"  {label[i]:<34} until {STEADY_AFTER:.0f} s after its start: {r['early']:6.2f}% of one core;"
+                  f" after: {r['steady']:6.2f}%")
 
 print()
 print("ratios gpuclean / other (below 1: gpuclean costs less)        CPU   peak memory")

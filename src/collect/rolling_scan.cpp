@@ -9,6 +9,7 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
                                      Clock::time_point now) {
   std::vector<Pid> sorted = present;
   std::sort(sorted.begin(), sorted.end());
+  const bool first_call = !started_;
   const double elapsed = started_ ? std::chrono::duration<double>(now - last_).count() : 0;
   const double period = std::chrono::duration<double>(full_period_).count();
   const bool full = !started_ || period <= 0 || elapsed >= period;
@@ -16,10 +17,14 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
   started_ = true;
   last_full_ = full;
   // When each present PID was first seen; the gone ones are forgotten.
+  // The first listing's processes were there before the view opened: not new (else the
+  // first kYoung seconds would be full scans, found by bench/top_bench.sh).
   std::map<Pid, Clock::time_point> seen;
   for (Pid pid : sorted) {
     auto it = first_seen_.find(pid);
-    seen.emplace(pid, it == first_seen_.end() ? now : it->second);
+    seen.emplace(pid, it != first_seen_.end() ? it->second
+                      : first_call            ? now - kYoung
+                                              : now);
   }
   first_seen_ = std::move(seen);
   if (full) {
