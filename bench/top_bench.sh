@@ -615,6 +615,8 @@ for i in ids:
     tail = per_s[skip:]
     r["steady"] = 100 * sum(tail) / len(tail) if tail else None
     r["early"] = 100 * sum(per_s[:skip]) / skip if skip and len(per_s) >= skip else None
+    r["steady_cpu"] = r["steady"] if r["steady"] is not None else r["cpu"]
+    r["steady_ref"] = r["steady_cpu"] * 10 * delay  # % of a core -> ms per refresh
     rows[i] = r
     if not d["alive"]:
         notes.append(f"{label[i]}: the tool ended during the measurement")
@@ -634,25 +636,27 @@ for i in ids:
         notes.append(f"{label[i]}: children during the window: {kids}; {seen}terminal after q: {term}")
 
 print()
-head = (f"{'tool':<34} {'CPU %':>6} {'main':>6} {'child':>6} {'RSS':>6} {'HWM':>6} "
+head = (f"{'tool':<34} {'CPU %':>6} {'main':>6} {'child':>6} {'steady':>6} {'RSS':>6} {'HWM':>6} "
         f"{'ch.RSS':>6} {'ch.HWM':>6} {'total':>6} {'tmux':>5} {'ms/ref':>7}")
 print(head)
-print(f"{'':<34} {'(% of one core)':^20} {'(MiB: main, and its children)':^27} {'peak':>6} {'CPU%':>5} {'(CPU)':>7}")
+print(f"{'':<34} {'(% of one core)':^27} {'(MiB: main, and its children)':^27} {'peak':>6} {'CPU%':>5} {'steady':>7}")
 print("-" * len(head))
 for i in ids:
     if i not in rows:
         print(f"{label[i]:<34} {'did not run (see notes)':>40}")
         continue
     r = rows[i]
-    print(f"{label[i]:<34} {r['cpu']:6.2f} {r['main']:6.2f} {r['child']:6.2f} {r['rss']:6.1f} {r['hwm']:6.1f} "
-          f"{r['crss']:6.1f} {r['cpeak']:6.1f} {r['footprint']:6.1f} {r['tmux']:5.2f} {r['per_refresh']:7.1f}")
+    print(f"{label[i]:<34} {r['cpu']:6.2f} {r['main']:6.2f} {r['child']:6.2f} {r['steady_cpu']:6.2f} {r['rss']:6.1f} {r['hwm']:6.1f} "
+          f"{r['crss']:6.1f} {r['cpeak']:6.1f} {r['footprint']:6.1f} {r['tmux']:5.2f} {r['steady_ref']:7.1f}")
 print()
 print("CPU %: utime+stime over the measured wall time, % of one core; main: the tool's process;")
-print("child: its descendants (gpuclean's NVML helper; watch's sh + command), reaped ones included.")
+print("child: its descendants (gpuclean's NVML helper; watch's sh + command), reaped ones included;")
+print(f"steady: the whole tree's, from {STEADY_AFTER:.0f} s after the tool started (top reads every process on")
+print("every refresh for its first 15 s: its start is not what it costs left open).")
 print("RSS/HWM: the tool's VmRSS at the end and VmHWM; ch.RSS: its live children's VmRSS at the end;")
 print("ch.HWM: their peak (for watch, whose children come and go: the tree's wait4 maximum when above")
 print("watch's own); total peak = HWM + ch.HWM.")
-print("tmux CPU%: the tmux server drawing the tool's output; ms/ref: CPU ms per refresh (total/refreshes).")
+print("tmux CPU%: the tmux server drawing the tool's output; ms/ref: steady CPU ms per refresh.")
 
 print()
 print("contract targets at 1 Hz with 2,000 processes: CPU < 2% of one core, RSS < 15 MiB")
@@ -671,10 +675,10 @@ if "top" in rows and "top-full0" in rows:
     print()
     print("per refresh: the default (--full-scan 30s: each refresh reads the new PIDs, the holders, NVML's PIDs")
     print("and a slice of the rest, all of them once per 30 s) against --full-scan 0 (every process, every refresh)")
-    print(f"  default        {a['per_refresh']:7.1f} ms CPU per refresh   {a['cpu']:6.2f}% of one core")
-    print(f"  --full-scan 0  {b['per_refresh']:7.1f} ms CPU per refresh   {b['cpu']:6.2f}% of one core")
-    if a["per_refresh"] > 0:
-        print(f"  --full-scan 0 / default: {b['per_refresh'] / a['per_refresh']:.1f}x")
+    print(f"  default        {a['steady_ref']:7.1f} ms CPU per refresh   {a['steady_cpu']:6.2f}% of one core (steady)")
+    print(f"  --full-scan 0  {b['steady_ref']:7.1f} ms CPU per refresh   {b['steady_cpu']:6.2f}% of one core (steady)")
+    if a["steady_ref"] > 0:
+        print(f"  --full-scan 0 / default: {b['steady_ref'] / a['steady_ref']:.1f}x")
 
 steps = [(i, rows[i]["steps"]) for i in ids if i in rows and i.startswith("top") and rows[i]["steps"]]
 if steps:
@@ -690,14 +694,14 @@ if steps:
                   f" after: {r['steady']:6.2f}%")
 
 print()
-print("ratios gpuclean / other (below 1: gpuclean costs less)        CPU   peak memory")
+print("ratios gpuclean / other (below 1: gpuclean costs less)   steady CPU   peak memory")
 pairs = [("top", "watch-fuser"), ("top-nvml", "watch-smi"), ("top-nvml", "nvitop"),
          ("top", "watch-smi"), ("top-full0", "watch-fuser"), ("top-full0", "top")]
 for a, b in pairs:
     name = f"{label[a]} / {label[b]}"
     if a in rows and b in rows:
         ra, rb = rows[a], rows[b]
-        cpu = f"{ra['cpu'] / rb['cpu']:6.2f}" if rb["cpu"] > 0 else "   inf"
+        cpu = f"{ra['steady_cpu'] / rb['steady_cpu']:6.2f}" if rb["steady_cpu"] > 0 else "   inf"
         memr = f"{ra['footprint'] / rb['footprint']:6.2f}" if rb["footprint"] > 0 else "     -"
         print(f"  {name:<62} {cpu}  {memr}")
 

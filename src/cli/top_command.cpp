@@ -50,13 +50,13 @@ void add_top_command(CLI::App& app, TopOptions& options) {
                   "Quit after this many refreshes (default: run until q)")
       ->option_text("N")
       ->check(whole_number_check(0, 1000000000));
-  set_help_footer(*top,
-                  {{"gpuclean top", "every GPU, refreshed every second"},
-                   {"gpuclean top -d 5 --gpus 0,1", "GPUs 0 and 1, every 5 seconds"},
-                   {"gpuclean top --full-scan 0", "every process's files on every refresh"}},
-                  {"0  quit (q, Ctrl-C, SIGTERM, or --iterations reached)",
-                   "2  usage error, or no terminal (use gpuclean status --json)",
-                   "3  /proc unreadable"});
+  set_help_footer(
+      *top,
+      {{"gpuclean top", "every GPU, refreshed every second"},
+       {"gpuclean top -d 5 --gpus 0,1", "GPUs 0 and 1, every 5 seconds"},
+       {"gpuclean top --full-scan 0", "every process's files on every refresh"}},
+      {"0  quit (q, Ctrl-C, SIGTERM, or --iterations reached)",
+       "2  usage error, or no terminal (use gpuclean status --json)", "3  /proc unreadable"});
 }
 
 namespace {
@@ -309,7 +309,7 @@ class TopSession {
 
   // A new collection: diagnosed with the current options, kept for re-diagnosis (`g`).
   void accept(Gathered gathered) {
-    last_gathered_ = gathered;
+    last_gathered_ = std::move(gathered);
     diagnose_last();
     ++refreshes_;
     if (report_) history_.add(report_->time, report_->diagnosis.gpus);
@@ -594,8 +594,8 @@ class TopSession {
     kill_start_ticks_ = holder->process.start_ticks;
     std::vector<std::string> argv = {"gpuclean", "kill", std::to_string(kill_pid_), "--dry-run"};
     for (std::string& arg : common_args(status_.common)) argv.push_back(std::move(arg));
-    state_.pane = TopPane{fmt::format("Kill pid {} and its descendants", kill_pid_),
-                          {"planning…"}, 0, "Esc cancel"};
+    state_.pane = TopPane{
+        fmt::format("Kill pid {} and its descendants", kill_pid_), {"planning…"}, 0, "Esc cancel"};
     std::string error;
     child_ = start_child(argv, error);
     kill_stage_ = child_ ? KillStage::kPlanning : KillStage::kDone;

@@ -47,15 +47,16 @@ extern "C" void on_fatal_signal(int signo) {
         ::write(STDOUT_FILENO, g_restore.sequence, g_restore.length);
   }
   if (g_restore.have_saved) ::tcsetattr(STDIN_FILENO, TCSANOW, &g_restore.saved);
-  ::signal(signo, SIG_DFL);
-  ::raise(signo);
+  (void)::signal(signo, SIG_DFL);
+  (void)::raise(signo);
 }
 
 void remember_restore_sequence() {
   g_restore.length = 0;
   for (const char* capability : {"rmcup", "cnorm", "sgr0"}) {
     // tigetstr takes a char*; terminfo does not write through it.
-    char* value = ::tigetstr(const_cast<char*>(capability));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+    char* value =
+        ::tigetstr(const_cast<char*>(capability));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
     if (value == nullptr || value == reinterpret_cast<char*>(-1)) continue;  // NOLINT
     const std::size_t n = std::strlen(value);
     if (g_restore.length + n + 2 >= sizeof(g_restore.sequence)) break;
@@ -83,7 +84,7 @@ void install_handlers() {
 
 void uninstall_handlers() {
   for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
-    ::signal(signo, SIG_DFL);
+    (void)::signal(signo, SIG_DFL);
   }
 }
 
@@ -92,7 +93,7 @@ enum Pair : short { kPairRed = 1, kPairGreen, kPairYellow };
 }  // namespace
 
 Result<std::unique_ptr<TopTerminal>> TopTerminal::open(bool color) {
-  std::setlocale(LC_ALL, "");
+  (void)std::setlocale(LC_ALL, "");
   const bool unicode = std::strcmp(::nl_langinfo(CODESET), "UTF-8") == 0;
   termios saved{};
   const bool have_saved = ::tcgetattr(STDIN_FILENO, &saved) == 0;
@@ -143,7 +144,7 @@ int TopTerminal::height() const {
   return getmaxy(stdscr);
 }
 
-void TopTerminal::paint(const std::vector<output::ScreenLine>& lines) {
+void TopTerminal::paint(const std::vector<output::ScreenLine>& lines) const {
   using output::Style;
   ::erase();
   const int rows = height();
@@ -176,7 +177,8 @@ void TopTerminal::paint(const std::vector<output::ScreenLine>& lines) {
           attributes = color_ ? A_NORMAL : A_BOLD;
           break;
       }
-      ::attrset(static_cast<int>(attributes | (color_ ? static_cast<attr_t>(COLOR_PAIR(pair)) : 0U)));
+      ::attrset(
+          static_cast<int>(attributes | (color_ ? static_cast<attr_t>(COLOR_PAIR(pair)) : 0U)));
       // The bottom-right cell makes addstr report an error (the cursor cannot move past it);
       // the text is drawn all the same.
       (void)::addstr(segment.text.c_str());

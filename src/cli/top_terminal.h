@@ -26,7 +26,7 @@ class TopTerminal {
   [[nodiscard]] int height() const;
   // Whether the locale's characters are UTF-8 (block characters may be drawn).
   [[nodiscard]] bool unicode() const { return unicode_; }
-  void paint(const std::vector<output::ScreenLine>& lines);
+  void paint(const std::vector<output::ScreenLine>& lines) const;
   // The next key pressed, or nullopt when none is waiting (never blocks). A resize is the key
   // KEY_RESIZE, after which width() and height() are the new size.
   std::optional<int> key();

@@ -22,9 +22,7 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
   std::map<Pid, Clock::time_point> seen;
   for (Pid pid : sorted) {
     auto it = first_seen_.find(pid);
-    seen.emplace(pid, it != first_seen_.end() ? it->second
-                      : first_call            ? now - kYoung
-                                              : now);
+    seen.emplace(pid, it != first_seen_.end() ? it->second : first_call ? now - kYoung : now);
   }
   first_seen_ = std::move(seen);
   if (full) {

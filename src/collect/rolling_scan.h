@@ -41,9 +41,9 @@ class RollingScan {
  private:
   Duration full_period_;
   std::map<Pid, Clock::time_point> first_seen_;  // /proc's listing at the last call
-  Pid next_in_turn_ = 0;       // the slice of old processes starts at the first PID >= this
-  double owed_ = 0;            // fractional processes carried to the next slice
-  Clock::time_point last_{};   // when choose() was last called
+  Pid next_in_turn_ = 0;      // the slice of old processes starts at the first PID >= this
+  double owed_ = 0;           // fractional processes carried to the next slice
+  Clock::time_point last_{};  // when choose() was last called
   bool started_ = false;
   bool last_full_ = false;
 };

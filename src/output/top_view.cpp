@@ -1,10 +1,12 @@
 #include "output/top_view.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -21,8 +23,8 @@ void MemoryHistory::add(double time, const std::vector<GpuReport>& gpus) {
     const Gpu& gpu = report.gpu;
     if (!gpu.memory || gpu.memory->total == 0) continue;
     auto& samples = samples_[gpu.index];
-    samples.push_back({time, static_cast<double>(gpu.memory->used) /
-                                 static_cast<double>(gpu.memory->total)});
+    samples.push_back(
+        {time, static_cast<double>(gpu.memory->used) / static_cast<double>(gpu.memory->total)});
   }
   for (auto& [index, samples] : samples_) {
     while (!samples.empty() && samples.front().time < time - kSeconds) samples.pop_front();
@@ -37,8 +39,8 @@ const std::deque<MemoryHistory::Sample>* MemoryHistory::of(unsigned gpu) const {
 std::string sparkline(const std::deque<MemoryHistory::Sample>& samples, double now, int width,
                       bool unicode) {
   if (width <= 0) return "";
-  static const char* const kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  static const char kAscii[] = "_.:-=+*#";
+  static constexpr std::array<const char*, 8> kBlocks = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  static constexpr std::string_view kAscii = "_.:-=+*#";
   std::vector<double> highest(static_cast<std::size_t>(width), -1);
   const double start = now - MemoryHistory::kSeconds;
   for (const auto& sample : samples) {
@@ -56,9 +58,9 @@ std::string sparkline(const std::deque<MemoryHistory::Sample>& samples, double n
     }
     const auto level = std::clamp(static_cast<int>(std::lround(h * 7)), 0, 7);
     if (unicode) {
-      line += kBlocks[level];
+      line += kBlocks.at(static_cast<std::size_t>(level));
     } else {
-      line += kAscii[level];
+      line += kAscii.at(static_cast<std::size_t>(level));
     }
   }
   return line;
@@ -230,7 +232,7 @@ std::string clock_time(double unix_seconds) {
   std::tm local{};
   ::localtime_r(&seconds, &local);
   char text[16];
-  std::strftime(text, sizeof(text), "%H:%M:%S", &local);
+  if (std::strftime(text, sizeof(text), "%H:%M:%S", &local) == 0) return "??:??:??";
   return text;
 }
 
@@ -241,9 +243,9 @@ ScreenLine header_line(const TopFrame& frame) {
     return line;
   }
   const StatusReport& report = *frame.report;
-  line.push_back({"  " + cut_to_columns(escape_terminal(report.host), 30) + "  " +
-                      clock_time(report.time),
-                  Style::kNormal});
+  line.push_back(
+      {"  " + cut_to_columns(escape_terminal(report.host), 30) + "  " + clock_time(report.time),
+       Style::kNormal});
   const Verdict verdict = verdict_of(report);
   const std::size_t errors = static_cast<std::size_t>(
       std::count_if(report.diagnosis.problems.begin(), report.diagnosis.problems.end(),
@@ -256,8 +258,8 @@ ScreenLine header_line(const TopFrame& frame) {
                         : verdict == Verdict::kDirty ? Style::kRed
                                                      : Style::kYellow});
   if (errors > 0) {
-    line.push_back({fmt::format(" ({} problem{})", errors, errors == 1 ? "" : "s"),
-                    Style::kNormal});
+    line.push_back(
+        {fmt::format(" ({} problem{})", errors, errors == 1 ? "" : "s"), Style::kNormal});
   }
   // A late refresh before the interval: it says the figures are getting old.
   if (!frame.refresh_note.empty()) line.push_back({"  " + frame.refresh_note, Style::kYellow});
@@ -300,11 +302,11 @@ ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width
   if (!gpu.memory) return {{label, Style::kBold}, {"memory unknown", Style::kYellow}};
   const GpuMemory& m = *gpu.memory;
   const std::string figures = fmt::format("{} / {}", format_bytes(m.used), format_bytes(m.total));
-  const std::string split = fmt::format("  attr {}  unattr {}", format_bytes(r.attributed),
-                                        format_bytes(r.unattributed));
+  const std::string split =
+      fmt::format("  attr {}  unattr {}", format_bytes(r.attributed), format_bytes(r.unattributed));
   // The bar and the sparkline share what is left: a third to the bar, the rest to the minute.
-  const std::size_t fixed = display_columns(label) + 2 + 1 + display_columns(figures) +
-                            display_columns(split) + 2;
+  const std::size_t fixed =
+      display_columns(label) + 2 + 1 + display_columns(figures) + display_columns(split) + 2;
   const std::size_t room = width > fixed ? width - fixed : 0;
   const int bar_cells = static_cast<int>(std::clamp<std::size_t>(room / 3, 6, 30));
   std::string bar = memory_bar(m.total, r.attributed, r.unattributed, bar_cells);
@@ -348,9 +350,9 @@ ScreenLine table_header(const TopViewState& state, std::size_t owner_width) {
   std::string text = row_prefix("PID", "USER", "CLASS", "AGE", "MEMORY");
   if (owner_width > 0) text += fmt::format("{:<{}}  ", "OWNER", owner_width);
   text += "COMMAND";
-  std::string how = fmt::format("  [sort: {}{}{}]", to_string(state.sort),
-                                state.tree ? ", tree" : ", flat",
-                                state.filter.empty() ? "" : ", filter: " + state.filter);
+  std::string how =
+      fmt::format("  [sort: {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
+                  state.filter.empty() ? "" : ", filter: " + state.filter);
   return {{text, Style::kBold}, {escape_terminal(how), Style::kDim}};
 }
 
@@ -362,7 +364,8 @@ ScreenLine holder_line(const TopRow& row, double now, std::size_t owner_width, b
   std::string command = h.visible ? command_label(p, 400) : "(not visible from this PID namespace)";
   // Whose memory it holds matters more than the end of its command line: first.
   if (h.mps_client) command = "(MPS client) " + command;
-  if (h.inherited_from) command = fmt::format("(heir of dead pid {}) ", *h.inherited_from) + command;
+  if (h.inherited_from)
+    command = fmt::format("(heir of dead pid {}) ", *h.inherited_from) + command;
   const std::string indent(static_cast<std::size_t>(row.depth) * 2, ' ');
   const std::string user = cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10);
   const std::string label = class_label(h);
@@ -438,9 +441,8 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
 
   // What the table needs at least: its header and three rows, and the footer.
   constexpr std::size_t kTableMinimum = 4;
-  const std::size_t budget = height > lines.size() + kTableMinimum + 1
-                                 ? height - lines.size() - kTableMinimum - 1
-                                 : 0;
+  const std::size_t budget =
+      height > lines.size() + kTableMinimum + 1 ? height - lines.size() - kTableMinimum - 1 : 0;
   // GPUs first, then problems, each within what the table leaves.
   const std::size_t gpu_room = std::min(d.gpus.size(), std::max<std::size_t>(budget / 2, 1));
   for (std::size_t i = 0; i < d.gpus.size() && i < gpu_room && lines.size() + 1 < height; ++i) {
@@ -502,10 +504,11 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
       }
     }
     if (!found) {
-      state.selected = screen.rows.empty()
-                           ? std::nullopt
-                           : std::optional<Pid>(screen.rows[std::min(selected, screen.rows.size() - 1)]
-                                                    .holder->process.pid);
+      state.selected =
+          screen.rows.empty()
+              ? std::nullopt
+              : std::optional<Pid>(
+                    screen.rows[std::min(selected, screen.rows.size() - 1)].holder->process.pid);
     }
     if (selected < state.scroll) state.scroll = selected;
     if (area > 0 && selected >= state.scroll + area) state.scroll = selected + 1 - area;

@@ -30,7 +30,7 @@ class MemoryHistory {
  public:
   static constexpr double kSeconds = 60;
   struct Sample {
-    double time = 0;  // seconds since the epoch
+    double time = 0;      // seconds since the epoch
     double fraction = 0;  // used / total
   };
   // The GPUs' used memory at `time`; samples older than kSeconds are dropped.
@@ -76,17 +76,17 @@ struct TopViewState {
   std::optional<Pid> selected;  // the selected holder, kept by PID across refreshes
   std::size_t scroll = 0;       // first holder row shown
   std::optional<TopPane> pane;
-  std::string prompt;           // a line being typed ("/ filter: abc"), shown in the footer
-  std::string message;          // a one-off note in the footer ("no GPU 5")
+  std::string prompt;   // a line being typed ("/ filter: abc"), shown in the footer
+  std::string message;  // a one-off note in the footer ("no GPU 5")
 };
 
 struct TopFrame {
   const StatusReport* report = nullptr;  // nullptr: nothing collected yet
   const MemoryHistory* history = nullptr;
-  double now = 0;             // seconds since the epoch
-  double delay_seconds = 1;   // the refresh interval
-  std::string refresh_note;   // e.g. "refreshing for 6 s" while a collection is overdue
-  bool unicode = true;        // the terminal's locale is UTF-8
+  double now = 0;            // seconds since the epoch
+  double delay_seconds = 1;  // the refresh interval
+  std::string refresh_note;  // e.g. "refreshing for 6 s" while a collection is overdue
+  bool unicode = true;       // the terminal's locale is UTF-8
 };
 
 struct TopScreen {

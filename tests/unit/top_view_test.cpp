@@ -50,8 +50,8 @@ StatusReport report_with_tree() {
                          holder(102, 100, HolderClass::kActive, 2 * kGiB, 30, "worker-b"),
                          holder(300, 1, HolderClass::kOrphan, 14 * kGiB, 40, "leftover\x1b[2J")};
   r.diagnosis.holders[3].inherited_from = 299;
-  r.diagnosis.problems.push_back({"orphan", 0u, 300, "GPU 0: 14.0 GiB held by orphan pid 300",
-                                  "gpuclean kill 300"});
+  r.diagnosis.problems.push_back(
+      {"orphan", 0u, 300, "GPU 0: 14.0 GiB held by orphan pid 300", "gpuclean kill 300"});
   r.diagnosis.clean = false;
   return r;
 }
@@ -95,8 +95,7 @@ TEST(TopRows, SortsByAgeAndPidAndFilters) {
             (std::vector<Pid>{100, 101, 102, 300}));
   EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "WORKER")),
             (std::vector<Pid>{101, 102}));
-  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "orphan")),
-            (std::vector<Pid>{300}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "orphan")), (std::vector<Pid>{300}));
   EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "101")), (std::vector<Pid>{101}));
   EXPECT_EQ(next(TopSort::kMemory), TopSort::kAge);
   EXPECT_EQ(next(TopSort::kPid), TopSort::kMemory);
@@ -166,8 +165,7 @@ TEST(TopScreen, PaneReplacesTheTableAndNvmlTroubleIsNamed) {
   state.pane = TopPane{"Explain pid 300", {"pid 300 — leftover", "  state S"}, 0, "Esc close"};
   TopFrame frame{&r, nullptr, r.time, 1, "refreshing for 6 s", false};
   const std::string text = screen_text(compose_top(frame, state, 80, 24));
-  EXPECT_NE(text.find("NVML not answering: NVML did not answer in 5 s"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("NVML not answering: NVML did not answer in 5 s"), std::string::npos) << text;
   EXPECT_NE(text.find("UNKNOWN"), std::string::npos) << "never CLEAN when NVML failed";
   EXPECT_NE(text.find("refreshing for 6 s"), std::string::npos);
   EXPECT_NE(text.find("Explain pid 300"), std::string::npos);
