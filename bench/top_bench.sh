@@ -573,9 +573,8 @@ if "$py" - "$tmp" "$delay" "$h" "$warmup" "${ids[@]}" <<'PY'
 import json, os, sys
 tmp, delay, H, warmup = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 ids = sys.argv[5:]
-# top reads every process it first saw less than 15 s ago on every refresh (RollingScan's
-# kYoung), and on its start it sees them all: its first seconds are full scans. "Steady": the
-# samples from 20 s after the tool started.
+# "Steady": the samples from 20 s after the tool started, past its start (the first refresh
+# reads every process) and RollingScan's 15 s of re-reading each new process (kYoung).
 STEADY_AFTER = 20.0
 MiB = 1024.0
 label = {"top": "gpuclean top (fake dev, no NVML)", "top-full0": "gpuclean top --full-scan 0",
@@ -651,8 +650,8 @@ for i in ids:
 print()
 print("CPU %: utime+stime over the measured wall time, % of one core; main: the tool's process;")
 print("child: its descendants (gpuclean's NVML helper; watch's sh + command), reaped ones included;")
-print(f"steady: the whole tree's, from {STEADY_AFTER:.0f} s after the tool started (top reads every process on")
-print("every refresh for its first 15 s: its start is not what it costs left open).")
+print(f"steady: the whole tree's, from {STEADY_AFTER:.0f} s after the tool started (what it costs left open,")
+print("without its start; 'until 20 s' below shows the start).")
 print("RSS/HWM: the tool's VmRSS at the end and VmHWM; ch.RSS: its live children's VmRSS at the end;")
 print("ch.HWM: their peak (for watch, whose children come and go: the tree's wait4 maximum when above")
 print("watch's own); total peak = HWM + ch.HWM.")

@@ -240,7 +240,9 @@ top_started() {  # PANE: sets TOP once the pane's child runs gpuclean
   kids=$(cat /proc/"$1"/task/*/children 2>/dev/null) || return 1
   read -ra kids <<<"$kids"
   ((${#kids[@]} == 1)) || return 1
-  [[ $(readlink "/proc/${kids[0]}/exe" 2>/dev/null) == "$(readlink -f "$GPUCLEAN")" ]] || return 1
+  # Exec'd: gpuclean's binary, or at least no longer the pane script's fork.
+  [[ $(readlink "/proc/${kids[0]}/exe" 2>/dev/null) == "$(readlink -f "$GPUCLEAN")" ||
+    $(cat "/proc/${kids[0]}/comm" 2>/dev/null) == gpuclean ]] || return 1
   TOP=${kids[0]}
 }
 screen() { tx capture-pane -p -t "$1" 2>/dev/null; }
