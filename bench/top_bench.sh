@@ -672,8 +672,8 @@ for i in ("top", "top-nvml"):
 if "top" in rows and "top-full0" in rows:
     a, b = rows["top"], rows["top-full0"]
     print()
-    print("per refresh: the default (--full-scan 30s: each refresh reads the new PIDs, the holders, NVML's PIDs")
-    print("and a slice of the rest, all of them once per 30 s) against --full-scan 0 (every process, every refresh)")
+    print("per refresh: the default (--full-scan 60s: each refresh reads the new PIDs, the holders, NVML's PIDs")
+    print("and a slice of the rest, all of them once per 60 s) against --full-scan 0 (every process, every refresh)")
     print(f"  default        {a['steady_ref']:7.1f} ms CPU per refresh   {a['steady_cpu']:6.2f}% of one core (steady)")
     print(f"  --full-scan 0  {b['steady_ref']:7.1f} ms CPU per refresh   {b['steady_cpu']:6.2f}% of one core (steady)")
     if a["steady_ref"] > 0:

@@ -44,7 +44,7 @@ void add_top_command(CLI::App& app, TopOptions& options) {
   top->add_option("--full-scan", options.full_scan,
                   "Every process's files are re-read at least this often; new processes, "
                   "holders and the PIDs NVML lists on every refresh. 0: all on every refresh "
-                  "(default: 30s)")
+                  "(default: 60s)")
       ->option_text("DURATION");
   top->add_option("--iterations", options.iterations,
                   "Quit after this many refreshes (default: run until q)")

@@ -13,7 +13,7 @@ namespace gpuclean::cli {
 struct TopOptions {
   StatusOptions status;     // the diagnosis options status takes (--max-used, --allow-user, …)
   std::string delay = "1";  // -d: between refreshes
-  std::string full_scan = "30";  // every process re-read at least this often (0: every refresh)
+  std::string full_scan = "60";  // every process re-read at least this often (0: every refresh)
   unsigned iterations = 0;       // quit after this many refreshes (0: never)
 };
 

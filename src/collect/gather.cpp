@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <future>
 
@@ -145,14 +146,42 @@ Gathered Gatherer::collect() {
   procfs::ScanOptions scan_options;
   scan_options.threads = options_.threads;
   bool full_scan = true;
+  std::vector<procfs::FileHolding> rechecked;  // known holders whose descriptors still hold
+  const auto now = RollingScan::Clock::now();
   if (rolling_) {
     if (auto present = proc_.list_pids(); present.ok()) {
-      scan_options.only = rolling_->choose(*present, likely_holders_, RollingScan::Clock::now());
+      std::vector<Pid> chosen = rolling_->choose(*present, likely_holders_, now);
       full_scan = rolling_->last_was_full();
+      // Most of a refresh's cost is one readlink per descriptor (bench/top_bench.sh, perf):
+      // a known holder's held descriptors are re-read, not its whole table, between its full
+      // reads.
+      std::vector<Pid> to_scan;
+      for (Pid pid : chosen) {
+        auto known = known_holdings_.find(pid);
+        if (!full_scan && known != known_holdings_.end() &&
+            now - known->second.scanned < RollingScan::kYoung &&
+            procfs::still_holds(proc_, pid, known->second.holding.files)) {
+          rechecked.push_back(known->second.holding);
+        } else {
+          to_scan.push_back(pid);
+        }
+      }
+      scan_options.only = std::move(to_scan);
     }
   }
   procfs::HolderScan scan = procfs::scan_holders(proc_, files_, scan_options);
   NvmlOutcome nvml = nvml_future.get();
+  if (rolling_) {
+    std::map<Pid, KnownHolding> known;
+    for (const procfs::FileHolding& h : scan.holdings) known[h.pid] = {h, now};
+    for (procfs::FileHolding& h : rechecked) {
+      known[h.pid] = {h, known_holdings_.at(h.pid).scanned};
+      scan.holdings.push_back(std::move(h));
+    }
+    known_holdings_ = std::move(known);
+    std::sort(scan.holdings.begin(), scan.holdings.end(),
+              [](const auto& a, const auto& b) { return a.pid < b.pid; });
+  }
 
   Gathered out;
   out.full_scan = full_scan;

@@ -3,6 +3,8 @@
 // an H200, as long as the whole scan), then everything /proc says about each holder.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -112,6 +114,14 @@ class Gatherer {
   std::shared_ptr<GpuSampler> helper_;
   std::unique_ptr<RollingScan> rolling_;
   std::set<Pid> likely_holders_;  // the last collect's holders and NVML's PIDs (rolling_)
+  // rolling_: what each holder of the last collect held, and when its whole table was last
+  // read. A holder re-checked within RollingScan::kYoung of that keeps its files when its
+  // descriptors still name them (procfs::still_holds: a readlink per held fd, not per fd).
+  struct KnownHolding {
+    procfs::FileHolding holding;
+    std::chrono::steady_clock::time_point scanned;
+  };
+  std::map<Pid, KnownHolding> known_holdings_;
   bool source_tried_ = false;
   bool gpu_details_ = false;
 };

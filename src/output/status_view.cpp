@@ -116,15 +116,7 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
             (h.mps_server ? fmt::format("(MPS client of server pid {})", *h.mps_server)
                           : std::string("(MPS client)"));
   }
-  // A node service shows what it is where others show their class, and the class too when it
-  // is not at work ("mps-server/stuck").
-  std::string label = to_string(h.klass);
-  if (h.service) {
-    const bool working = h.klass == HolderClass::kActive || h.klass == HolderClass::kMonitor;
-    label = working ? std::string(to_string(*h.service))
-                    : std::string(to_string(*h.service)) + "/" + label;
-  }
-  const std::string klass = fmt::format("{:<13}", label);
+  const std::string klass = fmt::format("{:<13}", class_label(h));
   return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}",
                      std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
                      cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
@@ -183,6 +175,18 @@ std::string cuda_version(std::optional<int> version) {
 }
 
 }  // namespace
+
+std::string class_label(const Holder& h) {
+  // A node service shows what it is where others show their class, and the class too when it
+  // is not at work ("mps-server/stuck").
+  std::string label = to_string(h.klass);
+  if (h.service) {
+    const bool working = h.klass == HolderClass::kActive || h.klass == HolderClass::kMonitor;
+    label = working ? std::string(to_string(*h.service))
+                    : std::string(to_string(*h.service)) + "/" + label;
+  }
+  return label;
+}
 
 const char* to_string(Verdict verdict) {
   switch (verdict) {

@@ -45,6 +45,10 @@ void render_check_lines(std::ostream& out, const StatusReport& report);
 // `check`'s warnings (problems that leave the GPUs clean): "gpuclean: warning: MESSAGE" each.
 void render_check_warnings(std::ostream& out, const StatusReport& report);
 
+// A holder's CLASS cell: its class, or the node service it is ("mps-server", and
+// "mps-server/stuck" when it is not at work).
+std::string class_label(const Holder& holder);
+
 // [████▒▒····]: attributed, unattributed, free, in `width` cells.
 std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width);
 

@@ -98,18 +98,6 @@ Bytes total_memory(const Holder& h) {
   return total;
 }
 
-// What a row's CLASS cell says: a node service says what it is (and its class when it is not
-// at work, as status prints it).
-std::string class_label(const Holder& h) {
-  std::string label = to_string(h.klass);
-  if (h.service) {
-    const bool working = h.klass == HolderClass::kActive || h.klass == HolderClass::kMonitor;
-    label = working ? std::string(to_string(*h.service))
-                    : std::string(to_string(*h.service)) + "/" + label;
-  }
-  return label;
-}
-
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -453,7 +441,10 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
     }
     add(gpu_line(d.gpus[i], frame, width));
   }
-  const std::size_t problem_room = budget > gpu_room ? budget - gpu_room : 0;
+  // Problems take at most a quarter of the screen: with 40 of them the holders' table is what
+  // one acts on (bench/top_bench.sh's crowd showed 3 rows of 40 at 200x50 before).
+  const std::size_t problem_room =
+      std::min(budget > gpu_room ? budget - gpu_room : 0, std::max<std::size_t>(height / 4, 2));
   std::size_t used_for_problems = 0;
   for (std::size_t i = 0; i < d.problems.size(); ++i) {
     const Problem& p = d.problems[i];

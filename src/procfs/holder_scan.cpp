@@ -310,6 +310,28 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
   return result;
 }
 
+bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files) {
+  if (files.empty()) return false;
+  char target[PATH_MAX];
+  for (const HeldFile& file : files) {
+    if (file.fds.empty()) return false;  // held through its maps alone
+    // A zombie-led group's table is read through the thread that showed it.
+    const std::string table = std::to_string(pid) +
+                              (file.via_thread ? "/task/" + std::to_string(*file.via_thread) : "") +
+                              "/fd/";
+    for (int fd : file.fds) {
+      const std::string link = table + std::to_string(fd);
+      const ssize_t length = ::readlinkat(proc.root_fd(), link.c_str(), target, sizeof(target));
+      if (length <= 0) return false;
+      if (split_deleted(std::string_view(target, static_cast<std::size_t>(length))).path !=
+          file.path) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 void fill_access(const ProcFs& proc, FileHolding& holding) {
   for (HeldFile& file : holding.files) {
     for (int fd : file.fds) {

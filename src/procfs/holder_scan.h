@@ -39,6 +39,12 @@ struct HolderScan {
 HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files,
                         const ScanOptions& options);
 
+// Whether pid still holds each of `files` through the same descriptors: one readlink per held
+// fd instead of its whole table, for re-checking a known holder (`top`'s refreshes). False when
+// a descriptor changed or is gone, or a file was held only through a mapping (its maps must be
+// read: scan it). New descriptors it opened since are not seen: a full scan finds them.
+bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files);
+
 // Fills readable/writable of each HeldFile from the fds' open flags.
 void fill_access(const ProcFs& proc, FileHolding& holding);
 

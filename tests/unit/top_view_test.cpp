@@ -10,10 +10,14 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "collect/rolling_scan.h"
 #include "core/units.h"
 #include "ops/launch.h"
 #include "output/text_width.h"
+#include "procfs/holder_scan.h"
+#include "procfs/proc_fs.h"
 
 namespace gpuclean::output {
 namespace {
@@ -155,6 +159,24 @@ TEST(TopScreen, SelectionStaysOnItsPidAndScrollsIntoView) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+TEST(TopScreen, ManyProblemsLeaveTheTableMostOfTheScreen) {
+  StatusReport r = report_with_tree();
+  for (Pid pid = 1000; pid < 1040; ++pid) {
+    r.diagnosis.holders.push_back(holder(pid, 1, HolderClass::kOrphan, kGiB, 50, "w"));
+    r.diagnosis.problems.push_back({"orphan", 0u, pid, fmt::format("orphan {}", pid), "kill"});
+  }
+  TopViewState state;
+  TopFrame frame{&r, nullptr, r.time, 1, "", true};
+  const TopScreen screen = compose_top(frame, state, 200, 50);
+  std::size_t problems = 0;
+  for (const ScreenLine& line : screen.lines) {
+    if (text_of(line).rfind("! ", 0) == 0) ++problems;
+  }
+  EXPECT_LE(problems, 6u);
+  EXPECT_GE(screen.table_height, 30u) << screen_text(screen);
+  EXPECT_NE(screen_text(screen).find("more problems"), std::string::npos);
 }
 
 TEST(TopScreen, PaneReplacesTheTableAndNvmlTroubleIsNamed) {
@@ -313,3 +335,35 @@ TEST(LaunchOutput, TheChildsOutputAndErrorsGoToTheGivenDescriptorAndStdinIsNull)
 
 }  // namespace
 }  // namespace gpuclean::ops
+
+namespace gpuclean::procfs {
+namespace {
+
+TEST(StillHolds, TrueWhileTheSameDescriptorNamesTheFileFalseOnceClosedOrReused) {
+  char path[] = "/tmp/gpuclean-still-holds-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  auto proc = ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+  HeldFile held;
+  held.path = path;
+  held.fds = {fd};
+  EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
+  HeldFile mapped_only;
+  mapped_only.path = path;
+  mapped_only.mapped = true;
+  EXPECT_FALSE(still_holds(*proc, ::getpid(), {mapped_only})) << "maps must be read: a scan";
+  EXPECT_FALSE(still_holds(*proc, ::getpid(), {})) << "nothing held is no holder";
+  // The descriptor now names another file: no longer held through it.
+  const int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(::dup2(other, fd), fd);
+  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held}));
+  ::close(other);
+  ::close(fd);
+  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "closed";
+  ::unlink(path);
+}
+
+}  // namespace
+}  // namespace gpuclean::procfs
