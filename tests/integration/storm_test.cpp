@@ -109,7 +109,11 @@ TEST_F(StormTest, EveryHolderFoundInEveryScanAndNoStormProcessReported) {
                 return storm_scan.exit_code == 1;
               }))
       << "the scan never saw a storm process";
-  EXPECT_GT(rate, 300.0) << "the storm was too slow to test anything";
+  // The floor says the storm was one: 300/s passed here until 2026-12-02, when this 2-core VM
+  // made 258-267/s beside the scans, run alone, with ~600 processes vanishing mid-scan — the
+  // race the test is about, still happening. What shows it happened is the vanished count.
+  EXPECT_GT(rate, 200.0) << "the storm was too slow to test anything";
+  EXPECT_GT(vanished, 0u) << "no process vanished mid-scan: the storm never raced a scan";
 }
 
 // Negative control for the comparison above: a holder killed mid-run is no longer found, so a
