@@ -601,6 +601,12 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
 
   const ops::TeardownOptions& t = parsed->teardown;
   if (!o.common.json) print_plan(plan, t, io);
+  if (o.dry_run && !o.common.json) {
+    // What acting on it would ask about (top shows this plan before its own y/N).
+    for (const std::string& reason : plan.confirm_reasons) {
+      io.err << "gpuclean: kill: would ask: " << output::escape_terminal(reason) << '\n';
+    }
+  }
   if (o.dry_run) {
     if (o.common.json) {
       nlohmann::json doc = output::document_header(host_name(), unix_now());

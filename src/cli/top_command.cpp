@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,7 +56,7 @@ void add_top_command(CLI::App& app, TopOptions& options) {
       {{"gpuclean top", "every GPU, refreshed every second"},
        {"gpuclean top -d 5 --gpus 0,1", "GPUs 0 and 1, every 5 seconds"},
        {"gpuclean top --full-scan 0", "every process's files on every refresh"}},
-      {"0  quit (q, Ctrl-C, SIGTERM, or --iterations reached)",
+      {"0  quit (q, Ctrl-C, SIGTERM, SIGHUP, or --iterations reached)",
        "2  usage error, or no terminal (use gpuclean status --json)", "3  /proc unreadable"});
 }
 
@@ -80,12 +81,15 @@ class Collector {
       state_->ready_read = UniqueFd(fds[0]);
       state_->ready_write = UniqueFd(fds[1]);
     }
-    // The thread, and the scan threads it starts, take no signal: SIGWINCH, SIGINT and SIGTERM
-    // must interrupt the main thread's poll.
-    sigset_t all;
+    // The thread, and the scan threads it starts, take none of the signals the main thread's
+    // poll must be interrupted by.
+    // Only those: a fault (SIGSEGV, …) raised while blocked would bypass the handler that
+    // restores the terminal (the review found it).
+    sigset_t waited;
     sigset_t previous;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+    sigemptyset(&waited);
+    for (int signo : {SIGINT, SIGTERM, SIGHUP, SIGWINCH}) sigaddset(&waited, signo);
+    ::pthread_sigmask(SIG_BLOCK, &waited, &previous);
     thread_ = std::thread([state = state_] { loop(*state); });
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   }
@@ -181,7 +185,11 @@ struct ChildRun {
   std::optional<int> exit_code;  // once reaped
 };
 
-std::optional<ChildRun> start_child(const std::vector<std::string>& argv, std::string& error) {
+// `acting`: the kill itself. It runs in a session of its own (Ctrl-C at the terminal does not
+// reach it) and outlives top: a teardown stopped half-way could leave its targets stopped. The
+// plan (a dry run) dies with top.
+std::optional<ChildRun> start_child(const std::vector<std::string>& argv, bool acting,
+                                    std::string& error) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     error = "pipe2 failed";
@@ -191,7 +199,8 @@ std::optional<ChildRun> start_child(const std::vector<std::string>& argv, std::s
   UniqueFd write_end(fds[1]);
   ops::LaunchOptions options;
   options.output_fd = write_end.get();
-  options.parent_death_signal = SIGTERM;
+  options.new_session = true;
+  if (!acting) options.parent_death_signal = SIGKILL;
   auto launched = ops::launch("/proc/self/exe", argv, options);
   if (!launched.ok()) {
     error = "cannot run gpuclean kill: " + launched.error().message();
@@ -223,10 +232,18 @@ void pump_child(ChildRun& run) {
   }
 }
 
+// gpuclean's own output (explain, kill) is escaped already: escaping it again would double its
+// backslashes. Control bytes are replaced all the same, so that nothing reaches the terminal raw.
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(output::escape_terminal(line));
+  for (std::string line; std::getline(in, line);) {
+    for (char& c : line) {
+      const auto byte = static_cast<unsigned char>(c);
+      if ((byte < 0x20 && byte != '\t') || byte == 0x7f) c = '?';
+    }
+    lines.push_back(line);
+  }
   return lines;
 }
 
@@ -237,10 +254,7 @@ std::string duration_arg(Duration d) {
 // The global options the kill child needs to see what top sees.
 std::vector<std::string> common_args(const CommonOptions& common) {
   std::vector<std::string> args;
-  for (const std::string& glob : common.device_globs) {
-    args.emplace_back("--device-glob");
-    args.push_back(glob);
-  }
+  for (const std::string& glob : common.device_globs) args.push_back("--device-glob=" + glob);
   if (common.no_nvml) args.emplace_back("--no-nvml");
   if (common.threads > 0) {
     args.emplace_back("--threads");
@@ -313,6 +327,9 @@ class TopSession {
     diagnose_last();
     ++refreshes_;
     if (report_) history_.add(report_->time, report_->diagnosis.gpus);
+    // The table's rows point into the report just replaced: composed again before any key
+    // moves the selection through them (the review found keys read freed rows).
+    if (terminal_) redraw();
   }
 
   void diagnose_last() {
@@ -321,12 +338,21 @@ class TopSession {
     std::ostringstream err;
     StatusPrepared prepared = prepare_status(status_, *last_gathered_, Io{out, err});
     if (!prepared.usable) {
-      // E.g. --gpus while NVML has stopped answering: the last good screen stays, marked.
+      // --gpus while NVML has stopped answering: the whole machine's view, its verdict
+      // UNKNOWN, never the last good screen with its old verdict; the reason in the footer.
       std::string why = err.str();
       if (!why.empty() && why.back() == '\n') why.pop_back();
-      state_.message = output::escape_terminal(why);
+      StatusOptions all = status_;
+      all.common.gpus = "all";
+      std::ostringstream ignored;
+      StatusPrepared whole = prepare_status(all, *last_gathered_, Io{out, ignored});
+      if (whole.usable) report_ = std::move(whole.report);
+      diagnosis_message_ = output::escape_terminal(why);
+      state_.message = diagnosis_message_;
       return;
     }
+    if (!diagnosis_message_.empty() && state_.message == diagnosis_message_) state_.message.clear();
+    diagnosis_message_.clear();
     report_ = std::move(prepared.report);
   }
 
@@ -506,10 +532,12 @@ class TopSession {
     status_.common.gpus = text;
     const auto previous = report_;
     diagnose_last();
-    if (!state_.message.empty()) {
+    if (!diagnosis_message_.empty()) {
       status_.common.gpus = before;  // unusable (no such GPU, or no NVML): as it was
       report_ = previous;
+      diagnosis_message_.clear();
     }
+    redraw();  // the rows point into the report
   }
 
   bool handle_pane_key(int key) {
@@ -597,7 +625,7 @@ class TopSession {
     state_.pane = TopPane{
         fmt::format("Kill pid {} and its descendants", kill_pid_), {"planning…"}, 0, "Esc cancel"};
     std::string error;
-    child_ = start_child(argv, error);
+    child_ = start_child(argv, false, error);
     kill_stage_ = child_ ? KillStage::kPlanning : KillStage::kDone;
     if (!child_) finish_pane({error}, "Esc/q close");
   }
@@ -639,6 +667,7 @@ class TopSession {
       state_.pane->lines = std::move(lines);
       state_.pane->keys = "y kill  any other key: do not";
       kill_stage_ = KillStage::kConfirm;
+      flushinp();  // a key typed before the question was shown is not its answer
       return true;
     }
     lines.emplace_back("");
@@ -670,7 +699,7 @@ class TopSession {
     std::vector<std::string> argv = {"gpuclean", "kill", std::to_string(kill_pid_), "--yes"};
     for (std::string& arg : common_args(status_.common)) argv.push_back(std::move(arg));
     std::string error;
-    child_ = start_child(argv, error);
+    child_ = start_child(argv, true, error);
     if (!child_) {
       close_kill(error);
       return;
@@ -682,7 +711,8 @@ class TopSession {
 
   void close_kill(const std::string& why) {
     if (child_) {
-      ::kill(child_->launched.pid, SIGTERM);
+      // Only a dry run is ever ended here (a kill under way is waited for): it signals nothing.
+      (void)::syscall(SYS_pidfd_send_signal, child_->launched.pidfd.get(), SIGKILL, nullptr, 0);
       ::waitpid(child_->launched.pid, nullptr, 0);
       child_.reset();
     }
@@ -713,6 +743,7 @@ class TopSession {
   output::TopViewState state_;
   output::TopScreen last_screen_;
   std::string refresh_note_;
+  std::string diagnosis_message_;  // why the last diagnosis with the chosen GPUs failed
   unsigned refreshes_ = 0;
   Prompt prompt_kind_ = Prompt::kNone;
   std::string prompt_text_;

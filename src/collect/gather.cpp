@@ -158,7 +158,8 @@ Gathered Gatherer::collect() {
       std::vector<Pid> to_scan;
       for (Pid pid : chosen) {
         auto known = known_holdings_.find(pid);
-        if (!full_scan && known != known_holdings_.end() &&
+        // A young process is read whole: it is still opening files and mapping its context.
+        if (!full_scan && known != known_holdings_.end() && !rolling_->young(pid, now) &&
             now - known->second.scanned < RollingScan::kYoung &&
             procfs::still_holds(proc_, pid, known->second.holding.files)) {
           rechecked.push_back(known->second.holding);

@@ -35,6 +35,11 @@ class RollingScan {
   // NVML's PIDs. The first call reads everything.
   std::vector<Pid> choose(const std::vector<Pid>& present, const std::set<Pid>& must,
                           Clock::time_point now);
+  // Whether pid was first seen less than kYoung before `now` (as of the last choose()).
+  [[nodiscard]] bool young(Pid pid, Clock::time_point now) const {
+    auto it = first_seen_.find(pid);
+    return it != first_seen_.end() && now - it->second < kYoung;
+  }
   // Whether the last choose() read every present process (a full scan).
   [[nodiscard]] bool last_was_full() const { return last_full_; }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -156,7 +157,11 @@ std::vector<TopRow> top_rows(const Diagnosis& diagnosis, TopSort sort, bool tree
       return other != h && other->process.pid == h->process.ppid;
     });
   };
+  // Each holder once: parents are read at different times (a rolling scan, reparenting), so a
+  // cycle of PPIDs is possible; a holder no root reached becomes a root itself.
+  std::set<const Holder*> visited;
   std::function<void(const Holder*, int)> visit = [&](const Holder* h, int depth) {
+    if (!visited.insert(h).second) return;
     rows.push_back({h, depth});
     for (const Holder* child : shown) {
       if (child != h && child->process.ppid == h->process.pid) visit(child, depth + 1);
@@ -165,6 +170,7 @@ std::vector<TopRow> top_rows(const Diagnosis& diagnosis, TopSort sort, bool tree
   for (const Holder* h : shown) {
     if (!parent_shown(h)) visit(h, 0);
   }
+  for (const Holder* h : shown) visit(h, 0);
   return rows;
 }
 
@@ -255,7 +261,7 @@ ScreenLine header_line(const TopFrame& frame) {
   return line;
 }
 
-// "driver 580.159.04, CUDA 13.0 · 2068 processes" or what is wrong with NVML.
+// "driver 580.159.04, CUDA 13.0 · 3 holders" or what is wrong with NVML.
 ScreenLine source_line(const StatusReport& report) {
   if (auto failing = nvml_status_line(report); !failing.empty()) {
     return {{failing, Style::kYellow}};
@@ -448,8 +454,9 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
   std::size_t used_for_problems = 0;
   for (std::size_t i = 0; i < d.problems.size(); ++i) {
     const Problem& p = d.problems[i];
-    const bool last_room = used_for_problems + 2 >= problem_room;
-    if (last_room && i + 1 < d.problems.size()) {
+    // Two lines for it, and one for "+N more" when others follow: never one dropped unsaid.
+    const bool more_follow = i + 1 < d.problems.size();
+    if (used_for_problems + 2 + (more_follow ? 1 : 0) > problem_room) {
       if (used_for_problems < problem_room) {
         add({{fmt::format("(+{} more problems: gpuclean status lists them all)",
                           d.problems.size() - i),
@@ -457,7 +464,6 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
       }
       break;
     }
-    if (used_for_problems + 2 > problem_room) break;
     add({{"! ", p.severity == Severity::kError ? Style::kRed : Style::kYellow},
          {escape_terminal(p.message), Style::kNormal}});
     add({{"  fix: ", Style::kDim}, {escape_terminal(p.fix), Style::kNormal}});

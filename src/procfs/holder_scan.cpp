@@ -323,10 +323,9 @@ bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files
       const std::string link = table + std::to_string(fd);
       const ssize_t length = ::readlinkat(proc.root_fd(), link.c_str(), target, sizeof(target));
       if (length <= 0) return false;
-      if (split_deleted(std::string_view(target, static_cast<std::size_t>(length))).path !=
-          file.path) {
-        return false;
-      }
+      const LinkTarget now =
+          split_deleted(std::string_view(target, static_cast<std::size_t>(length)));
+      if (now.path != file.path || now.deleted != file.deleted) return false;
     }
   }
   return true;

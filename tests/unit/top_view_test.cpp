@@ -179,6 +179,38 @@ TEST(TopScreen, ManyProblemsLeaveTheTableMostOfTheScreen) {
   EXPECT_NE(screen_text(screen).find("more problems"), std::string::npos);
 }
 
+TEST(TopScreen, AProblemThatDoesNotFitIsCountedNeverDroppedUnsaid) {
+  // The review found 4 problems at 80x28 shown as 3 with no note.
+  StatusReport r = report_with_tree();
+  for (Pid pid = 301; pid < 304; ++pid) {
+    r.diagnosis.problems.push_back({"orphan", 0u, pid, fmt::format("orphan {}", pid), "kill"});
+  }
+  for (int height : {22, 24, 26, 28, 30, 40}) {
+    TopViewState state;
+    TopFrame frame{&r, nullptr, r.time, 1, "", true};
+    const std::string text = screen_text(compose_top(frame, state, 80, height));
+    std::size_t shown = 0;
+    for (std::size_t at = text.find("\n! "); at != std::string::npos;
+         at = text.find("\n! ", at + 1)) {
+      ++shown;
+    }
+    if (shown < 4) {
+      EXPECT_NE(text.find(fmt::format("(+{} more problems", 4 - shown)), std::string::npos)
+          << height << "\n"
+          << text;
+    }
+  }
+}
+
+TEST(TopRows, APpidCycleStillShowsEveryHolderOnce) {
+  StatusReport r = report_with_tree();
+  r.diagnosis.holders[0].process.ppid = 102;  // 100's parent is its own child 102
+  const auto rows = top_rows(r.diagnosis, TopSort::kPid, true, "");
+  std::vector<Pid> got = pids(rows);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<Pid>{100, 101, 102, 300}));
+}
+
 TEST(TopScreen, PaneReplacesTheTableAndNvmlTroubleIsNamed) {
   StatusReport r = report_with_tree();
   r.nvml_state = NvmlState::kFailed;
@@ -360,9 +392,18 @@ TEST(StillHolds, TrueWhileTheSameDescriptorNamesTheFileFalseOnceClosedOrReused) 
   ASSERT_EQ(::dup2(other, fd), fd);
   EXPECT_FALSE(still_holds(*proc, ::getpid(), {held}));
   ::close(other);
+  // Unlinked while held: the link says "(deleted)", which the known file did not.
+  const int again = ::open(path, O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(again, 0);
+  ASSERT_EQ(::dup2(again, fd), fd);
+  ::close(again);
+  EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
+  ::unlink(path);
+  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "deleted since";
+  held.deleted = true;
+  EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
   ::close(fd);
   EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "closed";
-  ::unlink(path);
 }
 
 }  // namespace
