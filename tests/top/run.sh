@@ -442,6 +442,64 @@ if launch dirty "$work/dirty.cfg" -- -d 0.5; then
   now_check "80x24: the long command line is cut again" off_screen "$long"
   now_check "80x24: the bystander's row still fits" row_has "$bystander" 'active.*256 MiB'
 
+  # y acts only on the process the plan was made for: a holder of ours ends while the question
+  # is open, and y then signals nothing (the start-time check).
+  holder holder-R
+  refused=$last
+  until_ok 5 holds "$refused"
+  expect "a holder to plan for shows (pid $refused)" 5 row_has "$refused" 'holder-R'
+  keys /
+  keys -l "holder-R"
+  keys Enter
+  expect "/holder-R selects it" 3 selected_is "$refused"
+  keys K
+  expect "K on it: the plan asks [y/N]" 5 on_screen '\[y/N\]'
+  kill -TERM "$refused"
+  until_ok 5 dead "$refused"
+  forget "$refused"
+  keys y
+  expect "y after the planned process ended: refused, nothing signalled" 5 \
+    on_screen 'no longer the process planned for; nothing was signalled'
+  now_check "the bystander $bystander and the orphan $orphan are alive" \
+    eval "alive $bystander && alive $orphan"
+  keys Escape
+  # The filter prompt starts from the filter in force: erased (8 characters) to show all.
+  keys /
+  for _ in 1 2 3 4 5 6 7 8; do keys BSpace; done
+  keys Enter
+
+  # A tree that reaches another session: the plan shows what kill would ask about, since y
+  # runs kill with --yes (the review found the question generic before).
+  bash -c 'exec 3<>"$1"; setsid sleep 600 3<&- & echo $! >"$2"; exec -a holder-S sleep 600' \
+    _ "$dev" "$work/setsid.pid" &
+  sess_holder=$!
+  pids+=("$sess_holder")
+  until_ok 5 test -s "$work/setsid.pid"
+  sess_child=$(cat "$work/setsid.pid")
+  pids+=("$sess_child")
+  keys /
+  keys -l "holder-S"
+  keys Enter
+  expect "a holder whose child is in another session shows (pid $sess_holder)" 5 \
+    row_has "$sess_holder" 'holder-S'
+  expect "/holder-S selects it" 3 selected_is "$sess_holder"
+  keys K
+  expect "K: the plan says kill would ask: 'reaches another session'" 5 \
+    on_screen 'would ask: the tree of pid [0-9]+ reaches another session'
+  keys n
+  expect "n: not confirmed" 3 on_screen 'not confirmed'
+  now_check "n: the holder and its child live" eval "alive $sess_holder && alive $sess_child"
+  keys Escape
+  keys /
+  for _ in 1 2 3 4 5 6 7 8; do keys BSpace; done
+  keys Enter
+  kill -TERM "$sess_child" "$sess_holder"
+  until_ok 5 eval "dead $sess_child && dead $sess_holder"
+  forget "$sess_child"
+  forget "$sess_holder"
+  expect "the filter cleared, both holders gone: the bystander's row" 5 \
+    eval "row_has $bystander holder-B && no_row $sess_holder"
+
   # SIGTERM to this top, by its PID.
   mapfile -t children < <(top_children)
   kill -TERM "$top_pid"
