@@ -10,6 +10,7 @@
 #   share/gpuclean/prometheus/
 #   lib/systemd/system/gpuclean-*.{service,timer}    contrib/systemd/
 #   share/doc/gpuclean/                               copyright, changelog.gz, README.md
+#   share/lintian/overrides/gpuclean                  ncurses linked in (packaging/)
 include(GNUInstallDirs)
 
 install(TARGETS gpuclean RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -61,3 +62,6 @@ add_custom_command(OUTPUT ${changelog_gz}
 add_custom_target(gpuclean_changelog ALL DEPENDS ${changelog_gz})
 install(FILES packaging/copyright ${changelog_gz} README.md
   DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# ncurses is linked in (gpuclean top, CMakeLists.txt): said to lintian where it looks.
+install(FILES packaging/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
+  RENAME gpuclean)
