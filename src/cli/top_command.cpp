@@ -26,10 +26,10 @@
 #include "core/duration.h"
 #include "core/unique_fd.h"
 #include "ops/launch.h"
+#include "ops/process_handle.h"
 #include "output/escape.h"
 #include "output/explain_view.h"
 #include "output/top_view.h"
-#include "procfs/proc_fs.h"
 
 // ncurses' key codes (KEY_UP, …) after everything else: its macros clash with other names.
 #include <curses.h>
@@ -683,14 +683,9 @@ class TopSession {
       return;
     }
     // The PID must still be the process the plan was made for: one that exited meanwhile (the
-    // user may have read the plan for a minute) could have been reused.
-    auto proc = procfs::ProcFs::open("/proc", status_.common.proc_timeout);
-    bool same = false;
-    if (proc.ok()) {
-      if (auto now = proc->read_process(kill_pid_); now.ok()) {
-        same = now->start_ticks == kill_start_ticks_;
-      }
-    }
+    // user may have read the plan for a minute) could have been reused. Kill's own identity
+    // check (a pidfd, then stat's start time): no command line or maps read on this thread.
+    const bool same = ops::ProcessHandle::open(kill_pid_, kill_start_ticks_).ok();
     if (!same) {
       close_kill(fmt::format("pid {} is no longer the process planned for; nothing was signalled",
                              kill_pid_));

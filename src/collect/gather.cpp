@@ -185,7 +185,6 @@ Gathered Gatherer::collect() {
   }
 
   Gathered out;
-  out.full_scan = full_scan;
   out.files = files_;
   out.input.holders = read_holders(proc_, scan);
   out.stats = scan.stats;

@@ -41,8 +41,6 @@ struct Gathered {
   std::string nvml_message;
   // Only when asked for (Gatherer::want_gpu_details, snapshot): clocks, ECC, … per GPU.
   std::vector<GpuDetails> gpu_details;
-  // False when only some processes were read (Gatherer::scan_in_turns): stats count those.
-  bool full_scan = true;
 };
 
 // Errors: a bad device selection (a usage error) or an unreadable /proc (a runtime failure).

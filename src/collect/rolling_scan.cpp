@@ -34,7 +34,7 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
   std::vector<Pid> chosen;
   std::vector<Pid> old;  // not young and not chosen for another reason: read in turns
   for (Pid pid : sorted) {
-    if (now - first_seen_.at(pid) < kYoung || must.contains(pid)) {
+    if (young(pid, now) || must.contains(pid)) {
       chosen.push_back(pid);
     } else {
       old.push_back(pid);
