@@ -245,6 +245,21 @@ TEST_F(RunTest, BadInputIsAUsageError) {
   }
 }
 
+// The test helper the next test leans on: a ready file that exists but is still empty is not
+// "ready". A shell's `echo $$ > FILE` creates FILE before it writes; here the gap is made wide.
+// On the old wait_for_pids (existence only) this returned no PID: that race failed the next
+// test in CI's ASan pass of 4b82c48.
+TEST_F(RunTest, AReadyFileIsReadOnlyOnceItHoldsAPid) {
+  const std::string ready = dir_.path() + "/slow-ready";
+  const pid_t writer =
+      spawn({"/bin/sh", "-c", ": > '" + ready + "'; sleep 0.5; echo $$ > '" + ready + "'"});
+  reaper_.adopt(writer);
+  const auto pids = wait_for_pids(ready, 10s);
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_EQ(pids[0], writer);
+  EXPECT_EQ(reap(writer), 0);
+}
+
 TEST_F(RunTest, FirstSigintReachesTheWorkloadSecondEscalates) {
   // A workload under `run` with this SIGINT trap; returns gpuclean's PID and the workload's.
   int started = 0;

@@ -169,11 +169,18 @@ bool wait_until(const std::function<bool()>& predicate, std::chrono::millisecond
 
 std::vector<pid_t> wait_for_pids(const std::string& ready_file,
                                  std::chrono::milliseconds deadline) {
+  // Not just "the file exists": a shell's `echo $$ > FILE` creates FILE before it writes, and
+  // a reader in between saw no PID (RunTest.FirstSigintReachesTheWorkloadSecondEscalates failed
+  // so in CI's ASan pass of 4b82c48). One write(2) carries the whole line, so a PID read is all.
   std::vector<pid_t> pids;
-  wait_until([&] { return std::filesystem::exists(ready_file); }, deadline);
-  std::istringstream in(slurp(ready_file));
-  pid_t pid = 0;
-  while (in >> pid) pids.push_back(pid);
+  auto read_pids = [&] {
+    pids.clear();
+    std::istringstream in(slurp(ready_file));
+    pid_t pid = 0;
+    while (in >> pid) pids.push_back(pid);
+    return !pids.empty();
+  };
+  wait_until(read_pids, deadline);
   return pids;
 }
 
