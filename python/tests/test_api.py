@@ -83,6 +83,21 @@ def test_kill_ends_the_named_tree_verifies_and_leaves_the_rest(machine: Machine)
     assert machine.living() == [bystander]
 
 
+def test_kill_by_pid_and_start_time_leaves_a_process_that_reused_the_pid(machine: Machine):
+    target = machine.holder(detach=True)
+    holder = gpuclean.who(**machine.options()).holder(target)
+    assert holder.start_ticks == __import__("conftest").start_ticks(target)
+    assert holder.selector == f"{target}@{holder.start_ticks}"
+    # The same PID with another start time stands for a process that reused it: not touched.
+    stale = gpuclean.kill(f"{target}@{holder.start_ticks - 1}", grace=1, wait=5,
+                          **machine.options())
+    assert not stale.targets and stale.not_found == [target]
+    assert machine.living() == [target]
+    result = gpuclean.kill(holder.selector, grace=1, wait=5, **machine.options())
+    assert [(t.pid, t.outcome) for t in result.targets] == [(target, "gone")]
+    assert machine.living() == []
+
+
 def test_kill_that_cannot_verify_raises_with_the_result(machine: Machine):
     # NVML keeps counting memory for a PID after it is gone (no release_exited): not verified.
     target = machine.holder(detach=True)

@@ -67,7 +67,16 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   parsed.teardown = {*signal, *grace, !o.no_kill9, *wait, {}};
 
   diagnose::KillSelectors& s = parsed.selectors;
-  s.pids = o.pids;
+  for (const std::string& text : o.pids) {
+    const auto selector = parse_pid_selector(text);  // pid_selector_check let only these in
+    if (!selector) return fail("'" + text + "' is not a PID");
+    s.pids.push_back(selector->pid);
+    if (!selector->start_ticks) continue;
+    const auto [at, added] = s.start_ticks.emplace(selector->pid, *selector->start_ticks);
+    if (!added && at->second != *selector->start_ticks) {
+      return fail("pid " + std::to_string(selector->pid) + " is given with two start times");
+    }
+  }
   s.tree = !o.no_tree;
   s.sessions = o.sessions;
   s.pgids = o.pgids;
@@ -335,6 +344,7 @@ void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verific
           {{"tid", th.tid}, {"state", std::string(1, th.state)}, {"wchan", th.wchan}});
     }
     list.push_back({{"pid", m.outcome.pid},
+                    {"start_ticks", m.target.process.start_ticks},
                     {"class", to_string(m.target.klass)},
                     {"why", m.target.why},
                     {"comm", m.target.process.comm},
@@ -416,9 +426,11 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
   CLI::App* kill = app.add_subcommand(
       "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
   add_common_options(*kill, o.common, HookScope::kAct);
-  kill->add_option("pids", o.pids, "These processes and their descendants")
-      ->option_text("PID...")
-      ->check(pid_check(true));
+  kill->add_option("pids", o.pids,
+                   "These processes and their descendants; PID@START: only while PID is still "
+                   "the process that started at START (clock ticks, start_ticks in --json)")
+      ->option_text("PID[@START]...")
+      ->check(pid_selector_check());
   kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
   kill->add_option("--session", o.sessions, "Every process of session SID")
       ->option_text("SID")
@@ -532,7 +544,18 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
            << "; nothing is planned (its descendants are not implied: name them)\n";
   }
   if (!plan.refused.empty()) return kExitUsage;
-  for (Pid pid : plan.not_found) io.err << "gpuclean: kill: no such process: " << pid << '\n';
+  for (Pid pid : plan.not_found) {
+    const auto now = table.find(pid);
+    if (now == table.end()) {
+      io.err << "gpuclean: kill: no such process: " << pid << '\n';
+      continue;
+    }
+    // PID@START and the PID is another process now: the one named is gone.
+    io.err << fmt::format(
+        "gpuclean: kill: pid {} is no longer the process given (that one started at tick {}; "
+        "pid {} now started at tick {}): it is gone, and the new one is not touched\n",
+        pid, selectors.start_ticks.at(pid), pid, now->second.start_ticks);
+  }
   for (const auto& s : plan.skipped) {
     io.err << "gpuclean: kill: not touching pid " << s.pid << ": " << s.reason << '\n';
   }

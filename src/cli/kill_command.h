@@ -11,7 +11,7 @@ namespace gpuclean::cli {
 
 struct KillOptions {
   CommonOptions common;
-  std::vector<Pid> pids;
+  std::vector<std::string> pids;  // PID or PID@START (usage_error.h: PidSelector)
   bool no_tree = false;
   std::vector<Pid> sessions;
   std::vector<Pid> pgids;

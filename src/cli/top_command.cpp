@@ -620,7 +620,7 @@ class TopSession {
     }
     kill_pid_ = holder->process.pid;
     kill_start_ticks_ = holder->process.start_ticks;
-    std::vector<std::string> argv = {"gpuclean", "kill", std::to_string(kill_pid_), "--dry-run"};
+    std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--dry-run"};
     for (std::string& arg : common_args(status_.common)) argv.push_back(std::move(arg));
     state_.pane = TopPane{
         fmt::format("Kill pid {} and its descendants", kill_pid_), {"planning…"}, 0, "Esc cancel"};
@@ -677,6 +677,13 @@ class TopSession {
     return true;
   }
 
+  // PID@START: kill's own scan, a moment later, acts only on the process shown and planned for,
+  // never on a process that reused its PID in between.
+  [[nodiscard]] std::string kill_selector() const {
+    if (kill_start_ticks_ == 0) return std::to_string(kill_pid_);
+    return fmt::format("{}@{}", kill_pid_, kill_start_ticks_);
+  }
+
   void confirm_kill(bool yes) {
     if (!yes) {
       close_kill("not confirmed; nothing was signalled");
@@ -691,7 +698,7 @@ class TopSession {
                              kill_pid_));
       return;
     }
-    std::vector<std::string> argv = {"gpuclean", "kill", std::to_string(kill_pid_), "--yes"};
+    std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--yes"};
     for (std::string& arg : common_args(status_.common)) argv.push_back(std::move(arg));
     std::string error;
     child_ = start_child(argv, true, error);

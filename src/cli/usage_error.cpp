@@ -167,31 +167,80 @@ std::string describe(const CLI::App& app, const CLI::App& command, const CLI::Pa
   return message;
 }
 
+// Throws UsageError unless `text` is a PID (see pid_check).
+void require_pid(const std::string& text, bool signal_hint, const std::string& noun) {
+  unsigned long pid = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec == std::errc{} && end == text.data() + text.size() && pid >= 1 && pid <= kPidMaxLimit) {
+    return;
+  }
+  std::string message = "'" + text + "' is not a " + noun;
+  const std::string bare = text.size() > 1 && text.front() == '-' ? text.substr(1) : text;
+  const auto signal = ops::parse_signal(bare);
+  const bool looks_like_signal =
+      !text.empty() &&
+      (text.front() == '-' || std::isdigit(static_cast<unsigned char>(text.front())) == 0);
+  if (signal_hint && signal.ok() && looks_like_signal) {
+    message += "; to choose the signal use --signal " + ops::signal_name(*signal);
+  } else if (ec == std::errc{} && end == text.data() + text.size() && pid == 0) {
+    message += " (they start at 1)";
+  }
+  throw UsageError(message);
+}
+
 }  // namespace
 
 CLI::Validator pid_check(bool signal_hint, const std::string& noun) {
   return CLI::Validator(
       [signal_hint, noun](std::string& text) -> std::string {
-        unsigned long pid = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
-        if (ec == std::errc{} && end == text.data() + text.size() && pid >= 1 &&
-            pid <= kPidMaxLimit) {
-          return {};
-        }
-        std::string message = "'" + text + "' is not a " + noun;
-        const std::string bare = text.size() > 1 && text.front() == '-' ? text.substr(1) : text;
-        const auto signal = ops::parse_signal(bare);
-        const bool looks_like_signal =
-            !text.empty() &&
-            (text.front() == '-' || std::isdigit(static_cast<unsigned char>(text.front())) == 0);
-        if (signal_hint && signal.ok() && looks_like_signal) {
-          message += "; to choose the signal use --signal " + ops::signal_name(*signal);
-        } else if (ec == std::errc{} && end == text.data() + text.size() && pid == 0) {
-          message += " (they start at 1)";
-        }
-        throw UsageError(message);
+        require_pid(text, signal_hint, noun);
+        return {};
       },
       "PID");
+}
+
+CLI::Validator pid_selector_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t at = text.find('@');
+        if (at == std::string::npos) {
+          require_pid(text, true, "PID");
+          return {};
+        }
+        require_pid(text.substr(0, at), true, "PID");
+        if (!parse_pid_selector(text)) {
+          throw UsageError("'" + text +
+                           "': after @ comes the process's start time, in clock ticks since "
+                           "boot (field 22 of /proc/PID/stat; start_ticks in --json)");
+        }
+        return {};
+      },
+      "PID[@START]");
+}
+
+std::optional<PidSelector> parse_pid_selector(const std::string& text) {
+  const std::size_t at = text.find('@');
+  const std::string pid_text = text.substr(0, at);
+  unsigned long pid = 0;
+  const auto [pid_end, pid_ec] =
+      std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  if (pid_ec != std::errc{} || pid_end != pid_text.data() + pid_text.size() || pid < 1 ||
+      pid > kPidMaxLimit) {
+    return std::nullopt;
+  }
+  PidSelector selector;
+  selector.pid = static_cast<Pid>(pid);
+  if (at == std::string::npos) return selector;
+  const std::string start_text = text.substr(at + 1);
+  std::uint64_t ticks = 0;
+  const auto [start_end, start_ec] =
+      std::from_chars(start_text.data(), start_text.data() + start_text.size(), ticks);
+  if (start_text.empty() || start_ec != std::errc{} ||
+      start_end != start_text.data() + start_text.size()) {
+    return std::nullopt;
+  }
+  selector.start_ticks = ticks;
+  return selector;
 }
 
 CLI::Validator whole_number_check(unsigned long lo, unsigned long hi) {

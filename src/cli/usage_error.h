@@ -4,11 +4,15 @@
 // `gpuclean CMD --help` to read.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "core/model.h"
 
 namespace gpuclean::cli {
 
@@ -23,6 +27,18 @@ class UsageError : public std::runtime_error {
 // 1 to 4194304 (the kernel's PID_MAX_LIMIT). `kill -9 PID` and `kill -s KILL PID` meet it too:
 // when the word is a signal, the message says to use --signal (`signal_hint`).
 CLI::Validator pid_check(bool signal_hint, const std::string& noun = "PID");
+
+// kill's PID arguments: a PID, or PID@START where START is the process's start time in clock
+// ticks since boot (field 22 of /proc/PID/stat, `start_ticks` in --json). With START the PID
+// names that process only: a PID reused since START was read is another process, and nothing
+// is signalled (top and the pytest plugin plan a kill before they confirm it).
+struct PidSelector {
+  Pid pid = 0;
+  std::optional<std::uint64_t> start_ticks;
+};
+CLI::Validator pid_selector_check();
+// nullopt when `text` is neither form (pid_selector_check says why).
+std::optional<PidSelector> parse_pid_selector(const std::string& text);
 
 // A whole number from `lo` to `hi` ("'abc' is not a whole number from 1 to 256").
 CLI::Validator whole_number_check(unsigned long lo, unsigned long hi);

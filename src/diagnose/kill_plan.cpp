@@ -96,7 +96,9 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
   std::map<Pid, Pid> named_root;      // descendant → the named PID whose tree it is in
   for (Pid pid : selectors.pids) {
     auto it = table.find(pid);
-    if (it == table.end()) {
+    const auto wanted_start = selectors.start_ticks.find(pid);
+    if (it == table.end() || (wanted_start != selectors.start_ticks.end() &&
+                              it->second.start_ticks != wanted_start->second)) {
       plan.not_found.push_back(pid);
       continue;
     }

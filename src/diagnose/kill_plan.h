@@ -27,6 +27,7 @@
 //   (several holders could hold its context): the user must say which, by PID.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,7 +42,10 @@ namespace gpuclean::diagnose {
 
 struct KillSelectors {
   std::vector<Pid> pids;  // named processes
-  bool tree = true;       // with their descendants
+  // PID@START: the named PID only while it is the process that started at these clock ticks
+  // (/proc/PID/stat's starttime); a PID reused since is another process and counts as gone.
+  std::map<Pid, std::uint64_t> start_ticks;
+  bool tree = true;  // with their descendants
   std::vector<Pid> sessions;
   std::vector<Pid> pgids;
   std::vector<Uid> users;            // resolved by the caller; unknown names are usage errors
@@ -85,7 +89,8 @@ struct KillPlan {
   // Named explicitly but protected (PID 1, gpuclean, an ancestor, a kernel thread): the caller
   // must refuse the whole plan (exit 2) and signal nothing.
   std::vector<KillSkip> refused;
-  std::vector<Pid> not_found;  // named PIDs that do not exist
+  // Named PIDs that do not exist, or (PID@START) are another process now.
+  std::vector<Pid> not_found;
   // Why a confirmation (--yes or a prompt) is needed; empty when an explicit PID list is enough.
   std::vector<std::string> confirm_reasons;
 };

@@ -58,6 +58,8 @@ nlohmann::json to_json(const Holder& holder) {
                      {"nspid", p.nspid}};
   out["uid"] = or_null(p.uid);
   out["start_time"] = p.start_time ? nlohmann::json(rfc3339(*p.start_time)) : nlohmann::json();
+  // The identity `kill PID@START` takes; start_time's whole seconds cannot tell reused PIDs apart.
+  out["start_ticks"] = p.start_ticks != 0 ? nlohmann::json(p.start_ticks) : nlohmann::json();
   out["cgroup"] = or_null(p.cgroup);
   out["owner"] = p.owner ? to_json(*p.owner) : nlohmann::json();
   out["memory_map_locked"] = p.memory_map_locked;

@@ -90,6 +90,14 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"kill", "-s", "KILL", "4242"},
                   "gpuclean: kill: 'KILL' is not a PID; to choose the signal use --signal KILL\n" +
                       kKillHelp},
+        UsageCase{{"kill", "4242@soon"},
+                  "gpuclean: kill: '4242@soon': after @ comes the process's start time, in clock "
+                  "ticks since boot (field 22 of /proc/PID/stat; start_ticks in --json)\n" +
+                      kKillHelp},
+        UsageCase{{"kill", "0@12"},
+                  "gpuclean: kill: '0' is not a PID (they start at 1)\n" + kKillHelp},
+        UsageCase{{"kill", "4242@12", "4242@13"},
+                  "gpuclean: kill: pid 4242 is given with two start times\n" + kKillHelp},
         UsageCase{{"kill", "--gpus", "2"},
                   "gpuclean: kill: --gpus 2 only narrows other selectors; to end the holders of "
                   "GPU 2 use --gpu 2 (or --holders --gpus 2)\n" +

@@ -418,6 +418,57 @@ TEST_F(KillTest, BadInput) {
   EXPECT_TRUE(wait_gone(holder, 2s)) << both(mixed);
 }
 
+// /proc/PID/stat's starttime (field 22), as `kill PID@START` takes it.
+std::uint64_t start_ticks_of(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
+  std::string field;
+  for (int i = 3; i < 22; ++i) rest >> field;
+  std::uint64_t ticks = 0;
+  rest >> ticks;
+  return ticks;
+}
+
+// PID@START names one process: after the PID was reused, it is gone and the newcomer (here
+// played by the same process under a start time that is not its own) is left alone.
+TEST_F(KillTest, APidWithAnotherStartTimeIsGoneAndNothingIsSignalled) {
+  const auto pids = start("tree", held_, {"1"});
+  ASSERT_EQ(pids.size(), 2u);
+  const std::uint64_t ticks = start_ticks_of(pids[0]);
+  ASSERT_GT(ticks, 0u);
+
+  // who --json gives the start time kill takes.
+  auto who = gpuclean({"who", "--json", held_});
+  json listing;
+  ASSERT_NO_THROW(listing = json::parse(who.out)) << both(who);
+  bool listed = false;
+  for (const json& h : listing["holders"]) {
+    if (h["pid"] != pids[0]) continue;
+    listed = true;
+    EXPECT_EQ(h["start_ticks"], ticks) << h.dump();
+  }
+  EXPECT_TRUE(listed) << listing.dump(1);
+
+  auto other = run_kill({str(pids[0]) + "@" + std::to_string(ticks - 1), "--grace", "300ms"});
+  EXPECT_EQ(other.exit_code, 0) << both(other);  // the process named is gone: nothing to do
+  EXPECT_TRUE(contains(other.err, "pid " + str(pids[0]) + " is no longer the process given"))
+      << both(other);
+  EXPECT_TRUE(contains(other.err, "already gone")) << both(other);
+  EXPECT_TRUE(alive(pids[0]) && alive(pids[1])) << both(other);
+  EXPECT_NE(proc_state(pids[0]), 'T');
+
+  // Its own start time (and, the negative control, the test above: the bare PID) ends it.
+  auto own = run_kill(
+      {str(pids[0]) + "@" + std::to_string(ticks), "--grace", "300ms", "--wait", "5s", "--json"});
+  EXPECT_EQ(own.exit_code, 0) << both(own);
+  EXPECT_TRUE(wait_gone(pids[0], 2s) && wait_gone(pids[1], 2s)) << both(own);
+  json doc;
+  ASSERT_NO_THROW(doc = json::parse(own.out)) << both(own);
+  const json* t = find_target(doc, pids[0]);
+  ASSERT_NE(t, nullptr) << doc.dump(1);
+  EXPECT_EQ(t->at("start_ticks"), ticks);
+}
+
 TEST_F(KillTest, JsonIsOneDocument) {
   const pid_t holder = start("hold", held_).at(0);
   auto result = run_kill({str(holder), "--json", "--grace", "300ms", "--wait", "5s"});

@@ -250,6 +250,25 @@ TEST_F(KillPlanTest, MissingNamedPidIsNotFound) {
   EXPECT_EQ(target_pids(p), (std::vector<Pid>{301}));
 }
 
+// PID@START (top's and the pytest plugin's kills): the PID names the process that started then,
+// with its tree; a PID reused since is another process, planned as gone, its tree untouched.
+TEST_F(KillPlanTest, APidWithAStartTimeNamesThatProcessOnly) {
+  KillSelectors s;
+  s.pids = {300};
+  s.start_ticks = {{300, 3000}};
+  EXPECT_EQ(target_pids(plan(s)), (std::vector<Pid>{300, 301, 302}));
+  EXPECT_TRUE(plan(s).not_found.empty());
+
+  s.start_ticks = {{300, 2999}};  // the server that was shown exited; 300 is a newcomer now
+  const KillPlan reused = plan(s);
+  EXPECT_TRUE(reused.targets.empty());
+  EXPECT_EQ(reused.not_found, (std::vector<Pid>{300}));
+  EXPECT_TRUE(reused.refused.empty());
+  // Negative control: the bare PID takes whatever has it now.
+  s.start_ticks.clear();
+  EXPECT_EQ(target_pids(plan(s)), (std::vector<Pid>{300, 301, 302}));
+}
+
 // Found in review: a named PID skipped as another user's still brought its whole tree in — a
 // user naming root's tmux server got every own process under it planned.
 TEST_F(KillPlanTest, SkippedNamedPidImpliesNoDescendants) {

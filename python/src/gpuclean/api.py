@@ -101,7 +101,7 @@ def who(paths: Sequence[str] = (), **global_options: Any) -> Status:
     return Status.from_json(document)
 
 
-def kill(*pids: int, tree: bool = True, leftovers: bool = False, holders: bool = False,
+def kill(*pids: Union[int, str], tree: bool = True, leftovers: bool = False, holders: bool = False,
          sessions: Iterable[int] = (), pgids: Iterable[int] = (), users: Iterable[str] = (),
          cgroups: Iterable[str] = (), jobs: Iterable[str] = (), containers: Iterable[str] = (),
          signal: Optional[str] = None, grace: Optional[float] = None,
@@ -109,7 +109,9 @@ def kill(*pids: int, tree: bool = True, leftovers: bool = False, holders: bool =
          yes: bool = True, check: bool = True, **global_options: Any) -> KillResult:
     """``gpuclean kill``: ends exactly the selected processes and verifies the GPU memory is back.
 
-    Selectors are gpuclean's: PIDs (with their descendants unless ``tree=False``),
+    Selectors are gpuclean's: PIDs (with their descendants unless ``tree=False``; a string
+    ``"PID@START"``, START being the start time in clock ticks, names that process only, never
+    one that reused its PID),
     ``leftovers``, ``holders``, sessions, process groups, users, cgroups, Slurm jobs, containers.
     ``yes`` (the default here: a program cannot answer a prompt) confirms broad selectors. With
     ``check`` (the default) a target that remains raises GpucleanError carrying the KillResult.

@@ -129,7 +129,13 @@ class Holder:
     threads: List[Thread]
     role: Optional[str]
     inherited_from: Optional[int]
+    start_ticks: Optional[int]  # clock ticks since boot: with pid, the process's identity
     raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def selector(self) -> str:
+        """``"PID@START"`` for ``kill``: this process only, never one that reuses its PID."""
+        return f"{self.pid}@{self.start_ticks}" if self.start_ticks else str(self.pid)
 
     @property
     def memory(self) -> int:
@@ -152,7 +158,7 @@ class Holder:
              for u in d.get("devices") or []],
             {int(k): v for k, v in (d.get("gpu_memory") or {}).items()},
             [Thread(t["tid"], t.get("state", "?"), t.get("wchan")) for t in d.get("threads") or []],
-            d.get("role"), d.get("inherited_from"), d)
+            d.get("role"), d.get("inherited_from"), d.get("start_ticks"), d)
 
 
 @dataclass(frozen=True)
@@ -259,6 +265,7 @@ class KillResult:
     targets: List[KillTarget]
     skipped: List[Dict[str, Any]]
     still_held_by: List[Any]
+    not_found: List[int]  # named PIDs gone (or, given as PID@START, another process now)
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @property
@@ -273,7 +280,7 @@ class KillResult:
                               t.get("seconds"))
                    for t in d.get("targets") or []]
         return cls(d.get("verdict"), bool(d.get("dry_run")), targets, list(d.get("skipped") or []),
-                   list(d.get("still_held_by") or []), d)
+                   list(d.get("still_held_by") or []), list(d.get("not_found") or []), d)
 
 
 @dataclass(frozen=True)

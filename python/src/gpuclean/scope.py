@@ -150,7 +150,9 @@ class Scope:
         if not targets:
             return None
         try:
-            result = kill(*[l.pid for l in targets], grace=grace, wait=wait, check=False,
+            # PID@START: a leftover that exits after the check above and whose PID is reused
+            # before gpuclean's own scan is gone, not replaced by the newcomer.
+            result = kill(*[f"{l.pid}@{l.start_ticks}" for l in targets], grace=grace, wait=wait, check=False,
                           **self.options)
         except GpucleanError as e:  # refused (exit 2): nothing was signalled
             for leftover in targets:
