@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 
@@ -54,7 +54,6 @@ class Options:
     no_nvml: bool = False
     nvml_timeout: Optional[float] = None
     env: Optional[Dict[str, str]] = None
-    extra: List[str] = field(default_factory=list)
 
     def global_args(self, *, with_gpus: bool = True) -> List[str]:
         args: List[str] = []
@@ -66,7 +65,7 @@ class Options:
             args.append("--no-nvml")
         if self.nvml_timeout is not None:
             args += ["--nvml-timeout", seconds_arg(self.nvml_timeout)]
-        return args + list(self.extra)
+        return args
 
 
 def seconds_arg(seconds: float) -> str:

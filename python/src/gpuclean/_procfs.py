@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -48,18 +48,15 @@ def stat(pid: int) -> Optional[Tuple[str, int, int]]:
         return None
 
 
-def descends_from(pid: int, ancestor: int, parents: Optional[Dict[int, int]] = None) -> bool:
+def descends_from(pid: int, ancestor: int) -> bool:
     """Whether ANCESTOR is PID's parent, grandparent, …, walking live parents in /proc."""
     seen = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
-        if parents is not None and pid in parents:
-            parent = parents[pid]
-        else:
-            entry = stat(pid)
-            if entry is None:
-                return False
-            parent = entry[1]
+        entry = stat(pid)
+        if entry is None:
+            return False
+        parent = entry[1]
         if parent == ancestor:
             return True
         pid = parent
