@@ -238,7 +238,8 @@ TEST(FirstUse, HelpCommandIsTheSameAsTheFlag) {
   const CommandResult kill_help = shipping({"help", "kill"});
   EXPECT_EQ(kill_help.exit_code, 0);
   EXPECT_EQ(kill_help.out, shipping({"kill", "--help"}).out);
-  EXPECT_NE(kill_help.out.find("Usage: gpuclean kill [OPTIONS] [PID[@START]...]"), std::string::npos)
+  EXPECT_NE(kill_help.out.find("Usage: gpuclean kill [OPTIONS] [PID[@START]...]"),
+            std::string::npos)
       << kill_help.out;
 }
 
