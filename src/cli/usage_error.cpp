@@ -5,6 +5,7 @@
 #include <charconv>
 #include <filesystem>
 #include <numeric>
+#include <string_view>
 
 #include "diagnose/owner_match.h"
 #include "ops/signals.h"
@@ -167,13 +168,19 @@ std::string describe(const CLI::App& app, const CLI::App& command, const CLI::Pa
   return message;
 }
 
-// Throws UsageError unless `text` is a PID (see pid_check).
-void require_pid(const std::string& text, bool signal_hint, const std::string& noun) {
+// A PID: a whole number from 1 to PID_MAX_LIMIT, and nothing else.
+std::optional<Pid> whole_pid(std::string_view text) {
   unsigned long pid = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
-  if (ec == std::errc{} && end == text.data() + text.size() && pid >= 1 && pid <= kPidMaxLimit) {
-    return;
+  if (ec != std::errc{} || end != text.data() + text.size() || pid < 1 || pid > kPidMaxLimit) {
+    return std::nullopt;
   }
+  return static_cast<Pid>(pid);
+}
+
+// Throws UsageError unless `text` is a PID (see pid_check).
+void require_pid(const std::string& text, bool signal_hint, const std::string& noun) {
+  if (whole_pid(text)) return;
   std::string message = "'" + text + "' is not a " + noun;
   const std::string bare = text.size() > 1 && text.front() == '-' ? text.substr(1) : text;
   const auto signal = ops::parse_signal(bare);
@@ -182,7 +189,7 @@ void require_pid(const std::string& text, bool signal_hint, const std::string& n
       (text.front() == '-' || std::isdigit(static_cast<unsigned char>(text.front())) == 0);
   if (signal_hint && signal.ok() && looks_like_signal) {
     message += "; to choose the signal use --signal " + ops::signal_name(*signal);
-  } else if (ec == std::errc{} && end == text.data() + text.size() && pid == 0) {
+  } else if (!text.empty() && text.find_first_not_of('0') == std::string::npos) {
     message += " (they start at 1)";
   }
   throw UsageError(message);
@@ -220,23 +227,14 @@ CLI::Validator pid_selector_check() {
 
 std::optional<PidSelector> parse_pid_selector(const std::string& text) {
   const std::size_t at = text.find('@');
-  const std::string pid_text = text.substr(0, at);
-  unsigned long pid = 0;
-  const auto [pid_end, pid_ec] =
-      std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
-  if (pid_ec != std::errc{} || pid_end != pid_text.data() + pid_text.size() || pid < 1 ||
-      pid > kPidMaxLimit) {
-    return std::nullopt;
-  }
-  PidSelector selector;
-  selector.pid = static_cast<Pid>(pid);
+  const auto pid = whole_pid(std::string_view(text).substr(0, at));
+  if (!pid) return std::nullopt;
+  PidSelector selector{*pid, std::nullopt};
   if (at == std::string::npos) return selector;
-  const std::string start_text = text.substr(at + 1);
+  const std::string_view start = std::string_view(text).substr(at + 1);
   std::uint64_t ticks = 0;
-  const auto [start_end, start_ec] =
-      std::from_chars(start_text.data(), start_text.data() + start_text.size(), ticks);
-  if (start_text.empty() || start_ec != std::errc{} ||
-      start_end != start_text.data() + start_text.size()) {
+  const auto [end, ec] = std::from_chars(start.data(), start.data() + start.size(), ticks);
+  if (start.empty() || ec != std::errc{} || end != start.data() + start.size()) {
     return std::nullopt;
   }
   selector.start_ticks = ticks;
