@@ -292,3 +292,21 @@ def test_an_environment_that_does_not_answer_is_given_up_once(tmp_path, monkeypa
     _procfs._unanswered.clear()
     with open(fifo, "w"):  # releases the blocked reader thread
         pass
+
+
+def test_a_frozen_holder_parses_with_its_thaw_command():
+    # Issue 32 item 3: class "frozen" with the group and the command that thaws it, and the
+    # per-thread "stays_in_d" that makes a holder stuck; documents without them still parse.
+    from gpuclean.model import Holder
+
+    holder = Holder.from_json({
+        "pid": 610, "class": "frozen",
+        "threads": [{"tid": 610, "state": "D", "wchan": "__refrigerator", "stays_in_d": False}],
+        "frozen": {"cgroup_version": "v1-freezer", "directory": "/sys/fs/cgroup/freezer/j",
+                   "frozen_by": ["/sys/fs/cgroup/freezer/j"],
+                   "thaw": "echo THAWED > /sys/fs/cgroup/freezer/j/freezer.state"}})
+    assert holder.class_ == "frozen" and holder.class_ in gpuclean.HOLDER_CLASSES
+    assert holder.frozen.thaw == "echo THAWED > /sys/fs/cgroup/freezer/j/freezer.state"
+    assert holder.threads[0].stays_in_d is False
+    old = Holder.from_json({"pid": 5, "class": "stuck", "threads": [{"tid": 5, "state": "D"}]})
+    assert old.frozen is None and old.threads[0].stays_in_d is False

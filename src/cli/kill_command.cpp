@@ -20,6 +20,7 @@
 #include "diagnose/classify.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/kill_plan.h"
+#include "diagnose/kill_verdict.h"
 #include "ops/cgroup.h"
 #include "ops/signals.h"
 #include "ops/teardown.h"
@@ -219,10 +220,20 @@ std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interact
 struct Verification {
   std::optional<double> memory_back_seconds;  // when NVML stopped listing the targets
   std::vector<std::string> memory_left;       // "GPU 0: 8.0 GiB still listed for pid 442"
-  std::vector<std::string> still_held;        // problems of processes that were not targets
+  // The errors status would report that are not the targets': holders left and memory nobody
+  // visible accounts for. Non-empty: the verdict is dirty (JSON's still_held_by).
+  std::vector<std::string> still_held;
+  // Warnings of processes that were not targets (a stray context): said, the verdict stays.
+  std::vector<std::string> warnings;
   // The targets had GPU memory, but no NVML answer came after the teardown (NVML failed or
   // stopped answering mid-kill): whether it is back is unknown, never "clean".
   bool unanswered = false;
+  // NVML's state in the look after the teardown (kFailed: the memory judgement is not known).
+  NvmlState nvml_after = NvmlState::kDisabled;
+  std::string nvml_after_message;
+  // That look could not read every process in a way that could hide a holder
+  // (diagnose::KillAftermath::unseen); fed from the scan's ScanStats by issue 32 item 2.
+  bool unseen = false;
 };
 
 // Polls NVML alone (no /proc scan) until it stops listing `listed` or `wait` passes; then one
@@ -270,6 +281,8 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
     }
   }
   collect::Gathered after = gatherer.collect();
+  v.nvml_after = after.nvml_state;
+  v.nvml_after_message = after.nvml_message;
   const Diagnosis now = diagnose::diagnose(std::move(after.input), diagnose_options);
   for (const Problem& p : now.problems) {
     if (p.pid && (target_pids.count(*p.pid) > 0 || listed.count(*p.pid) > 0)) continue;
@@ -288,9 +301,46 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
                       *p.gpu, format_bytes(beyond)));
       continue;
     }
-    v.still_held.push_back(p.message);
+    (p.severity == Severity::kWarning ? v.warnings : v.still_held).push_back(p.message);
   }
   return v;
+}
+
+// How the GPU memory was looked at: NVML off or absent, failing (at the start, or with no
+// answer after the teardown), or answering.
+diagnose::MemoryCheck memory_check(NvmlState before, const Verification& v) {
+  if (before == NvmlState::kAbsent || before == NvmlState::kDisabled) {
+    return diagnose::MemoryCheck::kNotChecked;
+  }
+  if (before == NvmlState::kFailed || v.unanswered || v.nvml_after == NvmlState::kFailed) {
+    return diagnose::MemoryCheck::kFailed;
+  }
+  return diagnose::MemoryCheck::kVerified;
+}
+
+// The verdict on the selection after the kill (diagnose/kill_verdict.h).
+Verdict verdict_after(std::size_t targets_left, const Verification& v,
+                      diagnose::MemoryCheck memory) {
+  return diagnose::kill_verdict({.targets_left = targets_left,
+                                 .memory_left = v.memory_left.size(),
+                                 .others_left = v.still_held.size(),
+                                 .memory = memory,
+                                 .unseen = v.unseen});
+}
+
+// Why the GPU memory was not verified, for JSON's gpu_not_verified; empty when it was.
+std::string not_verified_text(diagnose::MemoryCheck memory, NvmlState nvml_state,
+                              const std::string& nvml_message) {
+  switch (memory) {
+    case diagnose::MemoryCheck::kVerified:
+      return "";
+    case diagnose::MemoryCheck::kNotChecked:
+      return fmt::format("GPU memory not checked: no NVML ({}{})", to_string(nvml_state),
+                         nvml_message.empty() ? "" : ": " + nvml_message);
+    case diagnose::MemoryCheck::kFailed:
+      return "NVML failed: " + nvml_message;
+  }
+  return "";
 }
 
 // Everything the report needs about one target: each planned one, and each process forked
@@ -330,12 +380,12 @@ std::vector<Met> met_processes(const KillPlan& plan, const ops::RoundsOutcome& r
   return out;
 }
 
+// `not_verified`: why the GPU memory was not verified (gpu_not_verified), empty when it was.
 void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verification& v,
-                const std::string& verdict, const std::string& nvml_message, double seconds,
-                const Io& io) {
+                Verdict verdict, const std::string& not_verified, double seconds, const Io& io) {
   nlohmann::json doc = output::document_header(host_name(), unix_now());
-  doc["verdict"] = verdict;
-  if (verdict == "unknown") doc["gpu_not_verified"] = "NVML failed: " + nvml_message;
+  doc["verdict"] = to_string(verdict);
+  if (!not_verified.empty()) doc["gpu_not_verified"] = not_verified;
   nlohmann::json list = nlohmann::json::array();
   for (const Met& m : met) {
     nlohmann::json threads = nlohmann::json::array();
@@ -366,12 +416,14 @@ void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verific
   doc["memory_back_seconds"] =
       v.memory_back_seconds ? nlohmann::json(*v.memory_back_seconds) : nlohmann::json();
   doc["still_held_by"] = v.still_held;
+  doc["warnings"] = v.warnings;
   doc["seconds"] = seconds;
   output::write_json(io.out, doc);
 }
 
 void print_text(const std::vector<Met>& met, const Verification& v, const ProcessTable& table,
-                std::size_t remaining, bool ok, double seconds, const Io& io) {
+                std::size_t remaining, bool ok, diagnose::MemoryCheck memory, double seconds,
+                const Io& io) {
   for (const Met& m : met) {
     const ops::TargetOutcome& outcome = m.outcome;
     const ProcessInfo& p = m.target.process;
@@ -411,12 +463,18 @@ void print_text(const std::vector<Met>& met, const Verification& v, const Proces
   }
   for (const std::string& line : v.still_held)
     io.out << "  still held by others: " << output::escape_terminal(line) << '\n';
+  for (const std::string& line : v.warnings)
+    io.out << "  warning: " << output::escape_terminal(line) << '\n';
+  // Said where it applies, as top's kill pane says it: nothing above speaks of GPU memory then.
+  const std::string unchecked =
+      memory == diagnose::MemoryCheck::kNotChecked ? "; GPU memory not checked: no NVML" : "";
   if (ok) {
-    io.out << fmt::format("gpuclean: kill: all {} target{} gone ({:.2f} s)\n", met.size(),
-                          met.size() == 1 ? "" : "s", seconds);
+    io.out << fmt::format("gpuclean: kill: all {} target{} gone ({:.2f} s){}{}\n", met.size(),
+                          met.size() == 1 ? "" : "s", seconds,
+                          v.still_held.empty() ? "" : "; others still hold the files", unchecked);
   } else {
-    io.out << fmt::format("gpuclean: kill: {} of {} targets remain{}\n", remaining, met.size(),
-                          v.memory_left.empty() ? "" : "; GPU memory not released");
+    io.out << fmt::format("gpuclean: kill: {} of {} targets remain{}{}\n", remaining, met.size(),
+                          v.memory_left.empty() ? "" : "; GPU memory not released", unchecked);
   }
 }
 
@@ -611,12 +669,19 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
         output::write_json(io.out, doc);
       } else {
         Verification left;
+        left.nvml_after = nvml_state;
         for (const auto& [pid, what] : counted) {
           left.memory_left.push_back(
               fmt::format("{} still counted for gone pid {}", format_bytes(what.first), pid));
         }
-        print_json(plan, {}, left, exit_code == kExitClean ? "clean" : "dirty", nvml_message, 0.0,
-                   io);
+        // Nothing was signalled: the selection is as the one look found it, holders included.
+        for (const Problem& p : diagnosis.problems) {
+          if (p.pid && counted.count(*p.pid) > 0) continue;  // in gpu_memory_left already
+          (p.severity == Severity::kWarning ? left.warnings : left.still_held).push_back(p.message);
+        }
+        const diagnose::MemoryCheck memory = memory_check(nvml_state, left);
+        print_json(plan, {}, left, verdict_after(0, left, memory),
+                   not_verified_text(memory, nvml_state, nvml_message), 0.0, io);
       }
     }
     return exit_code;
@@ -687,15 +752,24 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   const std::vector<Met> met = met_processes(plan, rounds);
   // The targets may be gone, but whether their GPU memory came back is unknown when NVML
   // failed (a wedged driver): never "clean" then (docs/reference.md), and exit 3.
-  const bool unverified = nvml_state == NvmlState::kFailed || verification.unanswered;
-  const std::string verdict = !ok ? "dirty" : unverified ? "unknown" : "clean";
+  const diagnose::MemoryCheck memory = memory_check(nvml_state, verification);
+  const bool unverified = memory == diagnose::MemoryCheck::kFailed;
+  const std::string failure = nvml_message.empty() ? verification.nvml_after_message : nvml_message;
+  // The verdict speaks of the selection, holders that were not targets included; the exit
+  // code of the targets (docs/reference.md "kill").
+  const Verdict verdict = verdict_after(remaining, verification, memory);
   if (o.common.json) {
-    print_json(plan, met, verification, verdict, nvml_message, kill_seconds, io);
+    print_json(plan, met, verification, verdict,
+               not_verified_text(memory, nvml_state, unverified ? failure : nvml_message),
+               kill_seconds, io);
   } else {
-    print_text(met, verification, table, remaining, ok, kill_seconds, io);
+    print_text(met, verification, table, remaining, ok, memory, kill_seconds, io);
     if (unverified) {
       io.out << "gpuclean: kill: GPU memory not verified: NVML failed: "
-             << output::escape_terminal(nvml_message) << '\n';
+             << output::escape_terminal(failure) << '\n';
+    } else if (verdict == Verdict::kUnknown) {
+      io.out << "gpuclean: kill: verdict unknown: the look after the kill could not read every "
+                "process, and without NVML nothing else shows what they hold\n";
     }
   }
   if (!ok) return kExitDirty;

@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -19,6 +22,7 @@
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/gpu_count.h"
+#include "diagnose/unseen.h"
 #include "output/escape.h"
 #include "output/explain_view.h"
 #include "output/status_view.h"
@@ -114,6 +118,10 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   }
   report.files = gathered.files;
   report.stats = gathered.stats;
+  const diagnose::Unseen unseen =
+      diagnose::unseen_processes(report.stats, report.nvml_state == NvmlState::kPresent);
+  report.unseen_message = unseen.message;
+  report.unseen_decides = unseen.decides;
   report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
   if (!options.owners.empty()) diagnose::keep_owners(report.diagnosis, options.owners);
   if (gpus->has_value()) {
@@ -137,12 +145,18 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
     }
   }
   prepared.usable = true;
-  // NVML present but failing: the memory answer would be wrong, so say so with exit 3 (the
-  // verdict is unknown: output::verdict_of).
-  if (report.nvml_state == NvmlState::kFailed) {
-    prepared.exit_code = kExitRuntime;
-  } else {
-    prepared.exit_code = report.diagnosis.clean ? kExitClean : kExitDirty;
+  // NVML present but failing (the memory answer would be wrong), or processes not read that
+  // could hold the device: the verdict is unknown (output::verdict_of), exit 3.
+  switch (output::verdict_of(report)) {
+    case output::Verdict::kClean:
+      prepared.exit_code = kExitClean;
+      break;
+    case output::Verdict::kDirty:
+      prepared.exit_code = kExitDirty;
+      break;
+    case output::Verdict::kUnknown:
+      prepared.exit_code = kExitRuntime;
+      break;
   }
   return prepared;
 }
@@ -270,7 +284,9 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
         io.out, prepared.report,
         {.color = is_terminal && !no_color,
          .width = output::terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
-    if (auto line = output::unreadable_summary(prepared.report.stats); !line.empty()) {
+    if (auto line = output::unreadable_summary(prepared.report.stats,
+                                               prepared.report.unseen_message);
+        !line.empty()) {
       // Beside the screen, so as wide as it: wrapped, never cut (it names the PIDs).
       const auto width =
           static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, output::kNoWidthLimit));
@@ -299,6 +315,11 @@ int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) 
     output::render_status_json(io.out, prepared.report);
   } else {
     warn_nvml(prepared.report, io);
+    // A check that cannot tell says why (exit 3), beside stdout's problems.
+    if (output::verdict_of(prepared.report) == output::Verdict::kUnknown &&
+        prepared.report.unseen_decides) {
+      io.err << "gpuclean: " << prepared.report.unseen_message << '\n';
+    }
     output::render_check_lines(io.out, prepared.report);
     // Beside stdout, which scripts read as "nothing: clean" (docs/reference.md).
     output::render_check_warnings(io.err, prepared.report);
@@ -401,17 +422,48 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   }
 }
 
+// The thread group `id` belongs to when it is a thread that does not lead one: /proc/TID
+// answers for every thread (only leaders are listed), as that thread's own view, and
+// `explain TID` of the thread holding a zombie leader's files said "nothing to do". nullopt when
+// `id` leads its group or /proc cannot say. (The Tgid line of status: parsed here, as only
+// explain asks it.)
+std::optional<Pid> thread_group_of(const procfs::ProcFs& proc, Pid id) {
+  std::string text;
+  if (!procfs::read_file_at(proc.root_fd(), (std::to_string(id) + "/status").c_str(), text,
+                            1 << 16)) {
+    return std::nullopt;
+  }
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Tgid:", 0) != 0) continue;
+    const char* digits = line.c_str() + 5;
+    char* end = nullptr;
+    const long tgid = std::strtol(digits, &end, 10);
+    if (end == digits || tgid <= 0 || tgid == id) return std::nullopt;
+    return static_cast<Pid>(tgid);
+  }
+  return std::nullopt;
+}
+
 output::ExplainSubject read_explain_subject(const output::StatusReport& report, Pid pid,
                                             const CommonOptions& common) {
   output::ExplainSubject subject;
   subject.pid = pid;
+  auto proc = procfs::ProcFs::open(common.proc_root, common.proc_timeout);
+  if (proc.ok()) {
+    // A thread is explained as its thread group, and named (it may be the one holding files).
+    if (auto group = thread_group_of(*proc, pid)) {
+      subject.thread = pid;
+      subject.pid = *group;
+    }
+  }
   for (const Holder& h : report.diagnosis.holders) {
-    if (h.process.pid == pid) subject.holder = h;
+    if (h.process.pid == subject.pid) subject.holder = h;
   }
   // Not a holder: read it anyway (a plain zombie, a parent, a process holding nothing).
-  if (auto proc = procfs::ProcFs::open(common.proc_root, common.proc_timeout); proc.ok()) {
+  if (proc.ok()) {
     if (!subject.holder) {
-      if (auto p = proc->read_process(pid); p.ok()) subject.process = std::move(p).value();
+      if (auto p = proc->read_process(subject.pid); p.ok()) subject.process = std::move(p).value();
     }
     const ProcessInfo* info = subject.holder    ? &subject.holder->process
                               : subject.process ? &*subject.process

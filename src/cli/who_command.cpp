@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "collect/gather.h"
+#include "diagnose/unseen.h"
 #include "output/who_view.h"
 #include "procfs/device_files.h"
 #include "procfs/holder_scan.h"
@@ -28,7 +29,9 @@ void add_who_command(CLI::App& app, WhoOptions& options) {
       {{"gpuclean who", "every holder of /dev/nvidia*, zombie-led ones included"},
        {"gpuclean who /dev/nvidia3 --json", "one file, as JSON"}},
       {"0  nobody holds the files", "1  somebody holds them",
-       "2  usage error, or a path or glob that matches nothing", "3  /proc cannot be opened"});
+       "2  usage error, or a path or glob that matches nothing",
+       "3  /proc cannot be opened, or nobody is seen holding them but processes that could hold "
+       "them could not be read (as non-root: other users'; or past the read deadline)"});
 }
 
 int run_who(const WhoOptions& options, const Io& io) {
@@ -55,14 +58,22 @@ int run_who(const WhoOptions& options, const Io& io) {
   report.files = *files;
   report.holders = read_holders(*proc, scan);
   report.stats = scan.stats;
+  // `who` never asks NVML: its answer rests on /proc alone.
+  const diagnose::Unseen unseen = diagnose::unseen_processes(report.stats, false);
+  report.unseen_message = unseen.message;
+  report.unseen_decides = unseen.decides;
 
   if (options.common.json) {
     output::render_who_json(io.out, report);
   } else {
     output::render_who_text(io.out, report);
-    if (auto line = output::unreadable_summary(report.stats); !line.empty()) io.err << line << '\n';
+    if (auto line = output::unreadable_summary(report.stats, report.unseen_message);
+        !line.empty()) {
+      io.err << line << '\n';
+    }
   }
-  return report.holders.empty() ? kExitClean : kExitDirty;
+  if (!report.holders.empty()) return kExitDirty;
+  return report.unseen_decides ? kExitRuntime : kExitClean;
 }
 
 }  // namespace gpuclean::cli

@@ -12,6 +12,7 @@
 #include "diagnose/classify.h"
 #include "nvml/fake_source.h"
 #include "nvml/nvml_source.h"
+#include "procfs/blocked.h"
 #include "procfs/device_files.h"
 #include "procfs/holder_scan.h"
 #include "procfs/node_service.h"
@@ -48,6 +49,8 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   std::vector<Pid> pids;
   for (const procfs::FileHolding& holding : scan.holdings) pids.push_back(holding.pid);
   std::vector<Result<ProcessInfo>> processes = proc.read_processes(pids);
+  // Frozen groups, and whether a thread seen in D stays there (~200 ms, only when one is).
+  procfs::settle_blocked(proc, processes);
   for (std::size_t i = 0; i < pids.size(); ++i) {
     procfs::FileHolding& holding = scan.holdings[i];
     Result<ProcessInfo>& process = processes[i];
@@ -152,9 +155,9 @@ Gathered Gatherer::collect() {
     if (auto present = proc_.list_pids(); present.ok()) {
       std::vector<Pid> chosen = rolling_->choose(*present, likely_holders_, now);
       full_scan = rolling_->last_was_full();
-      // Most of a refresh's cost is one readlink per descriptor (bench/top_bench.sh, perf):
-      // a known holder's held descriptors are re-read, not its whole table, between its full
-      // reads.
+      // Most of a refresh's cost is one lookup per descriptor (bench/top_bench.sh, perf):
+      // a known holder's held descriptors are re-checked, not its whole table, between its
+      // full reads.
       std::vector<Pid> to_scan;
       for (Pid pid : chosen) {
         auto known = known_holdings_.find(pid);
@@ -204,6 +207,7 @@ Gathered Gatherer::collect() {
       }
     }
     std::vector<Result<ProcessInfo>> processes = proc_.read_processes(listed_only);
+    procfs::settle_blocked(proc_, processes);
     for (std::size_t i = 0; i < listed_only.size(); ++i) {
       if (processes[i].ok()) {
         out.input.holders.push_back(make_holder(proc_, std::move(processes[i]).value(), {}));

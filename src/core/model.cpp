@@ -1,6 +1,7 @@
 #include "core/model.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace gpuclean {
 namespace {
@@ -9,7 +10,27 @@ bool is_dead_state(char state) {
   return state == 'Z' || state == 'X' || state == 'x';
 }
 
+// A path as one shell word: as it is when it has only safe characters, else single-quoted
+// (a group name is the choice of whoever made it).
+std::string shell_word(const std::string& path) {
+  const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("/._-+:@,=").find(c) != std::string_view::npos;
+  });
+  if (plain) return path;
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 }  // namespace
+
+bool FileIdentity::same_file(const FileIdentity& other) const {
+  if (kind != other.kind) return false;
+  // A device node stands for its device: any node with the number is the same device.
+  if (kind != Kind::kOther) return rdev_major == other.rdev_major && rdev_minor == other.rdev_minor;
+  return dev == other.dev && ino == other.ino;
+}
 
 bool has_live_thread(const ProcessInfo& process) {
   if (process.threads.empty()) return !is_dead_state(process.state);
@@ -50,8 +71,33 @@ const char* to_string(HolderClass klass) {
       return "monitor";
     case HolderClass::kZombie:
       return "zombie";
+    case HolderClass::kFrozen:
+      return "frozen";
   }
   return "unknown";
+}
+
+const char* to_string(FrozenCgroup::Version version) {
+  switch (version) {
+    case FrozenCgroup::Version::kV2:
+      return "v2";
+    case FrozenCgroup::Version::kV1Freezer:
+      return "v1-freezer";
+  }
+  return "v2";
+}
+
+std::string thaw_command(const FrozenCgroup& frozen) {
+  const bool v2 = frozen.version == FrozenCgroup::Version::kV2;
+  std::string command;
+  const std::vector<std::string> groups =
+      frozen.frozen_by.empty() ? std::vector<std::string>{frozen.directory} : frozen.frozen_by;
+  for (const std::string& group : groups) {
+    if (!command.empty()) command += " && ";
+    command += v2 ? "echo 0 > " + shell_word(group + "/cgroup.freeze")
+                  : "echo THAWED > " + shell_word(group + "/freezer.state");
+  }
+  return command;
 }
 
 const char* to_string(Owner::Kind kind) {

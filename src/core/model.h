@@ -22,6 +22,10 @@ struct ThreadInfo {
   Pid tid = 0;
   char state = '?';   // as in /proc/PID/task/TID/stat: R S D Z T t X I …
   std::string wchan;  // kernel wait channel; empty when running or unknown
+  // Set by procfs::settle_blocked, never by a single read: in uninterruptible sleep (D) at the
+  // first read and at every re-read until ~200 ms later, and not a vfork parent's wait. Signals
+  // will not help: a finding, `stuck`.
+  bool stays_in_d = false;
 };
 
 // Whose work a process is, as its cgroup path says (procfs/owner.h reads it; never the
@@ -51,6 +55,23 @@ struct Owner {
 // JSON's spelling: "slurm-job", "container", "pod", "systemd-unit", "cgroup".
 const char* to_string(Owner::Kind kind);
 
+// A frozen cgroup a process is in (cgroup v2: `frozen 1` in cgroup.events; v1 freezer:
+// freezer.state FROZEN), and which groups to thaw. gpuclean never thaws on its own.
+struct FrozenCgroup {
+  enum class Version { kV2, kV1Freezer };
+  Version version = Version::kV2;
+  std::string directory;  // the process's own group (a filesystem path under the mount)
+  // The groups whose own freeze is set (v2 cgroup.freeze 1, v1 freezer.self_freezing 1), the
+  // process's group or ancestors, outermost first: each must be thawed. Never empty.
+  std::vector<std::string> frozen_by;
+};
+
+// "v2", "v1-freezer" (JSON's spelling).
+const char* to_string(FrozenCgroup::Version version);
+// The shell command that thaws it: "echo 0 > DIR/cgroup.freeze" (v2) or "echo THAWED >
+// DIR/freezer.state" (v1) for each of frozen_by, joined by " && ".
+std::string thaw_command(const FrozenCgroup& frozen);
+
 // Everything /proc says about one thread group. Optional members are data that could not be
 // read (permission, vanished mid-read); they are never filled with sentinels.
 struct ProcessInfo {
@@ -73,21 +94,50 @@ struct ProcessInfo {
   // Reading its command line (or maps) did not answer within the read deadline: its mmap lock
   // is held by a stuck thread (procfs/proc_fs.h). cmdline is then empty. A finding: `stuck`.
   bool memory_map_locked = false;
+  // The cgroup v1 freezer hierarchy's path ("N:freezer:/path"), on hosts that mount one.
+  std::optional<std::string> freezer_cgroup;
+  // The frozen cgroup it is in (procfs::settle_blocked). A finding: `frozen`.
+  std::optional<FrozenCgroup> frozen;
 };
 
 // True when some thread of the group is alive (not Z or X): false for a plain zombie (only the
 // exit status is left for the parent), true for a zombie leader whose other threads run (Zl).
 bool has_live_thread(const ProcessInfo& process);
 
+// What the kernel says a file is, whatever path it was reached by (docs/reference.md, "A
+// holder is found by what it holds"): a device node is its device number, so a second node
+// with the same numbers or a bind mount of it is the same device; any other file is its
+// inode on its file system, so a hard link is the same file and a look-alike at the same path
+// in another mount namespace is not.
+struct FileIdentity {
+  enum class Kind { kCharDevice, kBlockDevice, kOther };
+  Kind kind = Kind::kOther;
+  unsigned rdev_major = 0;  // the device number, for device nodes (0:0 otherwise)
+  unsigned rdev_minor = 0;
+  std::uint64_t dev = 0;  // the file system the inode is on (an opaque dev_t)
+  std::uint64_t ino = 0;
+
+  // Device nodes match by kind and number; other files by (dev, ino).
+  [[nodiscard]] bool same_file(const FileIdentity& other) const;
+  bool operator==(const FileIdentity& other) const = default;
+};
+
 // A file selected as "the device" (by --device-glob or the NVIDIA defaults).
 struct DeviceFile {
-  std::string path;                      // canonical (symlinks resolved), as fd links show it
+  std::string path;                      // canonical (symlinks resolved): for display
   std::optional<unsigned> nvidia_minor;  // N when the file is the char device (195, N), N < 255
+  // Taken once per selection by stat(2) of the path; nullopt when it could not be (the file
+  // vanished between glob and stat): then nothing can be matched to it.
+  std::optional<FileIdentity> identity;
 };
 
 // One device file a process holds, and how.
 struct HeldFile {
-  std::string path;                      // canonical path of the device file
+  std::string path;                      // canonical path of the selected device file
+  // The path the holder's descriptor or mapping names when it is not `path`: a second node
+  // with the same device number, a bind mount, a path in another mount namespace. Display only:
+  // the match is by identity (FileIdentity).
+  std::optional<std::string> opened_as;
   std::vector<int> fds;                  // descriptor numbers in the holder's table
   bool readable = false;                 // some fd open for reading
   bool writable = false;                 // some fd open for writing
@@ -95,6 +145,7 @@ struct HeldFile {
   bool deleted = false;                  // the kernel reported the path as "(deleted)"
   std::optional<Pid> via_thread;         // seen only through task/TID (zombie-led group)
   std::optional<unsigned> nvidia_minor;  // N for /dev/nvidiaN (195,N): that GPU's file
+  std::optional<FileIdentity> identity;  // the selected file's (for re-checks); not shown
 };
 
 enum class HolderClass {
@@ -106,6 +157,7 @@ enum class HolderClass {
   kForeign,
   kMonitor,
   kZombie,
+  kFrozen,  // in a frozen cgroup: it runs again when thawed (ProcessInfo::frozen)
 };
 
 // docs/reference.md's spelling of the class ("zombie-leader", …).
@@ -198,10 +250,24 @@ struct ScanStats {
   std::size_t processes = 0;     // /proc entries looked at
   std::size_t vanished = 0;      // exited while being read
   std::size_t denied = 0;        // some part unreadable (EACCES/EPERM)
+  std::size_t denied_other_users = 0;  // of `denied`: owned by another user than the scanner
   std::vector<Pid> denied_pids;  // the first few, for the summary line
   // Whose maps did not answer within the read deadline (their mmap lock is held by a stuck
   // thread; procfs/proc_fs.h): scanned through their descriptors only.
   std::vector<Pid> locked_pids;
+  // Not read completely because of what they are or do: maps that did not answer within the
+  // read deadline (the locked ones among them), or descriptors that did not either. What they
+  // hold may be missing from the scan (docs/reference.md, "Never a verdict beyond what was
+  // seen").
+  std::size_t incomplete = 0;
+  std::vector<Pid> incomplete_pids;  // the first few
+  // The scan ran as root (euid 0): a permission refusal then comes from a supervisor more
+  // privileged than root's namespace (PID 1 on a sandboxed host), not from ownership.
+  bool as_root = false;
+  // /proc/PID/map_files could be read (root): mappings are matched by the mapped file's
+  // device number too. When false, only by the inode maps prints, which misses a mapping of
+  // a second node with the same number whose descriptor was closed.
+  bool map_files_read = false;
   double seconds = 0;  // wall time of the scan
 };
 

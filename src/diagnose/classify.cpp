@@ -33,13 +33,14 @@ bool is_system_service(const ProcessInfo& process) {
   return unit.size() > kSuffix.size() && unit.substr(unit.size() - kSuffix.size()) == kSuffix;
 }
 
-HolderClass classify_from_proc(const ProcessInfo& process) {
-  const bool any_d =
-      process.state == 'D' || std::any_of(process.threads.begin(), process.threads.end(),
-                                          [](const ThreadInfo& t) { return t.state == 'D'; });
+bool is_stuck(const ProcessInfo& process) {
   // A locked memory map (a read of its command line did not answer) means a thread holds the
   // mmap lock and waits: stuck even when no thread shows D at this instant.
-  if (any_d || process.memory_map_locked) return HolderClass::kStuck;
+  return process.memory_map_locked || std::any_of(process.threads.begin(), process.threads.end(),
+                                                  [](const ThreadInfo& t) { return t.stays_in_d; });
+}
+
+HolderClass lifecycle_class(const ProcessInfo& process) {
   if (is_dead_state(process.state)) {
     return has_live_thread(process) ? HolderClass::kZombieLeader : HolderClass::kZombie;
   }
@@ -48,6 +49,16 @@ HolderClass classify_from_proc(const ProcessInfo& process) {
   // A system service's main process has PID 1 as its parent by design: not an orphan.
   if (process.ppid == 1 && !is_system_service(process)) return HolderClass::kOrphan;
   return HolderClass::kActive;
+}
+
+HolderClass classify_from_proc(const ProcessInfo& process) {
+  // Nothing left to freeze or to be stuck: only the exit status waits for the parent.
+  if (!has_live_thread(process)) return lifecycle_class(process);
+  // Frozen first: a v1 freezer's threads sit in D (__refrigerator), and the fix is a thaw,
+  // never a reset (issue 32).
+  if (process.frozen) return HolderClass::kFrozen;
+  if (is_stuck(process)) return HolderClass::kStuck;
+  return lifecycle_class(process);
 }
 
 }  // namespace gpuclean::diagnose

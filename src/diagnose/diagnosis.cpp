@@ -26,11 +26,37 @@ std::string holder_label(const Holder& h) {
   return "pid " + std::to_string(h.process.pid) + " (" + short_name(h.process) + ")";
 }
 
+// The thread that makes it stuck: one that stayed in D across the re-check, else any in D.
 const ThreadInfo* stuck_thread(const ProcessInfo& p) {
+  for (const ThreadInfo& t : p.threads) {
+    if (t.stays_in_d) return &t;
+  }
   for (const ThreadInfo& t : p.threads) {
     if (t.state == 'D') return &t;
   }
   return nullptr;
+}
+
+// A frozen holder's problem: its group waits for a thaw, which only its owner should decide
+// (a suspended Slurm job is frozen too), so gpuclean says how and never thaws on its own.
+void frozen_problem(const Holder& h, const std::string& where, const std::string& amount,
+                    Problem& p) {
+  const FrozenCgroup& frozen = *h.process.frozen;
+  const bool v1 = frozen.version == FrozenCgroup::Version::kV1Freezer;
+  const std::string pid = std::to_string(h.process.pid);
+  p.kind = "frozen";
+  p.message = where + amount + "frozen " + holder_label(h) + ": its cgroup " + frozen.directory +
+              (v1 ? " is FROZEN (cgroup v1 freezer)" : " is frozen (cgroup v2)") +
+              "; it runs again only when thawed" + (v1 ? ", and even SIGKILL waits for that" : "");
+  std::string fix;
+  if (h.process.owner && h.process.owner->kind == Owner::Kind::kSlurmJob) {
+    fix = "scontrol resume " + h.process.owner->id + " (a suspended Slurm job is frozen), or ";
+  }
+  fix += "thaw its group: " + thaw_command(frozen) +
+         " (every process of the group resumes; gpuclean never thaws on its own)";
+  fix += v1 ? "; then, if it is not wanted, gpuclean kill " + pid
+            : "; or end it frozen: gpuclean kill " + pid + " (cgroup v2 lets SIGKILL through)";
+  p.fix = std::move(fix);
 }
 
 const ThreadInfo* live_thread(const ProcessInfo& p) {
@@ -81,6 +107,12 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
                   : "only a GPU reset or a reboot frees this";
       return p;
     }
+    case HolderClass::kFrozen:
+      if (h.process.frozen) {
+        frozen_problem(h, where, amount, p);
+        return p;
+      }
+      break;
     case HolderClass::kZombieLeader: {
       const ThreadInfo* t = live_thread(h.process);
       p.kind = "zombie-leader";

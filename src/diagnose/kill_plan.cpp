@@ -64,7 +64,15 @@ bool KillSelectors::broad() const {
 
 bool is_leftover(HolderClass klass) {
   return klass == HolderClass::kOrphan || klass == HolderClass::kHeir ||
-         klass == HolderClass::kZombieLeader || klass == HolderClass::kStuck;
+         klass == HolderClass::kZombieLeader;
+}
+
+bool is_leftover(const Holder& holder) {
+  // A stuck holder (a thread stayed in D, or its memory map is locked) is planned when its
+  // lifecycle makes it a leftover: signals reach it once the wait ends. With its parent alive it
+  // is someone's running work (before issue 32, a vfork parent in D was planned as "stuck").
+  if (holder.klass == HolderClass::kStuck) return is_leftover(lifecycle_class(holder.process));
+  return is_leftover(holder.klass);
 }
 
 KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
@@ -140,7 +148,7 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
     for (const Holder& h : holders) {
       if (!h.visible || h.klass == HolderClass::kMonitor) continue;
       if (!on_selected_gpu(h, selectors.gpus)) continue;
-      const bool wanted = selectors.holders || (selectors.leftovers && is_leftover(h.klass));
+      const bool wanted = selectors.holders || (selectors.leftovers && is_leftover(h));
       if (!wanted) continue;
       if (h.service) {
         plan.skipped.push_back({h.process.pid, service_reason(h)});

@@ -52,7 +52,7 @@ struct KillSelectors {
   std::vector<std::string> cgroups;  // cgroup v2 paths as /proc/PID/cgroup shows them
   OwnerSelector owners;              // every process of these Slurm jobs and containers
   bool holders = false;              // every (visible, non-monitor) holder of the device files
-  bool leftovers = false;            // holders classed orphan, heir, zombie-leader, stuck
+  bool leftovers = false;            // holders is_leftover() takes
   // With holders/leftovers: only holders NVML attributes memory to on these GPUs (every CUDA
   // process holds every GPU's device file, docs/facts.md, so the files cannot decide).
   std::optional<std::set<unsigned>> gpus;
@@ -102,7 +102,11 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
                    const KillSelectors& selectors, const KillContext& context,
                    const std::vector<DeadOwner>& dead_owners = {});
 
-// The classes --leftovers takes.
+// The classes --leftovers takes: orphan, heir, zombie-leader. Never frozen (its group was
+// frozen on purpose, a suspended Slurm job say: thawing is the owner's call), never active.
 bool is_leftover(HolderClass klass);
+// Whether --leftovers takes this holder: its class is a leftover's, or it is stuck and would
+// otherwise be one (a stuck process whose parent lives is no leftover: issue 32).
+bool is_leftover(const Holder& holder);
 
 }  // namespace gpuclean::diagnose

@@ -10,6 +10,7 @@
 #include "core/process_tree.h"
 #include "ops/process_handle.h"
 #include "ops/signals.h"
+#include "procfs/blocked.h"
 #include "procfs/process_table.h"
 
 namespace gpuclean::ops {
@@ -67,6 +68,18 @@ std::string why_remaining(const std::vector<ThreadInfo>& threads) {
     }
   }
   return "it is still running after every signal";
+}
+
+std::string why_frozen(const FrozenCgroup& frozen, const std::optional<Owner>& owner) {
+  const bool v1 = frozen.version == FrozenCgroup::Version::kV1Freezer;
+  std::string text = "frozen: its cgroup " + frozen.directory +
+                     (v1 ? " is FROZEN (cgroup v1 freezer), and the signals sent wait for a thaw"
+                         : " is frozen (cgroup v2), and the signals sent wait for a thaw");
+  text += "; thaw it: " + thaw_command(frozen);
+  if (owner && owner->kind == Owner::Kind::kSlurmJob) {
+    text += " (a suspended Slurm job: scontrol resume " + owner->id + ")";
+  }
+  return text + " — gpuclean never thaws on its own";
 }
 
 std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
@@ -159,11 +172,19 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
     TargetOutcome& o = outcomes[l.outcome];
     if (o.state == TargetOutcome::State::kGone) continue;
     o.state = TargetOutcome::State::kRemaining;
-    if (auto info = proc.read_process(l.handle.pid()); info.ok()) o.threads = info->threads;
+    std::optional<FrozenCgroup> frozen;
+    std::optional<Owner> owner;
+    if (auto info = proc.read_process(l.handle.pid()); info.ok()) {
+      o.threads = info->threads;
+      frozen = procfs::BlockedCheck::for_proc(proc).frozen(*info);
+      owner = info->owner;
+    }
     if (!o.signal_errors.empty()) {
       std::string errors;
       for (const std::string& e : o.signal_errors) errors += (errors.empty() ? "" : "; ") + e;
       o.reason = "the kernel refused the signals (" + errors + ")";
+    } else if (frozen) {
+      o.reason = why_frozen(*frozen, owner);
     } else {
       o.reason = options.kill9 || options.signal == SIGKILL
                      ? why_remaining(o.threads)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -61,6 +62,9 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
 
 // One line on why a process survived, from its threads: "thread 507 in D (refrigerator): …".
 std::string why_remaining(const std::vector<ThreadInfo>& threads);
+// Why a process of a frozen cgroup survived, with the thaw command (and `scontrol resume` for
+// a Slurm job's): what a survivor's reason is when procfs::BlockedCheck finds it frozen.
+std::string why_frozen(const FrozenCgroup& frozen, const std::optional<Owner>& owner);
 
 // Where the processes to end come from, round after round: what was planned, and whatever
 // appears meanwhile (a child forked after the plan, a worker respawned by its parent).

@@ -41,8 +41,15 @@ std::string state_meaning(const ProcessInfo& p, HolderClass klass) {
                "its command line did not answer, and SIGKILL takes effect only when the stuck "
                "wait ends";
       }
-      return "a thread is in uninterruptible sleep (D): signals, SIGKILL included, wait until it "
-             "returns from the kernel";
+      return "a thread stayed in uninterruptible sleep (D) across a re-check: signals, SIGKILL "
+             "included, wait until it returns from the kernel";
+    case HolderClass::kFrozen:
+      if (p.frozen) {
+        return "frozen: its cgroup " + escape_terminal(p.frozen->directory) +
+               " is frozen, and it runs again only when thawed (" +
+               escape_terminal(thaw_command(*p.frozen)) + "); gpuclean never thaws on its own";
+      }
+      return "frozen: its cgroup is frozen";
     default:
       return fmt::format("{} ({})", state_label(p),
                          p.state == 'R'   ? "running"
@@ -77,6 +84,7 @@ std::string files_text(const HeldFile& f) {
   if (f.mapped) text += " mapped";
   if (f.via_thread) text += fmt::format(" (through thread {})", *f.via_thread);
   if (f.deleted) text += " (deleted)";
+  if (f.opened_as) text += " (opened as " + escape_terminal(*f.opened_as) + ")";
   return text;
 }
 
@@ -114,6 +122,39 @@ const Holder* holder_of(const Diagnosis& d, Pid pid) {
   return nullptr;
 }
 
+// The class of a process that holds none of the selected files: a zombie leader whose threads
+// live on is one whatever files they hold (its files may be outside --device-glob).
+HolderClass plain_class(const ProcessInfo& p) {
+  if (p.state != 'Z') return HolderClass::kActive;
+  return has_live_thread(p) ? HolderClass::kZombieLeader : HolderClass::kZombie;
+}
+
+// The threads through which the holder's files were seen (a zombie leader's own table is
+// empty); none when its shared table holds them.
+std::set<Pid> holding_threads(const Holder& h) {
+  std::set<Pid> out;
+  for (const HeldFile& f : h.devices) {
+    if (f.via_thread) out.insert(*f.via_thread);
+  }
+  return out;
+}
+
+// The `thread` row of `explain TID`: what the thread asked about has to do with the files.
+std::string thread_text(Pid tid, const Holder* holder) {
+  if (holder == nullptr || holder->devices.empty()) {
+    return fmt::format("{} (asked): a thread of this process, which holds no selected file", tid);
+  }
+  const std::set<Pid> through = holding_threads(*holder);
+  if (through.count(tid) > 0) {
+    return fmt::format("{} (asked): the selected files are held through this thread", tid);
+  }
+  if (!through.empty()) {
+    return fmt::format("{} (asked): the selected files are held through thread {}", tid,
+                       fmt::join(through, ", "));
+  }
+  return fmt::format("{} (asked): shares the process's file table, which holds the files", tid);
+}
+
 // The problems of `pid` itself; for a dead owner, those of the heirs holding its memory; for a
 // candidate heir, those of the dead owners it may have inherited from.
 std::vector<Problem> problems_about(const Diagnosis& d, Pid pid) {
@@ -138,12 +179,14 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
   const ProcessInfo* p = holder != nullptr && holder->visible ? &holder->process
                          : subject.process                    ? &*subject.process
                                                               : nullptr;
+  if (subject.thread) {
+    out << fmt::format("thread {} of pid {}: explained as its thread group\n", *subject.thread,
+                       subject.pid);
+  }
   if (p != nullptr) {
-    const HolderClass klass = holder != nullptr
-                                  ? holder->klass
-                                  : (p->state == 'Z' ? HolderClass::kZombie : HolderClass::kActive);
+    const HolderClass klass = holder != nullptr ? holder->klass : plain_class(*p);
     out << fmt::format("pid {} — {}{}\n", subject.pid, escape_terminal(p->comm),
-                       holder != nullptr || klass == HolderClass::kZombie
+                       holder != nullptr || klass != HolderClass::kActive
                            ? fmt::format(" ({})", to_string(klass))
                            : "");
     row(out, "state", state_meaning(*p, klass));
@@ -192,6 +235,7 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
   } else if (p != nullptr) {
     row(out, "holds", "no selected device file");
   }
+  if (subject.thread) row(out, "thread", thread_text(*subject.thread, holder));
 
   if (report.nvml_state != NvmlState::kPresent) {
     row(out, "NVML",
@@ -262,6 +306,9 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
       row(out, "verdict", "a node service at work: never a problem");
     } else if (holder != nullptr && holder->klass == HolderClass::kMonitor) {
       row(out, "verdict", "a monitor (NVML/control files only, no CUDA context): never a problem");
+    } else if (report.nvml_state != NvmlState::kPresent && holder == nullptr) {
+      // Without NVML its memory was not seen: only the files are.
+      row(out, "verdict", "holds no selected device file: nothing to do for them");
     } else {
       row(out, "verdict", "holds no GPU memory: nothing to do");
     }
@@ -272,11 +319,16 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
                          const ExplainSubject& subject) {
   nlohmann::json doc = document_header(report.host, report.time);
   doc["pid"] = subject.pid;
+  doc["thread"] = subject.thread ? nlohmann::json(*subject.thread) : nlohmann::json();
   doc["holder"] = subject.holder ? to_json(*subject.holder) : nlohmann::json();
+  doc["holding_threads"] = nlohmann::json::array();
+  if (subject.holder) {
+    for (Pid tid : holding_threads(*subject.holder)) doc["holding_threads"].push_back(tid);
+  }
   if (subject.process) {
     Holder plain;
     plain.process = *subject.process;
-    plain.klass = subject.process->state == 'Z' ? HolderClass::kZombie : HolderClass::kActive;
+    plain.klass = plain_class(*subject.process);
     doc["process"] = to_json(plain);
   } else {
     doc["process"] = nullptr;

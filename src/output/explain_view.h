@@ -11,7 +11,9 @@
 namespace gpuclean::output {
 
 struct ExplainSubject {
-  Pid pid = 0;
+  Pid pid = 0;  // the thread group explained (the leader's PID)
+  // The ID asked about, when it is a thread of `pid` that does not lead it (`explain TID`).
+  std::optional<Pid> thread;
   std::optional<Holder> holder;        // when the diagnosis has it (holders, NVML's dead pids)
   std::optional<ProcessInfo> process;  // when /proc has it but it holds nothing
   std::optional<ProcessInfo> parent;   // its parent, when readable

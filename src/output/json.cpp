@@ -36,6 +36,13 @@ nlohmann::json document_header(const std::string& host, double now) {
 nlohmann::json to_json(const DeviceFile& file) {
   nlohmann::json out{{"path", file.path}};
   out["nvidia_minor"] = or_null(file.nvidia_minor);
+  // The device number a holder is matched by ("195:0"), for device nodes; null otherwise.
+  if (file.identity && file.identity->kind != FileIdentity::Kind::kOther) {
+    out["device_number"] = std::to_string(file.identity->rdev_major) + ":" +
+                           std::to_string(file.identity->rdev_minor);
+  } else {
+    out["device_number"] = nullptr;
+  }
   return out;
 }
 
@@ -63,6 +70,15 @@ nlohmann::json to_json(const Holder& holder) {
   out["cgroup"] = or_null(p.cgroup);
   out["owner"] = p.owner ? to_json(*p.owner) : nlohmann::json();
   out["memory_map_locked"] = p.memory_map_locked;
+  // Class frozen: the frozen group and the command that thaws it (gpuclean never runs it).
+  if (p.frozen) {
+    out["frozen"] = {{"cgroup_version", to_string(p.frozen->version)},
+                     {"directory", p.frozen->directory},
+                     {"frozen_by", p.frozen->frozen_by},
+                     {"thaw", thaw_command(*p.frozen)}};
+  } else {
+    out["frozen"] = nullptr;
+  }
   out["inherited_from"] = or_null(holder.inherited_from);
   out["evidence"] = holder.heir ? to_json(*holder.heir) : nlohmann::json();
   // The node's GPU services, and MPS clients: "mps-client" with the server's PID when known.
@@ -84,6 +100,8 @@ nlohmann::json to_json(const Holder& holder) {
                      {"deleted", file.deleted}};
     d["via_thread"] = or_null(file.via_thread);
     d["nvidia_minor"] = or_null(file.nvidia_minor);
+    // Another path to the same file (a second node, a bind mount, another mount namespace).
+    d["opened_as"] = or_null(file.opened_as);
     devices.push_back(std::move(d));
   }
   out["devices"] = std::move(devices);
@@ -94,7 +112,11 @@ nlohmann::json to_json(const Holder& holder) {
 
   nlohmann::json threads = nlohmann::json::array();
   for (const ThreadInfo& t : p.threads) {
-    threads.push_back({{"tid", t.tid}, {"state", std::string(1, t.state)}, {"wchan", t.wchan}});
+    // stays_in_d: still in D when re-read ~200 ms later (what makes a holder stuck).
+    threads.push_back({{"tid", t.tid},
+                       {"state", std::string(1, t.state)},
+                       {"wchan", t.wchan},
+                       {"stays_in_d", t.stays_in_d}});
   }
   out["threads"] = std::move(threads);
   return out;
@@ -176,8 +198,13 @@ nlohmann::json to_json(const ScanStats& stats) {
   return {{"processes", stats.processes},
           {"vanished", stats.vanished},
           {"unreadable", stats.denied},
+          {"unreadable_other_users", stats.denied_other_users},
           {"unreadable_sample", stats.denied_pids},
+          {"incomplete", stats.incomplete},
+          {"incomplete_sample", stats.incomplete_pids},
           {"memory_map_locked", stats.locked_pids},
+          {"as_root", stats.as_root},
+          {"map_files_read", stats.map_files_read},
           {"seconds", stats.seconds}};
 }
 

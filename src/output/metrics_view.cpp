@@ -25,13 +25,14 @@ using prometheus::MetricType;
 // `gpuclean_problems{kind="orphan"} > 0` resolves instead of going stale; a kind added later
 // still appears (when it occurs) because counting goes over the problems themselves.
 constexpr std::array kProblemKinds = {
-    "in-use",        "holder",       "orphan",       "heir",    "heir-ambiguous",
-    "zombie-leader", "stuck",        "foreign",      "exiting", "mps-leftover",
-    "unattributed",  "missing-gpus", "stray-context"};
+    "in-use",        "holder",       "orphan",        "heir",    "heir-ambiguous",
+    "zombie-leader", "stuck",        "foreign",       "exiting", "mps-leftover",
+    "unattributed",  "missing-gpus", "stray-context", "frozen"};
 constexpr std::array kVerdicts = {Verdict::kClean, Verdict::kDirty, Verdict::kUnknown};
 constexpr std::array kClasses = {
-    HolderClass::kActive, HolderClass::kOrphan,  HolderClass::kHeir,    HolderClass::kZombieLeader,
-    HolderClass::kStuck,  HolderClass::kForeign, HolderClass::kMonitor, HolderClass::kZombie};
+    HolderClass::kActive,       HolderClass::kOrphan, HolderClass::kHeir,
+    HolderClass::kZombieLeader, HolderClass::kStuck,  HolderClass::kForeign,
+    HolderClass::kMonitor,      HolderClass::kZombie, HolderClass::kFrozen};
 constexpr std::array kNvmlStates = {"present", "absent", "disabled", "failed"};
 
 MetricFamily gauge_family(std::string name, std::string help) {
@@ -193,7 +194,8 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   add(clean, verdict == Verdict::kClean ? 1 : 0);
   families.push_back(std::move(clean));
   auto verdicts = gauge_family("gpuclean_verdict",
-                               "1 for the verdict (clean, dirty, or unknown when NVML failed); "
+                               "1 for the verdict (clean, dirty, or unknown: NVML failed, or "
+                               "processes that could hold the device were not read); "
                                "0 for the others");
   for (Verdict v : kVerdicts) add(verdicts, v == verdict ? 1 : 0, {{"verdict", to_string(v)}});
   families.push_back(std::move(verdicts));
@@ -279,6 +281,11 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
                              "Processes the last scan could not fully read (permission)");
   add(denied, static_cast<double>(status.stats.denied));
   families.push_back(std::move(denied));
+  auto incomplete = gauge_family(
+      "gpuclean_scan_incomplete_processes",
+      "Processes the last scan read only in part (maps or descriptors past the read deadline)");
+  add(incomplete, static_cast<double>(status.stats.incomplete));
+  families.push_back(std::move(incomplete));
   return families;
 }
 

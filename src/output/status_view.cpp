@@ -188,21 +188,10 @@ std::string class_label(const Holder& h) {
   return label;
 }
 
-const char* to_string(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kClean:
-      return "clean";
-    case Verdict::kDirty:
-      return "dirty";
-    case Verdict::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
 Verdict verdict_of(const StatusReport& report) {
   if (report.nvml_state == NvmlState::kFailed) return Verdict::kUnknown;
-  return report.diagnosis.clean ? Verdict::kClean : Verdict::kDirty;
+  if (!report.diagnosis.clean) return Verdict::kDirty;
+  return report.unseen_decides ? Verdict::kUnknown : Verdict::kClean;
 }
 
 std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width) {
@@ -350,7 +339,10 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
   }
   const std::string warning_count = fmt::format("{} warning{}", warnings, warnings == 1 ? "" : "s");
   out << '\n';
-  if (verdict_of(report) == Verdict::kUnknown) {
+  if (verdict_of(report) == Verdict::kUnknown && report.nvml_state != NvmlState::kFailed) {
+    // Nothing seen is wrong, but what could not be read may hold the device.
+    out << paint("UNKNOWN", kYellow) << ": " << report.unseen_message << '\n';
+  } else if (verdict_of(report) == Verdict::kUnknown) {
     // Without NVML's answer no GPU can be called clean: the memory nobody is seen holding
     // may be held all the same.
     out << paint("UNKNOWN", kYellow) << ": NVML failed, so GPU memory is not known";

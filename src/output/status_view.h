@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/verdict.h"
 
 namespace gpuclean::output {
 
@@ -20,17 +21,21 @@ struct StatusReport {
   std::vector<DeviceFile> files;
   ScanStats stats;
   Diagnosis diagnosis;
+  // What the scan could not read (diagnose/unseen.h), said once; `unseen_decides`: it could
+  // hold the device unseen, so a verdict that would be clean is unknown.
+  std::string unseen_message;
+  bool unseen_decides = false;
 };
 
 // docs/reference.md's verdict. NVML present but failing means the memory answer is not known: the
 // verdict is then unknown, never clean (nor dirty — what /proc shows is still listed).
-enum class Verdict { kClean, kDirty, kUnknown };
+// The enum and its spelling live in core/verdict.h (kill's verdict is decided in diagnose/).
+using gpuclean::to_string;
+using gpuclean::Verdict;
 
-// "clean", "dirty", "unknown" (JSON and metrics spell it so).
-const char* to_string(Verdict verdict);
-
-// kUnknown when NVML failed; else kClean when the diagnosis found no error (warnings alone leave
-// it clean), kDirty if it did.
+// kUnknown when NVML failed; else kDirty when the diagnosis found an error (warnings alone leave
+// it clean); else kUnknown when what the scan could not read decides it (unseen_decides: a
+// problem seen is dirty whatever was not), kClean otherwise.
 Verdict verdict_of(const StatusReport& report);
 
 struct TextStyle {

@@ -78,13 +78,18 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
       std::string command = command_label(holder.process);
       if (held->via_thread) command += fmt::format("  (held through thread {})", *held->via_thread);
       if (held->deleted) command += "  (file deleted)";
+      if (held->opened_as) command += "  (opened as " + escape_terminal(*held->opened_as) + ")";
       out << fmt::format("  {:<{}} {:>8} {:<5} {:<6} {:<{}} {}{}\n",
                          escape_terminal(holder.process.user), user_width, holder.process.pid,
                          state_label(holder.process), access_label(*held), to_string(holder.klass),
                          class_width, owner_cell(holder.process.owner, owner_width, 1), command);
     }
   }
-  if (report.holders.empty()) {
+  if (report.holders.empty() && report.unseen_decides) {
+    out << fmt::format("No process seen holding the {} selected ({} processes scanned), but not "
+                       "every process could be read: see below.\n",
+                       plural(report.files.size(), "file", "files"), report.stats.processes);
+  } else if (report.holders.empty()) {
     out << fmt::format("No process holds the {} selected ({} processes scanned).\n",
                        plural(report.files.size(), "file", "files"), report.stats.processes);
   } else {
@@ -97,14 +102,19 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
 
 void render_who_json(std::ostream& out, const WhoReport& report) {
   nlohmann::json doc = document_header(report.host, report.time);
-  doc["verdict"] = report.holders.empty() ? "clean" : "dirty";
+  doc["verdict"] = who_verdict(report);
   doc["files"] = to_json_array(report.files);
   doc["holders"] = to_json_array(report.holders);
   doc["scan"] = to_json(report.stats);
   write_json(out, doc);
 }
 
-std::string unreadable_summary(const ScanStats& stats) {
+const char* who_verdict(const WhoReport& report) {
+  if (!report.holders.empty()) return "dirty";
+  return report.unseen_decides ? "unknown" : "clean";
+}
+
+std::string unreadable_summary(const ScanStats& stats, const std::string& unseen_message) {
   std::string locked;
   if (!stats.locked_pids.empty()) {
     // Only maps that did not answer land here (a locked holder is a `stuck` finding anyway):
@@ -117,18 +127,8 @@ std::string unreadable_summary(const ScanStats& stats) {
         plural(stats.locked_pids.size(), "process", "processes"),
         stats.locked_pids.size() == 1 ? "pid" : "pids", pids);
   }
-  if (stats.denied == 0) return locked;
-  std::string sample;
-  for (Pid pid : stats.denied_pids) {
-    if (!sample.empty()) sample += ", ";
-    sample += std::to_string(pid);
-  }
-  if (stats.denied > stats.denied_pids.size()) sample += ", …";
-  return (locked.empty() ? "" : locked + "\n") +
-         fmt::format(
-             "gpuclean: {} could not be read (permission denied: {} {}); their files are unknown",
-             plural(stats.denied, "process", "processes"), stats.denied == 1 ? "pid" : "pids",
-             sample);
+  if (unseen_message.empty()) return locked;
+  return (locked.empty() ? "" : locked + "\n") + "gpuclean: " + unseen_message;
 }
 
 }  // namespace gpuclean::output

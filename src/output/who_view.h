@@ -15,6 +15,10 @@ struct WhoReport {
   std::vector<DeviceFile> files;  // the selection that was scanned
   std::vector<Holder> holders;    // ascending by pid
   ScanStats stats;
+  // What the scan could not read (diagnose/unseen.h): with `unseen_decides`, no holder seen
+  // is not "nobody holds them" (verdict unknown).
+  std::string unseen_message;
+  bool unseen_decides = false;
 };
 
 // Sections per held file, a row per holder: USER PID STATE ACCESS CLASS COMMAND. Files nobody
@@ -23,9 +27,12 @@ void render_who_text(std::ostream& out, const WhoReport& report);
 
 void render_who_json(std::ostream& out, const WhoReport& report);
 
-// One line for processes that could not be read, or empty when there were none:
-// "gpuclean: 3 processes could not be read (permission denied: pids 1, 7, 9); …"
-std::string unreadable_summary(const ScanStats& stats);
+// "clean", "dirty" or "unknown" (no holder seen, but unread processes could hold the files).
+const char* who_verdict(const WhoReport& report);
+
+// What could not be read, or empty when everything was: the locked memory maps (one line) and
+// `unseen_message` (diagnose/unseen.h), each line starting "gpuclean: ".
+std::string unreadable_summary(const ScanStats& stats, const std::string& unseen_message);
 
 // "Sl": leader state, plus 'l' when the group has more than one thread (as ps prints it).
 std::string state_label(const ProcessInfo& process);

@@ -1,12 +1,12 @@
 #include "procfs/device_files.h"
 
 #include <glob.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+
+#include "procfs/file_identity.h"
 
 namespace gpuclean::procfs {
 namespace {
@@ -15,13 +15,10 @@ namespace {
 constexpr unsigned kNvidiaMajor = 195;
 constexpr unsigned kNvidiactlMinor = 255;
 
-std::optional<unsigned> nvidia_minor_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
-  if (major(st.st_rdev) != kNvidiaMajor || minor(st.st_rdev) >= kNvidiactlMinor) {
-    return std::nullopt;
-  }
-  return minor(st.st_rdev);
+std::optional<unsigned> nvidia_minor_of(const std::optional<FileIdentity>& id) {
+  if (!id || id->kind != FileIdentity::Kind::kCharDevice) return std::nullopt;
+  if (id->rdev_major != kNvidiaMajor || id->rdev_minor >= kNvidiactlMinor) return std::nullopt;
+  return id->rdev_minor;
 }
 
 // glob(3) matches; an empty list when nothing matches.
@@ -94,8 +91,14 @@ Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selec
   std::vector<DeviceFile> files;
   files.reserve(paths.size());
   for (auto& path : paths) {
-    auto minor = nvidia_minor_of(path);
-    files.push_back(DeviceFile{std::move(path), minor});
+    // The identity is what a holder is matched by (procfs/holder_scan.h); the path is shown.
+    auto identity = identity_of_path(path);
+    // Two paths of one file (a second node, a hard link) are one file: the first path names it.
+    const bool seen = identity && std::any_of(files.begin(), files.end(), [&](const DeviceFile& f) {
+                        return f.identity && f.identity->same_file(*identity);
+                      });
+    if (seen) continue;
+    files.push_back(DeviceFile{std::move(path), nvidia_minor_of(identity), identity});
   }
   return files;
 }

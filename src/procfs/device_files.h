@@ -13,9 +13,11 @@ namespace gpuclean::procfs {
 // docs/reference.md's default: the NVIDIA device files.
 const std::vector<std::string>& default_nvidia_globs();
 
-// Expands each pattern with glob(3) and canonicalises the matches (fd links name the real
-// path, so a symlinked pattern must be resolved to match). Duplicates are dropped; the result
-// is sorted by path.
+// Expands each pattern with glob(3), canonicalises the matches (the path is what gpuclean
+// shows) and takes each file's identity with stat(2): holders are matched by that identity
+// (procfs/holder_scan.h), never by the path. Paths of one file (a second node with the same
+// device number, a hard link, a symlink) are one entry, the first path in sort order; the
+// result is sorted by path.
 //
 // Errors (Error::errnum 0, context says which pattern): an empty or malformed pattern
 // (unbalanced '['); a pattern in `must_match` that matches nothing.

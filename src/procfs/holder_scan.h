@@ -1,6 +1,14 @@
 // The holder scan: which processes hold which of a set of files, through their descriptor
 // tables or memory maps. Complete where fuser and lsof are not: a thread group whose leader is
 // a zombie (ps "Zl") has an empty /proc/PID/fd; its files are found through task/TID/fd.
+//
+// A descriptor or mapping holds a selected file when it *is* that file (core/model.h
+// FileIdentity), whatever path, bind mount, mount namespace or second device node it was
+// opened through; a look-alike at the same path in another mount namespace is not a holder.
+// Descriptors: a statx of /proc/PID/fd/N, which reaches the open file itself. Mappings: the
+// inode maps prints, and for selections with device nodes the mapped file's own device number
+// through /proc/PID/map_files (root only; without it a mapping of a second node whose
+// descriptor was closed is missed: ScanStats::map_files_read says which).
 #pragma once
 
 #include <optional>
@@ -34,15 +42,19 @@ struct HolderScan {
 };
 
 // Scans every process under proc for the given files. Processes that vanish or cannot be read
-// are counted in stats, never reported as errors. The hot loop reads only fd links and maps:
-// everything else about a holder is read afterwards, for the holders alone.
+// are counted in stats, never reported as errors; those read only in part (maps or
+// descriptors past the read deadline) are counted as incomplete. The hot loop stats
+// descriptors and reads maps; a link's text is read only for a match (to show it), and
+// everything else about a holder afterwards, for the holders alone. Every read of another
+// process, the fallback through descriptors included, runs under proc's read deadline.
 HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files,
                         const ScanOptions& options);
 
-// Whether pid still holds each of `files` through the same descriptors: one readlink per held
-// fd instead of its whole table, for re-checking a known holder (`top`'s refreshes). False when
-// a descriptor changed or is gone, or a file was held only through a mapping (its maps must be
-// read: scan it). New descriptors it opened since are not seen: a full scan finds them.
+// Whether pid still holds each of `files` through the same descriptors: a statx (and, to see a
+// deletion, a readlink) per held fd instead of its whole table, for re-checking a known holder
+// (`top`'s refreshes). False when a descriptor is another file now, was deleted since or is
+// gone, or a file was held only through a mapping (its maps must be read: scan it). New
+// descriptors it opened since are not seen: a full scan finds them.
 bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files);
 
 // Fills readable/writable of each HeldFile from the fds' open flags.

@@ -184,14 +184,50 @@ std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo) {
   return found;
 }
 
-std::string_view maps_line_path(std::string_view line) {
-  // "start-end perms offset dev inode   path": the five fields before the path hold no '/',
-  // so the path starts at the first '/'. Pseudo paths ("[heap]") are not files.
-  const std::size_t slash = line.find('/');
-  if (slash == std::string_view::npos) return {};
-  std::string_view path = line.substr(slash);
-  if (!path.empty() && path.back() == '\n') path.remove_suffix(1);
-  return path;
+std::optional<MapsLine> parse_maps_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  // Five space-separated fields, then (optionally) spaces and the path, which may itself hold
+  // spaces.
+  std::string_view fields[5];
+  std::string_view rest = line;
+  for (std::string_view& field : fields) {
+    const std::size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(start);
+    const std::size_t end = rest.find(' ');
+    field = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+  }
+  MapsLine out;
+  out.range = fields[0];
+  if (out.range.find('-') == std::string_view::npos) return std::nullopt;
+  const std::size_t colon = fields[3].find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto major = to_number<unsigned>(fields[3].substr(0, colon), 16);
+  auto minor = to_number<unsigned>(fields[3].substr(colon + 1), 16);
+  auto inode = to_number<std::uint64_t>(fields[4]);
+  if (!major || !minor || !inode) return std::nullopt;
+  out.dev_major = *major;
+  out.dev_minor = *minor;
+  out.inode = *inode;
+  const std::size_t path_start = rest.find_first_not_of(' ');
+  if (path_start != std::string_view::npos && rest[path_start] == '/') {
+    out.path = rest.substr(path_start);
+  }
+  return out;
+}
+
+std::string map_files_name(std::string_view range) {
+  auto unpadded = [](std::string_view hex) {
+    const std::size_t first = hex.find_first_not_of('0');
+    return first == std::string_view::npos ? std::string_view("0") : hex.substr(first);
+  };
+  const std::size_t dash = range.find('-');
+  if (dash == std::string_view::npos) return std::string(range);
+  std::string name(unpadded(range.substr(0, dash)));
+  name += '-';
+  name += unpadded(range.substr(dash + 1));
+  return name;
 }
 
 std::optional<std::uint32_t> parse_fdinfo_flags(std::string_view text) {

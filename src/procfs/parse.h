@@ -53,8 +53,23 @@ struct Cgroup2Mount {
 };
 std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo);
 
-// Path of a /proc/PID/maps line, or empty for anonymous mappings. Paths may contain spaces.
-std::string_view maps_line_path(std::string_view line);
+// The fields of a /proc/PID/maps line that say which file is mapped:
+// "start-end perms offset MAJOR:MINOR inode   path". The device and inode are those of the
+// mapped file's own inode (for a device node: the node's inode on its file system, not the
+// device it stands for); inode 0 is an anonymous mapping. nullopt for a line that is not in
+// this form. The views point into `line`.
+struct MapsLine {
+  std::string_view range;  // "7f12a000-7f12b000" as printed (zero-padded hex)
+  unsigned dev_major = 0;
+  unsigned dev_minor = 0;
+  std::uint64_t inode = 0;
+  std::string_view path;  // empty when anonymous or a pseudo path ("[heap]")
+};
+std::optional<MapsLine> parse_maps_line(std::string_view line);
+
+// The name of a mapping's entry in /proc/PID/map_files: the range without the zero padding
+// maps prints ("7f12a000-7f12b000" stays, "0000a000-0000b000" becomes "a000-b000").
+std::string map_files_name(std::string_view range);
 
 // "flags:\t0100002" from /proc/PID/fdinfo/N, as a number.
 std::optional<std::uint32_t> parse_fdinfo_flags(std::string_view text);

@@ -16,6 +16,7 @@
 
 #include "core/deadline_pool.h"
 
+#include "procfs/blocked.h"
 #include "procfs/owner.h"
 #include "procfs/parse.h"
 #include "procfs/user_names.h"
@@ -202,6 +203,7 @@ Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool 
   if (read_file_at(dir.get(), "cgroup", text)) {
     info.cgroup = parse_cgroup_v2(text);
     info.owner = owner_from_cgroup_file(text);
+    info.freezer_cgroup = parse_cgroup_v1_freezer(text);  // procfs/blocked.h: frozen or not
   }
 
   UniqueFd task(::openat(dir.get(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -148,6 +148,44 @@ TEST_F(StuckProcessTest, ReleasedWithoutKillTheVictimLivesOn) {
   EXPECT_NE(proc_state(victim.pid()), 'Z');
 }
 
+// Issue 32 item 3, the negative control of tests/integration/blocked_test.cpp: `stuck` now
+// needs a thread still in D when re-read ~200 ms later, and a vfork parent or a frozen process
+// is not stuck — but a thread really in D across the re-check still is. The holder here is a
+// reader of the victim's command line: it waits in D for the victim's mmap lock for as long as
+// the FUSE read is unanswered, while its own command line and maps read normally (so it is
+// stuck by its D alone, not by memory_map_locked). Its parent (this test) is alive, so it is no
+// `--leftovers` target: on the old code (644b0d0) it was, as "leftover (stuck)".
+TEST_F(StuckProcessTest, AThreadInDAcrossTheRecheckIsStuckButNoLeftover) {
+  const std::string victim_file = dir_.file("victim-device");  // not under --device-glob
+  MmLockVictim victim(victim_file);
+  ASSERT_TRUE(victim.ready()) << victim.error();
+  const std::string cmdline = "/proc/" + std::to_string(victim.pid()) + "/cmdline";
+  fuse_detail::OwnedChild reader(
+      {"/bin/sh", "-c", "exec 3<>\"$0\"; exec /usr/bin/cat \"$1\" > /dev/null", held_, cmdline});
+  ASSERT_TRUE(reader.started());
+  ASSERT_TRUE(wait_until([&] { return proc_state(reader.pid()) == 'D'; }, 10s))
+      << "state " << proc_state(reader.pid());
+
+  auto who = gpuclean({"who", "--json"});
+  EXPECT_LT(who.took, 3s);
+  const json doc = parse(who.result);
+  const json* listed = holder(doc, reader.pid());
+  ASSERT_NE(listed, nullptr) << who.result.out << who.result.err;
+  EXPECT_EQ((*listed)["class"], "stuck") << listed->dump();
+  EXPECT_EQ((*listed)["memory_map_locked"], false) << listed->dump();
+
+  auto plan = gpuclean({"kill", "--leftovers", "--dry-run", "--json"});
+  EXPECT_EQ(plan.result.exit_code, 0) << plan.result.out << plan.result.err;
+  const json plan_doc = parse(plan.result);
+  for (const json& target : plan_doc.value("targets", json::array())) {
+    EXPECT_NE(target.value("pid", 0), reader.pid()) << plan.result.out;
+  }
+  // Still in D: the class above was about a D that lasted.
+  EXPECT_EQ(proc_state(reader.pid()), 'D');
+  victim.release();
+  EXPECT_TRUE(reader.reap_within(5s)) << "the reader ends once the lock is free";
+}
+
 TEST_F(StuckProcessTest, WithoutTheDeadlineTheSameCommandsHang) {
   // Negative control: the deadline is what keeps them bounded.
   MmLockVictim victim(held_);

@@ -941,6 +941,49 @@ scenario_run_server() {
 # ---- run ----------------------------------------------------------------------------------------
 
 watchdog=
+# Issue 32: a process that holds the real GPU's device through a second node with the same
+# numbers (mknod) — its fd link names that node, not /dev/nvidia0. who and status name it all the
+# same: a holder is what it holds, not the text of its link.
+holds_as() {  # JSON PID PATH OPENED_AS: the holder PID holds PATH through OPENED_AS
+  "$PY" - "$@" <<'PYEOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+pid, path, opened_as = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+for h in doc.get("holders", []):
+    if h["pid"] == pid:
+        sys.exit(0 if any(d["path"] == path and d.get("opened_as") == opened_as
+                          for d in h["devices"]) else 1)
+sys.exit(1)
+PYEOF
+}
+scenario_second_node() {
+  local dev=/dev/nvidia0 node=$work/second-nvidia0 major minor pid out
+  [[ -c $dev ]] || { record FAIL "no $dev on this machine"; return; }
+  major=$((16#$(stat -c %t "$dev")))
+  minor=$((16#$(stat -c %T "$dev")))
+  if ! mknod "$node" c "$major" "$minor" 2>/dev/null; then
+    echo "  mknod $node c $major $minor is refused on this machine: nothing to test here"
+    return
+  fi
+  sleep "$GPUCLEAN_SCENARIO_LIFETIME" 3<>"$node" 4>&- &
+  pid=$!
+  track "$pid"
+  wait_until 10 0.05 test -e "/proc/$pid/fd/3" || { record FAIL "pid $pid did not open $node"; return; }
+  expect "pid $pid's descriptor names $node, not $dev ($(readlink "/proc/$pid/fd/3"))" \
+    test "$(readlink "/proc/$pid/fd/3")" = "$node"
+  out=$work/second-node.who.json
+  gc who --json >"$out" 2>/dev/null
+  keep "$out"
+  expect "who: pid $pid holds $dev, opened as $node ($major:$minor)" holds_as "$out" "$pid" "$dev" "$node"
+  out=$work/second-node.status.json
+  gc status --json >"$out" 2>/dev/null
+  keep "$out"
+  expect "status: pid $pid holds $dev, opened as $node" holds_as "$out" "$pid" "$dev" "$node"
+  kill_ours TERM "$pid"
+  wait_until 10 0.05 is_gone "$pid" || record FAIL "pid $pid did not end on TERM"
+  rm -f "$node"
+}
+
 finish() {
   trap - TERM INT
   set +u  # an unexpected empty variable must not stop the cleanup
@@ -1054,4 +1097,5 @@ run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
 run_scenario ipc "CUDA IPC importer after the exporter died" scenario_ipc
 run_scenario server "orphaned server workers (problem 4)" scenario_server
 run_scenario run-server "the same server under gpuclean run, parent SIGKILLed" scenario_run_server
+run_scenario second-node "a holder of the GPU's device through a second node (issue 32)" scenario_second_node
 finish

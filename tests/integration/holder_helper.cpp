@@ -9,6 +9,7 @@
 //   zombie    a child opens FILE and exits on SIGUSR1; the parent never reaps it
 //   daemon    double fork + setsid; the grandchild holds FILE
 //   map       mmap FILE, close the descriptor, wait (held through maps only)
+//   map-crowd CROWD_FILE COUNT   like map, then COUNT mappings of CROWD_FILE listed before it
 //   tree N    open FILE, fork N workers (they inherit it); all ignore SIGTERM; reports
 //             "PARENT W1 … WN"; the parent reaps its workers
 //   setsid-child  a child calls setsid() and opens FILE; the parent holds nothing and reaps;
@@ -19,6 +20,10 @@
 //   fork-on-term  lead its own process group, open FILE; on SIGTERM fork a child that ignores
 //             SIGTERM and keeps FILE (it reports its PID in READY_FILE.child), then exit — a
 //             server whose shutdown handler starts a helper after gpuclean made its plan
+//   vfork     open FILE, vfork(); the child closes its copy of FILE, reports "PARENT CHILD" and
+//             sleeps for the lifetime before _exit: the parent waits in the kernel (state D,
+//             wait channel kernel_clone) all along, as Python's subprocess and posix_spawn's
+//             parents do for a moment (issue 32)
 // READY_FILE gets the PIDs as seen in the host /proc (readlink /proc/self), space separated.
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "helper_process.h"
@@ -197,6 +203,30 @@ int main(int argc, char** argv) {
     report(g_ready, self_pid());
     wait_forever();
   }
+  if (mode == "map-crowd") {
+    // The device's mapping first (the highest address: mmap hands out addresses downwards, so
+    // maps lists it after the crowd), then COUNT one-page mappings of CROWD_FILE at offsets 0
+    // and 2 pages in turn (neighbours whose file offsets run on would merge into one line: a
+    // gap in the file keeps them apart): a maps file past
+    // the size any whole-file read would take (issue 32: 24,000 mappings of a 3,000-character
+    // path make 71 MiB).
+    if (argc < 6) return 2;
+    const int fd = open_or_die(file);
+    if (::ftruncate(fd, 4096) != 0) return 3;
+    if (::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED) return 3;
+    ::close(fd);
+    const int crowd = open_or_die(argv[4]);
+    if (::ftruncate(crowd, 3 * 4096) != 0) return 3;
+    const long count = std::strtol(argv[5], nullptr, 10);
+    for (long i = 0; i < count; ++i) {
+      if (::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, crowd, (i % 2) * 2 * 4096) == MAP_FAILED) {
+        return 3;
+      }
+    }
+    ::close(crowd);
+    report(g_ready, self_pid());
+    wait_forever();
+  }
   if (mode == "tree") {
     const int workers = argc > 4 ? std::atoi(argv[4]) : 0;
     if (workers < 1) return 2;
@@ -242,6 +272,33 @@ int main(int argc, char** argv) {
     ::close(pid_pipe[0]);
     report(g_ready, self_pid() + " " + child_pid);
     reap_forever();
+  }
+  if (mode == "vfork") {
+    const int fd = open_or_die(file);
+    // The child runs on the parent's memory while the parent waits: it only makes system calls
+    // on what is prepared here (no allocation, no stdio).
+    const std::string tmp = std::string(g_ready) + ".tmp-vfork";
+    char line[96] = {};
+    const int prefix = std::snprintf(line, sizeof(line), "%s ", self_pid().c_str());
+    if (prefix <= 0) return 3;
+    const auto used = static_cast<std::size_t>(prefix);
+    const pid_t child = ::vfork();
+    if (child == 0) {
+      ::close(fd);
+      const ssize_t n = ::readlink("/proc/self", line + used, sizeof(line) - used - 2);
+      if (n <= 0) _exit(3);
+      const std::size_t size = used + static_cast<std::size_t>(n);
+      line[size] = '\n';
+      const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (out < 0 || ::write(out, line, size + 1) != static_cast<ssize_t>(size + 1)) _exit(3);
+      if (::close(out) != 0 || ::rename(tmp.c_str(), g_ready) != 0) _exit(3);
+      timespec left{static_cast<time_t>(kLifetimeSeconds), 0};
+      while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+      }
+      _exit(0);
+    }
+    if (child < 0) return 3;
+    wait_forever();
   }
   if (mode == "stopped") {
     int pid_pipe[2];

@@ -105,7 +105,8 @@ TEST_F(PrivilegeTest, OtherUsersProcessesAreSummarisedAsUnreadable) {
     ++lines;
   }
   EXPECT_EQ(lines, 1u) << text.out << text.err;
-  EXPECT_NE(text.err.find("permission denied"), std::string::npos) << text.err;
+  EXPECT_NE(text.err.find("of other users could not be read"), std::string::npos) << text.err;
+  EXPECT_NE(text.err.find("run as root"), std::string::npos) << text.err;
 
   // Negative control: root reads the same process and finds both holders.
   const json root_doc = json::parse(as_root({"who", "--json", "--device-glob", held_}).out);
@@ -131,8 +132,38 @@ TEST_F(PrivilegeTest, ReadOnlyCommandsRunAsAUser) {
   }
   // status says how much it could not see, in one line.
   const auto status = as_user({"status", "--no-nvml", "--device-glob", held_});
-  EXPECT_NE(status.err.find("could not be read (permission denied"), std::string::npos)
+  EXPECT_NE(status.err.find("of other users could not be read"), std::string::npos)
       << status.out << status.err;
+}
+
+TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {
+  // Root's process holds the file; the user cannot read root's descriptors. Before issue 32
+  // `check --no-nvml` said nothing and exited 0 (seen on 644b0d0: "silent, exit 0"): a clean
+  // verdict resting on processes it never read.
+  const pid_t root_holder = start_argv({helper_, "hold", held_, ready_}).at(0);
+  const auto check = as_user({"check", "--no-nvml", "--device-glob", held_});
+  expect_no_crash(check);
+  EXPECT_EQ(check.exit_code, 3) << check.out << check.err;
+  EXPECT_EQ(check.out, "") << "no problem was seen, so none is printed";
+  EXPECT_NE(check.err.find("of other users could not be read"), std::string::npos) << check.err;
+  EXPECT_NE(check.err.find("run as root"), std::string::npos) << check.err;
+  const auto status = as_user({"status", "--no-nvml", "--json", "--device-glob", held_});
+  EXPECT_EQ(status.exit_code, 3) << status.err;
+  EXPECT_EQ(json::parse(status.out)["verdict"], "unknown") << status.out;
+  const auto who = as_user({"who", "--json", "--device-glob", held_});
+  EXPECT_EQ(who.exit_code, 3) << who.err;
+  EXPECT_EQ(json::parse(who.out)["verdict"], "unknown") << who.out;
+
+  // Negative control: root reads every process (a refusal by the sandbox's PID 1 is said and
+  // changes nothing) and finds the holder: dirty, exit 1.
+  const auto root = as_root({"check", "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(root.exit_code, 1) << root.out << root.err;
+  EXPECT_NE(root.out.find(std::to_string(root_holder)), std::string::npos) << root.out;
+  // And once the holder is gone, root's verdict is clean: the refusals decide nothing.
+  reaper_.kill_all();
+  ASSERT_TRUE(wait_gone(root_holder));
+  const auto clean = as_root({"check", "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
 }
 
 TEST_F(PrivilegeTest, KillOfARootProcessExplainsTheMissingPrivilege) {

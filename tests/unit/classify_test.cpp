@@ -21,9 +21,40 @@ TEST(ClassifyFromProc, EachClassAndItsNegativeControl) {
   EXPECT_EQ(classify_from_proc(process('Z', 50, {'Z', 'S'})), HolderClass::kZombieLeader);
   EXPECT_EQ(classify_from_proc(process('Z', 50, {'Z'})), HolderClass::kZombie);
   EXPECT_EQ(classify_from_proc(process('Z', 50, {'Z', 'Z'})), HolderClass::kZombie);
-  EXPECT_EQ(classify_from_proc(process('S', 50, {'S', 'D'})), HolderClass::kStuck);
-  // Stuck wins over everything: signals will not help whatever else is true.
-  EXPECT_EQ(classify_from_proc(process('Z', 1, {'Z', 'D'})), HolderClass::kStuck);
+}
+
+// Issue 32 item 3: a D seen once is not stuck (a vfork parent waits in D, I/O passes through
+// it); stuck needs a thread that stayed in D across the re-check (procfs::settle_blocked), or a
+// locked memory map. On the old code the first assertion failed: a D alone made kStuck.
+TEST(ClassifyFromProc, StuckOnlyWhenTheDLasts) {
+  EXPECT_EQ(classify_from_proc(process('S', 50, {'S', 'D'})), HolderClass::kActive);
+  EXPECT_EQ(classify_from_proc(process('D', 1, {'D'})), HolderClass::kOrphan);
+  ProcessInfo lasting = process('S', 50, {'S', 'D'});
+  lasting.threads[1].stays_in_d = true;
+  EXPECT_EQ(classify_from_proc(lasting), HolderClass::kStuck);
+  // Stuck wins over the lifecycle classes: signals will not help whatever else is true.
+  ProcessInfo zl = process('Z', 1, {'Z', 'D'});
+  zl.threads[1].stays_in_d = true;
+  EXPECT_EQ(classify_from_proc(zl), HolderClass::kStuck);
+  EXPECT_EQ(lifecycle_class(zl), HolderClass::kZombieLeader) << "what it would otherwise be";
+  ProcessInfo locked = process('S', 50, {'S'});
+  locked.memory_map_locked = true;
+  EXPECT_EQ(classify_from_proc(locked), HolderClass::kStuck);
+}
+
+// A frozen cgroup's process is frozen, whatever its threads say (a v1 freezer's are in D and
+// stay there): the fix is a thaw, never a reset. A plain zombie has nothing left to freeze.
+TEST(ClassifyFromProc, FrozenWinsOverStuck) {
+  ProcessInfo p = process('D', 50, {'D', 'S'});
+  p.threads[0].stays_in_d = true;
+  p.frozen = FrozenCgroup{FrozenCgroup::Version::kV1Freezer, "/sys/fs/cgroup/freezer/j", {}};
+  EXPECT_EQ(classify_from_proc(p), HolderClass::kFrozen);
+  p.memory_map_locked = true;
+  EXPECT_EQ(classify_from_proc(p), HolderClass::kFrozen);
+  ProcessInfo zombie = process('Z', 50, {'Z'});
+  zombie.frozen = p.frozen;
+  EXPECT_EQ(classify_from_proc(zombie), HolderClass::kZombie);
+  EXPECT_STREQ(to_string(HolderClass::kFrozen), "frozen");
 }
 
 // Issue 21 item 9: a system service that uses the GPU on purpose (parent PID 1, cgroup

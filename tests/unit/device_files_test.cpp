@@ -34,6 +34,42 @@ TEST_F(DeviceFilesTest, ExpandsCanonicalisesAndDeduplicates) {
   EXPECT_FALSE((*files)[0].nvidia_minor.has_value());  // a regular file is no GPU
 }
 
+TEST_F(DeviceFilesTest, TakesEachFilesIdentityAndKeepsOnePathPerFile) {
+  // A hard link is the same file as dev0: one entry, named by the first path in sort order.
+  fs::create_hard_link(dir_ / "dev0", dir_ / "dev9");
+  DeviceSelection selection;
+  selection.must_match = {(dir_ / "dev*").string()};
+  auto files = expand_device_files(selection);
+  ASSERT_TRUE(files.ok()) << files.error().message();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].path, fs::canonical(dir_ / "dev0").string());
+  ASSERT_TRUE((*files)[0].identity.has_value());
+  EXPECT_EQ((*files)[0].identity->kind, FileIdentity::Kind::kOther);
+  EXPECT_NE((*files)[0].identity->ino, 0u);
+  EXPECT_FALSE((*files)[0].identity->same_file(*(*files)[1].identity));
+}
+
+TEST_F(DeviceFilesTest, DeviceNodesAreTheirDeviceNumber) {
+  // /dev/null is 1:3 everywhere; its identity is the number, not the node's inode.
+  DeviceSelection selection;
+  selection.must_match = {"/dev/null"};
+  auto files = expand_device_files(selection);
+  ASSERT_TRUE(files.ok()) << files.error().message();
+  ASSERT_EQ(files->size(), 1u);
+  ASSERT_TRUE((*files)[0].identity.has_value());
+  const FileIdentity& id = *(*files)[0].identity;
+  EXPECT_EQ(id.kind, FileIdentity::Kind::kCharDevice);
+  EXPECT_EQ(id.rdev_major, 1u);
+  EXPECT_EQ(id.rdev_minor, 3u);
+  FileIdentity second_node = id;
+  second_node.dev = id.dev + 1;  // another node, on another file system
+  second_node.ino = id.ino + 1;
+  EXPECT_TRUE(id.same_file(second_node));
+  FileIdentity regular = second_node;
+  regular.kind = FileIdentity::Kind::kOther;
+  EXPECT_FALSE(id.same_file(regular)) << "a regular file is never a device";
+}
+
 TEST_F(DeviceFilesTest, NamedPathThatDoesNotExistIsAnError) {
   DeviceSelection selection;
   selection.must_match = {(dir_ / "missing").string()};

@@ -244,6 +244,52 @@ TEST(Diagnose, StuckHolderSaysOnlyAResetHelps) {
   EXPECT_NE(d.problems[0].fix.find("reset"), std::string::npos);
 }
 
+// Issue 32 item 3: a frozen holder's fix is the thaw command for its group — never a reset or a
+// reboot — and `scontrol resume` first when its owner is a Slurm job (a suspended job is
+// frozen too). Before the class existed, a v1-frozen holder (D in __refrigerator) was `stuck`
+// with "only a GPU reset or a reboot frees this".
+TEST(Diagnose, FrozenHolderIsToldToThawNeverToReset) {
+  Holder frozen = cuda_holder(610);
+  frozen.process.threads = {{610, 'D', "__refrigerator"}};
+  frozen.process.frozen = FrozenCgroup{
+      FrozenCgroup::Version::kV1Freezer, "/sys/fs/cgroup/freezer/j", {"/sys/fs/cgroup/freezer/j"}};
+  frozen.klass = HolderClass::kFrozen;
+  auto d = diagnose(input_with({gpu(0, kGiB, {entry(610, kGiB)})}, {frozen}), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  const Problem& p = d.problems[0];
+  EXPECT_EQ(p.kind, "frozen");
+  EXPECT_FALSE(d.clean);
+  EXPECT_NE(p.message.find("frozen pid 610"), std::string::npos) << p.message;
+  EXPECT_NE(p.fix.find("echo THAWED > /sys/fs/cgroup/freezer/j/freezer.state"), std::string::npos)
+      << p.fix;
+  EXPECT_EQ(p.fix.find("reset"), std::string::npos) << p.fix;
+  EXPECT_EQ(p.fix.find("reboot"), std::string::npos) << p.fix;
+  EXPECT_EQ(p.fix.find("scontrol"), std::string::npos) << "not a Slurm job: " << p.fix;
+
+  // cgroup v2, a Slurm job's: resume the job, or thaw, or kill (v2 lets SIGKILL through).
+  frozen.process.frozen = FrozenCgroup{FrozenCgroup::Version::kV2,
+                                       "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_42",
+                                       {"/sys/fs/cgroup/system.slice/slurmstepd.scope/job_42"}};
+  frozen.process.owner = Owner{};
+  frozen.process.owner->kind = Owner::Kind::kSlurmJob;
+  frozen.process.owner->id = "42";
+  d = diagnose(input_with({gpu(0, kGiB, {entry(610, kGiB)})}, {frozen}), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].fix.rfind("scontrol resume 42", 0), 0u) << d.problems[0].fix;
+  EXPECT_NE(d.problems[0].fix.find(
+                "echo 0 > /sys/fs/cgroup/system.slice/slurmstepd.scope/job_42/cgroup.freeze"),
+            std::string::npos)
+      << d.problems[0].fix;
+  EXPECT_NE(d.problems[0].fix.find("gpuclean kill 610"), std::string::npos);
+
+  // Without NVML the frozen holder is still a problem, with the same fix.
+  Input no_nvml;
+  no_nvml.holders = {frozen};
+  d = diagnose(std::move(no_nvml), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, "frozen");
+}
+
 TEST(Diagnose, NamespaceHiddenMemoryIsUnattributed) {
   auto d = diagnose(input_with({gpu(0, 20 * kGiB, {})}, {}), {});
   ASSERT_EQ(d.problems.size(), 1u);

@@ -374,6 +374,32 @@ TEST_F(KillPlanServiceTest, BroadSelectorsNeverTakeANodeService) {
   EXPECT_EQ(target_pids(plan(leftovers, stuck)), (std::vector<Pid>{700}));
 }
 
+// Issue 32 item 3: --leftovers never plans a process whose parent is alive and is not
+// otherwise a leftover — a stuck one included (a vfork parent in D was planned as "leftover
+// (stuck)" on the old code, where is_leftover(kStuck) was true whatever the parent) — and
+// never a frozen one, whose group was frozen on purpose.
+TEST_F(KillPlanTest, LeftoversTakeStuckOnlyWithoutAParentAndNeverFrozen) {
+  context_.privileged = true;  // 500 is bob's
+  KillSelectors leftovers;
+  leftovers.leftovers = true;
+  std::vector<Holder> holders = {holder(301, HolderClass::kStuck),
+                                 holder(500, HolderClass::kStuck)};
+  EXPECT_EQ(target_pids(plan(leftovers, holders)), (std::vector<Pid>{500}))
+      << "301's parent 300 lives; 500 was re-parented to init";
+  holders[1].klass = HolderClass::kFrozen;
+  holders[1].process.frozen = FrozenCgroup{FrozenCgroup::Version::kV2, "/sys/fs/cgroup/j", {}};
+  EXPECT_TRUE(target_pids(plan(leftovers, holders)).empty()) << "frozen: never a leftover";
+  // Negative control: the same orphan unfrozen is a leftover; --holders takes a frozen one.
+  holders[1].klass = HolderClass::kOrphan;
+  EXPECT_EQ(target_pids(plan(leftovers, holders)), (std::vector<Pid>{500}));
+  holders[1].klass = HolderClass::kFrozen;
+  KillSelectors all;
+  all.holders = true;
+  EXPECT_EQ(target_pids(plan(all, holders)), (std::vector<Pid>{500, 301})) << "parents first";
+  EXPECT_FALSE(is_leftover(HolderClass::kFrozen));
+  EXPECT_FALSE(is_leftover(HolderClass::kStuck)) << "by itself; is_leftover(Holder) decides";
+}
+
 TEST_F(KillPlanServiceTest, NamedServiceIsATargetThatNeedsAConfirmation) {
   KillSelectors named;
   named.pids = {700};

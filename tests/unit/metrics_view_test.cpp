@@ -68,6 +68,9 @@ TEST(MetricsText, HoldersByClassAndProblemsByKindIncludeZeros) {
   EXPECT_TRUE(has_line(t, R"(gpuclean_holders{class="orphan"} 1)")) << t;
   EXPECT_TRUE(has_line(t, R"(gpuclean_holders{class="monitor"} 1)"));
   EXPECT_TRUE(has_line(t, R"(gpuclean_holders{class="stuck"} 0)")) << "zeros keep the series";
+  // Issue 32 item 3: the frozen class and problem kind have their series too.
+  EXPECT_TRUE(has_line(t, R"(gpuclean_holders{class="frozen"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="frozen"} 0)")) << t;
   EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="orphan"} 1)"));
   EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="heir"} 0)"));
   EXPECT_TRUE(has_line(t, R"(gpuclean_problems{kind="mps-leftover"} 0)")) << "issue 20's kind";

@@ -95,13 +95,40 @@ TEST(ParseCgroup, PicksTheUnifiedHierarchyLine) {
   EXPECT_FALSE(parse_cgroup_v2("4:memory:/a\n").has_value());
 }
 
-TEST(MapsLinePath, FindsPathsWithSpacesAndSkipsAnonymous) {
-  EXPECT_EQ(maps_line_path("7f00-7f01 rw-s 00000000 00:05 415                        /dev/nvidia0"),
-            "/dev/nvidia0");
-  EXPECT_EQ(maps_line_path("7f00-7f01 rw-s 00000000 00:05 415 /opt/my data/f (deleted)"),
-            "/opt/my data/f (deleted)");
-  EXPECT_EQ(maps_line_path("7ffd-7ffe rw-p 00000000 00:00 0  [stack]"), "");
-  EXPECT_EQ(maps_line_path("7ffd-7ffe rw-p 00000000 00:00 0"), "");
+TEST(ParseMapsLine, ReadsDeviceInodeAndPathsWithSpaces) {
+  auto gpu = parse_maps_line("7f00-7f01 rw-s 00000000 00:05 415                        /dev/nvidia0");
+  ASSERT_TRUE(gpu.has_value());
+  EXPECT_EQ(gpu->range, "7f00-7f01");
+  EXPECT_EQ(gpu->dev_major, 0u);
+  EXPECT_EQ(gpu->dev_minor, 5u);
+  EXPECT_EQ(gpu->inode, 415u);
+  EXPECT_EQ(gpu->path, "/dev/nvidia0");
+  auto spaced = parse_maps_line("7f00-7f01 rw-s 00000000 fd:1a 9 /opt/my data/f (deleted)\n");
+  ASSERT_TRUE(spaced.has_value());
+  EXPECT_EQ(spaced->dev_major, 0xfdu);
+  EXPECT_EQ(spaced->dev_minor, 0x1au);
+  EXPECT_EQ(spaced->path, "/opt/my data/f (deleted)");
+  // Anonymous and pseudo paths: inode 0, no path.
+  auto stack = parse_maps_line("7ffd-7ffe rw-p 00000000 00:00 0  [stack]");
+  ASSERT_TRUE(stack.has_value());
+  EXPECT_EQ(stack->inode, 0u);
+  EXPECT_EQ(stack->path, "");
+  EXPECT_EQ(parse_maps_line("7ffd-7ffe rw-p 00000000 00:00 0")->path, "");
+}
+
+TEST(ParseMapsLine, RejectsWhatIsNotAMapsLine) {
+  EXPECT_FALSE(parse_maps_line("").has_value());
+  EXPECT_FALSE(parse_maps_line("7f00-7f01 rw-s 00000000").has_value());
+  EXPECT_FALSE(parse_maps_line("7f00-7f01 rw-s 00000000 0005 415 /x").has_value());
+  EXPECT_FALSE(parse_maps_line("7f00-7f01 rw-s 00000000 zz:05 415 /x").has_value());
+  EXPECT_FALSE(parse_maps_line("7f00 rw-s 00000000 00:05 415 /x").has_value());
+  EXPECT_FALSE(parse_maps_line("7f00-7f01 rw-s 00000000 00:05 -1 /x").has_value());
+}
+
+TEST(MapFilesName, DropsTheZeroPaddingMapsPrints) {
+  EXPECT_EQ(map_files_name("7f12a000-7f12b000"), "7f12a000-7f12b000");
+  EXPECT_EQ(map_files_name("0000a000-0000b000"), "a000-b000");
+  EXPECT_EQ(map_files_name("00000000-00001000"), "0-1000");
 }
 
 TEST(SplitDeleted, RecognisesTheKernelSuffix) {

@@ -4,11 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "procfs/file_identity.h"
 #include "procfs/holder_scan.h"
+#include "procfs/parse.h"
 
 namespace gpuclean::procfs {
 namespace {
@@ -122,9 +129,100 @@ TEST(ProcFs, HugeCmdlineIsReadWhole) {
   std::filesystem::remove_all(root);
 }
 
-std::vector<DeviceFile> nvidia_files() {
-  return {{"/dev/nvidia0", 0u}, {"/dev/nvidiactl", std::nullopt}};
-}
+// The fixture's fd links and maps lines name their files by text ("/dev/nvidia0"), but the
+// scan matches what a descriptor or mapping *is* (FileIdentity). So the tree is materialised
+// in a temp dir: each absolute path it names becomes a real file under files/, the links point
+// there, and each maps line carries that file's device and inode. A " (deleted)" link points to
+// a hard link of the file with that name: the same inode, and readlink shows the suffix.
+class MaterialisedFixture {
+ public:
+  MaterialisedFixture() {
+    namespace fs = std::filesystem;
+    root_ = fs::temp_directory_path() /
+            ("gpuclean-fixture-" + std::to_string(::getpid()) + "-" + std::to_string(next_++));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    fs::copy(kMixed, root_ / "proc", fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    for (const auto& entry : fs::recursive_directory_iterator(root_ / "proc")) {
+      if (entry.is_symlink() && entry.path().parent_path().filename() == "fd") {
+        const std::string target = fs::read_symlink(entry.path()).string();
+        if (target.empty() || target[0] != '/') continue;  // pipe:[123]
+        const LinkTarget link = split_deleted(target);
+        fs::path real = materialise(std::string(link.path));
+        if (link.deleted) {
+          fs::path alias = real.string() + " (deleted)";
+          if (!fs::exists(alias)) fs::create_hard_link(real, alias);
+          real = alias;
+        }
+        fs::remove(entry.path());
+        fs::create_symlink(real, entry.path());
+      } else if (entry.is_regular_file() && entry.path().filename() == "maps") {
+        rewrite_maps(entry.path());
+      }
+    }
+  }
+  ~MaterialisedFixture() { std::filesystem::remove_all(root_); }
+  MaterialisedFixture(const MaterialisedFixture&) = delete;
+  MaterialisedFixture& operator=(const MaterialisedFixture&) = delete;
+
+  [[nodiscard]] ProcFs proc() const { return open_fixture((root_ / "proc").string()); }
+  // Where the fixture's "/dev/nvidia0" is.
+  [[nodiscard]] std::string path(const std::string& named) const {
+    return (root_ / "files").string() + named;
+  }
+  // A selected file, as expand_device_files makes it: path and identity.
+  [[nodiscard]] DeviceFile device(const std::string& named,
+                                  std::optional<unsigned> minor = std::nullopt) const {
+    return {path(named), minor, identity_of_path(path(named))};
+  }
+  [[nodiscard]] std::vector<DeviceFile> nvidia_files() const {
+    std::vector<DeviceFile> files = {device("/dev/nvidia0", 0u), device("/dev/nvidiactl")};
+    std::sort(files.begin(), files.end(),
+              [](const DeviceFile& a, const DeviceFile& b) { return a.path < b.path; });
+    return files;
+  }
+  [[nodiscard]] const std::filesystem::path& root() const { return root_; }
+
+ private:
+  std::filesystem::path materialise(const std::string& named) {
+    const std::filesystem::path real = path(named);
+    std::filesystem::create_directories(real.parent_path());
+    if (!std::filesystem::exists(real)) std::ofstream(real) << named;
+    return real;
+  }
+  void rewrite_maps(const std::filesystem::path& maps) {
+    std::ifstream in(maps);
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+      auto parsed = parse_maps_line(line);
+      if (parsed && !parsed->path.empty()) {
+        const LinkTarget named = split_deleted(parsed->path);
+        const std::string real = materialise(std::string(named.path)).string();
+        auto id = identity_of_path(real);
+        EXPECT_TRUE(id.has_value());
+        // "start-end perms offset" kept, then the real file's MAJOR:MINOR and inode.
+        std::istringstream fields(line);
+        std::string range, perms, offset;
+        fields >> range >> perms >> offset;
+        line = fmt_line(range, perms, offset, id->dev, id->ino,
+                        real + (named.deleted ? " (deleted)" : ""));
+      }
+      out += line + "\n";
+    }
+    std::ofstream(maps, std::ios::trunc) << out;
+  }
+  static std::string fmt_line(const std::string& range, const std::string& perms,
+                              const std::string& offset, std::uint64_t dev, std::uint64_t ino,
+                              std::string_view path) {
+    char dev_text[32];
+    std::snprintf(dev_text, sizeof(dev_text), "%02x:%02x", major(dev), minor(dev));
+    return range + " " + perms + " " + offset + " " + dev_text + " " + std::to_string(ino) +
+           "    " + std::string(path);
+  }
+
+  static inline int next_ = 0;
+  std::filesystem::path root_;
+};
 
 const FileHolding* holding_of(const HolderScan& scan, Pid pid) {
   auto it = std::find_if(scan.holdings.begin(), scan.holdings.end(),
@@ -133,12 +231,15 @@ const FileHolding* holding_of(const HolderScan& scan, Pid pid) {
 }
 
 TEST(HolderScan, FindsFdAndMapsHoldersIncludingZombieLeaders) {
-  ProcFs proc = open_fixture();
-  const auto files = nvidia_files();
+  MaterialisedFixture fixture;
+  ProcFs proc = fixture.proc();
+  const auto files = fixture.nvidia_files();
+  const std::string nvidia0 = fixture.path("/dev/nvidia0");
   for (unsigned threads : {1u, 3u}) {
     SCOPED_TRACE(threads);
     HolderScan scan = scan_holders(proc, files, {.threads = threads});
     EXPECT_EQ(scan.stats.processes, 6u);
+    EXPECT_EQ(scan.stats.incomplete, 0u);
 
     std::vector<Pid> pids;
     for (const auto& h : scan.holdings) pids.push_back(h.pid);
@@ -147,23 +248,23 @@ TEST(HolderScan, FindsFdAndMapsHoldersIncludingZombieLeaders) {
     const FileHolding* python = holding_of(scan, 100);
     ASSERT_NE(python, nullptr);
     ASSERT_EQ(python->files.size(), 2u);
-    const HeldFile& gpu0 =
-        python->files[0].path == "/dev/nvidia0" ? python->files[0] : python->files[1];
+    const HeldFile& gpu0 = python->files[0].path == nvidia0 ? python->files[0] : python->files[1];
     EXPECT_EQ(gpu0.fds, (std::vector<int>{5}));
     EXPECT_TRUE(gpu0.mapped);
     EXPECT_EQ(gpu0.nvidia_minor, std::optional<unsigned>(0));
     EXPECT_FALSE(gpu0.via_thread.has_value());
+    EXPECT_FALSE(gpu0.opened_as.has_value()) << "reached by its own path";
 
     // The zombie leader's own fd table is empty; thread 507 holds the files.
     const FileHolding* zombie = holding_of(scan, 500);
     ASSERT_NE(zombie, nullptr);
     ASSERT_EQ(zombie->files.size(), 2u);
     for (const HeldFile& f : zombie->files) {
-      if (f.path == "/dev/nvidia0") {
+      if (f.path == nvidia0) {
         EXPECT_EQ(f.fds, (std::vector<int>{9}));
         EXPECT_EQ(f.via_thread, std::optional<Pid>(507));
       } else {
-        EXPECT_EQ(f.path, "/dev/nvidiactl");
+        EXPECT_EQ(f.path, fixture.path("/dev/nvidiactl"));
         EXPECT_TRUE(f.mapped);  // from task/507/maps
       }
     }
@@ -175,24 +276,58 @@ TEST(HolderScan, FindsFdAndMapsHoldersIncludingZombieLeaders) {
   }
 }
 
-TEST(HolderScan, NegativeControlOtherPathsAreNotHolders) {
+TEST(HolderScan, NegativeControlOtherFilesAreNotHolders) {
   // The same tree scanned for a file nobody holds finds nothing, and a file held only through
-  // a maps line with spaces in its path is found (so the maps path is really parsed).
-  ProcFs proc = open_fixture();
-  EXPECT_TRUE(scan_holders(proc, {{"/dev/nvidia7", 7u}}, {}).holdings.empty());
-  auto spaced = scan_holders(proc, {{"/opt/my data/file with spaces", std::nullopt}}, {});
+  // a maps line with spaces in its path is found (so the maps line is really parsed).
+  MaterialisedFixture fixture;
+  ProcFs proc = fixture.proc();
+  const std::string nobody = fixture.path("/dev/nvidia7");
+  std::ofstream(nobody) << "x";
+  EXPECT_TRUE(scan_holders(proc, {fixture.device("/dev/nvidia7", 7u)}, {}).holdings.empty());
+  auto spaced = scan_holders(proc, {fixture.device("/opt/my data/file with spaces")}, {});
   ASSERT_EQ(spaced.holdings.size(), 1u);
   EXPECT_EQ(spaced.holdings[0].pid, 400);
   EXPECT_TRUE(spaced.holdings[0].files[0].mapped);
 }
 
+TEST(HolderScan, MatchesTheFileNotItsPath) {
+  // Identity, not text (docs/reference.md): a hard link of the selected file, reached by another
+  // name, is the file; a different file at the selected path's text is not. The old matcher
+  // compared the link text with the path: it found the look-alike and missed the hard link
+  // (both assertions failed on 644b0d0's holder_scan.cpp).
+  MaterialisedFixture fixture;
+  const std::string nvidia0 = fixture.path("/dev/nvidia0");
+  const std::string other_name = fixture.path("/tmp/second-name");
+  std::filesystem::create_directories(std::filesystem::path(other_name).parent_path());
+  std::filesystem::create_hard_link(nvidia0, other_name);
+  const std::filesystem::path fd = fixture.root() / "proc" / "400" / "fd";
+  std::filesystem::create_symlink(other_name, fd / "4");
+  ProcFs proc = fixture.proc();
+  HolderScan scan = scan_holders(proc, fixture.nvidia_files(), {});
+  const FileHolding* linked = holding_of(scan, 400);
+  ASSERT_NE(linked, nullptr) << "a hard link of the device is the device";
+  ASSERT_EQ(linked->files.size(), 1u);
+  EXPECT_EQ(linked->files[0].path, nvidia0);
+  EXPECT_EQ(linked->files[0].opened_as, std::optional<std::string>(other_name));
+  EXPECT_EQ(linked->files[0].fds, (std::vector<int>{4}));
+
+  // Now select a file that merely has nvidia0's text: a new inode at another root.
+  const std::string look_alike_root = (fixture.root() / "other-ns").string();
+  std::filesystem::create_directories(look_alike_root + "/dev");
+  std::ofstream(look_alike_root + "/dev/nvidia0") << "not the device";
+  DeviceFile look_alike{nvidia0, 0u, identity_of_path(look_alike_root + "/dev/nvidia0")};
+  EXPECT_TRUE(scan_holders(proc, {look_alike}, {}).holdings.empty())
+      << "the links name the path, but not this file";
+}
+
 TEST(HolderScan, AccessModeFromFdinfo) {
-  ProcFs proc = open_fixture();
-  HolderScan scan = scan_holders(proc, nvidia_files(), {});
+  MaterialisedFixture fixture;
+  ProcFs proc = fixture.proc();
+  HolderScan scan = scan_holders(proc, fixture.nvidia_files(), {});
   FileHolding python = *holding_of(scan, 100);
   fill_access(proc, python);
   for (const HeldFile& f : python.files) {
-    if (f.path == "/dev/nvidia0") {
+    if (f.path == fixture.path("/dev/nvidia0")) {
       EXPECT_TRUE(f.readable);
       EXPECT_TRUE(f.writable);
     } else {

@@ -16,6 +16,7 @@
 #include "core/units.h"
 #include "ops/launch.h"
 #include "output/text_width.h"
+#include "procfs/file_identity.h"
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"
 
@@ -380,6 +381,8 @@ TEST(StillHolds, TrueWhileTheSameDescriptorNamesTheFileFalseOnceClosedOrReused) 
   HeldFile held;
   held.path = path;
   held.fds = {fd};
+  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "no identity: nothing to compare";
+  held.identity = identity_of_path(path);
   EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
   HeldFile mapped_only;
   mapped_only.path = path;

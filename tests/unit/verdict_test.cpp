@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "diagnose/gpu_count.h"
+#include "diagnose/unseen.h"
 #include "output/status_view.h"
 #if GPUCLEAN_METRICS_TESTS
 #include "output/metrics_view.h"
@@ -53,6 +54,66 @@ TEST(VerdictTest, TextAndJsonSayUnknown) {
   std::ostringstream clean;
   output::render_status_json(clean, report(NvmlState::kPresent, true));
   EXPECT_NE(clean.str().find("\"verdict\": \"clean\""), std::string::npos) << clean.str();
+}
+
+ScanStats stats_with(std::size_t denied, std::size_t other_users, std::size_t incomplete,
+                     bool as_root) {
+  ScanStats stats;
+  stats.processes = 100;
+  stats.denied = denied;
+  stats.denied_other_users = other_users;
+  for (std::size_t i = 0; i < denied && i < 5; ++i) stats.denied_pids.push_back(Pid(10 + i));
+  stats.incomplete = incomplete;
+  for (std::size_t i = 0; i < incomplete && i < 5; ++i) {
+    stats.incomplete_pids.push_back(Pid(50 + i));
+  }
+  stats.as_root = as_root;
+  return stats;
+}
+
+TEST(UnseenTest, WhatWasNotReadDecidesOnlyWhereItCouldChangeTheVerdict) {
+  using diagnose::unseen_processes;
+  // Everything read: nothing to say.
+  EXPECT_FALSE(unseen_processes(stats_with(0, 0, 0, false), false).decides);
+  EXPECT_EQ(unseen_processes(stats_with(0, 0, 0, false), false).message, "");
+  // Non-root, other users' processes unread: decides, and says "run as root".
+  auto others = unseen_processes(stats_with(77, 77, 0, false), false);
+  EXPECT_TRUE(others.decides);
+  EXPECT_NE(others.message.find("77 processes of other users could not be read"),
+            std::string::npos)
+      << others.message;
+  EXPECT_NE(others.message.find("run as root"), std::string::npos);
+  EXPECT_NE(others.message.find("pids 10, 11, 12, 13, 14, …"), std::string::npos);
+  // Root refused (a more privileged supervisor): said, decides nothing.
+  auto root = unseen_processes(stats_with(1, 0, 0, true), false);
+  EXPECT_FALSE(root.decides);
+  EXPECT_NE(root.message.find("1 process could not be read even as root"), std::string::npos)
+      << root.message;
+  // Read only in part (past the deadline): decides, as root too.
+  auto partial = unseen_processes(stats_with(0, 0, 2, true), false);
+  EXPECT_TRUE(partial.decides);
+  EXPECT_NE(partial.message.find("2 processes could not be read completely"), std::string::npos);
+  // NVML answering: memory is judged from NVML, the unread processes are only said.
+  auto with_nvml = unseen_processes(stats_with(77, 77, 2, false), true);
+  EXPECT_FALSE(with_nvml.decides);
+  EXPECT_FALSE(with_nvml.message.empty());
+}
+
+TEST(VerdictTest, UnseenProcessesMakeCleanUnknownButNotDirty) {
+  using output::Verdict;
+  output::StatusReport unseen = report(NvmlState::kDisabled, true);
+  unseen.unseen_decides = true;
+  unseen.unseen_message = "77 processes of other users could not be read (pids 1): run as root";
+  EXPECT_EQ(output::verdict_of(unseen), Verdict::kUnknown);
+  std::ostringstream text;
+  output::render_status_text(text, unseen, {});
+  EXPECT_NE(text.str().find("UNKNOWN: 77 processes of other users"), std::string::npos)
+      << text.str();
+  EXPECT_EQ(text.str().find("CLEAN"), std::string::npos) << text.str();
+  // A problem seen is dirty whatever was not read.
+  output::StatusReport dirty = report(NvmlState::kDisabled, false);
+  dirty.unseen_decides = true;
+  EXPECT_EQ(output::verdict_of(dirty), Verdict::kDirty);
 }
 
 #if GPUCLEAN_METRICS_TESTS

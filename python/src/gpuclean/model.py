@@ -12,6 +12,11 @@ from typing import Any, Dict, List, Optional
 
 SCHEMA = 1
 
+# JSON's holder classes (docs/reference.md "Holder classes"). `frozen`: in a frozen cgroup,
+# waiting for a thaw that gpuclean never does on its own (Holder.frozen has the command).
+HOLDER_CLASSES = ("active", "orphan", "heir", "zombie-leader", "stuck", "foreign", "monitor",
+                  "zombie", "frozen")
+
 
 def _time(text: Optional[str]) -> Optional[datetime]:
     if not text:
@@ -105,6 +110,24 @@ class Thread:
     tid: int
     state: str
     wchan: Optional[str]
+    stays_in_d: bool = False  # still in D when re-read ~200 ms later: what makes it stuck
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """The frozen cgroup of a holder of class ``frozen``, and the command that thaws it."""
+
+    cgroup_version: str  # "v2" or "v1-freezer"
+    directory: str
+    frozen_by: List[str]  # the groups whose own freeze is set, outermost first
+    thaw: str
+
+    @classmethod
+    def from_json(cls, d: Optional[Dict[str, Any]]) -> Optional["Frozen"]:
+        if not d:
+            return None
+        return cls(d.get("cgroup_version", "v2"), d.get("directory", ""),
+                   list(d.get("frozen_by") or []), d.get("thaw", ""))
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,7 @@ class Holder:
     inherited_from: Optional[int]
     start_ticks: Optional[int]  # clock ticks since boot: with pid, the process's identity
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    frozen: Optional[Frozen] = None  # class "frozen": its group and the thaw command
 
     @property
     def selector(self) -> str:
@@ -157,8 +181,10 @@ class Holder:
                        bool(u.get("mapped")), u.get("via_thread"))
              for u in d.get("devices") or []],
             {int(k): v for k, v in (d.get("gpu_memory") or {}).items()},
-            [Thread(t["tid"], t.get("state", "?"), t.get("wchan")) for t in d.get("threads") or []],
-            d.get("role"), d.get("inherited_from"), d.get("start_ticks"), d)
+            [Thread(t["tid"], t.get("state", "?"), t.get("wchan"), bool(t.get("stays_in_d")))
+             for t in d.get("threads") or []],
+            d.get("role"), d.get("inherited_from"), d.get("start_ticks"), d,
+            Frozen.from_json(d.get("frozen")))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpuclean", choices=("off", "check", "clean"), default=None,
                     help="before the session: 'check' stops a dirty machine with gpuclean's "
                          "problems, 'clean' first ends the leftovers (orphans, heirs, zombie-led "
-                         "and stuck holders), 'off' turns the plugin off (default: check)")
+                         "holders, and stuck ones whose parent is gone; never frozen ones), "
+                         "'off' turns the plugin off (default: check)")
     parser.addini("gpuclean", "off, check or clean (see --gpuclean)", default="check")
     group.addoption("--gpuclean-leftovers", choices=("fail", "clean", "warn", "off"),
                     default=None,

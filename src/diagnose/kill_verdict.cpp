@@ -1,0 +1,16 @@
+#include "diagnose/kill_verdict.h"
+
+namespace gpuclean::diagnose {
+
+Verdict kill_verdict(const KillAftermath& after) {
+  // A holder seen after the kill is an answer: "dirty" even when other parts went unseen.
+  if (after.targets_left > 0 || after.memory_left > 0 || after.others_left > 0) {
+    return Verdict::kDirty;
+  }
+  if (after.memory == MemoryCheck::kFailed) return Verdict::kUnknown;
+  // An unread process may hold the files; without NVML nothing else would show its memory.
+  if (after.unseen && after.memory == MemoryCheck::kNotChecked) return Verdict::kUnknown;
+  return Verdict::kClean;
+}
+
+}  // namespace gpuclean::diagnose

@@ -1,0 +1,237 @@
+#include "procfs/blocked.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+namespace gpuclean::procfs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often threads seen in D are re-read while they are watched.
+constexpr auto kRecheckStep = std::chrono::milliseconds(20);
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return text;
+}
+
+// mountinfo writes space, tab, newline and backslash in paths as \ooo.
+std::string decode_octal(std::string_view field) {
+  std::string out;
+  for (std::size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      const std::string_view digits = field.substr(i + 1, 3);
+      if (digits.size() == 3 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
+        out.push_back(
+            static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0')));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(field[i]);
+  }
+  return out;
+}
+
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 0;
+  while (pos < line.size()) {
+    const std::size_t next = line.find(' ', pos);
+    const std::size_t end = next == std::string_view::npos ? line.size() : next;
+    if (end > pos) out.push_back(line.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+template <typename F>
+void each_line(std::string_view text, F&& f) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t next = text.find('\n', pos);
+    const std::size_t end = next == std::string_view::npos ? text.size() : next;
+    f(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+}
+
+bool has_option(std::string_view options, std::string_view name) {
+  std::size_t pos = 0;
+  while (pos <= options.size()) {
+    const std::size_t next = options.find(',', pos);
+    const std::size_t end = next == std::string_view::npos ? options.size() : next;
+    if (options.substr(pos, end - pos) == name) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::string text;
+  if (!read_file_at(AT_FDCWD, path.c_str(), text, 4096)) return std::nullopt;
+  return text;
+}
+
+// "frozen 1" in a v2 group's cgroup.events (the group's effective state, an ancestor's freeze
+// included).
+bool v2_events_frozen(std::string_view events) {
+  bool frozen = false;
+  each_line(events, [&frozen](std::string_view line) { frozen |= trim(line) == "frozen 1"; });
+  return frozen;
+}
+
+// The groups from `directory` up to `top` (the mount point), outermost first, for which
+// `own_freeze` (the group's own freeze file) reads `set`.
+std::vector<std::string> frozen_by(const std::string& directory, const std::string& top,
+                                   const char* own_freeze, std::string_view set) {
+  std::vector<std::string> out;
+  std::string group = directory;
+  while (group.size() >= top.size()) {
+    if (auto text = read_text(group + "/" + own_freeze); text && trim(*text) == set) {
+      out.push_back(group);
+    }
+    if (group.size() == top.size()) break;
+    const std::size_t slash = group.rfind('/');
+    if (slash == std::string::npos || slash < top.size()) break;
+    group.resize(slash);
+  }
+  std::reverse(out.begin(), out.end());
+  if (out.empty()) out.push_back(directory);  // unreadable: thawing its own group is the guess
+  return out;
+}
+
+std::optional<char> thread_state(int root_fd, Pid pid, Pid tid) {
+  const std::string path = std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
+  std::string text;
+  if (!read_file_at(root_fd, path.c_str(), text)) return std::nullopt;
+  auto stat = parse_stat(text);
+  if (!stat.ok()) return std::nullopt;
+  return stat->state;
+}
+
+}  // namespace
+
+FreezerMounts parse_freezer_mounts(std::string_view mountinfo) {
+  FreezerMounts mounts;
+  mounts.v2 = parse_cgroup2_mount(mountinfo);
+  each_line(mountinfo, [&mounts](std::string_view line) {
+    if (mounts.v1_freezer) return;
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTS"
+    const std::vector<std::string_view> fields = words(line);
+    const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
+    if (fields.size() < 5 || dash == fields.end() || fields.end() - dash < 4) return;
+    if (*(dash + 1) != "cgroup" || !has_option(*(dash + 3), "freezer")) return;
+    mounts.v1_freezer = Cgroup2Mount{decode_octal(fields[4]), decode_octal(fields[3])};
+  });
+  return mounts;
+}
+
+std::optional<std::string> parse_cgroup_v1_freezer(std::string_view cgroup_file) {
+  std::optional<std::string> found;
+  each_line(cgroup_file, [&found](std::string_view line) {
+    // "ID:CONTROLLERS:PATH"; the path may itself hold ':'.
+    const std::size_t first = line.find(':');
+    if (found || first == std::string_view::npos) return;
+    const std::size_t second = line.find(':', first + 1);
+    if (second == std::string_view::npos) return;
+    if (!has_option(line.substr(first + 1, second - first - 1), "freezer")) return;
+    found = std::string(line.substr(second + 1));
+  });
+  return found;
+}
+
+bool is_vfork_wait(std::string_view wchan) {
+  return wchan == "kernel_clone" || wchan == "wait_for_vfork_done" || wchan == "do_fork" ||
+         wchan == "_do_fork";
+}
+
+std::optional<std::string> cgroup_directory(const Cgroup2Mount& mount, std::string_view path) {
+  if (path.empty() || path.front() != '/') return std::nullopt;
+  // Outside this cgroup namespace, the kernel writes the path as "/../…": not under our mount.
+  const std::string padded = std::string(path) + "/";
+  if (padded.find("/../") != std::string::npos || padded.find("/./") != std::string::npos) {
+    return std::nullopt;
+  }
+  std::string relative(path);
+  if (mount.root != "/") {
+    if (relative.rfind(mount.root, 0) != 0 ||
+        (relative.size() > mount.root.size() && relative[mount.root.size()] != '/')) {
+      return std::nullopt;
+    }
+    relative = relative.substr(mount.root.size());
+  }
+  while (!relative.empty() && relative.back() == '/') relative.pop_back();
+  return mount.mount_point + relative;
+}
+
+BlockedCheck BlockedCheck::for_proc(const ProcFs& proc, Duration recheck) {
+  std::string mountinfo;
+  if (!read_file_at(proc.root_fd(), "self/mountinfo", mountinfo)) return BlockedCheck({}, recheck);
+  return BlockedCheck(parse_freezer_mounts(mountinfo), recheck);
+}
+
+std::optional<FrozenCgroup> BlockedCheck::frozen(const ProcessInfo& process) const {
+  if (mounts_.v1_freezer && process.freezer_cgroup) {
+    if (auto dir = cgroup_directory(*mounts_.v1_freezer, *process.freezer_cgroup)) {
+      // FREEZING: the freeze is under way (or cannot finish); its tasks already wait in
+      // __refrigerator, and a thaw is what ends it either way.
+      if (auto state = read_text(*dir + "/freezer.state");
+          state && (trim(*state) == "FROZEN" || trim(*state) == "FREEZING")) {
+        return FrozenCgroup{
+            FrozenCgroup::Version::kV1Freezer, *dir,
+            frozen_by(*dir, mounts_.v1_freezer->mount_point, "freezer.self_freezing", "1")};
+      }
+    }
+  }
+  if (mounts_.v2 && process.cgroup) {
+    if (auto dir = cgroup_directory(*mounts_.v2, *process.cgroup)) {
+      if (auto events = read_text(*dir + "/cgroup.events"); events && v2_events_frozen(*events)) {
+        return FrozenCgroup{FrozenCgroup::Version::kV2, *dir,
+                            frozen_by(*dir, mounts_.v2->mount_point, "cgroup.freeze", "1")};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void BlockedCheck::settle(const ProcFs& proc, const std::vector<ProcessInfo*>& processes) const {
+  // Threads to watch: (process, index into its threads).
+  std::vector<std::pair<ProcessInfo*, std::size_t>> watched;
+  for (ProcessInfo* process : processes) {
+    process->frozen = frozen(*process);
+    if (process->frozen || process->memory_map_locked) continue;
+    for (std::size_t i = 0; i < process->threads.size(); ++i) {
+      const ThreadInfo& t = process->threads[i];
+      if (t.state == 'D' && !is_vfork_wait(t.wchan)) watched.emplace_back(process, i);
+    }
+  }
+  if (watched.empty()) return;  // the common case: nothing in D, no wait
+  const auto deadline = Clock::now() + recheck_;
+  for (;;) {
+    std::this_thread::sleep_until(std::min(deadline, Clock::now() + kRecheckStep));
+    // A thread seen out of D (or gone) is not stuck; the rest are watched on.
+    std::erase_if(watched, [&proc](const auto& w) {
+      const ThreadInfo& t = w.first->threads[w.second];
+      return thread_state(proc.root_fd(), w.first->pid, t.tid) != 'D';
+    });
+    if (watched.empty() || Clock::now() >= deadline) break;
+  }
+  for (const auto& [process, index] : watched) process->threads[index].stays_in_d = true;
+}
+
+void settle_blocked(const ProcFs& proc, std::vector<Result<ProcessInfo>>& processes) {
+  std::vector<ProcessInfo*> read;
+  for (Result<ProcessInfo>& p : processes) {
+    if (p.ok()) read.push_back(&p.value());
+  }
+  if (read.empty()) return;
+  BlockedCheck::for_proc(proc).settle(proc, read);
+}
+
+}  // namespace gpuclean::procfs
