@@ -21,6 +21,7 @@
 #include "diagnose/diagnosis.h"
 #include "diagnose/kill_plan.h"
 #include "diagnose/kill_verdict.h"
+#include "diagnose/unseen.h"
 #include "ops/cgroup.h"
 #include "ops/signals.h"
 #include "ops/teardown.h"
@@ -232,8 +233,9 @@ struct Verification {
   NvmlState nvml_after = NvmlState::kDisabled;
   std::string nvml_after_message;
   // That look could not read every process in a way that could hide a holder
-  // (diagnose::KillAftermath::unseen); fed from the scan's ScanStats by issue 32 item 2.
+  // (diagnose::KillAftermath::unseen, diagnose/unseen.h).
   bool unseen = false;
+  std::string unseen_message;
 };
 
 // Polls NVML alone (no /proc scan) until it stops listing `listed` or `wait` passes; then one
@@ -283,6 +285,10 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
   collect::Gathered after = gatherer.collect();
   v.nvml_after = after.nvml_state;
   v.nvml_after_message = after.nvml_message;
+  const diagnose::Unseen unseen =
+      diagnose::unseen_processes(after.stats, after.nvml_state == NvmlState::kPresent);
+  v.unseen = unseen.decides;
+  v.unseen_message = unseen.message;
   const Diagnosis now = diagnose::diagnose(std::move(after.input), diagnose_options);
   for (const Problem& p : now.problems) {
     if (p.pid && (target_pids.count(*p.pid) > 0 || listed.count(*p.pid) > 0)) continue;
@@ -386,6 +392,8 @@ void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verific
   nlohmann::json doc = output::document_header(host_name(), unix_now());
   doc["verdict"] = to_string(verdict);
   if (!not_verified.empty()) doc["gpu_not_verified"] = not_verified;
+  // What the look after the kill could not read (diagnose/unseen.h), or null.
+  doc["unseen"] = v.unseen_message.empty() ? nlohmann::json() : nlohmann::json(v.unseen_message);
   nlohmann::json list = nlohmann::json::array();
   for (const Met& m : met) {
     nlohmann::json threads = nlohmann::json::array();
@@ -769,7 +777,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
              << output::escape_terminal(failure) << '\n';
     } else if (verdict == Verdict::kUnknown) {
       io.out << "gpuclean: kill: verdict unknown: the look after the kill could not read every "
-                "process, and without NVML nothing else shows what they hold\n";
+                "process, and without NVML nothing else shows what they hold ("
+             << output::escape_terminal(verification.unseen_message) << ")\n";
     }
   }
   if (!ok) return kExitDirty;

@@ -284,8 +284,8 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
         io.out, prepared.report,
         {.color = is_terminal && !no_color,
          .width = output::terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
-    if (auto line = output::unreadable_summary(prepared.report.stats,
-                                               prepared.report.unseen_message);
+    if (auto line =
+            output::unreadable_summary(prepared.report.stats, prepared.report.unseen_message);
         !line.empty()) {
       // Beside the screen, so as wide as it: wrapped, never cut (it names the PIDs).
       const auto width =

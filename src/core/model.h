@@ -133,7 +133,7 @@ struct DeviceFile {
 
 // One device file a process holds, and how.
 struct HeldFile {
-  std::string path;                      // canonical path of the selected device file
+  std::string path;  // canonical path of the selected device file
   // The path the holder's descriptor or mapping names when it is not `path`: a second node
   // with the same device number, a bind mount, a path in another mount namespace. Display only:
   // the match is by identity (FileIdentity).
@@ -247,11 +247,11 @@ struct Problem {
 // How complete a /proc scan was: vanished and unreadable processes are normal and are
 // summarised, never reported one by one.
 struct ScanStats {
-  std::size_t processes = 0;     // /proc entries looked at
-  std::size_t vanished = 0;      // exited while being read
-  std::size_t denied = 0;        // some part unreadable (EACCES/EPERM)
+  std::size_t processes = 0;           // /proc entries looked at
+  std::size_t vanished = 0;            // exited while being read
+  std::size_t denied = 0;              // some part unreadable (EACCES/EPERM)
   std::size_t denied_other_users = 0;  // of `denied`: owned by another user than the scanner
-  std::vector<Pid> denied_pids;  // the first few, for the summary line
+  std::vector<Pid> denied_pids;        // the first few, for the summary line
   // Whose maps did not answer within the read deadline (their mmap lock is held by a stuck
   // thread; procfs/proc_fs.h): scanned through their descriptors only.
   std::vector<Pid> locked_pids;

@@ -40,7 +40,8 @@ Unseen unseen_processes(const ScanStats& stats, bool memory_from_nvml) {
                     "): run as root");
     decides = true;
   } else if (stats.denied > 0) {
-    parts.push_back(count_text(stats.denied) + " could not be read even as root (permission denied: " +
+    parts.push_back(count_text(stats.denied) +
+                    " could not be read even as root (permission denied: " +
                     sample_text(stats.denied_pids, stats.denied) +
                     "; a supervisor more privileged than this namespace's root); their files are "
                     "unknown");

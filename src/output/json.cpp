@@ -38,8 +38,8 @@ nlohmann::json to_json(const DeviceFile& file) {
   out["nvidia_minor"] = or_null(file.nvidia_minor);
   // The device number a holder is matched by ("195:0"), for device nodes; null otherwise.
   if (file.identity && file.identity->kind != FileIdentity::Kind::kOther) {
-    out["device_number"] = std::to_string(file.identity->rdev_major) + ":" +
-                           std::to_string(file.identity->rdev_minor);
+    out["device_number"] =
+        std::to_string(file.identity->rdev_major) + ":" + std::to_string(file.identity->rdev_minor);
   } else {
     out["device_number"] = nullptr;
   }

@@ -86,9 +86,10 @@ void render_who_text(std::ostream& out, const WhoReport& report) {
     }
   }
   if (report.holders.empty() && report.unseen_decides) {
-    out << fmt::format("No process seen holding the {} selected ({} processes scanned), but not "
-                       "every process could be read: see below.\n",
-                       plural(report.files.size(), "file", "files"), report.stats.processes);
+    out << fmt::format(
+        "No process seen holding the {} selected ({} processes scanned), but not "
+        "every process could be read: see below.\n",
+        plural(report.files.size(), "file", "files"), report.stats.processes);
   } else if (report.holders.empty()) {
     out << fmt::format("No process holds the {} selected ({} processes scanned).\n",
                        plural(report.files.size(), "file", "files"), report.stats.processes);

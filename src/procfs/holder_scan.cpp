@@ -443,8 +443,8 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
   job->fallback.resize(job->overdue.size());
   const std::vector<std::size_t> unanswered = run_with_deadline(
       job->overdue.size(),
-      {.threads = std::max(1u, std::min<unsigned>(thread_count,
-                                                  static_cast<unsigned>(job->overdue.size()))),
+      {.threads = std::max(
+           1u, std::min<unsigned>(thread_count, static_cast<unsigned>(job->overdue.size()))),
        .deadline = proc.read_deadline()},
       [job](std::size_t k) {
         job->fallback[k] = Worker(job->matcher, job->proc.root_fd(), job->scan_id)

@@ -220,7 +220,8 @@ std::optional<MapsLine> parse_maps_line(std::string_view line) {
 std::string map_files_name(std::string_view range) {
   auto unpadded = [](std::string_view hex) {
     const std::size_t first = hex.find_first_not_of('0');
-    return first == std::string_view::npos ? std::string_view("0") : hex.substr(first);
+    if (first != std::string_view::npos) return hex.substr(first);
+    return hex.empty() ? hex : std::string_view("0");  // "0000" is address 0
   };
   const std::size_t dash = range.find('-');
   if (dash == std::string_view::npos) return std::string(range);

@@ -53,8 +53,8 @@ class IdentityTest : public HolderFixture {
   }
   // Runs `script` (sh) in a private mount namespace; it ends by exec'ing the helper.
   pid_t start_in_mount_namespace(const std::string& script) {
-    return start_argv({kUnshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                       script})
+    return start_argv(
+               {kUnshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script})
         .at(0);
   }
 };
@@ -62,9 +62,9 @@ class IdentityTest : public HolderFixture {
 TEST_F(IdentityTest, HolderThroughABindMountInItsOwnNamespaceIsFound) {
   const std::string canonical = std::filesystem::canonical(held_).string();
   const std::string bind_point = dir_.file("bind-point");  // an empty file on the host
-  const pid_t holder = start_in_mount_namespace("mount --bind '" + held_ + "' '" + bind_point +
-                                                "' && exec '" + HOLDER_HELPER + "' hold '" +
-                                                bind_point + "' '" + ready_ + "'");
+  const pid_t holder =
+      start_in_mount_namespace("mount --bind '" + held_ + "' '" + bind_point + "' && exec '" +
+                               HOLDER_HELPER + "' hold '" + bind_point + "' '" + ready_ + "'");
   // The trap: its descriptor's link names the bind point, not the device.
   ASSERT_TRUE(has_link(holder, bind_point)) << "the holder's links do not show the bind point";
   ASSERT_FALSE(has_link(holder, canonical));
@@ -99,8 +99,7 @@ TEST_F(IdentityTest, HolderOfASecondNodeWithTheSameNumberIsFound) {
 
   const json doc = who_json(node_a);
   const json* h = find_holder(doc, through_b);
-  ASSERT_NE(h, nullptr) << "missed a holder of a second node with the same number\n"
-                        << doc.dump(1);
+  ASSERT_NE(h, nullptr) << "missed a holder of a second node with the same number\n" << doc.dump(1);
   EXPECT_EQ(h->at("devices")[0]["path"], node_a);
   EXPECT_EQ(h->at("devices")[0]["opened_as"], node_b);
   EXPECT_EQ(doc["files"][0]["device_number"], "1:7");
@@ -176,8 +175,8 @@ TEST_F(IdentityTest, MappingBehindAHugeMapsFileIsFound) {
     EXPECT_NE(check.out.find(std::to_string(holder)), std::string::npos) << check.out;
   }
   // A deadline far too short for it: unknown, with the process named, never clean.
-  const auto rushed = gpuclean(
-      {"check", "--no-nvml", "--proc-timeout", "0.01s", "--device-glob", held_});
+  const auto rushed =
+      gpuclean({"check", "--no-nvml", "--proc-timeout", "0.01s", "--device-glob", held_});
   EXPECT_EQ(rushed.exit_code, 3) << rushed.out << rushed.err;
   EXPECT_NE(rushed.err.find(std::to_string(holder)), std::string::npos) << rushed.err;
 }

@@ -96,7 +96,8 @@ TEST(ParseCgroup, PicksTheUnifiedHierarchyLine) {
 }
 
 TEST(ParseMapsLine, ReadsDeviceInodeAndPathsWithSpaces) {
-  auto gpu = parse_maps_line("7f00-7f01 rw-s 00000000 00:05 415                        /dev/nvidia0");
+  auto gpu =
+      parse_maps_line("7f00-7f01 rw-s 00000000 00:05 415                        /dev/nvidia0");
   ASSERT_TRUE(gpu.has_value());
   EXPECT_EQ(gpu->range, "7f00-7f01");
   EXPECT_EQ(gpu->dev_major, 0u);

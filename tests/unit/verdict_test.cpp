@@ -79,8 +79,7 @@ TEST(UnseenTest, WhatWasNotReadDecidesOnlyWhereItCouldChangeTheVerdict) {
   // Non-root, other users' processes unread: decides, and says "run as root".
   auto others = unseen_processes(stats_with(77, 77, 0, false), false);
   EXPECT_TRUE(others.decides);
-  EXPECT_NE(others.message.find("77 processes of other users could not be read"),
-            std::string::npos)
+  EXPECT_NE(others.message.find("77 processes of other users could not be read"), std::string::npos)
       << others.message;
   EXPECT_NE(others.message.find("run as root"), std::string::npos);
   EXPECT_NE(others.message.find("pids 10, 11, 12, 13, 14, …"), std::string::npos);

@@ -92,11 +92,14 @@ def check(*, max_used: Optional[int] = None, allow_users: Iterable[str] = (),
 
 
 def who(paths: Sequence[str] = (), **global_options: Any) -> Status:
-    """Every process holding the device files (or PATHS), from /proc alone: fast, no NVML."""
+    """Every process holding the device files (or PATHS), from /proc alone: fast, no NVML.
+    ``.verdict`` is "unknown" when nobody was seen holding but processes that could hold the
+    files were not read (another user's, run as non-root): the holders seen are still listed."""
     options = _options(**global_options)
     done = invoke(options, ["who", "--json"] + options.global_args(with_gpus=False) + list(paths))
     document = parse_document(done)
-    if document is None or done.returncode not in (0, 1):
+    # 3 with a document: the unknown verdict (an answer); 3 without one: /proc unreadable.
+    if document is None or done.returncode not in (0, 1, 3):
         raise failure(done, "gpuclean who")
     return Status.from_json(document)
 

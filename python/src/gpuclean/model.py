@@ -103,6 +103,10 @@ class DeviceUse:
     access: str
     mapped: bool
     via_thread: Optional[int]
+    # The path the descriptor or mapping names when it is not ``path`` (a second node with the
+    # same device number, a bind mount, another mount namespace): holders are matched by what
+    # the file is, and this says how it was reached.
+    opened_as: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,7 @@ class Holder:
             d.get("class", "active"), _time(d.get("start_time")), d.get("cgroup"),
             Owner.from_json(d.get("owner")),
             [DeviceUse(u["path"], list(u.get("fds") or []), u.get("access", ""),
-                       bool(u.get("mapped")), u.get("via_thread"))
+                       bool(u.get("mapped")), u.get("via_thread"), u.get("opened_as"))
              for u in d.get("devices") or []],
             {int(k): v for k, v in (d.get("gpu_memory") or {}).items()},
             [Thread(t["tid"], t.get("state", "?"), t.get("wchan"), bool(t.get("stays_in_d")))
