@@ -35,9 +35,9 @@ class FileMatcher {
     for (std::size_t i = 0; i < files.size(); ++i) {
       if (!files[i].identity) continue;
       const FileIdentity& id = *files[i].identity;
-      by_identity_.push_back({key_of(id), i});
+      by_identity_.emplace_back(key_of(id), i);
       // A maps line names the mapped inode: for a device node, the node's own inode.
-      by_inode_.push_back({{0, id.dev, id.ino}, i});
+      by_inode_.emplace_back(Key{0, id.dev, id.ino}, i);
       has_device_nodes_ = has_device_nodes_ || id.kind != FileIdentity::Kind::kOther;
     }
     std::sort(by_identity_.begin(), by_identity_.end());
@@ -253,7 +253,7 @@ Open Worker::scan_maps(int dir_fd) {
   // would cut — and a holder behind the cut would be missed. The read deadline bounds it.
   const int fd = ::openat(dir_fd, "maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return open_result(errno);
-  constexpr std::size_t kChunk = 64 * 1024;
+  constexpr std::size_t kChunk = std::size_t{64} * 1024;
   std::string& buffer = maps_buffer();
   buffer.resize(kChunk + PATH_MAX + 256);
   std::size_t kept = 0;  // bytes of an unfinished line at the buffer's start
