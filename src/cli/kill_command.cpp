@@ -285,8 +285,7 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
   collect::Gathered after = gatherer.collect();
   v.nvml_after = after.nvml_state;
   v.nvml_after_message = after.nvml_message;
-  const diagnose::Unseen unseen =
-      diagnose::unseen_processes(after.stats, after.nvml_state == NvmlState::kPresent);
+  const diagnose::Unseen unseen = collect::unseen_in(after);
   v.unseen = unseen.decides;
   v.unseen_message = unseen.message;
   const Diagnosis now = diagnose::diagnose(std::move(after.input), diagnose_options);

@@ -118,8 +118,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   }
   report.files = gathered.files;
   report.stats = gathered.stats;
-  const diagnose::Unseen unseen =
-      diagnose::unseen_processes(report.stats, report.nvml_state == NvmlState::kPresent);
+  const diagnose::Unseen unseen = collect::unseen_in(gathered);
   report.unseen_message = unseen.message;
   report.unseen_decides = unseen.decides;
   report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);

@@ -44,6 +44,10 @@ Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& option
   return procfs::expand_device_files(selection);
 }
 
+diagnose::Unseen unseen_in(const Gathered& gathered) {
+  return diagnose::unseen_processes(gathered.stats, gathered.nvml_state == NvmlState::kPresent);
+}
+
 std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan) {
   std::vector<Holder> holders;
   std::vector<Pid> pids;

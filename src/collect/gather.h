@@ -12,6 +12,7 @@
 
 #include "core/duration.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/unseen.h"
 #include "nvml/gpu_source.h"
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"
@@ -42,6 +43,10 @@ struct Gathered {
   // Only when asked for (Gatherer::want_gpu_details, snapshot): clocks, ECC, … per GPU.
   std::vector<GpuDetails> gpu_details;
 };
+
+// What this collection could not read, and whether it decides a verdict (diagnose/unseen.h):
+// memory is judged from NVML when NVML answered.
+diagnose::Unseen unseen_in(const Gathered& gathered);
 
 // Errors: a bad device selection (a usage error) or an unreadable /proc (a runtime failure).
 // An NVML failure is not an error here: nvml_state says so and the caller decides.

@@ -19,37 +19,6 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-// mountinfo writes space, tab, newline and backslash in paths as \ooo.
-std::string decode_octal(std::string_view field) {
-  std::string out;
-  for (std::size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size()) {
-      const std::string_view digits = field.substr(i + 1, 3);
-      if (digits.size() == 3 &&
-          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
-        out.push_back(
-            static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0')));
-        i += 3;
-        continue;
-      }
-    }
-    out.push_back(field[i]);
-  }
-  return out;
-}
-
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t pos = 0;
-  while (pos < line.size()) {
-    const std::size_t next = line.find(' ', pos);
-    const std::size_t end = next == std::string_view::npos ? line.size() : next;
-    if (end > pos) out.push_back(line.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return out;
-}
-
 template <typename F>
 void each_line(std::string_view text, F&& f) {
   std::size_t pos = 0;
@@ -122,12 +91,11 @@ FreezerMounts parse_freezer_mounts(std::string_view mountinfo) {
   mounts.v2 = parse_cgroup2_mount(mountinfo);
   each_line(mountinfo, [&mounts](std::string_view line) {
     if (mounts.v1_freezer) return;
-    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTS"
-    const std::vector<std::string_view> fields = words(line);
-    const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
-    if (fields.size() < 5 || dash == fields.end() || fields.end() - dash < 4) return;
-    if (*(dash + 1) != "cgroup" || !has_option(*(dash + 3), "freezer")) return;
-    mounts.v1_freezer = Cgroup2Mount{decode_octal(fields[4]), decode_octal(fields[3])};
+    auto mount = parse_mountinfo_line(line);
+    if (!mount || mount->fstype != "cgroup" || !has_option(mount->super_options, "freezer")) {
+      return;
+    }
+    mounts.v1_freezer = Cgroup2Mount{std::move(mount->mount_point), std::move(mount->root)};
   });
   return mounts;
 }

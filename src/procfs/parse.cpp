@@ -170,16 +170,25 @@ std::vector<std::string_view> split_spaces(std::string_view line) {
 
 }  // namespace
 
+std::optional<MountinfoLine> parse_mountinfo_line(std::string_view line) {
+  const std::vector<std::string_view> fields = split_spaces(line);
+  const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
+  if (fields.size() < 5 || dash == fields.end() || dash + 1 == fields.end()) return std::nullopt;
+  MountinfoLine out;
+  out.root = decode_mount_field(fields[3]);
+  out.mount_point = decode_mount_field(fields[4]);
+  out.fstype = *(dash + 1);
+  if (fields.end() - dash >= 4) out.super_options = *(dash + 3);
+  return out;
+}
+
 std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo) {
   std::optional<Cgroup2Mount> found;
   for_each_line(mountinfo, [&found](std::string_view line) {
     if (found) return;
-    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPEROPTS"
-    const std::vector<std::string_view> fields = split_spaces(line);
-    const auto dash = std::find(fields.begin(), fields.end(), std::string_view("-"));
-    if (fields.size() < 5 || dash == fields.end() || dash + 1 == fields.end()) return;
-    if (*(dash + 1) != "cgroup2") return;
-    found = Cgroup2Mount{decode_mount_field(fields[4]), decode_mount_field(fields[3])};
+    auto mount = parse_mountinfo_line(line);
+    if (!mount || mount->fstype != "cgroup2") return;
+    found = Cgroup2Mount{std::move(mount->mount_point), std::move(mount->root)};
   });
   return found;
 }

@@ -53,6 +53,17 @@ struct Cgroup2Mount {
 };
 std::optional<Cgroup2Mount> parse_cgroup2_mount(std::string_view mountinfo);
 
+// One line of /proc/PID/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL…] -
+// FSTYPE SOURCE SUPEROPTS", with ROOT and MOUNTPOINT's octal escapes decoded. nullopt for a
+// line not in this form.
+struct MountinfoLine {
+  std::string root;
+  std::string mount_point;
+  std::string_view fstype;         // points into the line
+  std::string_view super_options;  // points into the line; empty when the line has none
+};
+std::optional<MountinfoLine> parse_mountinfo_line(std::string_view line);
+
 // The fields of a /proc/PID/maps line that say which file is mapped:
 // "start-end perms offset MAJOR:MINOR inode   path". The device and inode are those of the
 // mapped file's own inode (for a device node: the node's inode on its file system, not the
