@@ -558,7 +558,11 @@ TEST_F(RunTest, MemoryHeldByAPidNotShownOutsideTheRunIsNotBack) {
   };
   const pid_t dead = spawn({"/bin/true"});
   reap(dead);  // its PID is free now: /proc has no such process
-  const std::string workload = "sleep 0.3; touch '" + leaked + "'";
+  // The pre-run level is NVML's first answer after the workload starts (run overlaps NVML's
+  // start with the launch): the leak must come after it. 0.3 s was not enough in the ASan pass
+  // of the fresh-clone CI run of c848600 (2026-12-03, a build beside it): the first answer
+  // already saw the 8 GiB, so the run found the GPU "back to the pre-run level (8.0 GiB used)".
+  const std::string workload = "sleep 1.5; touch '" + leaked + "'";
   auto not_back = gpuclean({"run", "--device-glob", held_, "--wait", "300ms", "--test-gpu-source",
                             view_held_by(dead), "--", "sh", "-c", workload});
   if (::access(("/proc/" + std::to_string(dead)).c_str(), F_OK) == 0) {
