@@ -105,7 +105,7 @@ TEST_F(PrivilegeTest, OtherUsersProcessesAreSummarisedAsUnreadable) {
     ++lines;
   }
   EXPECT_EQ(lines, 1u) << text.out << text.err;
-  EXPECT_NE(text.err.find("of other users could not be read"), std::string::npos) << text.err;
+  EXPECT_NE(text.err.find("could not be read"), std::string::npos) << text.err;
   EXPECT_NE(text.err.find("run as root"), std::string::npos) << text.err;
 
   // Negative control: root reads the same process and finds both holders.
@@ -132,7 +132,7 @@ TEST_F(PrivilegeTest, ReadOnlyCommandsRunAsAUser) {
   }
   // status says how much it could not see, in one line.
   const auto status = as_user({"status", "--no-nvml", "--device-glob", held_});
-  EXPECT_NE(status.err.find("of other users could not be read"), std::string::npos)
+  EXPECT_NE(status.err.find("could not be read (pids"), std::string::npos)
       << status.out << status.err;
 }
 
@@ -145,7 +145,11 @@ TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {
   expect_no_crash(check);
   EXPECT_EQ(check.exit_code, 3) << check.out << check.err;
   EXPECT_EQ(check.out, "") << "no problem was seen, so none is printed";
-  EXPECT_NE(check.err.find("of other users could not be read"), std::string::npos) << check.err;
+  // "N processes of other users could not be read" when every one refused is another user's;
+  // "N processes could not be read" when one of the user's own refused too — a process of a
+  // test beside this one caught between setuid and exec is not dumpable (the fresh-clone CI run
+  // of fbb1edf saw "90 processes could not be read (pids 1, 2, 3, 4, 5, …): run as root").
+  EXPECT_NE(check.err.find("could not be read (pids"), std::string::npos) << check.err;
   EXPECT_NE(check.err.find("run as root"), std::string::npos) << check.err;
   const auto status = as_user({"status", "--no-nvml", "--json", "--device-glob", held_});
   EXPECT_EQ(status.exit_code, 3) << status.err;
