@@ -148,7 +148,7 @@ TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {
   // "N processes of other users could not be read" when every one refused is another user's;
   // "N processes could not be read" when one of the user's own refused too — a process of a
   // test beside this one caught between setuid and exec is not dumpable (the fresh-clone CI run
-  // of fbb1edf saw "90 processes could not be read (pids 1, 2, 3, 4, 5, …): run as root").
+  // of 33eff5a saw "90 processes could not be read (pids 1, 2, 3, 4, 5, …): run as root").
   EXPECT_NE(check.err.find("could not be read (pids"), std::string::npos) << check.err;
   EXPECT_NE(check.err.find("run as root"), std::string::npos) << check.err;
   const auto status = as_user({"status", "--no-nvml", "--json", "--device-glob", held_});
