@@ -238,6 +238,12 @@ struct Verification {
   std::string unseen_message;
 };
 
+// A problem of a process that was not a target: an error makes the selection dirty
+// (still_held_by), a warning is only said.
+void note_other(Verification& v, const Problem& p) {
+  (p.severity == Severity::kWarning ? v.warnings : v.still_held).push_back(p.message);
+}
+
 // Polls NVML alone (no /proc scan) until it stops listing `listed` or `wait` passes; then one
 // full look for what others still hold. Bytes still listed for a target are not reported a
 // second time as "unattributed" (issue 13 item 11).
@@ -306,7 +312,7 @@ Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
                       *p.gpu, format_bytes(beyond)));
       continue;
     }
-    (p.severity == Severity::kWarning ? v.warnings : v.still_held).push_back(p.message);
+    note_other(v, p);
   }
   return v;
 }
@@ -684,7 +690,7 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
         // Nothing was signalled: the selection is as the one look found it, holders included.
         for (const Problem& p : diagnosis.problems) {
           if (p.pid && counted.count(*p.pid) > 0) continue;  // in gpu_memory_left already
-          (p.severity == Severity::kWarning ? left.warnings : left.still_held).push_back(p.message);
+          note_other(left, p);
         }
         const diagnose::MemoryCheck memory = memory_check(nvml_state, left);
         print_json(plan, {}, left, verdict_after(0, left, memory),

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -421,29 +420,6 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   }
 }
 
-// The thread group `id` belongs to when it is a thread that does not lead one: /proc/TID
-// answers for every thread (only leaders are listed), as that thread's own view, and
-// `explain TID` of the thread holding a zombie leader's files said "nothing to do". nullopt when
-// `id` leads its group or /proc cannot say. (The Tgid line of status: parsed here, as only
-// explain asks it.)
-std::optional<Pid> thread_group_of(const procfs::ProcFs& proc, Pid id) {
-  std::string text;
-  if (!procfs::read_file_at(proc.root_fd(), (std::to_string(id) + "/status").c_str(), text,
-                            1 << 16)) {
-    return std::nullopt;
-  }
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("Tgid:", 0) != 0) continue;
-    const char* digits = line.c_str() + 5;
-    char* end = nullptr;
-    const long tgid = std::strtol(digits, &end, 10);
-    if (end == digits || tgid <= 0 || tgid == id) return std::nullopt;
-    return static_cast<Pid>(tgid);
-  }
-  return std::nullopt;
-}
-
 output::ExplainSubject read_explain_subject(const output::StatusReport& report, Pid pid,
                                             const CommonOptions& common) {
   output::ExplainSubject subject;
@@ -451,7 +427,7 @@ output::ExplainSubject read_explain_subject(const output::StatusReport& report, 
   auto proc = procfs::ProcFs::open(common.proc_root, common.proc_timeout);
   if (proc.ok()) {
     // A thread is explained as its thread group, and named (it may be the one holding files).
-    if (auto group = thread_group_of(*proc, pid)) {
+    if (auto group = proc->thread_group_of(pid)) {
       subject.thread = pid;
       subject.pid = *group;
     }

@@ -104,6 +104,8 @@ StatusFields parse_status(std::string_view text) {
       // real, effective, saved, fs
       const auto ids = split_fields(value);
       if (ids.size() >= 2) out.euid = to_number<Uid>(ids[1]);
+    } else if (key == "Tgid") {
+      out.tgid = to_number<Pid>(trim(value));
     } else if (key == "NSpid") {
       for (std::string_view id : split_fields(value)) {
         if (auto pid = to_number<Pid>(id)) out.nspid.push_back(*pid);

@@ -33,7 +33,8 @@ Result<StatFields> parse_stat(std::string_view text);
 
 struct StatusFields {
   std::optional<Uid> euid;
-  std::vector<Pid> nspid;  // outermost namespace first
+  std::optional<Pid> tgid;  // the thread group (its leader's PID) of the task read
+  std::vector<Pid> nspid;   // outermost namespace first
 };
 StatusFields parse_status(std::string_view text);
 

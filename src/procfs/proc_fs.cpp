@@ -361,6 +361,16 @@ bool ProcFs::note_memory_map_locked(Pid pid, std::shared_ptr<std::atomic<bool>> 
   return true;
 }
 
+std::optional<Pid> ProcFs::thread_group_of(Pid id) const {
+  std::string text;
+  if (!read_file_at(root_fd(), (std::to_string(id) + "/status").c_str(), text)) {
+    return std::nullopt;
+  }
+  const std::optional<Pid> tgid = parse_status(text).tgid;
+  if (!tgid || *tgid <= 0 || *tgid == id) return std::nullopt;
+  return tgid;
+}
+
 std::optional<std::uint32_t> ProcFs::fd_flags(Pid pid, std::optional<Pid> tid, int fd) const {
   std::string path = std::to_string(pid);
   if (tid) path += "/task/" + std::to_string(*tid);

@@ -66,6 +66,11 @@ class ProcFs {
   [[nodiscard]] std::optional<std::uint32_t> fd_flags(Pid pid, std::optional<Pid> tid,
                                                       int fd) const;
 
+  // The thread group `id` belongs to, when `id` is a thread that does not lead one (/proc/TID
+  // answers for every thread, though only leaders are listed). nullopt for a leader, or when
+  // /proc cannot say.
+  [[nodiscard]] std::optional<Pid> thread_group_of(Pid id) const;
+
   // System boot time in seconds since the epoch (from stat's btime), cached at open().
   [[nodiscard]] std::optional<std::int64_t> boot_time() const;
 

@@ -58,7 +58,9 @@ TEST(ParseStat, RejectsTruncatedAndMalformed) {
 }
 
 TEST(ParseStatus, EffectiveUidAndNestedNamespacePids) {
-  auto status = parse_status("Name:\tpython3\nUid:\t1000\t1001\t1000\t1000\nNSpid:\t4242\t7\t1\n");
+  auto status = parse_status(
+      "Name:\tpython3\nTgid:\t4240\nUid:\t1000\t1001\t1000\t1000\nNSpid:\t4242\t7\t1\n");
+  EXPECT_EQ(status.tgid, std::optional<Pid>(4240));
   ASSERT_TRUE(status.euid.has_value());
   EXPECT_EQ(*status.euid, 1001u);
   EXPECT_EQ(status.nspid, (std::vector<Pid>{4242, 7, 1}));
@@ -67,6 +69,7 @@ TEST(ParseStatus, EffectiveUidAndNestedNamespacePids) {
 TEST(ParseStatus, MissingFieldsStayEmpty) {
   auto status = parse_status("Name:\tx\nUid:\tgarbage\n");
   EXPECT_FALSE(status.euid.has_value());
+  EXPECT_FALSE(status.tgid.has_value());
   EXPECT_TRUE(status.nspid.empty());
   EXPECT_FALSE(parse_status("").euid.has_value());
 }
