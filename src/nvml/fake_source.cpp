@@ -127,12 +127,21 @@ struct LaterView {
 class FakeGpuSource final : public GpuSource {
  public:
   FakeGpuSource(GpuView view, std::vector<GpuDetails> details, std::string fail_query,
-                std::optional<LaterView> later)
+                std::optional<LaterView> later, std::string answered_mark)
       : view_(std::move(view)),
         details_(std::move(details)),
         fail_query_(std::move(fail_query)),
-        later_(std::move(later)) {}
+        later_(std::move(later)),
+        answered_mark_(std::move(answered_mark)) {}
   Result<GpuView> query() override {
+    Result<GpuView> answer = answer_now();
+    if (!answered_mark_.empty()) std::ofstream(answered_mark_, std::ios::app);
+    return answer;
+  }
+  std::vector<GpuDetails> query_details() override { return details_; }
+
+ private:
+  Result<GpuView> answer_now() const {
     if (later_ && std::filesystem::exists(later_->when_exists)) {
       if (!later_->fail_query.empty()) return Error{0, later_->fail_query};
       if (later_->view) return *later_->view;
@@ -140,13 +149,12 @@ class FakeGpuSource final : public GpuSource {
     if (!fail_query_.empty()) return Error{0, fail_query_};
     return view_;
   }
-  std::vector<GpuDetails> query_details() override { return details_; }
 
- private:
   GpuView view_;
   std::vector<GpuDetails> details_;
   std::string fail_query_;
   std::optional<LaterView> later_;
+  std::string answered_mark_;
 };
 
 }  // namespace
@@ -179,7 +187,8 @@ OpenedSource open_fake_source(const std::string& path) {
       if (l.contains("gpus")) later->view = gpu_view_from_json(l);
     }
     opened.source = std::make_unique<FakeGpuSource>(gpu_view_from_json(doc), std::move(details),
-                                                    doc.value("fail_query", ""), std::move(later));
+                                                    doc.value("fail_query", ""), std::move(later),
+                                                    doc.value("answered_mark", ""));
     opened.state = OpenedSource::State::kPresent;
   } catch (const json::exception& e) {
     opened.message = "test GPU source " + path + ": " + e.what();

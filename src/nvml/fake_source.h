@@ -10,6 +10,9 @@
 //              "processes": [{"pid": 123, "used_memory": B, "kind": "compute"}]}]}
 //    "later": {"when_exists": "PATH", "gpus": [...] | "fail_query": "…"}   (optional: once PATH
 //             exists, query() gives these GPUs instead, or fails — a GPU changing mid-test)
+//    "answered_mark": "PATH"   (optional: created once a query() has been answered, so that a
+//             test's workload can change the GPU only after the first answer — run's pre-run
+//             level — without guessing how long that takes)
 // Snapshot-only facts go flat in each GPU object, named as GpuDetails' members: "clocks_sm",
 // "clocks_memory", "application_clocks_sm", "max_clocks_memory", "throttle_reasons" (bit mask),
 // "temperature_c", "power_limit_mw", "ecc_enabled", "ecc_pending_enabled",

@@ -479,10 +479,21 @@ TEST_F(RunTest, AStderrReaderThatWentAwayDoesNotStopTheTeardown) {
   EXPECT_TRUE(wait_until([&] { return gone(daemon[0]); }, 5s)) << "the daemon outlived the run";
 }
 
+// The workload of a run whose test GPU changes once LEAKED exists: it creates LEAKED only after
+// the fake source has answered its first query (run's pre-run level; the source creates MARK
+// then). A fixed sleep raced that answer on a loaded machine: 0.3 s failed in the ASan pass of
+// the fresh-clone CI run of c848600, 0.5 s in the plain pass of the CI run of 93bf1a9
+// ("GPU 0: back to the pre-run level (8.0 GiB used"). Waits at most 20 s.
+std::string leak_after_first_answer(const std::string& mark, const std::string& leaked) {
+  return "i=0; while [ ! -e '" + mark + "' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); " +
+         "done; touch '" + leaked + "'";
+}
+
 TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
   // The test GPU source says 8 GiB used, held by nobody, once the workload's last act (a file)
   // exists: memory the teardown could not return (a leak, a holder in another namespace).
   const std::string leaked = dir_.path() + "/leaked";
+  const std::string answered = dir_.path() + "/answered";
   auto view_with_later = [&](const json& later) {
     const std::string path = dir_.path() + "/gpus-later.json";
     json gpu = {{"index", 0},
@@ -490,7 +501,7 @@ TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
                 {"name", "NVIDIA H200"},
                 {"memory", {{"total", 150ull << 30}, {"used", 0}, {"free", 150ull << 30}}},
                 {"processes", json::array()}};
-    json doc = {{"driver_version", "580.159.04"}, {"gpus", {gpu}}};
+    json doc = {{"driver_version", "580.159.04"}, {"gpus", {gpu}}, {"answered_mark", answered}};
     if (!later.is_null()) doc["later"] = later;
     std::ofstream(path) << doc.dump();
     return path;
@@ -501,8 +512,7 @@ TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
       {"name", "NVIDIA H200"},
       {"memory", {{"total", 150ull << 30}, {"used", 8ull << 30}, {"free", 142ull << 30}}},
       {"processes", json::array()}};
-  // The pre-run level is read within milliseconds of the start; half a second is ample.
-  const std::string workload = "sleep 0.5; touch '" + leaked + "'";
+  const std::string workload = leak_after_first_answer(answered, leaked);
   auto not_back = gpuclean({"run", "--device-glob", held_, "--wait", "300ms", "--test-gpu-source",
                             view_with_later({{"when_exists", leaked}, {"gpus", {leaked_gpu}}}),
                             "--", "sh", "-c", workload});
@@ -512,6 +522,7 @@ TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
 
   // No answer at all after the teardown is "not verified", never "back".
   std::filesystem::remove(leaked);
+  std::filesystem::remove(answered);
   auto unchecked =
       gpuclean({"run", "--device-glob", held_, "--test-gpu-source",
                 view_with_later({{"when_exists", leaked}, {"fail_query", "GPU is lost"}}), "--",
@@ -521,6 +532,7 @@ TEST_F(RunTest, GpuMemoryThatDoesNotComeBackFailsTheRun) {
 
   // Negative control: the same run where the GPU stays as it was.
   std::filesystem::remove(leaked);
+  std::filesystem::remove(answered);
   auto back = gpuclean({"run", "--device-glob", held_, "--test-gpu-source",
                         view_with_later(nullptr), "--", "sh", "-c", workload});
   EXPECT_EQ(back.exit_code, 0) << back.err;
@@ -537,6 +549,7 @@ TEST_F(RunTest, MemoryHeldByAPidNotShownOutsideTheRunIsNotBack) {
   // have: a process of the run that died before any member scan saw it (NVML keeps a dead
   // owner's entry, docs/facts.md), or one in another namespace. Nothing shows it is not the run's.
   const std::string leaked = dir_.path() + "/leaked";
+  const std::string answered = dir_.path() + "/answered";
   auto view_held_by = [&](pid_t pid) {
     const std::string path = dir_.path() + "/gpus-" + std::to_string(pid) + ".json";
     auto gpu = [](std::uint64_t used, const json& processes) {
@@ -552,6 +565,7 @@ TEST_F(RunTest, MemoryHeldByAPidNotShownOutsideTheRunIsNotBack) {
     std::ofstream(path)
         << json{{"driver_version", "580.159.04"},
                 {"gpus", {gpu(0, json::array())}},
+                {"answered_mark", answered},
                 {"later", {{"when_exists", leaked}, {"gpus", {gpu(8ull << 30, later_processes)}}}}}
                .dump();
     return path;
@@ -559,10 +573,8 @@ TEST_F(RunTest, MemoryHeldByAPidNotShownOutsideTheRunIsNotBack) {
   const pid_t dead = spawn({"/bin/true"});
   reap(dead);  // its PID is free now: /proc has no such process
   // The pre-run level is NVML's first answer after the workload starts (run overlaps NVML's
-  // start with the launch): the leak must come after it. 0.3 s was not enough in the ASan pass
-  // of the fresh-clone CI run of c848600 (2026-12-03, a build beside it): the first answer
-  // already saw the 8 GiB, so the run found the GPU "back to the pre-run level (8.0 GiB used)".
-  const std::string workload = "sleep 1.5; touch '" + leaked + "'";
+  // start with the launch): the leak must come after it.
+  const std::string workload = leak_after_first_answer(answered, leaked);
   auto not_back = gpuclean({"run", "--device-glob", held_, "--wait", "300ms", "--test-gpu-source",
                             view_held_by(dead), "--", "sh", "-c", workload});
   if (::access(("/proc/" + std::to_string(dead)).c_str(), F_OK) == 0) {
@@ -577,6 +589,7 @@ TEST_F(RunTest, MemoryHeldByAPidNotShownOutsideTheRunIsNotBack) {
   // Negative control: the same 8 GiB held by a process shown to be outside the run — alive,
   // and started before it (this test itself) — is another job's; the GPU is back.
   std::filesystem::remove(leaked);
+  std::filesystem::remove(answered);
   auto back = gpuclean({"run", "--device-glob", held_, "--wait", "300ms", "--test-gpu-source",
                         view_held_by(::getpid()), "--", "sh", "-c", workload});
   EXPECT_EQ(back.exit_code, 0) << back.err;
