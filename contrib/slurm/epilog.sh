@@ -9,7 +9,8 @@
 #    there (no cgroup plugin, or the job ended cleanly) is the normal case.
 # 2. What escaped any cgroup tracking: processes of the job's user (SLURM_JOB_USER) that hold
 #    the device files (monitors excluded), except those slurmstepd tracks (`scontrol listpids`)
-#    for another job of the same user still running on this node. Nothing the user controls
+#    for another job of the same user still running on this node. Each is killed as PID@START,
+#    the process the scan saw, never whoever has its PID by the time of the kill. Nothing the user controls
 #    counts as evidence: a process's environment (SLURM_JOB_ID) is the user's to write, so it
 #    is never read.
 #
@@ -38,7 +39,10 @@ if [ -z "$GPUCLEAN" ] || [ -z "$SQUEUE" ]; then
 fi
 jq=$(resolve jq) || drain "gpuclean: epilog needs jq to read gpuclean's JSON; leftovers not checked"
 
-# user_holders: the PIDs of SLURM_JOB_USER's processes holding the device files (monitors and
+# user_holders: SLURM_JOB_USER's processes holding the device files, one PID@START a line (START:
+# the start time the scan read, so that `gpuclean kill PID@START` touches that process only: a
+# PID freed and reused by another user's process between this scan and the kill names the
+# newcomer, which the kill then leaves alone) (monitors and
 # the node's services excluded: an MPS server runs as the user it serves, outside every job,
 # and killing it would take the user's other running jobs' GPU work with it; gpuclean's
 # mps-leftover problem says how to free what it holds). Fails when gpuclean cannot scan.
@@ -53,7 +57,7 @@ user_holders() {
   # shellcheck disable=SC2016 # $user is jq's
   "$jq" -r --arg user "$SLURM_JOB_USER" \
     '.holders[] | select(.visible != false and .user == $user and .class != "monitor"
-      and (.role == null or .role == "mps-client")) | .pid' \
+      and (.role == null or .role == "mps-client")) | "\(.pid)@\(.start_ticks)"' \
     <<<"$report" || return 1
 }
 
@@ -90,12 +94,13 @@ fi
 members=" $(tr '\n' ' ' <<<"$member_list") "
 
 targets=()
-for pid in $candidates; do
-  if [[ $members == *" $pid "* ]]; then
-    log "pid $pid belongs to another running job of $SLURM_JOB_USER: left alone"
+for target in $candidates; do
+  [[ $target =~ ^[0-9]+@[0-9]+$ ]] || drain "gpuclean: epilog of job $SLURM_JOB_ID: gpuclean status gave no start time for a holder; leftovers not killed"
+  if [[ $members == *" ${target%@*} "* ]]; then
+    log "pid ${target%@*} belongs to another running job of $SLURM_JOB_USER: left alone"
     continue
   fi
-  targets+=("$pid")
+  targets+=("$target")
 done
 [ ${#targets[@]} -gt 0 ] || exit 0
 
@@ -104,14 +109,15 @@ log "job $SLURM_JOB_ID left ${#targets[@]} GPU holder(s) outside its cgroup: ${t
   --wait "${GPUCLEAN_WAIT:-30s}" "${targets[@]}" >&2
 status=$?
 [ "$status" -eq 0 ] && exit 0
-# Not necessarily a failure: a target that exited by itself meanwhile makes `gpuclean kill`
-# say "nothing to kill" (exit 2). What counts is whether any target still holds the files.
+# Not necessarily a failure: a target that exited by itself meanwhile (its PID perhaps reused)
+# makes `gpuclean kill` say "nothing to kill" (exit 2). What counts is whether any target, the
+# same process (PID@START), still holds the files.
 if ! now=$(user_holders); then
   drain "gpuclean: epilog of job $SLURM_JOB_ID could not re-scan the GPUs after kill (exit $status)"
 fi
 survivors=()
-for pid in "${targets[@]}"; do
-  if grep -qx "$pid" <<<"$now"; then survivors+=("$pid"); fi
+for target in "${targets[@]}"; do
+  if grep -qxF "$target" <<<"$now"; then survivors+=("${target%@*}"); fi
 done
 if [ ${#survivors[@]} -eq 0 ]; then
   log "gpuclean kill exited $status, but none of the targets holds the GPUs any more: done"

@@ -492,12 +492,12 @@ echo "slurm test: Epilog: leftovers with forged SLURM_JOB_ID killed, running job
 
 # Finding 2: leftovers that exit by themselves before `gpuclean kill` runs (it then says
 # "nothing to kill", exit 2) are a success, not a reason to drain. A wrapper around gpuclean
-# kills the second pass's targets (this test's leftovers, named by PID after --no-tree) first.
+# kills the second pass's targets (this test's leftovers, named PID@START after --no-tree) first.
 cat >"$tmp/gpuclean-racy" <<SHIM
 #!/bin/bash
 if [ "\$1" = kill ] && [ "\$3" = --no-tree ]; then
-  for a in "\$@"; do [[ \$a =~ ^[0-9]+\$ ]] && kill -KILL "\$a"; done
-  for a in "\$@"; do [[ \$a =~ ^[0-9]+\$ ]] && while [ -e /proc/\$a ]; do sleep 0.05; done; done
+  for a in "\$@"; do [[ \$a =~ ^[0-9]+@[0-9]+\$ ]] && kill -KILL "\${a%@*}"; done
+  for a in "\$@"; do [[ \$a =~ ^[0-9]+@[0-9]+\$ ]] && while [ -e /proc/\${a%@*} ]; do sleep 0.05; done; done
 fi
 exec $gpuclean "\$@"
 SHIM
@@ -507,6 +507,57 @@ user_leaky "$user_a" sec-gone
 expect epilog-already-gone gone "${leaks[0]}"
 expect epilog-already-gone not_drained
 undrain
+
+# Issue 33, finding 1: the leftover ends between the Epilog's scan and its kill, and another
+# user's process gets its PID (forced through ns_last_pid). A squeue shim does both at the one
+# moment between the two (the Epilog asks squeue there), then answers as squeue. The newcomer
+# must live: the Epilog names the leftover as PID@START. With the scripts of 6e3859f (bare
+# PIDs) this failed (2026-12-03): "FAIL [epilog-spares-a-reused-pid]", the Epilog's plan
+# listing "4283  daemon  S  orphan  -  sleep 300" and killing it.
+uid_b=$(id -u "$user_b") gid_b=$(id -g "$user_b")
+cat >"$tmp/squeue-reuse" <<SHIM
+#!/bin/bash
+leftover=\$(cat $tmp/run/sec-reuse-1.pid)
+kill -KILL "\$leftover"
+while [ -e /proc/\$leftover ]; do sleep 0.01; done
+# Another process may take the PID first: a few tries (each a fork right after the write). In
+# a session of its own (setsid, not a group leader here: no fork), as the other user's process
+# would be: slurmd ends the Epilog's process group when the Epilog ends.
+for try in 1 2 3 4 5 6 7 8 9 10; do
+  echo \$((leftover - 1)) >/proc/sys/kernel/ns_last_pid
+  setsid setpriv --reuid $uid_b --regid $gid_b --clear-groups -- sleep 300 </dev/null >/dev/null 2>&1 &
+  [ "\$!" = "\$leftover" ] && break
+  kill -KILL "\$!"
+done
+echo "\$!" >$tmp/run/reused.pid
+exec squeue "\$@"
+SHIM
+chmod 755 "$tmp/squeue-reuse"
+reused_pid() { [ -s "$tmp/run/reused.pid" ] && [ "$(cat "$tmp/run/reused.pid")" = "${leaks[0]}" ]; }
+user_of() { [ "$(stat -c %U "/proc/$1")" = "$2" ]; }
+if [ -w /proc/sys/kernel/ns_last_pid ]; then
+  echo "export GPUCLEAN_SQUEUE=$tmp/squeue-reuse" >"$tmp/epilog-env"
+  user_leaky "$user_a" sec-reuse
+  wait_for 10 test -s "$tmp/run/reused.pid" || fail "the squeue shim did not run"
+  holders+=("$(cat "$tmp/run/reused.pid")")
+  if reused_pid; then
+    expect epilog-spares-a-reused-pid alive "${leaks[0]}"
+    expect epilog-spares-a-reused-pid user_of "${leaks[0]}" "$user_b"
+    expect epilog-spares-a-reused-pid not_drained
+    kill -KILL "${leaks[0]}"
+  else
+    echo "slurm test: the PID ${leaks[0]} was not reused in ten tries: epilog-spares-a-reused-pid not checked"
+    # Its PID may be anyone's by the end: not signalled at exit.
+    kept=()
+    for pid in "${holders[@]}"; do [ "$pid" = "${leaks[0]}" ] || kept+=("$pid"); done
+    holders=("${kept[@]}")
+  fi
+  undrain
+  rm -f "$tmp/epilog-env"
+  echo "slurm test: Epilog: a leftover's PID reused by $user_b between scan and kill: the newcomer lives"
+else
+  echo "slurm test: /proc/sys/kernel/ns_last_pid not writable: the PID-reuse case is skipped"
+fi
 
 # Finding 3: when the Epilog cannot tell which jobs run (squeue failing) it kills nothing and
 # drains with a reason saying so.
