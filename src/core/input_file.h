@@ -1,8 +1,10 @@
 // Reading a file the user names as input (`check --against`, `diff`, `plot`): only a regular
 // file, never waiting. A FIFO or a device would block the read forever (or hand over
 // endless data), and gpuclean often runs as root in scripts; so the name is first located with
-// O_PATH|O_NOFOLLOW (which opens nothing; a symlink at the name is refused, not followed),
-// checked to be a regular file of at most the limit, and only then opened for reading
+// O_PATH|O_NOFOLLOW one component at a time (which opens nothing; a symlink at the name is
+// refused, not followed, and one on the way only followed when root or the caller owns it: a
+// directory another user swapped for a link must not lead root elsewhere), checked to be a
+// regular file of at most the limit, and only then opened for reading
 // (O_NONBLOCK) through that descriptor. A regular file on a FUSE mount whose server does not
 // answer can still block a read: that is beyond what a path check can see.
 #pragma once

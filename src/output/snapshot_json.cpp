@@ -366,10 +366,12 @@ Result<Snapshot> parse_snapshot(std::string_view text) {
       return Error{0, "truncated: the JSON document ends early (at byte " +
                           std::to_string(text.size()) + ")"};
     }
-    return Error{0, "not valid JSON: " + std::string(e.what())};
-  } catch (const json::out_of_range& e) {
+    // Where, never what: the parser's message quotes the text it read last, and the file may
+    // be anything root was pointed at (issue 33: `diff` of a secret file printed its start).
+    return Error{0, "not valid JSON (a syntax error at byte " + std::to_string(e.byte) + ")"};
+  } catch (const json::out_of_range&) {
     // A number too large for any JSON number type, e.g. 1e999 (found by fuzzing).
-    return Error{0, "not valid JSON: " + std::string(e.what())};
+    return Error{0, "not valid JSON (a number out of range)"};
   }
 }
 

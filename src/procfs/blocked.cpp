@@ -30,17 +30,6 @@ void each_line(std::string_view text, F&& f) {
   }
 }
 
-bool has_option(std::string_view options, std::string_view name) {
-  std::size_t pos = 0;
-  while (pos <= options.size()) {
-    const std::size_t next = options.find(',', pos);
-    const std::size_t end = next == std::string_view::npos ? options.size() : next;
-    if (options.substr(pos, end - pos) == name) return true;
-    pos = end + 1;
-  }
-  return false;
-}
-
 std::optional<std::string> read_text(const std::string& path) {
   std::string text;
   if (!read_file_at(AT_FDCWD, path.c_str(), text, 4096)) return std::nullopt;
@@ -92,7 +81,7 @@ FreezerMounts parse_freezer_mounts(std::string_view mountinfo) {
   each_line(mountinfo, [&mounts](std::string_view line) {
     if (mounts.v1_freezer) return;
     auto mount = parse_mountinfo_line(line);
-    if (!mount || mount->fstype != "cgroup" || !has_option(mount->super_options, "freezer")) {
+    if (!mount || mount->fstype != "cgroup" || !comma_list_has(mount->super_options, "freezer")) {
       return;
     }
     mounts.v1_freezer = Cgroup2Mount{std::move(mount->mount_point), std::move(mount->root)};
@@ -108,7 +97,7 @@ std::optional<std::string> parse_cgroup_v1_freezer(std::string_view cgroup_file)
     if (found || first == std::string_view::npos) return;
     const std::size_t second = line.find(':', first + 1);
     if (second == std::string_view::npos) return;
-    if (!has_option(line.substr(first + 1, second - first - 1), "freezer")) return;
+    if (!comma_list_has(line.substr(first + 1, second - first - 1), "freezer")) return;
     found = std::string(line.substr(second + 1));
   });
   return found;

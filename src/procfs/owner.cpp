@@ -183,6 +183,12 @@ bool is_slurm_v1_root(std::string_view part) {
   return part == "slurm" || starts_with(part, "slurm_");
 }
 
+// systemd's per-user manager: the unit it runs in is delegated to the user (Delegate=yes), who
+// creates and names every group below it.
+bool is_user_manager(std::string_view part) {
+  return starts_with(part, "user@") && ends_with(part, ".service");
+}
+
 }  // namespace
 
 std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
@@ -191,7 +197,13 @@ std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
   std::size_t first = 0;
   while (first < parts.size() && parts[first] == "..") ++first;
   if (first == parts.size()) return std::nullopt;  // the root group
-
+  // Below a user's manager every name is the user's: the owner is that unit.
+  for (std::size_t i = first; i < parts.size(); ++i) {
+    if (is_user_manager(parts[i])) {
+      parts.resize(i + 1);
+      break;
+    }
+  }
   for (std::size_t i = first; i < parts.size(); ++i) {
     const std::string_view part = parts[i];
     if (ends_with(part, ".scope") && starts_with(part, "slurmstepd") && i + 1 < parts.size()) {
@@ -228,11 +240,33 @@ std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
   return raw;
 }
 
-std::optional<Owner> owner_from_cgroup_file(std::string_view text) {
+namespace {
+
+bool names_work(const std::optional<Owner>& owner) {
+  return owner && (owner->kind == Owner::Kind::kSlurmJob ||
+                   owner->kind == Owner::Kind::kContainer || owner->kind == Owner::Kind::kPod);
+}
+
+// The owner one line's path names, from the part of it root named where `trusted` can tell.
+std::optional<Owner> line_owner(std::string_view controllers, std::string_view path,
+                                const TrustedPrefix& trusted) {
+  std::optional<Owner> owner = owner_from_cgroup_path(path);
+  if (!names_work(owner) || !trusted) return owner;
+  // A job, container or pod is a claim worth checking: are its groups root's?
+  if (auto prefix = trusted(controllers, path); prefix && *prefix != path) {
+    return owner_from_cgroup_path(*prefix);
+  }
+  return owner;
+}
+
+}  // namespace
+
+std::optional<Owner> owner_from_cgroup_file(std::string_view text, const TrustedPrefix& trusted) {
   std::optional<Owner> v2;
   bool has_v2 = false;
   std::optional<Owner> v1_work;     // a Slurm job, container or pod named by a v1 hierarchy
   std::optional<Owner> v1_systemd;  // the name=systemd hierarchy's owner
+  bool v1_slurm = false;            // some v1 hierarchy has Slurm's layout: its plugin is v1
   // Slurm jobs some v1 hierarchy names at the job level, without a step: where Slurm's v1
   // plugins put slurmstepd itself (freezer:/slurm/uid_0/job_1 while its devices group is
   // job_1/step_extern); a job's tasks are at a step or below in every hierarchy.
@@ -252,26 +286,27 @@ std::optional<Owner> owner_from_cgroup_file(std::string_view text) {
     const std::string_view controllers =
         line.substr(first_colon + 1, second_colon - first_colon - 1);
     const std::string_view path = line.substr(second_colon + 1);
-    std::optional<Owner> owner = owner_from_cgroup_path(path);
+    std::optional<Owner> owner = line_owner(controllers, path, trusted);
     if (id == "0" && controllers.empty()) {
       has_v2 = true;
       v2 = std::move(owner);
       continue;
     }
     if (!owner) continue;
-    const bool work = owner->kind == Owner::Kind::kSlurmJob ||
-                      owner->kind == Owner::Kind::kContainer || owner->kind == Owner::Kind::kPod;
-    if (owner->kind == Owner::Kind::kSlurmJob && !owner->step) v1_job_level.push_back(owner->id);
-    if (work && !v1_work) {
+    if (owner->kind == Owner::Kind::kSlurmJob) {
+      v1_slurm = true;
+      if (!owner->step) v1_job_level.push_back(owner->id);
+    }
+    if (names_work(owner) && !v1_work) {
       v1_work = std::move(owner);
     } else if (controllers == "name=systemd" && !v1_systemd) {
       v1_systemd = std::move(owner);
     }
   }
-  const bool v2_names_work =
-      v2 && (v2->kind == Owner::Kind::kSlurmJob || v2->kind == Owner::Kind::kContainer ||
-             v2->kind == Owner::Kind::kPod);
-  if (v2_names_work) return v2;
+  // On a hybrid host whose Slurm uses v1, a v2 group that looks like a job is no job: the v1
+  // groups are where Slurm put the process, and where `kill --job` must find it.
+  const bool v2_is_slurm = v2 && v2->kind == Owner::Kind::kSlurmJob;
+  if (names_work(v2) && !(v2_is_slurm && v1_slurm)) return v2;
   if (v1_work && v1_work->kind == Owner::Kind::kSlurmJob &&
       std::find(v1_job_level.begin(), v1_job_level.end(), v1_work->id) != v1_job_level.end()) {
     v1_work->step.reset();  // slurmstepd: the job's, but no step's work

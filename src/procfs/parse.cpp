@@ -267,4 +267,15 @@ LinkTarget split_deleted(std::string_view target) {
   return {target, false};
 }
 
+bool comma_list_has(std::string_view list, std::string_view item) {
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    const std::size_t next = list.find(',', pos);
+    const std::size_t end = next == std::string_view::npos ? list.size() : next;
+    if (list.substr(pos, end - pos) == item) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
 }  // namespace gpuclean::procfs

@@ -65,6 +65,9 @@ struct MountinfoLine {
 };
 std::optional<MountinfoLine> parse_mountinfo_line(std::string_view line);
 
+// Whether a comma-separated list (mount options, a cgroup line's controllers) has this item.
+bool comma_list_has(std::string_view list, std::string_view item);
+
 // The fields of a /proc/PID/maps line that say which file is mapped:
 // "start-end perms offset MAJOR:MINOR inode   path". The device and inode are those of the
 // mapped file's own inode (for a device node: the node's inode on its file system, not the

@@ -17,6 +17,7 @@
 #include "core/deadline_pool.h"
 
 #include "procfs/blocked.h"
+#include "procfs/cgroup_trust.h"
 #include "procfs/owner.h"
 #include "procfs/parse.h"
 #include "procfs/user_names.h"
@@ -30,6 +31,8 @@ struct ProcFs::State {
   long clock_ticks = 100;
   std::optional<Duration> read_deadline;
   UserNames users;
+  // Which part of a cgroup path root named, from this /proc's self/mountinfo (procfs/owner.h).
+  TrustedPrefix trusted_cgroup_prefix;
   // (pid, start ticks) of processes whose memory map was found locked → whether the read left
   // blocked on it has returned since (then the lock was released and the entry is dropped).
   std::mutex locked_mutex;
@@ -124,6 +127,9 @@ Result<ProcFs> ProcFs::open(const std::string& root, std::optional<Duration> rea
   auto state = std::make_shared<State>();
   std::string stat;
   if (read_file_at(fd.get(), "stat", stat)) state->boot_time = parse_btime(stat);
+  if (std::string mountinfo; read_file_at(fd.get(), "self/mountinfo", mountinfo)) {
+    state->trusted_cgroup_prefix = trusted_prefix_here(parse_cgroup_mounts(mountinfo));
+  }
   state->root = root;
   state->root_fd = std::move(fd);
   state->read_deadline = read_deadline;
@@ -202,7 +208,7 @@ Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool 
   }
   if (read_file_at(dir.get(), "cgroup", text)) {
     info.cgroup = parse_cgroup_v2(text);
-    info.owner = owner_from_cgroup_file(text);
+    info.owner = owner_from_cgroup_file(text, state.trusted_cgroup_prefix);
     info.freezer_cgroup = parse_cgroup_v1_freezer(text);  // procfs/blocked.h: frozen or not
   }
 

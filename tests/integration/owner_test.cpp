@@ -16,6 +16,7 @@
 #include "freezer.h"
 #include "holder_fixture.h"
 #include "test_cgroups.h"
+#include "test_user.h"
 
 namespace gpuclean::testing {
 namespace {
@@ -262,6 +263,91 @@ TEST_F(OwnerTest, SlurmV1LayoutInTheFreezerHierarchy) {
   auto result = kill({"--job", "808", "--yes"});
   EXPECT_EQ(result.exit_code, 0) << both(result);
   EXPECT_TRUE(wait_gone(holder, 5s)) << both(result);
+}
+
+// Issue 33, finding 2: a group root delegated to a user (chowned, as systemd's Delegate=yes
+// does) in which the user names groups like a manager's. A real process of a throwaway user
+// moves itself into a look-alike Slurm job group and into a look-alike Docker scope that shares
+// a real container's 12-digit short ID. Before the fix the first was "job N.0", planned by
+// `kill --job N` and reported by `check --job N`; the second made `kill --container SHORT`
+// refuse ("matches 2 containers"). (Run against the binary of 057497e: see the commit.)
+TEST_F(OwnerTest, LookAlikesInADelegatedGroupOwnNothing) {
+  std::string why_not;
+  const auto user = test_user(why_not);
+  if (!user) GTEST_SKIP() << why_not;
+  // The user must reach the helper and the file.
+  fs::permissions(dir_.path(), fs::perms::all);
+  fs::permissions(held_, fs::perms::all);
+  const std::string helper = dir_.path() + "/holder_helper";
+  fs::copy_file(HOLDER_HELPER, helper);
+
+  const std::string deleg = cgroups_->group("deleg");
+  for (const std::string& file :
+       {std::string(), std::string("/cgroup.procs"), std::string("/cgroup.threads"),
+        std::string("/cgroup.subtree_control")}) {
+    ASSERT_EQ(::chown((deleg + file).c_str(), user->uid, user->gid), 0) << deleg + file;
+  }
+  const std::string job_id = str(::getpid() % 100000 + 11);
+  // The user's holders, moved by root into the delegated group (as their manager would start
+  // them there), then by the user into groups of the user's own naming.
+  auto users_holder_in = [&](const std::string& relative) {
+    std::vector<std::string> argv = user->as_user();
+    argv.insert(argv.end(), {helper, "hold", held_, ready_});
+    const pid_t pid = start_argv(argv).at(0);
+    move(pid, deleg);
+    std::string path = deleg;
+    std::istringstream parts(relative);
+    for (std::string part; std::getline(parts, part, '/');) {
+      path += "/" + part;
+      cgroups_->adopt(path);  // root removes them at the end, deepest first
+    }
+    std::vector<std::string> as = user->as_user();
+    as.insert(as.end(), {"/bin/sh", "-c", "mkdir -p \"$1\" && echo \"$2\" > \"$1/cgroup.procs\"",
+                         "sh", path, str(pid)});
+    const auto moved = run_command(as);
+    EXPECT_EQ(moved.exit_code, 0) << moved.err;
+    EXPECT_TRUE(contains(slurp("/proc/" + str(pid) + "/cgroup"), relative))
+        << slurp("/proc/" + str(pid) + "/cgroup");
+    return pid;
+  };
+  const pid_t fake_job = users_holder_in("slurmstepd.scope/job_" + job_id + "/step_0/user/task_0");
+  const pid_t fake_container = users_holder_in("docker-" + kContainerB + ".scope");
+  // Negative controls: the same owners in groups root made.
+  const pid_t real_job =
+      holder_in("system.slice/slurmstepd.scope/job_" + job_id + "/step_0/user/task_0", held_);
+  const pid_t real_container = holder_in("docker/" + kContainerA, held_);
+
+  const json doc = status_json();
+  auto owner = [&](pid_t pid) {
+    const json* h = find_holder(doc, pid);
+    EXPECT_NE(h, nullptr) << pid << "\n" << doc.dump(1);
+    return h == nullptr ? json() : h->at("owner");
+  };
+  for (pid_t fake : {fake_job, fake_container}) {
+    EXPECT_EQ(owner(fake)["kind"], "cgroup") << owner(fake);
+    EXPECT_TRUE(contains(owner(fake)["id"].get<std::string>(), "/deleg")) << owner(fake);
+  }
+  EXPECT_EQ(owner(real_job)["id"], job_id) << owner(real_job);
+  EXPECT_EQ(owner(real_container)["full_id"], kContainerA) << owner(real_container);
+
+  auto job_plan = kill({"--job", job_id, "--dry-run"});
+  EXPECT_EQ(job_plan.exit_code, 0) << both(job_plan);
+  EXPECT_TRUE(contains(job_plan.out, "Plan: 1 process")) << both(job_plan);
+  EXPECT_TRUE(contains(job_plan.out, " " + str(real_job) + " ")) << both(job_plan);
+  EXPECT_FALSE(contains(job_plan.out, " " + str(fake_job) + " ")) << both(job_plan);
+  auto check = gpuclean({"check", "--no-nvml", "--device-glob", held_, "--job", job_id});
+  EXPECT_FALSE(contains(check.out + check.err, str(fake_job))) << both(check);
+
+  auto container_plan = kill({"--container", kContainerA.substr(0, 12), "--dry-run"});
+  EXPECT_EQ(container_plan.exit_code, 0) << both(container_plan);
+  EXPECT_FALSE(contains(container_plan.err, "matches 2 containers")) << both(container_plan);
+  EXPECT_TRUE(contains(container_plan.out, " " + str(real_container) + " "))
+      << both(container_plan);
+  EXPECT_FALSE(contains(container_plan.out, " " + str(fake_container) + " "))
+      << both(container_plan);
+  for (pid_t pid : {fake_job, fake_container, real_job, real_container}) {
+    EXPECT_TRUE(alive(pid)) << pid;
+  }
 }
 
 }  // namespace

@@ -15,33 +15,21 @@
 #include <nlohmann/json.hpp>
 
 #include "holder_fixture.h"
+#include "test_user.h"
 
 namespace gpuclean::testing {
 namespace {
 
 using nlohmann::json;
 
-// Left in place after the tests (several test processes may share it at once under ctest -j).
-constexpr const char* kUser = "gpuclean-unpriv";
-constexpr const char* kSetpriv = "/usr/bin/setpriv";  // util-linux (scripts/setup.sh)
-
 class PrivilegeTest : public HolderFixture {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a user and to setuid to it";
-    if (::access(kSetpriv, X_OK) != 0 || ::access("/usr/sbin/useradd", X_OK) != 0) {
-      GTEST_SKIP() << "needs /usr/bin/setpriv and /usr/sbin/useradd";
-    }
-    if (::getpwnam(kUser) == nullptr) {
-      // 9: the user exists (another test process created it just now).
-      const auto added = run_command({"/usr/sbin/useradd", "--system", "--no-create-home",
-                                      "--shell", "/usr/sbin/nologin", kUser});
-      ASSERT_TRUE(added.exit_code == 0 || added.exit_code == 9) << added.err;
-    }
-    const passwd* user = ::getpwnam(kUser);
-    ASSERT_NE(user, nullptr);
-    uid_ = user->pw_uid;
-    ASSERT_NE(uid_, 0u);
+    std::string why_not;
+    const auto user = test_user(why_not);
+    if (!user) GTEST_SKIP() << why_not;
+    uid_ = user->uid;
+    user_ = *user;
     // The user must reach the binaries and the files: copies in a world-readable scratch dir.
     std::filesystem::permissions(dir_.path(), std::filesystem::perms::all);
     namespace fs = std::filesystem;
@@ -57,9 +45,7 @@ class PrivilegeTest : public HolderFixture {
 
   // argv run as the unprivileged user (real and effective ids, no supplementary groups).
   CommandResult as_user(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {kSetpriv, "--reuid=" + std::to_string(uid_),
-                                     "--regid=" + std::to_string(::getpwnam(kUser)->pw_gid),
-                                     "--clear-groups", "--"};
+    std::vector<std::string> argv = user_.as_user();
     argv.push_back(binary_);
     argv.insert(argv.end(), args.begin(), args.end());
     return run_command(argv);
@@ -75,6 +61,7 @@ class PrivilegeTest : public HolderFixture {
   }
 
   uid_t uid_ = 0;
+  TestUser user_;
   std::string binary_;
   std::string helper_;
 };
@@ -82,10 +69,9 @@ class PrivilegeTest : public HolderFixture {
 TEST_F(PrivilegeTest, OtherUsersProcessesAreSummarisedAsUnreadable) {
   const pid_t root_holder = start_argv({helper_, "hold", held_, ready_}).at(0);
   // A holder of the user's own: the unprivileged scan does see what it may read.
-  const pid_t own_holder = start_argv({kSetpriv, "--reuid=" + std::to_string(uid_),
-                                       "--regid=" + std::to_string(::getpwnam(kUser)->pw_gid),
-                                       "--clear-groups", "--", helper_, "hold", held_, ready_})
-                               .at(0);
+  std::vector<std::string> own_argv = user_.as_user();
+  own_argv.insert(own_argv.end(), {helper_, "hold", held_, ready_});
+  const pid_t own_holder = start_argv(own_argv).at(0);
 
   const auto result = as_user({"who", "--json", "--device-glob", held_});
   expect_no_crash(result);
@@ -182,7 +168,7 @@ TEST_F(PrivilegeTest, KillOfARootProcessExplainsTheMissingPrivilege) {
       << said;
   EXPECT_NE(proc_state(target), '\0');
   EXPECT_NE(proc_state(target), 'Z') << "the root-owned process was killed by a user";
-  std::printf("kill as %s (exit %d): %s\n", kUser, refused.exit_code, said.c_str());
+  std::printf("kill as %s (exit %d): %s\n", kTestUser, refused.exit_code, said.c_str());
 
   // Negative control: root's kill of the same process works.
   const auto killed = as_root({"kill", std::to_string(target), "--no-tree", "--no-nvml", "--grace",

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "holder_fixture.h"
+#include "test_user.h"
 
 namespace gpuclean::testing {
 namespace {
@@ -271,6 +272,39 @@ TEST_F(SnapshotTest, NvmlFailingIsExitThree) {
   EXPECT_EQ(run({"snapshot"}, dir).exit_code, 3);
   EXPECT_EQ(run({"diff", baseline}, dir).exit_code, 3);
   EXPECT_EQ(run({"check", "--against", baseline}, dir).exit_code, 3);
+}
+
+// Issue 33, finding 6: root running `diff DIR/file` where DIR is a symbolic link another user
+// made (to a directory of root's) read the file it leads to, and the parse error quoted the
+// file's start. Before the fix (the binary of 057497e): exit 2 with "not valid JSON: [json.
+// exception.parse_error.101] … last read: '"hunter2-secret"x'".
+TEST_F(SnapshotTest, AnotherUsersLinkOnTheWayIsRefusedAndNoContentIsQuoted) {
+  std::string why_not;
+  const auto user = test_user(why_not);
+  if (!user) GTEST_SKIP() << why_not;
+  const std::string good = snapshot_file(view());
+  const std::string secret_dir = dir_.path() + "/roots";
+  ASSERT_EQ(::mkdir(secret_dir.c_str(), 0700), 0);
+  std::ofstream(secret_dir + "/file.json") << "\"hunter2-secret\"x\n";
+  const std::string users_link = dir_.path() + "/users-dir";
+  ASSERT_EQ(::symlink(secret_dir.c_str(), users_link.c_str()), 0);
+  ASSERT_EQ(::lchown(users_link.c_str(), user->uid, user->gid), 0);
+
+  auto refused = run({"diff", users_link + "/file.json", good}, view());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("symbolic link of user " + std::to_string(user->uid)),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.err.find("hunter2"), std::string::npos) << refused.err;
+
+  // Negative control: root's own link is followed, and the file is read: the error says where
+  // it is not JSON, not what it says.
+  const std::string roots_link = dir_.path() + "/roots-link";
+  ASSERT_EQ(::symlink(secret_dir.c_str(), roots_link.c_str()), 0);
+  auto read = run({"diff", roots_link + "/file.json", good}, view());
+  EXPECT_EQ(read.exit_code, 2) << read.err;
+  EXPECT_NE(read.err.find("not valid JSON (a syntax error at byte"), std::string::npos) << read.err;
+  EXPECT_EQ(read.err.find("hunter2"), std::string::npos) << read.err;
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace gpuclean::procfs {
 namespace {
 
@@ -81,10 +83,6 @@ TEST(OwnerTest, DockerSystemdAndCgroupfsDrivers) {
 TEST(OwnerTest, PodmanContainerdCrio) {
   EXPECT_EQ(must("/machine.slice/libpod-" + kId + ".scope").runtime, "podman");
   EXPECT_EQ(must("/libpod_parent/libpod-" + kId).runtime, "podman");
-  Owner rootless = must("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + kId +
-                        ".scope/container");
-  EXPECT_EQ(rootless.kind, Owner::Kind::kContainer);
-  EXPECT_EQ(rootless.id, kId.substr(0, 12));
   EXPECT_EQ(must("/system.slice/cri-containerd-" + kId + ".scope").runtime, "containerd");
   EXPECT_EQ(must("/system.slice/crio-" + kId + ".scope").runtime, "cri-o");
 }
@@ -140,8 +138,9 @@ TEST(OwnerTest, SeenFromInsideACgroupNamespace) {
 TEST(OwnerTest, SystemdUnitsAndRawPaths) {
   EXPECT_EQ(must("/system.slice/ssh.service").id, "ssh.service");
   EXPECT_EQ(must("/user.slice/user-1000.slice/session-3.scope").id, "session-3.scope");
+  // Below the user's manager every name is the user's own: the manager's unit is the owner.
   EXPECT_EQ(must("/user.slice/user-1000.slice/user@1000.service/app.slice/app-tmux.scope").id,
-            "app-tmux.scope");
+            "user@1000.service");
   Owner raw = must("/process_api/9ab60ac0");
   EXPECT_EQ(raw.kind, Owner::Kind::kCgroup);
   EXPECT_EQ(raw.id, "/process_api/9ab60ac0");
@@ -214,6 +213,65 @@ TEST(OwnerTest, FileSlurmstepdAtTheV1JobLevelIsNotTheJobsWork) {
   EXPECT_TRUE(diagnose::owner_match(p, job_1)) << "the job's task is";
   job_1.jobs = {"2"};
   EXPECT_FALSE(diagnose::owner_match(p, job_1)) << "another job's selector";
+}
+
+// Issue 33, finding 2: in the subtree systemd delegates to a user (user@UID.service), the user
+// names the groups. Before the fix (9c7663b) each of these was the owner it imitates: "job
+// 4243.0", a container with the real container's ID, a pod (rootless Podman's containers were
+// containers too; they are the user's own groups, and so the user's unit now).
+TEST(OwnerTest, NothingBelowAUsersManagerIsAJobContainerOrPod) {
+  const std::string user = "/user.slice/user-1000.slice/user@1000.service";
+  for (const std::string& inside : std::vector<std::string>{
+           "/app.slice/slurmstepd.scope/job_4243/step_0/user/task_0",
+           "/slurm/uid_0/job_4243/step_0/task_0", "/app.slice/docker-" + kId + ".scope",
+           "/docker/" + kId, "/kubepods/besteffort/pod8a3e1c2d/" + kId,
+           "/user.slice/libpod-" + kId + ".scope/container"}) {
+    Owner o = must(user + inside);
+    EXPECT_EQ(o.kind, Owner::Kind::kSystemdUnit) << inside;
+    EXPECT_EQ(o.id, "user@1000.service") << inside;
+  }
+  // Negative control: the same groups where their managers make them.
+  EXPECT_EQ(must("/system.slice/slurmstepd.scope/job_4243/step_0/user/task_0").id, "4243");
+  EXPECT_EQ(must("/system.slice/docker-" + kId + ".scope").kind, Owner::Kind::kContainer);
+}
+
+// Where gpuclean can look at the hierarchy, names below the first group directory a non-root
+// user owns are the user's (a Delegate=yes unit with User=, a group root chowned by hand).
+TEST(OwnerTest, NamesBelowADirectoryAUserOwnsDoNotCount) {
+  const std::string fake = "/gpuclean-test/deleg/slurmstepd.scope/job_4243/step_0";
+  const std::string file = "0::" + fake + "\n";
+  TrustedPrefix delegated = [](std::string_view, std::string_view path) {
+    return std::optional<std::string>(std::string(path.substr(0, path.find("/slurmstepd"))));
+  };
+  auto o = owner_from_cgroup_file(file, delegated);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->kind, Owner::Kind::kCgroup);
+  EXPECT_EQ(o->id, "/gpuclean-test/deleg");
+  // Negative controls: root owns every directory, or gpuclean cannot look.
+  TrustedPrefix all_root = [](std::string_view, std::string_view path) {
+    return std::optional<std::string>(path);
+  };
+  TrustedPrefix cannot_tell = [](std::string_view, std::string_view) {
+    return std::optional<std::string>();
+  };
+  EXPECT_EQ(owner_from_cgroup_file(file, all_root)->id, "4243");
+  EXPECT_EQ(owner_from_cgroup_file(file, cannot_tell)->id, "4243");
+}
+
+// Issue 33, finding 2 (hybrid hosts): a job's process that moved its v2 group into a look-alike
+// job_999 was job 999 (the v2 line won), and escaped `kill --job 100` of its real job, which
+// its v1 lines still name. Slurm's plugin is v1 there: the v1 job wins.
+TEST(OwnerTest, OnAHybridHostAV2LookAlikeJobDoesNotHideTheV1Job) {
+  const std::string v1 = "5:devices:/slurm_vm/uid_1000/job_100/step_0/task_0\n";
+  auto o = owner_from_cgroup_file(
+      v1 + "0::/user.slice/user-1000.slice/session-1.scope/slurmstepd.scope/job_999/step_0\n");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->id, "100");
+  // Negative control: a v2 job with no v1 job beside it (Slurm on cgroup v2) is that job.
+  auto v2_only = owner_from_cgroup_file(
+      "5:devices:/\n0::/system.slice/slurmstepd.scope/job_999/step_0/user/task_0\n");
+  ASSERT_TRUE(v2_only);
+  EXPECT_EQ(v2_only->id, "999");
 }
 
 }  // namespace
