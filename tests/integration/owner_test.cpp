@@ -265,6 +265,34 @@ TEST_F(OwnerTest, SlurmV1LayoutInTheFreezerHierarchy) {
   EXPECT_TRUE(wait_gone(holder, 5s)) << both(result);
 }
 
+// Issue 33, finding 2 (hybrid hosts): a job's process in Slurm's v1 groups that moved its v2
+// group into a look-alike job escaped `kill --job` of its real job: the v2 line won. On the
+// old code (9c7663b, 2026-12-03) status named the look-alike job ("30327" for "30326"), the
+// look-alike's plan took the process and `kill --job` of the real job did not end it.
+TEST_F(OwnerTest, AV2LookAlikeDoesNotHideAV1SlurmJob) {
+  if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezerRoot;
+  const std::string base = std::string(kFreezerRoot) + "/slurm_gpuclean" + str(::getpid());
+  std::error_code error;
+  fs::create_directory(base, error);
+  ASSERT_FALSE(error) << base << ": " << error.message();
+  cgroups_->adopt(base);
+  const std::string real_job = str(::getpid() % 100000 + 13);
+  const std::string fake_job = str(::getpid() % 100000 + 14);
+  const pid_t holder = start("hold", held_).at(0);
+  move(holder, cgroups_->group_under(base, "uid_0/job_" + real_job + "/step_0/task_0"));
+  move(holder, cgroups_->group("system.slice/slurmstepd.scope/job_" + fake_job + "/step_0"));
+  const json doc = status_json();
+  const json* h = find_holder(doc, holder);
+  ASSERT_NE(h, nullptr) << doc.dump(1);
+  EXPECT_EQ(h->at("owner")["id"], real_job) << h->dump(1);
+
+  auto fake = kill({"--job", fake_job, "--dry-run"});
+  EXPECT_FALSE(contains(fake.out, " " + str(holder) + " ")) << both(fake);
+  auto real = kill({"--job", real_job, "--yes"});
+  EXPECT_EQ(real.exit_code, 0) << both(real);
+  EXPECT_TRUE(wait_gone(holder, 5s)) << both(real);
+}
+
 // Issue 33, finding 2: a group root delegated to a user (chowned, as systemd's Delegate=yes
 // does) in which the user names groups like a manager's. A real process of a throwaway user
 // moves itself into a look-alike Slurm job group and into a look-alike Docker scope that shares
