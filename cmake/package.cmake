@@ -1,7 +1,6 @@
 # The Debian package (CPack's DEB generator; scripts/package.sh runs it, with the release
 # tarball). Depends comes from dpkg-shlibdeps on the installed binary, so it names exactly the
-# libraries the build linked (libc6, the prometheus-cpp and civetweb libraries when metrics is
-# built in). NVML is loaded at run time when present, so the driver is only suggested.
+# libraries the build linked (libc6, prometheus-cpp's core library when metrics is built in). NVML is loaded at run time when present, so the driver is only suggested.
 set(GPUCLEAN_PACKAGE_MAINTAINER "gpuclean developers <packaging@gpuclean.invalid>" CACHE STRING
   "Maintainer field of the .deb (and the changelog's signer)")
 

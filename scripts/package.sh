@@ -2,7 +2,7 @@
 # Builds what users install, from a clean checkout, into dist/:
 #   gpuclean_<version>_<arch>.deb               for Debian 12 (CPack; Depends from dpkg-shlibdeps)
 #   gpuclean-<version>-linux-<machine>.tar.gz    a relocatable tree for any glibc Linux: bin/,
-#                                                lib/ (prometheus-cpp and civetweb, found
+#                                                lib/ (prometheus-cpp's core library, found
 #                                                through an $ORIGIN run path), share/
 #   gpuclean-<version>-py3-none-any.whl          the Python package and pytest plugin (python/)
 #   SHA256SUMS
@@ -69,8 +69,9 @@ while read -r library; do
   bundled+=("$(basename "$library")")
 done < <(ldd "$tree/bin/gpuclean" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
 # DT_RPATH (not RUNPATH) on the binary: it also applies to the libraries' own dependencies
-# (libprometheus-cpp-pull needs -core and civetweb), and the bundled libraries find each other
-# through their own $ORIGIN.
+# (none today: libprometheus-cpp-core needs only the base system; until issue 33 the pull
+# library needed -core and civetweb), and the bundled libraries find each other through their
+# own $ORIGIN.
 patchelf --force-rpath --set-rpath "\$ORIGIN/../lib" "$tree/bin/gpuclean"
 for library in "${bundled[@]}"; do
   chmod 0644 "$tree/lib/$library"

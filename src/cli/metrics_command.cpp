@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,19 +15,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
 
 #include "collect/gather.h"
 #include "core/atomic_file.h"
 #include "core/unique_fd.h"
 #include "output/escape.h"
 #include "output/metrics_view.h"
+#include "serve/http_server.h"
 
 namespace gpuclean::cli {
 
@@ -66,42 +66,34 @@ Scan scan(const MetricsOptions& options, Gatherer& gatherer, const Io& io) {
 // scrape always gets a fresh scan; two Prometheus replicas scraping together share one.
 constexpr auto kScanReuse = std::chrono::seconds(2);
 
-// civetweb: several workers, so a client holding a connection does not hold the listener;
-// and a short request timeout, so a half-sent request (or a client that stops reading) frees
-// its worker after 2 s instead of civetweb's default 30 s. A scraper sends its request in
-// one segment; 2 s is plenty on any network Prometheus scrapes over. No keep-alive: a
-// connection never waits idle on a worker between scrapes.
-constexpr const char* kWorkerThreads = "8";
-constexpr const char* kRequestTimeoutMs = "2000";
+// Prometheus' text exposition format, as prometheus-cpp's Exposer announced it.
+constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// Serves scrapes from the last scan, rescanning when it is older than kScanReuse. civetweb
-// calls Collect() from its worker threads; the Gatherer is not thread-safe, so scans take
-// turns under the mutex, and scrapes that arrive during a scan wait for it and share its
-// result (one scan, not one each).
-class ScanCollectable : public prometheus::Collectable {
+// The exposition a scrape gets: the last scan's, rendered once, rescanned when it is older than
+// kScanReuse. The server (serve/http_server.h) calls text() on its one thread, so scrapes that
+// arrive during a scan wait for it and then share its result.
+class ScrapeText {
  public:
   using Clock = std::chrono::steady_clock;
   // `first`: the scan run_metrics made at start, served until it is kScanReuse old.
-  ScanCollectable(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
-                  const output::MetricsReport& first)
+  ScrapeText(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
+             const output::MetricsReport& first)
       : options_(options), gatherer_(std::move(gatherer)) {
     remember(first);
   }
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    const std::lock_guard lock(mutex_);
+  const std::string& text() {
     if (Clock::now() - scanned_at_ >= kScanReuse) {
       std::ostringstream ignored;  // usage problems were found at start; none can appear now
       remember(scan(options_, *gatherer_, Io{ignored, ignored}).report);
     }
-    return families_;
+    return text_;
   }
 
  private:
-  // Called with mutex_ held (or from the constructor).
-  void remember(const output::MetricsReport& report) const {
+  void remember(const output::MetricsReport& report) {
     ++scans_;
     scanned_at_ = Clock::now();
-    families_ = output::metric_families(report);
+    auto families = output::metric_families(report);
     prometheus::MetricFamily count;
     count.name = "gpuclean_scans_total";
     count.help =
@@ -111,90 +103,68 @@ class ScanCollectable : public prometheus::Collectable {
     prometheus::ClientMetric value;
     value.counter.value = static_cast<double>(scans_);
     count.metric.push_back(std::move(value));
-    families_.push_back(std::move(count));
+    families.push_back(std::move(count));
+    text_ = prometheus::TextSerializer().Serialize(families);
   }
 
   const MetricsOptions& options_;
-  mutable std::mutex mutex_;
   std::unique_ptr<Gatherer> gatherer_;
-  mutable std::uint64_t scans_ = 0;
-  mutable Clock::time_point scanned_at_;
-  mutable std::vector<prometheus::MetricFamily> families_;
+  std::uint64_t scans_ = 0;
+  Clock::time_point scanned_at_;
+  std::string text_;
 };
 
-// civetweb reports a failed bind only as "possible problem binding to port": bind once
-// ourselves first so the error names the reason (EADDRINUSE, EADDRNOTAVAIL, EACCES).
-Status probe_bind(const std::string& address) {
-  const auto colon = address.rfind(':');
-  std::string host = address.substr(0, colon);
-  const auto port = static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1)));
-  const bool v6 = !host.empty() && host.front() == '[';
-  UniqueFd fd(::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return errno_error("socket");
-  const int one = 1;
-  // As civetweb does, so a port in TIME_WAIT is not refused here and accepted there.
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int rc = 0;
-  if (v6) {
-    sockaddr_in6 sa{};
-    sa.sin6_family = AF_INET6;
-    sa.sin6_port = htons(port);
-    ::inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &sa.sin6_addr);
-    rc = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
-  } else {
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
-    rc = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+// SIGINT, SIGTERM and SIGHUP, blocked in every thread (those started later inherit the mask)
+// and read from a signalfd in the server's epoll set: the server stops between two events,
+// with exit 0, and no handler runs in a random thread.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    sigaddset(&signals_, SIGHUP);
+    ::pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+    fd_.reset(::signalfd(-1, &signals_, SFD_NONBLOCK | SFD_CLOEXEC));
   }
-  if (rc != 0) return errno_error("bind " + address);
-  if (::listen(fd.get(), 1) != 0) return errno_error("listen " + address);
-  return Ok{};
-}
+  // Takes the signals that stopped the server before unblocking them: a pending SIGTERM left
+  // in place would kill the process on the way out (exit 143 instead of 0).
+  ~StopSignals() {
+    signalfd_siginfo info{};
+    while (fd_.valid() && ::read(fd_.get(), &info, sizeof(info)) > 0) {
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  [[nodiscard]] const UniqueFd& fd() const { return fd_; }
+
+ private:
+  sigset_t signals_{};
+  sigset_t previous_{};
+  UniqueFd fd_;
+};
 
 int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
           const output::MetricsReport& first, const std::string& address, const Io& io) {
-  // Block SIGINT/SIGTERM before civetweb starts its threads (they inherit the mask), then
-  // wait for them here: a clean stop with exit 0, and no handler running in a random thread.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGHUP);
-  sigset_t previous;
-  ::pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
-
-  if (auto probed = probe_bind(address); !probed.ok()) {
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    io.err << "gpuclean: metrics: cannot listen: " << probed.error().message() << '\n';
+  const StopSignals stop;
+  if (!stop.fd().valid()) {
+    io.err << "gpuclean: metrics: " << errno_error("signalfd").message() << '\n';
+    return kExitRuntime;
+  }
+  auto listener = serve::listen_tcp(address);
+  if (!listener.ok()) {
+    io.err << "gpuclean: metrics: cannot listen: " << listener.error().message() << '\n';
     return kExitUsage;
   }
-  auto collectable = std::make_shared<ScanCollectable>(options, std::move(gatherer), first);
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    // clang-format off
-    exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports",    address,
-        "num_threads",        kWorkerThreads,
-        "request_timeout_ms", kRequestTimeoutMs,
-        "enable_keep_alive",  "no"});
-    // clang-format on
-  } catch (const std::exception& e) {
-    // civetweb throws when it cannot bind: port taken, address not on this host, privilege.
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    io.err << "gpuclean: metrics: cannot listen on " << address << ": "
-           << output::escape_terminal(e.what()) << '\n';
-    return kExitUsage;
-  }
-  exposer->RegisterCollectable(collectable);
-  const auto ports = exposer->GetListeningPorts();
+  ScrapeText scrapes(options, std::move(gatherer), first);
+  const serve::Route route{"/metrics", kContentType, [&] { return scrapes.text(); }};
   io.err << "gpuclean: serving metrics on http://" << address.substr(0, address.rfind(':') + 1)
-         << (ports.empty() ? 0 : ports.front()) << "/metrics" << std::endl;
-  int signal_number = 0;
-  ::sigwait(&stop_signals, &signal_number);
-  exposer.reset();
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+         << listener->port << "/metrics" << std::endl;
+  if (auto served = serve::serve(*listener, route, stop.fd().get()); !served.ok()) {
+    io.err << "gpuclean: metrics: " << served.error().message() << '\n';
+    return kExitRuntime;
+  }
   return kExitClean;
 }
 

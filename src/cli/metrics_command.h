@@ -18,11 +18,11 @@ struct MetricsOptions {
 
 void add_metrics_command(CLI::App& app, MetricsOptions& options);
 
-// "ADDR:PORT", ":PORT" or "PORT" → "ADDR:PORT" as civetweb takes it; the address defaults to
-// 127.0.0.1 (exposing the metrics wider is the user's explicit choice). ADDR is an IPv4
-// address or a bracketed IPv6 one ("[::1]:9400"); host names are refused (a bind needs an
-// address, and resolving one could pick an unintended interface). PORT is 0-65535 (0: any).
-// Errors say what is wrong; they are usage errors.
+// "ADDR:PORT", ":PORT" or "PORT" → "ADDR:PORT" as serve::listen_tcp takes it; the address defaults
+// to 127.0.0.1 (exposing the metrics wider is the user's explicit choice). ADDR is an IPv4 address
+// or a bracketed IPv6 one ("[::1]:9400"); host names are refused (a bind needs an address, and
+// resolving one could pick an unintended interface). PORT is 0-65535 (0: any). Errors say what is
+// wrong; they are usage errors.
 Result<std::string> parse_listen_address(const std::string& text);
 
 // Exit codes: 0 when the metrics were printed/written (a dirty machine is a metric, not a

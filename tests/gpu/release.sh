@@ -39,9 +39,8 @@ echo "== $gpuclean --version"
 check "--version: metrics is built in" bash -c "'$gpuclean' --version | grep -q '^metrics: built in'"
 echo "== the libraries it loads"
 ldd "$gpuclean" | tee "$work/ldd"
-check "prometheus-cpp and civetweb come from the tarball's lib/" \
-  bash -c "grep 'libprometheus-cpp-pull' '$work/ldd' | grep -qF '$unpacked/' &&
-           grep 'libcivetweb.so' '$work/ldd' | grep -qF '$unpacked/'"
+check "prometheus-cpp comes from the tarball's lib/" \
+  bash -c "grep 'libprometheus-cpp-core' '$work/ldd' | grep -qF '$unpacked/'"
 check "nothing is missing" bash -c "! grep -q 'not found' '$work/ldd'"
 
 echo "== status"

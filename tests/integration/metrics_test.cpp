@@ -117,7 +117,7 @@ class MetricsTest : public HolderFixture {
                gpu_view(0, 0), "--listen", "127.0.0.1:" + std::to_string(port)});
     if (server <= 0) return 0;
     reaper_.adopt(server);
-    // Served, not merely listening (the Exposer answers 404 until the collectable is in).
+    // Served: the server binds after its first scan, so a connect before that is refused.
     const bool up =
         wait_until([&] { return http_get(port, "/metrics").find("200 OK") != std::string::npos; });
     return up ? port : 0;
@@ -193,10 +193,9 @@ TEST_F(MetricsTest, ListenServesMetricsOnLoopbackAndStopsOnTerm) {
   ASSERT_GT(server, 0);
   reaper_.adopt(server);
   std::string response;
-  // prometheus-cpp's Exposer listens from its constructor and serves /metrics only once the
-  // collectable is registered a moment later: a request in between gets a 404 (this test
-  // flaked on it under ctest -j2). gpuclean announces the address after registering; a
-  // client that polls the port may still land in that window, so poll until served.
+  // The server binds after its first scan (until issue 33, prometheus-cpp's Exposer also
+  // answered 404 for a moment after binding: this test flaked on it under ctest -j2), so
+  // poll until served.
   ASSERT_TRUE(wait_until([&] {
     response = http_get(port, "/metrics");
     return contains(response, "200 OK");

@@ -5,7 +5,7 @@
 #     status --no-nvml), `man gpuclean` shows its manual, bash, zsh and fish find its
 #     completions where they look; `dpkg -r` removes it and leaves none of its files behind;
 #   - the tarball: unpacked under a path with a space, its gpuclean finds the bundled
-#     prometheus-cpp and civetweb in lib/ with the system's copies hidden and no
+#     prometheus-cpp core library in lib/ with the system's copies hidden and no
 #     LD_LIBRARY_PATH, and `metrics --listen` answers a scrape. Negative control: the same binary
 #     without its run path cannot start there, so the hiding is real.
 #   - the wheel: installed offline into a fresh virtual environment, its pytest plugin loads
@@ -70,8 +70,8 @@ for path in /usr/bin/gpuclean /usr/share/man/man1/gpuclean.1.gz \
   check "the .deb holds $path" grep -qx "$path" "$work/contents"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
-check "Depends names libc6 and prometheus-cpp's pull library ($depends)" \
-  bash -c "grep -q 'libc6' <<<'$depends' && grep -q 'libprometheus-cpp-pull' <<<'$depends'"
+check "Depends names libc6 and prometheus-cpp's core library ($depends)" \
+  bash -c "grep -q 'libc6' <<<'$depends' && grep -q 'libprometheus-cpp-core' <<<'$depends'"
 
 if command -v gpuclean >/dev/null || dpkg-query -W gpuclean >/dev/null 2>&1; then
   fail "a gpuclean is installed on this machine already ($(command -v gpuclean)); not touching it"
@@ -142,8 +142,10 @@ for path in bin/gpuclean share/man/man1/gpuclean.1.gz share/doc/gpuclean/LICENSE
   share/bash-completion/completions/gpuclean share/gpuclean/slurm/epilog.sh; do
   check "the tarball holds $path" test -e "$top/$path"
 done
-check "the tarball's lib/ holds prometheus-cpp's pull library and civetweb" \
-  bash -c "ls '$top'/lib/libprometheus-cpp-pull.so.* '$top'/lib/libcivetweb.so.* >/dev/null"
+# Since issue 33 the listener is gpuclean's own (src/serve/): prometheus-cpp's pull library
+# and civetweb are no longer linked, so they must not be bundled either.
+check "the tarball's lib/ holds prometheus-cpp's core library, and no civetweb" \
+  bash -c "ls '$top'/lib/libprometheus-cpp-core.so.* >/dev/null && ! ls '$top'/lib/libcivetweb* '$top'/lib/libprometheus-cpp-pull* >/dev/null 2>&1"
 
 # The system's prometheus-cpp and civetweb, hidden in a mount namespace of their own: what the
 # tarball's binary loads there can only come from its lib/.
