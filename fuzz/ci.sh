@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-2}
 build_dir=${BUILD_DIR:-build-fuzz}
-targets="stat status nspid cmdline cgroup mountinfo maps fdinfo fd_link run_record snapshot duration signal gpu_list escape"
+targets="stat status nspid cmdline cgroup mountinfo maps fdinfo fd_link run_record snapshot duration signal gpu_list escape http_request"
 
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT

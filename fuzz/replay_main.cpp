@@ -30,6 +30,7 @@ GPUCLEAN_FUZZ_TARGET(duration)
 GPUCLEAN_FUZZ_TARGET(signal)
 GPUCLEAN_FUZZ_TARGET(gpu_list)
 GPUCLEAN_FUZZ_TARGET(escape)
+GPUCLEAN_FUZZ_TARGET(http_request)
 #undef GPUCLEAN_FUZZ_TARGET
 
 namespace {
@@ -45,7 +46,7 @@ const std::map<std::string, Target>& targets() {
       {"fd_link", gpuclean_fuzz_fd_link},   {"run_record", gpuclean_fuzz_run_record},
       {"snapshot", gpuclean_fuzz_snapshot}, {"duration", gpuclean_fuzz_duration},
       {"signal", gpuclean_fuzz_signal},     {"gpu_list", gpuclean_fuzz_gpu_list},
-      {"escape", gpuclean_fuzz_escape},
+      {"escape", gpuclean_fuzz_escape},     {"http_request", gpuclean_fuzz_http_request},
   };
   return table;
 }
