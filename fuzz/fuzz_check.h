@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/escape.h"
+
 namespace gpuclean::fuzz {
 
 // A violated property is a finding like a crash: print what broke and abort.
@@ -22,8 +24,10 @@ inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
 }
 
 // True when `text` is valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF)
-// and holds no code point a terminal acts on: C0 controls, DEL, C1 controls, and the
-// bidirectional overrides escape.h promises to escape (U+202A–U+202E, U+2066–U+2069).
+// and holds no code point a terminal acts on or draws as nothing, a blank or a line break: C0
+// controls, DEL, C1 controls, the bidirectional overrides (U+202A–U+202E, U+2066–U+2069), and
+// every code point of Unicode's categories Cc, Cf, Zl, Zp and Zs but the ASCII space, which
+// core/escape.h promises to escape (its generated table).
 inline bool is_safe_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
@@ -55,6 +59,7 @@ inline bool is_safe_utf8(std::string_view text) {
     if (cp < kMinimum[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
     if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) return false;
     if ((cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069)) return false;
+    if (gpuclean::is_invisible_or_separator(cp)) return false;
     i += length;
   }
   return true;

@@ -29,6 +29,7 @@
 #include "output/json.h"
 #include "output/owner_text.h"
 #include "output/text_width.h"
+#include "output/tree_text.h"
 #include "output/who_view.h"
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
@@ -162,10 +163,10 @@ std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) 
   Bytes total = 0;
   for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
   if (total > 0) memory = format_bytes(total);
-  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}\n", p.pid,
+  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}\n", p.pid,
                      output::escape_terminal(p.user), output::state_label(p), to_string(t.klass),
                      memory, output::owner_cell(p.owner, owner_width, 2),
-                     std::string(static_cast<std::size_t>(depth) * 2, ' '),
+                     output::tree_indent(depth), output::depth_mark(depth),
                      output::command_label(p, 100));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/escape.h"
 #include "core/units.h"
 #include "diagnose/classify.h"
 
@@ -525,9 +526,9 @@ std::string short_name(const ProcessInfo& process) {
     const std::string& arg0 = process.cmdline[0];
     const std::size_t slash = arg0.rfind('/');
     std::string name = slash == std::string::npos ? arg0 : arg0.substr(slash + 1);
-    if (!name.empty()) return name;
+    if (!name.empty()) return cut_for_display(name, kShortNameChars);
   }
-  return process.comm;
+  return cut_for_display(process.comm, kShortNameChars);
 }
 
 Diagnosis diagnose(Input input, const Options& options) {

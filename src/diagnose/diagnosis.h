@@ -3,6 +3,7 @@
 // CLI gathers the inputs.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <set>
@@ -89,7 +90,11 @@ std::set<unsigned> stray_context_gpus(const Holder& holder);
 bool looks_like_context(const Holder& holder);
 
 // The short name used in one-line messages: argv[0]'s basename (process titles such as
-// "sglang::scheduler" live there), else comm.
+// "sglang::scheduler" live there), else comm; at most kShortNameChars characters as shown once
+// escaped, cut with "…" (core/escape.h). A message is `check`'s line and a Slurm drain reason,
+// which the scripts cut at 200 characters: a name the user chose must leave room for what the
+// problem is (issue 33).
+inline constexpr std::size_t kShortNameChars = 40;
 std::string short_name(const ProcessInfo& process);
 
 }  // namespace gpuclean::diagnose

@@ -5,13 +5,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/escape.h"
+
 namespace gpuclean::output {
 
-// Returns text safe to print: valid UTF-8 with no control characters. C0/C1 controls and DEL
-// become \n, \t, \e or \xNN; bytes that are not valid UTF-8 become \xNN; a backslash becomes
-// \\ (so the escaping is unambiguous); bidirectional overrides (U+202A–U+202E, U+2066–U+2069,
-// "Trojan Source") become \u{NNNN}.
-std::string escape_terminal(std::string_view text);
+// core/escape.h: valid UTF-8 with no control, invisible or separator character; the renderers
+// call it as output::escape_terminal.
+using gpuclean::escape_terminal;
 
 // argv joined by spaces, each argument escaped; an argument that is empty or contains a space
 // is single-quoted so the words stay distinguishable. At most max_bytes of output, then "…".

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 #include <fmt/format.h>
 
@@ -11,6 +10,7 @@
 #include "output/json.h"
 #include "output/owner_text.h"
 #include "output/text_width.h"
+#include "output/tree_text.h"
 #include "output/who_view.h"
 
 namespace gpuclean::output {
@@ -73,15 +73,15 @@ constexpr std::size_t kNoteIndent = 12;
 std::string command_cell(const std::string& command, const std::string& note, int depth,
                          const Table& table) {
   const auto columns = static_cast<std::size_t>(std::max(table.width, 0));
-  const std::size_t indent = kRowPrefix + (table.owner_width > 0 ? table.owner_width + 2 : 0) +
-                             static_cast<std::size_t>(depth) * 2;
+  const std::size_t indent =
+      kRowPrefix + (table.owner_width > 0 ? table.owner_width + 2 : 0) + tree_indent(depth).size();
   const std::size_t room = std::max(kMinCommand, columns > indent ? columns - indent : 0);
   if (note.empty()) return cut_to_columns(command, room) + '\n';
   if (display_columns(command) + 2 + display_columns(note) <= room) {
     return (command.empty() ? note : command + "  " + note) + '\n';
   }
   // The note is never cut (it says where the memory came from): wrapped on lines of its own.
-  const std::size_t note_indent = kNoteIndent + static_cast<std::size_t>(depth) * 2;
+  const std::size_t note_indent = kNoteIndent + tree_indent(depth).size();
   const std::size_t note_room =
       std::max(kMinCommand, columns > note_indent ? columns - note_indent : 0);
   std::string cell = cut_to_columns(command, room) + '\n';
@@ -105,7 +105,8 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
   }
   const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
   const std::string command =
-      h.visible ? command_label(p, 400) : "(not visible from this PID namespace)";
+      depth_mark(depth) +
+      (h.visible ? command_label(p, 400) : "(not visible from this PID namespace)");
   std::string note;
   if (h.inherited_from) {
     note = fmt::format("(inherited from dead pid {}{})", *h.inherited_from,
@@ -117,8 +118,7 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
                           : std::string("(MPS client)"));
   }
   const std::string klass = fmt::format("{:<13}", class_label(h));
-  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}",
-                     std::string(static_cast<std::size_t>(depth) * 2, ' '), p.pid,
+  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}", tree_indent(depth), p.pid,
                      cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
                      table.paint(klass, class_colour(h.klass)), age, memory, owner_cell(h, table),
                      command_cell(command, note, depth, table));
@@ -140,23 +140,11 @@ std::string dead_owner_row(const DeadOwner& owner, unsigned gpu, const Table& ta
       command_cell("(gone)", "(heir ambiguous, candidates: " + candidates + ")", 0, table));
 }
 
-bool has_parent_in(const Holder& h, const std::vector<const Holder*>& group) {
-  return std::any_of(group.begin(), group.end(),
-                     [&h](const Holder* g) { return g->process.pid == h.process.ppid && g != &h; });
-}
-
-// Rows for a group of holders as a process tree: children under their parents.
+// Rows for a group of holders as a process tree: children under their parents
+// (output/tree_text.h).
 void render_tree(std::ostream& out, const std::vector<const Holder*>& group,
                  std::optional<unsigned> gpu, double now, const Table& table) {
-  std::function<void(const Holder*, int)> visit = [&](const Holder* h, int depth) {
-    out << holder_row(*h, gpu, now, depth, table);
-    for (const Holder* child : group) {
-      if (child != h && child->process.ppid == h->process.pid) visit(child, depth + 1);
-    }
-  };
-  for (const Holder* h : group) {
-    if (!has_parent_in(*h, group)) visit(h, 0);
-  }
+  for (const auto& [h, depth] : tree_order(group)) out << holder_row(*h, gpu, now, depth, table);
 }
 
 // The header row of every holder table; the columns are holder_row's.

@@ -5,8 +5,6 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
-#include <functional>
-#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -15,6 +13,7 @@
 #include "output/escape.h"
 #include "output/owner_text.h"
 #include "output/text_width.h"
+#include "output/tree_text.h"
 #include "output/who_view.h"
 
 namespace gpuclean::output {
@@ -151,26 +150,9 @@ std::vector<TopRow> top_rows(const Diagnosis& diagnosis, TopSort sort, bool tree
     for (const Holder* h : shown) rows.push_back({h, 0});
     return rows;
   }
-  // Children under their parent holder; a holder whose parent is not shown is a root.
-  auto parent_shown = [&shown](const Holder* h) {
-    return std::any_of(shown.begin(), shown.end(), [h](const Holder* other) {
-      return other != h && other->process.pid == h->process.ppid;
-    });
-  };
-  // Each holder once: parents are read at different times (a rolling scan, reparenting), so a
-  // cycle of PPIDs is possible; a holder no root reached becomes a root itself.
-  std::set<const Holder*> visited;
-  std::function<void(const Holder*, int)> visit = [&](const Holder* h, int depth) {
-    if (!visited.insert(h).second) return;
-    rows.push_back({h, depth});
-    for (const Holder* child : shown) {
-      if (child != h && child->process.ppid == h->process.pid) visit(child, depth + 1);
-    }
-  };
-  for (const Holder* h : shown) {
-    if (!parent_shown(h)) visit(h, 0);
-  }
-  for (const Holder* h : shown) visit(h, 0);
+  // Children under their parent holder; a holder whose parent is not shown is a root, as is
+  // one on a cycle of PPIDs (parents are read at different times: a rolling scan, reparenting).
+  for (const auto& [h, depth] : tree_order(shown)) rows.push_back({h, depth});
   return rows;
 }
 
@@ -360,7 +342,7 @@ ScreenLine holder_line(const TopRow& row, double now, std::size_t owner_width, b
   if (h.mps_client) command = "(MPS client) " + command;
   if (h.inherited_from)
     command = fmt::format("(heir of dead pid {}) ", *h.inherited_from) + command;
-  const std::string indent(static_cast<std::size_t>(row.depth) * 2, ' ');
+  const std::string indent = tree_indent(row.depth) + depth_mark(row.depth);
   const std::string user = cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10);
   const std::string label = class_label(h);
   const std::string mem = memory > 0 ? format_bytes(memory) : "-";

@@ -20,6 +20,10 @@
 //   fork-on-term  lead its own process group, open FILE; on SIGTERM fork a child that ignores
 //             SIGTERM and keeps FILE (it reports its PID in READY_FILE.child), then exit — a
 //             server whose shutdown handler starts a helper after gpuclean made its plan
+//   chain N   open FILE; this process and N-1 more, each forked by the one before (a chain of
+//             N, the last at depth N-1), all holding FILE; each dies with its parent
+//             (PR_SET_PDEATHSIG(SIGKILL)), so killing the first ends the chain; reports
+//             "FIRST LAST"
 //   vfork     open FILE, vfork(); the child closes its copy of FILE, reports "PARENT CHILD" and
 //             sleeps for the lifetime before _exit: the parent waits in the kernel (state D,
 //             wait channel kernel_clone) all along, as Python's subprocess and posix_spawn's
@@ -110,6 +114,30 @@ void on_term_fork(int) {
     wait_forever();
   }
   _exit(0);
+}
+
+// chain mode. Each link forks the next and waits; the fork's child goes round the loop as the
+// next link, so the chain's length costs no stack. The last link reports through a pipe every
+// link inherited.
+[[noreturn]] void run_chain(const char* file, int links) {
+  open_or_die(file);  // O_CLOEXEC, but fork keeps it: every link holds it
+  int pid_pipe[2];
+  if (::pipe(pid_pipe) != 0) _exit(3);
+  const pid_t first = ::getpid();
+  for (int i = 1; i < links; ++i) {
+    const pid_t parent = ::getpid();
+    const pid_t child = ::fork();
+    if (child < 0) _exit(3);  // the links forked so far end with their own alarms
+    if (child > 0) break;
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) _exit(0);
+    ::alarm(kLifetimeSeconds);
+    if (i == links - 1) write_pid(pid_pipe[1]);
+  }
+  if (::getpid() != first) wait_forever();
+  ::close(pid_pipe[1]);
+  const std::string last = links > 1 ? read_pid(pid_pipe[0]) : self_pid();
+  report(g_ready, self_pid() + " " + last);
+  wait_forever();
 }
 
 }  // namespace
@@ -252,6 +280,11 @@ int main(int argc, char** argv) {
     ::close(pid_pipe[1]);
     report(g_ready, pids);
     reap_forever();
+  }
+  if (mode == "chain") {
+    const int links = argc > 4 ? std::atoi(argv[4]) : 0;
+    if (links < 1) return 2;
+    run_chain(file, links);
   }
   if (mode == "setsid-child") {
     int pid_pipe[2];

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/units.h"
+#include "output/escape.h"
 
 namespace gpuclean::diagnose {
 namespace {
@@ -112,6 +113,39 @@ TEST(Diagnose, OrphanMessageMatchesTheSpecsCheckLine) {
   EXPECT_EQ(d.problems[0].message.substr(0, 57),
             "GPU 3: 76.0 GiB held by orphan pid 72309 (sglang::schedul");
   EXPECT_EQ(d.problems[0].fix, "gpuclean kill 72309");
+}
+
+// Issue 33: the one-line problem text is `check`'s first line and a Slurm drain reason, which
+// the scripts cut at 200 characters. A command name is the user's to choose: cut to 40
+// characters as shown (escaped), so what the problem is still fits. Failed on 9c7663b:
+//   Expected: (long_name.find("its parent is gone")) < (200u), actual: 355 vs 200
+//   Expected: (invalid.find("its parent is gone")) < (200u), actual: 455 vs 200
+TEST(Diagnose, ALongCommandNameIsCutSoTheDrainReasonStillSaysTheProblem) {
+  auto check_line = [](const std::string& arg0) {
+    Holder h = cuda_holder(72309, 1);
+    h.process.cmdline = {arg0, "--serve"};
+    h.klass = HolderClass::kOrphan;
+    auto d = diagnose(input_with({gpu(3, 76 * kGiB, {entry(72309, 76 * kGiB)})}, {h}), {});
+    EXPECT_EQ(d.problems.size(), 1u);
+    return d.problems.empty() ? std::string()
+                              : "gpuclean: " + output::escape_terminal(d.problems[0].message);
+  };
+  const std::string long_name = check_line("/opt/" + std::string(300, 'x'));
+  EXPECT_LT(long_name.find("its parent is gone"), 200u) << long_name;
+  EXPECT_NE(long_name.find("(" + std::string(39, 'x') + "\u2026)"), std::string::npos) << long_name;
+  EXPECT_EQ(long_name.find(std::string(40, 'x')), std::string::npos) << long_name;
+  // Characters that are escaped count as what they show: 100 zero-width spaces would be 800
+  // characters of "\u{200b}", and 100 bytes of invalid UTF-8 400 of "\xff".
+  std::string zero_width;
+  for (int i = 0; i < 100; ++i) zero_width += "\u200b";
+  const std::string invisible = check_line(zero_width);
+  EXPECT_LT(invisible.find("its parent is gone"), 200u) << invisible;
+  const std::string invalid = check_line(std::string(100, '\xff'));
+  EXPECT_LT(invalid.find("its parent is gone"), 200u) << invalid;
+  // Negative control: a name of 40 characters is whole, with no mark.
+  const std::string forty = check_line(std::string(40, 'y'));
+  EXPECT_NE(forty.find("(" + std::string(40, 'y') + "): its parent is gone"), std::string::npos)
+      << forty;
 }
 
 TEST(Diagnose, DeadOwnersMemoryPassesToItsHeir) {

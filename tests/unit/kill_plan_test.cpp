@@ -415,5 +415,24 @@ TEST_F(KillPlanServiceTest, NamedServiceIsATargetThatNeedsAConfirmation) {
   EXPECT_TRUE(plan(plain, holders()).confirm_reasons.empty());
 }
 
+// Issue 33: a chain of 2,000 of alice's processes under her shell, each the parent of the next
+// (a user can fork one), named by its first PID: all 2,000 planned, parents first (the sort
+// now takes each depth from one walk of the table: ProcessTreeTest's
+// DepthsOfAChainAreComputedFollowingEachLinkOnce counts it).
+TEST_F(KillPlanTest, AChainOfTwoThousandIsPlannedParentsFirst) {
+  for (Pid pid = 1000; pid < 3000; ++pid)
+    add(pid, pid == 1000 ? 100 : pid - 1, 100, "sleep", kAlice);
+  KillSelectors s;
+  s.pids = {1000};
+  const KillPlan p = plan(s);
+  ASSERT_EQ(p.targets.size(), 2000U);
+  for (std::size_t i = 0; i < p.targets.size(); ++i) {
+    ASSERT_EQ(p.targets[i].process.pid, static_cast<Pid>(1000 + i));
+  }
+  EXPECT_EQ(p.targets.front().why, "named");
+  EXPECT_EQ(p.targets.back().why, "descendant of 1000");
+  EXPECT_TRUE(p.confirm_reasons.empty());  // her own processes, her own session
+}
+
 }  // namespace
 }  // namespace gpuclean::diagnose

@@ -10,6 +10,7 @@
 #include "diagnose/diagnosis.h"
 #include "output/explain_view.h"
 #include "output/text_width.h"
+#include "output/tree_text.h"
 
 namespace gpuclean::output {
 namespace {
@@ -87,6 +88,69 @@ TEST(StatusText, FitsEightyColumnsAndUsesMoreWhenGiven) {
   EXPECT_GT(widest_line(wide.str()), 80U);
   EXPECT_NE(wide.str().find("used  (8.0 GiB attributed"), std::string::npos) << wide.str();
   EXPECT_NE(wide.str().find("--tp 8"), std::string::npos) << wide.str();
+}
+
+// Issue 33: a chain of 2,000 holders, each the parent of the next (a user can fork one; every
+// link inherits the device file). The tree is indented two columns a level up to 8 levels,
+// then says the depth: the screen grows with the number of rows, not with rows × depth.
+// Failed on 9c7663b:
+//   Expected: (widest_line(text)) <= (100U), actual: 4062 vs 100
+//   Expected: (text.size()) < (2000U * 200), actual: 4128278 vs 400000
+TEST(StatusText, AChainOfTwoThousandHoldersIsDrawnInBoundedWidth) {
+  StatusReport report;
+  report.host = "h200-1";
+  report.time = 1764500000;
+  for (Pid i = 0; i < 2000; ++i) {
+    Holder h;
+    h.process.pid = 1000 + i;
+    h.process.ppid = 999 + i;
+    h.process.comm = "sleep";
+    h.process.cmdline = {"sleep", "600"};
+    h.process.user = "alice";
+    h.klass = HolderClass::kActive;
+    report.diagnosis.holders.push_back(h);
+  }
+  std::ostringstream out;
+  render_status_text(out, report, {.color = false, .width = 100});
+  const std::string text = out.str();
+  EXPECT_LE(widest_line(text), 100U);
+  EXPECT_LT(text.size(), 2000U * 200);
+  // Every holder has its row, the root unindented, depth 8 at 16 columns, depth 12 says so.
+  EXPECT_NE(text.find("\n      1000  alice"), std::string::npos) << text.substr(0, 2000);
+  EXPECT_NE(text.find("\n" + std::string(16, ' ') + "      1008  alice"), std::string::npos);
+  EXPECT_NE(text.find("      1012  alice"), std::string::npos);
+  EXPECT_NE(text.find("[depth 12] sleep 600"), std::string::npos);
+  EXPECT_NE(text.find("[depth 1999] sleep 600"), std::string::npos);
+  EXPECT_EQ(text.find("[depth 8]"), std::string::npos);  // up to 8 the indentation says it
+}
+
+TEST(TreeText, IndentsUpToEightLevelsThenSaysTheDepth) {
+  EXPECT_EQ(tree_indent(0), "");
+  EXPECT_EQ(tree_indent(3), "      ");
+  EXPECT_EQ(tree_indent(8), std::string(16, ' '));
+  EXPECT_EQ(tree_indent(2000), std::string(16, ' '));
+  EXPECT_EQ(depth_mark(8), "");
+  EXPECT_EQ(depth_mark(9), "[depth 9] ");
+  EXPECT_EQ(depth_mark(1999), "[depth 1999] ");
+}
+
+// Children after their parent in the group's order; a cycle of PPIDs (read at different times)
+// still shows every holder once.
+TEST(TreeText, OrderIsParentsThenChildrenAndEveryHolderOnce) {
+  auto holder = [](Pid pid, Pid ppid) {
+    Holder h;
+    h.process.pid = pid;
+    h.process.ppid = ppid;
+    return h;
+  };
+  const std::vector<Holder> holders = {holder(30, 20), holder(10, 1),  holder(20, 10),
+                                       holder(21, 10), holder(40, 41), holder(41, 40)};
+  std::vector<const Holder*> group;
+  for (const Holder& h : holders) group.push_back(&h);
+  std::vector<std::pair<Pid, int>> rows;
+  for (const auto& [h, depth] : tree_order(group)) rows.emplace_back(h->process.pid, depth);
+  EXPECT_EQ(rows, (std::vector<std::pair<Pid, int>>{
+                      {10, 0}, {20, 1}, {30, 2}, {21, 1}, {40, 0}, {41, 1}}));
 }
 
 TEST(TextWidth, CutsAndWrapsByColumnsNotBytes) {

@@ -1,0 +1,34 @@
+// Escaping of untrusted text (process names, command lines, cgroup paths) before it reaches a
+// terminal or a Slurm drain reason. In core, not in output/ where the renderers use it: the
+// one-line problem messages (diagnose/) cut a command name by what it shows as once escaped,
+// and both must follow the same rules.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace gpuclean {
+
+// Returns text safe to print: valid UTF-8 with no character a terminal acts on or draws as
+// nothing, a blank or a line break. A backslash becomes \\ (so the escaping is unambiguous);
+// newline, tab and ESC become \n, \t, \e; the other C0 controls, DEL and every byte that is not
+// valid UTF-8 become \xNN; the rest of Unicode's invisible and separator characters become
+// \u{NNNN}: general categories Cc (C1 controls: CSI is U+009B), Cf (zero-width characters,
+// bidirectional overrides or "Trojan Source", tags), Zl, Zp (U+2028, U+2029) and Zs other than
+// the ASCII space (no-break, em and ideographic spaces) — core/unicode_invisible.inc, generated
+// from Unicode's data by scripts/gen_unicode_table.py.
+std::string escape_terminal(std::string_view text);
+
+// Whether `code_point` is in the generated table above (escape_terminal shows it escaped).
+bool is_invisible_or_separator(std::uint32_t code_point);
+
+// `text` cut so that escape_terminal of the result shows at most `max_chars` characters (at
+// least 1), a closing "…" included, so that a name a user chose cannot push what follows out
+// of a line that is cut at a fixed length (a drain reason). The cut falls between characters
+// (a valid UTF-8 sequence or a single invalid byte), never inside one or inside its escape;
+// an escaped character counts as the characters of its escape. Text that fits is returned whole.
+std::string cut_for_display(std::string_view text, std::size_t max_chars);
+
+}  // namespace gpuclean
