@@ -30,26 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_tool.h"
+
 static volatile sig_atomic_t g_stop;
 
 static void on_stop(int sig) {
   g_stop = sig;
-}
-
-static void die(const char* what) {
-  fprintf(stderr, "chain: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
-static long parse_long(const char* s, const char* name) {
-  char* end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < 0) {
-    fprintf(stderr, "chain: %s: not a whole number: %s\n", name, s);
-    exit(2);
-  }
-  return v;
 }
 
 // One link after another, in the same loop: a fork's child goes round again as the next link,
@@ -116,6 +102,7 @@ static void write_pidfile(const char* path, const int32_t* pids, long n) {
 }
 
 int main(int argc, char** argv) {
+  bench_tool_name = "chain";
   if (argc < 3) {
     fprintf(stderr, "usage: chain N PIDFILE [-l LIFETIME_S] [-t SETUP_TIMEOUT_S]\n");
     return 2;

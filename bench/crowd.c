@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_tool.h"
+
 #define NTMP 4                        // temporary regular files the crowd opens
 #define ZL_STACK (64 * 1024)          // stack of the zombie-led groups' second thread
 #define MIN_FDS 7                     // 0,1,2 + /dev/null + pipe pair + the TARGET fd
@@ -70,22 +72,6 @@ static char g_tmpdir[PATH_MAX];
 static char g_tmpfiles[NTMP][PATH_MAX + 16];
 
 static void on_stop(int sig) { g_stop = sig; }
-
-static void die(const char* what) {
-  fprintf(stderr, "crowd: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
-static long parse_long(const char* s, const char* name) {
-  char* end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < 0) {
-    fprintf(stderr, "crowd: bad value for %s: %s\n", name, s);
-    exit(2);
-  }
-  return v;
-}
 
 static void usage(void) {
   fprintf(stderr,
@@ -337,6 +323,7 @@ static int path_with_suffix(char* out, size_t size, const char* suffix) {
 }
 
 int main(int argc, char** argv) {
+  bench_tool_name = "crowd";
   if (argc < 3) usage();
   opt.target = argv[1];
   opt.pidfile = argv[2];

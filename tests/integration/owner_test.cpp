@@ -87,6 +87,18 @@ class OwnerTest : public HolderFixture {
            "--- stderr\n" + result.err;
   }
 
+  // A Slurm v1 root of this test's own in the freezer hierarchy ("slurm_gpuclean" + PID),
+  // removed with the other groups; "" (and a failure) when it cannot be made.
+  std::string v1_slurm_root() {
+    const std::string base = std::string(kFreezerRoot) + "/slurm_gpuclean" + str(::getpid());
+    std::error_code error;
+    fs::create_directory(base, error);
+    EXPECT_FALSE(error) << base << ": " << error.message();
+    if (error) return "";
+    cgroups_->adopt(base);
+    return base;
+  }
+
   std::optional<TestCgroups> cgroups_;
 };
 
@@ -245,11 +257,8 @@ TEST_F(OwnerTest, SlurmV1LayoutInTheFreezerHierarchy) {
   // Slurm's cgroup/v1 plugin: the job's group is in the v1 controllers' hierarchies, and the
   // v2 line says nothing about it (on this machine's hybrid layout it is "/").
   if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezerRoot;
-  const std::string base = std::string(kFreezerRoot) + "/slurm_gpuclean" + str(::getpid());
-  std::error_code error;
-  fs::create_directory(base, error);
-  ASSERT_FALSE(error) << base << ": " << error.message();
-  cgroups_->adopt(base);
+  const std::string base = v1_slurm_root();
+  ASSERT_FALSE(base.empty());
   const std::string dir = cgroups_->group_under(base, "uid_0/job_808/step_extern/task_0");
   const pid_t holder = start("hold", held_).at(0);
   move(holder, dir);
@@ -271,11 +280,8 @@ TEST_F(OwnerTest, SlurmV1LayoutInTheFreezerHierarchy) {
 // look-alike's plan took the process and `kill --job` of the real job did not end it.
 TEST_F(OwnerTest, AV2LookAlikeDoesNotHideAV1SlurmJob) {
   if (!freezer_mounted()) GTEST_SKIP() << "no cgroup v1 freezer mounted at " << kFreezerRoot;
-  const std::string base = std::string(kFreezerRoot) + "/slurm_gpuclean" + str(::getpid());
-  std::error_code error;
-  fs::create_directory(base, error);
-  ASSERT_FALSE(error) << base << ": " << error.message();
-  cgroups_->adopt(base);
+  const std::string base = v1_slurm_root();
+  ASSERT_FALSE(base.empty());
   const std::string real_job = str(::getpid() % 100000 + 13);
   const std::string fake_job = str(::getpid() % 100000 + 14);
   const pid_t holder = start("hold", held_).at(0);
