@@ -135,7 +135,7 @@ class FakeGpuSource final : public GpuSource {
         answered_mark_(std::move(answered_mark)) {}
   Result<GpuView> query() override {
     Result<GpuView> answer = answer_now();
-    if (!answered_mark_.empty()) std::ofstream(answered_mark_, std::ios::app);
+    if (!answered_mark_.empty()) std::ofstream(answered_mark_, std::ios::app) << 'x';
     return answer;
   }
   std::vector<GpuDetails> query_details() override { return details_; }

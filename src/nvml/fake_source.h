@@ -10,7 +10,7 @@
 //              "processes": [{"pid": 123, "used_memory": B, "kind": "compute"}]}]}
 //    "later": {"when_exists": "PATH", "gpus": [...] | "fail_query": "…"}   (optional: once PATH
 //             exists, query() gives these GPUs instead, or fails — a GPU changing mid-test)
-//    "answered_mark": "PATH"   (optional: created once a query() has been answered, so that a
+//    "answered_mark": "PATH"   (optional: one byte appended per query() answered, so that a
 //             test's workload can change the GPU only after the first answer — run's pre-run
 //             level — without guessing how long that takes)
 // Snapshot-only facts go flat in each GPU object, named as GpuDetails' members: "clocks_sm",
