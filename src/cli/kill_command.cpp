@@ -2,12 +2,11 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <map>
+#include <memory>
 #include <set>
-#include <thread>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -15,42 +14,54 @@
 #include "cli/test_hooks.h"
 #include "cli/usage_error.h"
 #include "collect/gather.h"
+#include "collect/kill_look.h"
 #include "core/duration.h"
+#include "core/kill_model.h"
 #include "core/units.h"
-#include "diagnose/classify.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/gpu_count.h"
+#include "diagnose/kill_check.h"
 #include "diagnose/kill_plan.h"
 #include "diagnose/kill_verdict.h"
-#include "diagnose/unseen.h"
 #include "ops/cgroup.h"
 #include "ops/signals.h"
 #include "ops/teardown.h"
 #include "output/escape.h"
 #include "output/json.h"
-#include "output/owner_text.h"
+#include "output/kill_view.h"
 #include "output/text_width.h"
-#include "output/tree_text.h"
-#include "output/who_view.h"
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
 
 namespace gpuclean::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using diagnose::KillPlan;
-using diagnose::KillTarget;
-
 // kill always works on the kernel's own view: no test root ever reaches it (docs/reference.md).
 constexpr const char* kRealProc = "/proc";
-// How often the verification asks NVML whether the targets' memory is back. An NVML query is
-// ~0.03 ms in-process (docs/facts.md); the release itself takes ~0.12–0.16 s after the exit.
-constexpr auto kVerifyPoll = std::chrono::milliseconds(25);
 
 struct Parsed {
   ops::TeardownOptions teardown;
   diagnose::KillSelectors selectors;
 };
+
+// A GPU selection narrows holders; with PIDs, sessions, users, … it would silently select
+// nothing less: say so instead.
+std::optional<std::string> gpu_selection_error(const KillOptions& o,
+                                               const diagnose::KillSelectors& s) {
+  if (!s.gpus || s.holders || s.leftovers) return std::nullopt;
+  // `kill --gpus 2` alone: --gpu 2 was meant.
+  const bool alone = s.pids.empty() && s.sessions.empty() && s.pgids.empty() && o.users.empty() &&
+                     o.cgroups.empty() && o.jobs.empty() && o.containers.empty();
+  if (!alone) {
+    return "--gpus narrows --holders and --leftovers only (which GPU a process uses is known "
+           "only for holders)";
+  }
+  const std::string& list = o.common.gpus;
+  return "--gpus " + list + " only narrows other selectors; to end the holders of " +
+         (s.gpus->size() == 1 ? "GPU " + list + " use --gpu " + list + " (or "
+                              : "GPUs " + list + " use (") +
+         "--holders --gpus " + list + ")";
+}
 
 // Flags → teardown options and selectors. Names that select nothing (an unknown user, a
 // cgroup that does not exist) are usage errors with the reason: a typo must not become an
@@ -93,23 +104,7 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   } else {
     s.gpus = *gpus;
   }
-  // A GPU selection narrows holders; with PIDs, sessions, users, … it would silently select
-  // nothing less — say so instead.
-  if (s.gpus && !s.holders && !s.leftovers) {
-    // `kill --gpus 2` alone: --gpu 2 was meant.
-    const bool alone = s.pids.empty() && s.sessions.empty() && s.pgids.empty() && o.users.empty() &&
-                       o.cgroups.empty() && o.jobs.empty() && o.containers.empty();
-    if (alone) {
-      const std::string& list = o.common.gpus;
-      return fail("--gpus " + list + " only narrows other selectors; to end the holders of " +
-                  (s.gpus->size() == 1 ? "GPU " + list + " use --gpu " + list + " (or "
-                                       : "GPUs " + list + " use (") +
-                  "--holders --gpus " + list + ")");
-    }
-    return fail(
-        "--gpus narrows --holders and --leftovers only (which GPU a process uses is "
-        "known only for holders)");
-  }
+  if (auto wrong = gpu_selection_error(o, s)) return fail(*wrong);
   for (const std::string& user : o.users) {
     auto uid = procfs::uid_of_user(user);
     if (!uid.ok()) return fail("--user: " + uid.error().message());
@@ -143,57 +138,6 @@ std::optional<std::string> ambiguous_container(const ProcessTable& table,
   return std::nullopt;
 }
 
-// A GPU selection must name GPUs NVML has: `kill --gpu 7` on a 2-GPU host selects nothing,
-// and saying "nothing to kill" would hide the typo.
-std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const GpuView& view) {
-  std::set<unsigned> known;
-  for (const Gpu& gpu : view.gpus) known.insert(gpu.index);
-  for (unsigned index : wanted) {
-    if (known.count(index) > 0) continue;
-    return fmt::format("no GPU {}: NVML sees {} GPU{}{}", index, known.size(),
-                       known.size() == 1 ? "" : "s",
-                       known.empty() ? "" : fmt::format(" ({})", fmt::join(known, ", ")));
-  }
-  return std::nullopt;
-}
-
-std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) {
-  const ProcessInfo& p = t.process;
-  std::string memory = "-";
-  Bytes total = 0;
-  for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
-  if (total > 0) memory = format_bytes(total);
-  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}\n", p.pid,
-                     output::escape_terminal(p.user), output::state_label(p), to_string(t.klass),
-                     memory, output::owner_cell(p.owner, owner_width, 2),
-                     output::tree_indent(depth), output::depth_mark(depth),
-                     output::command_label(p, 100));
-}
-
-void print_plan(const KillPlan& plan, const ops::TeardownOptions& t, const Io& io) {
-  const std::string steps =
-      t.signal == 9
-          ? "KILL"
-          : fmt::format("STOP, {}+CONT{}", ops::signal_name(t.signal),
-                        t.kill9 ? fmt::format(", KILL after {} ms", t.grace.count()) : "");
-  io.out << fmt::format("Plan: {} process{} ({}; wait up to {} ms)\n", plan.targets.size(),
-                        plan.targets.size() == 1 ? "" : "es", steps, t.wait.count());
-  std::vector<const std::optional<Owner>*> owners;
-  for (const KillTarget& target : plan.targets) owners.push_back(&target.process.owner);
-  const std::size_t owner_width = output::owner_column_width(owners);
-  io.out << fmt::format(
-      "  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", "PID", "USER", "STATE", "CLASS", "MEMORY",
-      owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", owner_width) : "", "COMMAND");
-  // Targets are sorted parents first, so a parent's depth is known before its children's.
-  std::map<Pid, int> depth;
-  for (const KillTarget& target : plan.targets) {
-    auto parent = depth.find(target.process.ppid);
-    depth[target.process.pid] = parent == depth.end() ? 0 : parent->second + 1;
-    io.out << target_row(target, depth[target.process.pid], owner_width);
-  }
-  io.out << std::flush;
-}
-
 // Asks for the plan's confirmation: nullopt to go on, or the exit code. Without a terminal the
 // missing --yes is a usage error (2); a "no" at the prompt is nothing done (1).
 std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interactive) {
@@ -216,280 +160,6 @@ std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interact
   if (answer == "y" || answer == "Y" || answer == "yes") return std::nullopt;
   io.err << "gpuclean: kill: not confirmed; nothing was signalled\n";
   return kExitDirty;
-}
-
-// What the GPUs say after the teardown.
-struct Verification {
-  std::optional<double> memory_back_seconds;  // when NVML stopped listing the targets
-  std::vector<std::string> memory_left;       // "GPU 0: 8.0 GiB still listed for pid 442"
-  // The errors status would report that are not the targets': holders left and memory nobody
-  // visible accounts for. Non-empty: the verdict is dirty (JSON's still_held_by).
-  std::vector<std::string> still_held;
-  // Warnings of processes that were not targets (a stray context): said, the verdict stays.
-  std::vector<std::string> warnings;
-  // The targets had GPU memory, but no NVML answer came after the teardown (NVML failed or
-  // stopped answering mid-kill): whether it is back is unknown, never "clean".
-  bool unanswered = false;
-  // NVML's state in the look after the teardown (kFailed: the memory judgement is not known).
-  NvmlState nvml_after = NvmlState::kDisabled;
-  std::string nvml_after_message;
-  // That look could not read every process in a way that could hide a holder
-  // (diagnose::KillAftermath::unseen, diagnose/unseen.h).
-  bool unseen = false;
-  std::string unseen_message;
-};
-
-// A problem of a process that was not a target: an error makes the selection dirty
-// (still_held_by), a warning is only said.
-void note_other(Verification& v, const Problem& p) {
-  (p.severity == Severity::kWarning ? v.warnings : v.still_held).push_back(p.message);
-}
-
-// Polls NVML alone (no /proc scan) until it stops listing `listed` or `wait` passes; then one
-// full look for what others still hold. Bytes still listed for a target are not reported a
-// second time as "unattributed" (issue 13 item 11).
-Verification verify(collect::Gatherer& gatherer, const std::set<Pid>& listed,
-                    const std::set<Pid>& target_pids, const diagnose::Options& diagnose_options,
-                    Clock::time_point started, Duration wait, bool survivors) {
-  Verification v;
-  // GPU → PID → bytes: one figure per PID (its largest list), summed over PIDs.
-  std::map<unsigned, std::map<Pid, Bytes>> left_by_pid;
-  std::map<unsigned, Bytes> left_bytes;
-  auto still_listed = [&](const GpuView& view) {
-    v.memory_left.clear();
-    left_by_pid.clear();
-    left_bytes.clear();
-    for (const Gpu& gpu : view.gpus) {
-      for (const GpuProcess& p : gpu.processes) {
-        if (listed.count(p.pid) == 0) continue;
-        const Bytes bytes = p.used_memory.value_or(0);
-        v.memory_left.push_back(fmt::format("GPU {}: {} still listed for pid {}", gpu.index,
-                                            format_bytes(bytes), p.pid));
-        Bytes& figure = left_by_pid[gpu.index][p.pid];
-        figure = std::max(figure, bytes);
-      }
-    }
-    for (const auto& [gpu, pids] : left_by_pid) {
-      for (const auto& [pid, bytes] : pids) left_bytes[gpu] += bytes;
-    }
-    return !v.memory_left.empty();
-  };
-  if (!listed.empty()) {
-    // A survivor (stuck in D, frozen) keeps its memory whatever the wait: one look, no poll.
-    const auto deadline = survivors ? Clock::now() : Clock::now() + wait;
-    v.unanswered = true;
-    while (true) {
-      auto view = gatherer.query_gpu_view();
-      if (view) v.unanswered = false;
-      if (view && !still_listed(*view)) {
-        v.memory_back_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-        break;
-      }
-      if (Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(kVerifyPoll);
-    }
-  }
-  collect::Gathered after = gatherer.collect();
-  v.nvml_after = after.nvml_state;
-  v.nvml_after_message = after.nvml_message;
-  const diagnose::Unseen unseen = collect::unseen_in(after);
-  v.unseen = unseen.decides;
-  v.unseen_message = unseen.message;
-  const Diagnosis now = diagnose::diagnose(std::move(after.input), diagnose_options);
-  for (const Problem& p : now.problems) {
-    if (p.pid && (target_pids.count(*p.pid) > 0 || listed.count(*p.pid) > 0)) continue;
-    if (p.kind == "unattributed" && p.gpu && left_bytes.count(*p.gpu) > 0) {
-      // The unattributed rest includes the bytes still listed for a target (gone from /proc,
-      // so nobody visible accounts for them): only what is beyond them is someone else's.
-      const auto report = std::find_if(now.gpus.begin(), now.gpus.end(),
-                                       [&](const GpuReport& r) { return r.gpu.index == *p.gpu; });
-      if (report == now.gpus.end()) continue;
-      const Bytes beyond =
-          report->unattributed > left_bytes[*p.gpu] ? report->unattributed - left_bytes[*p.gpu] : 0;
-      if (beyond <= diagnose_options.max_unattributed) continue;
-      v.still_held.push_back(
-          fmt::format("GPU {}: {} used beyond the targets' that no visible "
-                      "process accounts for",
-                      *p.gpu, format_bytes(beyond)));
-      continue;
-    }
-    note_other(v, p);
-  }
-  return v;
-}
-
-// How the GPU memory was looked at: NVML off or absent, failing (at the start, or with no
-// answer after the teardown), or answering.
-diagnose::MemoryCheck memory_check(NvmlState before, const Verification& v) {
-  if (before == NvmlState::kAbsent || before == NvmlState::kDisabled) {
-    return diagnose::MemoryCheck::kNotChecked;
-  }
-  if (before == NvmlState::kFailed || v.unanswered || v.nvml_after == NvmlState::kFailed) {
-    return diagnose::MemoryCheck::kFailed;
-  }
-  return diagnose::MemoryCheck::kVerified;
-}
-
-// The verdict on the selection after the kill (diagnose/kill_verdict.h).
-Verdict verdict_after(std::size_t targets_left, const Verification& v,
-                      diagnose::MemoryCheck memory) {
-  return diagnose::kill_verdict({.targets_left = targets_left,
-                                 .memory_left = v.memory_left.size(),
-                                 .others_left = v.still_held.size(),
-                                 .memory = memory,
-                                 .unseen = v.unseen});
-}
-
-// Why the GPU memory was not verified, for JSON's gpu_not_verified; empty when it was.
-std::string not_verified_text(diagnose::MemoryCheck memory, NvmlState nvml_state,
-                              const std::string& nvml_message) {
-  switch (memory) {
-    case diagnose::MemoryCheck::kVerified:
-      return "";
-    case diagnose::MemoryCheck::kNotChecked:
-      return fmt::format("GPU memory not checked: no NVML ({}{})", to_string(nvml_state),
-                         nvml_message.empty() ? "" : ": " + nvml_message);
-    case diagnose::MemoryCheck::kFailed:
-      return "NVML failed: " + nvml_message;
-  }
-  return "";
-}
-
-// Everything the report needs about one target: each planned one, and each process forked
-// after the plan that the teardown met.
-struct Met {
-  ops::TargetOutcome outcome;
-  KillTarget target;
-};
-
-std::vector<Met> met_processes(const KillPlan& plan, const ops::RoundsOutcome& rounds) {
-  std::map<std::pair<Pid, std::uint64_t>, std::size_t> found;
-  for (std::size_t i = 0; i < rounds.found.size(); ++i) {
-    found[{rounds.found[i].pid, rounds.found[i].start_ticks}] = i;
-  }
-  std::vector<Met> out;
-  for (const KillTarget& target : plan.targets) {
-    auto it = found.find({target.process.pid, target.process.start_ticks});
-    if (it != found.end()) {
-      out.push_back({rounds.outcomes[it->second], target});
-      found.erase(it);
-      continue;
-    }
-    // Never a member: it had exited (or was a zombie) before the first signal.
-    ops::TargetOutcome gone;
-    gone.pid = target.process.pid;
-    gone.state = ops::TargetOutcome::State::kGone;
-    gone.reason = "already gone";
-    out.push_back({gone, target});
-  }
-  for (const auto& [identity, index] : found) {
-    KillTarget late;
-    late.process = rounds.found[index];
-    late.klass = diagnose::classify_from_proc(late.process);
-    late.why = "forked after the plan";
-    out.push_back({rounds.outcomes[index], std::move(late)});
-  }
-  return out;
-}
-
-// `not_verified`: why the GPU memory was not verified (gpu_not_verified), empty when it was.
-void print_json(const KillPlan& plan, const std::vector<Met>& met, const Verification& v,
-                Verdict verdict, const std::string& not_verified, double seconds, const Io& io) {
-  nlohmann::json doc = output::document_header(host_name(), unix_now());
-  doc["verdict"] = to_string(verdict);
-  if (!not_verified.empty()) doc["gpu_not_verified"] = not_verified;
-  // What the look after the kill could not read (diagnose/unseen.h), or null.
-  doc["unseen"] = v.unseen_message.empty() ? nlohmann::json() : nlohmann::json(v.unseen_message);
-  nlohmann::json list = nlohmann::json::array();
-  for (const Met& m : met) {
-    nlohmann::json threads = nlohmann::json::array();
-    for (const ThreadInfo& th : m.outcome.threads) {
-      threads.push_back(
-          {{"tid", th.tid}, {"state", std::string(1, th.state)}, {"wchan", th.wchan}});
-    }
-    list.push_back({{"pid", m.outcome.pid},
-                    {"start_ticks", m.target.process.start_ticks},
-                    {"class", to_string(m.target.klass)},
-                    {"why", m.target.why},
-                    {"comm", m.target.process.comm},
-                    {"owner", m.target.process.owner ? output::to_json(*m.target.process.owner)
-                                                     : nlohmann::json()},
-                    {"outcome", ops::to_string(m.outcome.state)},
-                    {"signals", m.outcome.signals},
-                    {"signal_errors", m.outcome.signal_errors},
-                    {"reason", m.outcome.reason},
-                    {"seconds", m.outcome.seconds},
-                    {"threads", threads}});
-  }
-  doc["targets"] = list;
-  nlohmann::json skips = nlohmann::json::array();
-  for (const auto& s : plan.skipped) skips.push_back({{"pid", s.pid}, {"reason", s.reason}});
-  doc["skipped"] = skips;
-  doc["not_found"] = plan.not_found;
-  doc["gpu_memory_left"] = v.memory_left;
-  doc["memory_back_seconds"] =
-      v.memory_back_seconds ? nlohmann::json(*v.memory_back_seconds) : nlohmann::json();
-  doc["still_held_by"] = v.still_held;
-  doc["warnings"] = v.warnings;
-  doc["seconds"] = seconds;
-  output::write_json(io.out, doc);
-}
-
-void print_text(const std::vector<Met>& met, const Verification& v, const ProcessTable& table,
-                std::size_t remaining, bool ok, diagnose::MemoryCheck memory, double seconds,
-                const Io& io) {
-  for (const Met& m : met) {
-    const ops::TargetOutcome& outcome = m.outcome;
-    const ProcessInfo& p = m.target.process;
-    const std::string name = output::escape_terminal(p.comm);
-    const std::string sent = fmt::format("{}", fmt::join(outcome.signals, ","));
-    if (outcome.state == ops::TargetOutcome::State::kGone && p.state == 'Z' &&
-        m.target.klass == HolderClass::kZombie) {
-      // It had exited before the plan: signals cannot remove a zombie, only its parent's
-      // wait() can, and it holds no GPU memory (docs/reference.md problem 7).
-      const auto parent = table.find(p.ppid);
-      io.out << fmt::format(
-          "  zombie   {:>8} ({}) had already exited; parent {} ({}) has not reaped it: harmless "
-          "to the GPU\n",
-          outcome.pid, name, p.ppid,
-          parent == table.end() ? "?" : output::escape_terminal(parent->second.comm));
-    } else if (outcome.state == ops::TargetOutcome::State::kGone) {
-      io.out << fmt::format(
-          "  gone     {:>8} ({}) after {} in {:.2f} s{}\n", outcome.pid, name,
-          sent.empty() ? "nothing" : sent, outcome.seconds,
-          m.target.why == "forked after the plan" ? " (forked after the plan)" : "");
-    } else {
-      io.out << fmt::format(
-          "  {}  {:>8} ({}): {}\n",
-          outcome.state == ops::TargetOutcome::State::kRemaining ? "REMAINS" : "skipped",
-          outcome.pid, name, output::escape_terminal(outcome.reason));
-      for (const ThreadInfo& th : outcome.threads) {
-        io.out << fmt::format(
-            "             thread {} state {}{}\n", th.tid, th.state,
-            th.wchan.empty() ? "" : " wchan " + output::escape_terminal(th.wchan));
-      }
-    }
-  }
-  for (const std::string& line : v.memory_left) io.out << "  memory   " << line << '\n';
-  if (v.memory_back_seconds) {
-    io.out << fmt::format("  GPU memory of the targets released ({:.2f} s)\n",
-                          *v.memory_back_seconds);
-  }
-  for (const std::string& line : v.still_held)
-    io.out << "  still held by others: " << output::escape_terminal(line) << '\n';
-  for (const std::string& line : v.warnings)
-    io.out << "  warning: " << output::escape_terminal(line) << '\n';
-  // Said where it applies, as top's kill pane says it: nothing above speaks of GPU memory then.
-  const std::string unchecked =
-      memory == diagnose::MemoryCheck::kNotChecked ? "; GPU memory not checked: no NVML" : "";
-  if (ok) {
-    io.out << fmt::format("gpuclean: kill: all {} target{} gone ({:.2f} s){}{}\n", met.size(),
-                          met.size() == 1 ? "" : "s", seconds,
-                          v.still_held.empty() ? "" : "; others still hold the files", unchecked);
-  } else {
-    io.out << fmt::format("gpuclean: kill: {} of {} targets remain{}{}\n", remaining, met.size(),
-                          v.memory_left.empty() ? "" : "; GPU memory not released", unchecked);
-  }
 }
 
 }  // namespace
@@ -550,18 +220,21 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
        "3  NVML failed: the targets were signalled, their memory not verified"});
 }
 
-int run_kill(const KillOptions& o, const Io& io, bool interactive) {
-  const auto parsed = parse_options(o, io);
-  if (!parsed) return kExitUsage;
-  const diagnose::KillSelectors& selectors = parsed->selectors;
-  if (selectors.empty()) {
-    io.err << usage_message("kill",
-                            "no target: give PIDs, or --holders, --gpu N, --leftovers, "
-                            "--session, --pgid, --user, --cgroup, --job or --container");
-    return kExitUsage;
-  }
+namespace {
 
-  // One look at the machine: holders, classes and GPU memory, like `status`.
+// The one look kill takes before it plans (holders, classes and GPU memory, like `status`),
+// and the gatherer it keeps for the looks after the teardown.
+struct LookBefore {
+  std::unique_ptr<collect::Gatherer> gatherer;
+  Diagnosis diagnosis;
+  diagnose::Options diagnose_options;
+  NvmlState nvml_state = NvmlState::kDisabled;
+  std::string nvml_message;
+};
+
+// The look, or the exit code when it cannot be taken or the GPU selection is wrong.
+std::variant<LookBefore, int> look_before(const KillOptions& o,
+                                          const diagnose::KillSelectors& selectors, const Io& io) {
   CommonOptions common = o.common;
   common.proc_root = kRealProc;
   auto opened = collect::Gatherer::open(common);
@@ -569,48 +242,43 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     io.err << "gpuclean: kill: " << error->message << '\n';
     return exit_code_of(*error);
   }
-  collect::Gatherer& gatherer = *std::get<std::unique_ptr<collect::Gatherer>>(opened);
-  gatherer.start_nvml_helper();  // a wedged driver must not keep kill from signalling
-  collect::Gathered gathered = gatherer.collect();
-  const NvmlState nvml_state = gathered.nvml_state;
-  const std::string nvml_message = gathered.nvml_message;
-  if (nvml_state == NvmlState::kFailed) {
+  LookBefore look;
+  look.gatherer = std::move(std::get<std::unique_ptr<collect::Gatherer>>(opened));
+  look.gatherer->start_nvml_helper();  // a wedged driver must not keep kill from signalling
+  collect::Gathered gathered = look.gatherer->collect();
+  look.nvml_state = gathered.nvml_state;
+  look.nvml_message = gathered.nvml_message;
+  if (look.nvml_state == NvmlState::kFailed) {
     // Not asked again: the targets are signalled and reported without another wait on it.
     nvml::OpenedSource failed;
     failed.state = nvml::OpenedSource::State::kFailed;
-    failed.message = nvml_message;
-    gatherer.use_gpu_source(std::move(failed));
+    failed.message = look.nvml_message;
+    look.gatherer->use_gpu_source(std::move(failed));
   }
   if (selectors.gpus) {
     // Which GPU a process uses is known only from NVML's (checked) process lists. NVML failing
     // is a runtime failure (exit 3); NVML off or absent makes the selection a usage error.
-    if (gathered.nvml_state != NvmlState::kPresent) {
+    if (look.nvml_state != NvmlState::kPresent) {
       io.err << "gpuclean: kill: selecting by GPU needs NVML (which GPU a process uses is known "
                 "only from NVML's process lists), and NVML is "
-             << to_string(gathered.nvml_state)
-             << (gathered.nvml_message.empty() ? "" : ": " + gathered.nvml_message) << '\n';
-      return gathered.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitUsage;
+             << to_string(look.nvml_state)
+             << (look.nvml_message.empty() ? "" : ": " + look.nvml_message) << '\n';
+      return look.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitUsage;
     }
-    if (auto unknown = unknown_gpu(*selectors.gpus, *gathered.input.gpu_view)) {
+    if (auto unknown = diagnose::unknown_gpu(*selectors.gpus, *gathered.input.gpu_view)) {
       io.err << "gpuclean: kill: " << *unknown << '\n';
       return kExitUsage;
     }
   }
-  diagnose::Options diagnose_options;
-  diagnose_options.gpus = selectors.gpus;
-  const Diagnosis diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
+  look.diagnose_options.gpus = selectors.gpus;
+  look.diagnosis = diagnose::diagnose(std::move(gathered.input), look.diagnose_options);
+  return look;
+}
 
-  // The gatherer's /proc: a process whose memory map it found locked is not waited on again.
-  const procfs::ProcFs* proc = &gatherer.proc();
-  const ProcessTable table = procfs::read_process_table(*proc);
-  if (auto ambiguous = ambiguous_container(table, selectors.owners)) {
-    io.err << usage_message("kill", *ambiguous);
-    return kExitUsage;
-  }
-  const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
-  const KillPlan plan =
-      diagnose::plan_kill(table, diagnosis.holders, selectors, context, diagnosis.dead_owners);
-
+// Says on stderr what the plan refused, did not find and skips. An exit code when it refused:
+// a protected PID named makes the whole plan a usage error.
+std::optional<int> say_plan_exceptions(const KillPlan& plan, const ProcessTable& table,
+                                       const diagnose::KillSelectors& selectors, const Io& io) {
   for (const auto& r : plan.refused) {
     io.err << "gpuclean: kill: refusing pid " << r.pid << ": " << r.reason
            << "; nothing is planned (its descendants are not implied: name them)\n";
@@ -631,164 +299,218 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   for (const auto& s : plan.skipped) {
     io.err << "gpuclean: kill: not touching pid " << s.pid << ": " << s.reason << '\n';
   }
-  if (plan.targets.empty()) {
-    // Every named process already gone is what the caller wanted (an Epilog racing a job's own
-    // exit must not drain the node for it); a skipped one is not. Gone is not yet clean: memory
-    // NVML still counts for a named PID (being released, or held by an heir) is reported.
-    const bool all_gone = !plan.not_found.empty() && plan.not_found.size() == selectors.pids.size();
-    std::map<Pid, std::pair<Bytes, std::string>> counted;  // gone PID → memory, who holds it
-    auto named_gone = [&plan](Pid pid) {
-      return std::find(plan.not_found.begin(), plan.not_found.end(), pid) != plan.not_found.end();
-    };
-    for (const DeadOwner& owner : diagnosis.dead_owners) {
-      if (!named_gone(owner.pid)) continue;
-      auto& [bytes, holder] = counted[owner.pid];
-      for (const auto& entry : owner.gpu_memory) bytes += entry.second;
-      if (owner.heir) holder = "held by its heir, pid " + std::to_string(*owner.heir);
-    }
-    for (const Problem& problem : diagnosis.problems) {
-      // A gone MPS client: its memory is the MPS server's to free (mps-leftover).
-      if (problem.kind != "mps-leftover" || !problem.pid || !named_gone(*problem.pid)) continue;
-      auto& [bytes, holder] = counted[*problem.pid];
-      bytes += problem.bytes.value_or(0);
-      holder = "held by the MPS server";
-    }
-    for (const auto& [pid, what] : counted) {
-      io.err << "gpuclean: kill: pid " << pid << " is gone, but NVML still counts "
-             << format_bytes(what.first) << " for it"
-             << (what.second.empty() ? "" : " (" + what.second + ")") << "; see gpuclean explain "
-             << pid << '\n';
-    }
-    // An Epilog's job whose processes all ended: the normal, clean case, said so.
-    std::string owners;
-    for (const std::string& job : selectors.owners.jobs) {
-      owners += (owners.empty() ? "" : ", ") + ("Slurm job " + job);
-    }
-    for (const std::string& id : selectors.owners.containers) {
-      owners += (owners.empty() ? "" : ", ") + ("container " + id);
-    }
-    io.err << "gpuclean: kill: nothing to kill"
-           << (all_gone && plan.skipped.empty() ? ": already gone" : "")
-           << (owners.empty() ? "" : " (no process of " + owners + " on this node)") << '\n';
-    const int exit_code = !counted.empty()                                          ? kExitDirty
-                          : plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean
-                                                                                    : kExitUsage;
-    // --json: one document whenever the answer is not a usage error, an empty plan included.
-    if (o.common.json && exit_code != kExitUsage) {
-      if (o.dry_run) {
-        nlohmann::json doc = output::document_header(host_name(), unix_now());
-        doc["dry_run"] = true;
-        doc["targets"] = nlohmann::json::array();
-        doc["confirm_reasons"] = nlohmann::json::array();
-        output::write_json(io.out, doc);
-      } else {
-        Verification left;
-        left.nvml_after = nvml_state;
-        for (const auto& [pid, what] : counted) {
-          left.memory_left.push_back(
-              fmt::format("{} still counted for gone pid {}", format_bytes(what.first), pid));
-        }
-        // Nothing was signalled: the selection is as the one look found it, holders included.
-        for (const Problem& p : diagnosis.problems) {
-          if (p.pid && counted.count(*p.pid) > 0) continue;  // in gpu_memory_left already
-          note_other(left, p);
-        }
-        const diagnose::MemoryCheck memory = memory_check(nvml_state, left);
-        print_json(plan, {}, left, verdict_after(0, left, memory),
-                   not_verified_text(memory, nvml_state, nvml_message), 0.0, io);
-      }
-    }
+  return std::nullopt;
+}
+
+// "Slurm job 42, container 3f2a…": the owners selected, for "nothing to kill".
+std::string owners_text(const diagnose::OwnerSelector& owners) {
+  std::string text;
+  for (const std::string& job : owners.jobs)
+    text += (text.empty() ? "" : ", ") + ("Slurm job " + job);
+  for (const std::string& id : owners.containers) {
+    text += (text.empty() ? "" : ", ") + ("container " + id);
+  }
+  return text;
+}
+
+// An empty plan. Every named process already gone is what the caller wanted (an Epilog racing
+// a job's own exit must not drain the node for it); a skipped one is not. Gone is not yet
+// clean: memory NVML still counts for a named PID (being released, or held by an heir) is
+// reported, and makes it dirty.
+int report_nothing_to_kill(const KillOptions& o, const KillPlan& plan,
+                           const diagnose::KillSelectors& selectors, const LookBefore& before,
+                           const Io& io) {
+  const bool all_gone = !plan.not_found.empty() && plan.not_found.size() == selectors.pids.size();
+  const auto counted = diagnose::gone_but_counted(plan.not_found, before.diagnosis);
+  for (const auto& gone : counted) {
+    io.err << "gpuclean: kill: pid " << gone.pid << " is gone, but NVML still counts "
+           << format_bytes(gone.bytes) << " for it"
+           << (gone.held_by.empty() ? "" : " (" + gone.held_by + ")") << "; see gpuclean explain "
+           << gone.pid << '\n';
+  }
+  // An Epilog's job whose processes all ended: the normal, clean case, said so.
+  const std::string owners = owners_text(selectors.owners);
+  io.err << "gpuclean: kill: nothing to kill"
+         << (all_gone && plan.skipped.empty() ? ": already gone" : "")
+         << (owners.empty() ? "" : " (no process of " + owners + " on this node)") << '\n';
+  const int exit_code = !counted.empty()                                          ? kExitDirty
+                        : plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean
+                                                                                  : kExitUsage;
+  // --json: one document whenever the answer is not a usage error, an empty plan included.
+  if (!o.common.json || exit_code == kExitUsage) return exit_code;
+  if (o.dry_run) {
+    output::write_json(io.out, output::kill_dry_run_json(plan, host_name(), unix_now()));
     return exit_code;
   }
+  KillReport report;
+  report.host = host_name();
+  report.time = unix_now();
+  report.skipped = plan.skipped;
+  report.not_found = plan.not_found;
+  std::set<Pid> counted_pids;
+  for (const auto& gone : counted) {
+    counted_pids.insert(gone.pid);
+    report.left.memory.push_back(
+        fmt::format("{} still counted for gone pid {}", format_bytes(gone.bytes), gone.pid));
+  }
+  // Nothing was signalled: the selection is as the one look found it, holders included.
+  for (const Problem& p : before.diagnosis.problems) {
+    if (p.pid && counted_pids.count(*p.pid) > 0) continue;  // in gpu_memory_left already
+    diagnose::add_other(p, report.left);
+  }
+  report.memory = diagnose::memory_check(before.nvml_state, true, before.nvml_state);
+  report.verdict = diagnose::kill_verdict({.targets_left = 0,
+                                           .memory_left = report.left.memory.size(),
+                                           .others_left = report.left.still_held.size(),
+                                           .memory = report.memory,
+                                           .unseen = false});
+  report.gpu_not_verified =
+      output::not_verified_text(report.memory, before.nvml_state, before.nvml_message);
+  output::write_json(io.out, output::kill_report_json(report));
+  return exit_code;
+}
 
-  const ops::TeardownOptions& t = parsed->teardown;
-  if (!o.common.json) print_plan(plan, t, io);
-  if (o.dry_run && !o.common.json) {
+KillSteps steps_of(const ops::TeardownOptions& t) {
+  return {.signal = t.signal,
+          .signal_name = ops::signal_name(t.signal),
+          .kill9 = t.kill9,
+          .grace_ms = static_cast<long long>(t.grace.count()),
+          .wait_ms = static_cast<long long>(t.wait.count())};
+}
+
+// A live line on a terminal (stderr) while the teardown runs; cleared before the report.
+class LiveLine {
+ public:
+  LiveLine(const Io& io, bool on) : io_(io), on_(on) {}
+  LiveLine(const LiveLine&) = delete;
+  LiveLine& operator=(const LiveLine&) = delete;
+  LiveLine(LiveLine&&) = delete;
+  LiveLine& operator=(LiveLine&&) = delete;
+  ~LiveLine() { clear(); }
+  void show(const std::string& line) const {
+    if (!on_) return;
+    // Cut to the terminal, the last column left empty: a wrapped live line scrolls.
+    const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
+    io_.err << "\r\x1b[2K" << output::cut_to_columns("gpuclean: kill: " + line, width - 1)
+            << std::flush;
+  }
+  void clear() const {
+    if (on_) io_.err << "\r\x1b[2K" << std::flush;
+  }
+
+ private:
+  const Io& io_;
+  bool on_;
+};
+
+// Tears the plan down, looks after it, and reports. The exit code is the targets'
+// (docs/reference.md "kill"); the verdict speaks of the selection.
+int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
+           const ProcessTable& table, const diagnose::KillContext& context, LookBefore& before,
+           const Io& io) {
+  std::vector<ProcessInfo> planned;
+  collect::KillLookRequest request;
+  for (const KillTarget& target : plan.targets) {
+    planned.push_back(target.process);
+    request.ours.insert(target.process.pid);
+    if (target.gpu_memory.empty()) continue;
+    request.listed.insert(target.process.pid);
+    if (target.inherited_from) request.listed.insert(*target.inherited_from);
+  }
+  std::set<ops::PlannedMembers::Identity> existing;
+  for (const auto& [pid, info] : table) existing.insert({pid, info.start_ticks});
+  const ops::PlannedMembers members(std::move(planned), std::move(existing), parsed.selectors.tree,
+                                    context.self, context.euid, context.privileged);
+  const ops::TeardownOptions& t = parsed.teardown;
+  const LiveLine live(io, ::isatty(STDERR_FILENO) != 0 && !o.common.json);
+  request.started = std::chrono::steady_clock::now();
+  const ops::RoundsOutcome rounds = ops::tear_down_rounds(
+      before.gatherer->proc(), members, t, {}, [&live](const std::string& l) { live.show(l); });
+  if (!request.listed.empty()) live.show("verifying the GPU memory is released");
+  KillReport report;
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - request.started).count();
+  for (const ProcessInfo& p : rounds.found) request.ours.insert(p.pid);
+  request.ours.insert(request.listed.begin(), request.listed.end());
+  request.wait = t.wait;
+  request.survivors = rounds.remaining() > 0;
+  request.diagnose_options = before.diagnose_options;
+  collect::KillLook look = collect::look_after_kill(*before.gatherer, request);
+  live.clear();
+
+  report.host = host_name();
+  report.time = unix_now();
+  report.met = diagnose::met_processes(plan, rounds.found, rounds.outcomes, table);
+  report.skipped = plan.skipped;
+  report.not_found = plan.not_found;
+  report.remaining = rounds.remaining();
+  report.left = std::move(look.left);
+  // The targets may be gone, but whether their GPU memory came back is unknown when NVML
+  // failed (a wedged driver): never "clean" then (docs/reference.md), and exit 3.
+  report.memory = diagnose::memory_check(before.nvml_state, look.answered, look.nvml_after);
+  const bool unverified = report.memory == MemoryCheck::kFailed;
+  const std::string& failure =
+      before.nvml_message.empty() ? look.nvml_after_message : before.nvml_message;
+  report.gpu_not_verified = output::not_verified_text(report.memory, before.nvml_state,
+                                                      unverified ? failure : before.nvml_message);
+  report.verdict = diagnose::kill_verdict({.targets_left = report.remaining,
+                                           .memory_left = report.left.memory.size(),
+                                           .others_left = report.left.still_held.size(),
+                                           .memory = report.memory,
+                                           .unseen = look.unseen_decides});
+  if (o.common.json) {
+    output::write_json(io.out, output::kill_report_json(report));
+  } else {
+    output::render_kill_report_text(io.out, report);
+  }
+  if (report.remaining > 0 || !report.left.memory.empty()) return kExitDirty;
+  return unverified ? kExitRuntime : kExitClean;
+}
+
+}  // namespace
+
+int run_kill(const KillOptions& o, const Io& io, bool interactive) {
+  const auto parsed = parse_options(o, io);
+  if (!parsed) return kExitUsage;
+  const diagnose::KillSelectors& selectors = parsed->selectors;
+  if (selectors.empty()) {
+    io.err << usage_message("kill",
+                            "no target: give PIDs, or --holders, --gpu N, --leftovers, "
+                            "--session, --pgid, --user, --cgroup, --job or --container");
+    return kExitUsage;
+  }
+  auto looked = look_before(o, selectors, io);
+  if (const int* exit_code = std::get_if<int>(&looked)) return *exit_code;
+  LookBefore& before = std::get<LookBefore>(looked);
+
+  // The gatherer's /proc: a process whose memory map it found locked is not waited on again.
+  const ProcessTable table = procfs::read_process_table(before.gatherer->proc());
+  if (auto ambiguous = ambiguous_container(table, selectors.owners)) {
+    io.err << usage_message("kill", *ambiguous);
+    return kExitUsage;
+  }
+  const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
+  const KillPlan plan = diagnose::plan_kill(table, before.diagnosis.holders, selectors, context,
+                                            before.diagnosis.dead_owners);
+  if (auto refused = say_plan_exceptions(plan, table, selectors, io)) return *refused;
+  if (plan.targets.empty()) return report_nothing_to_kill(o, plan, selectors, before, io);
+
+  if (o.common.json && o.dry_run) {
+    output::write_json(io.out, output::kill_dry_run_json(plan, host_name(), unix_now()));
+    return kExitClean;
+  }
+  if (!o.common.json) output::render_kill_plan_text(io.out, plan, steps_of(parsed->teardown));
+  if (o.dry_run) {
     // What acting on it would ask about (top shows this plan before its own y/N).
     for (const std::string& reason : plan.confirm_reasons) {
       io.err << "gpuclean: kill: would ask: " << output::escape_terminal(reason) << '\n';
-    }
-  }
-  if (o.dry_run) {
-    if (o.common.json) {
-      nlohmann::json doc = output::document_header(host_name(), unix_now());
-      doc["dry_run"] = true;
-      doc["targets"] = nlohmann::json::array();
-      for (const KillTarget& target : plan.targets) {
-        doc["targets"].push_back(
-            {{"pid", target.process.pid}, {"class", to_string(target.klass)}, {"why", target.why}});
-      }
-      doc["confirm_reasons"] = plan.confirm_reasons;
-      output::write_json(io.out, doc);
     }
     return kExitClean;
   }
   if (!plan.confirm_reasons.empty() && !o.yes) {
     if (auto refused = unconfirmed(plan, io, interactive)) return *refused;
   }
-
-  std::vector<ProcessInfo> planned;
-  std::set<Pid> target_pids;
-  std::set<Pid> listed_for_targets;  // PIDs NVML lists for the targets' memory
-  for (const KillTarget& target : plan.targets) {
-    planned.push_back(target.process);
-    target_pids.insert(target.process.pid);
-    if (target.gpu_memory.empty()) continue;
-    listed_for_targets.insert(target.process.pid);
-    if (target.inherited_from) listed_for_targets.insert(*target.inherited_from);
-  }
-  std::set<ops::PlannedMembers::Identity> existing;
-  for (const auto& [pid, info] : table) existing.insert({pid, info.start_ticks});
-  const ops::PlannedMembers members(std::move(planned), std::move(existing), selectors.tree,
-                                    context.self, context.euid, context.privileged);
-
-  // A live line on a terminal (stderr), cleared before the report.
-  const bool live_line = ::isatty(STDERR_FILENO) != 0 && !o.common.json;
-  auto progress = [&io, live_line](const std::string& line) {
-    if (!live_line) return;
-    // Cut to the terminal, the last column left empty: a wrapped live line scrolls.
-    const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
-    io.err << "\r\x1b[2K" << output::cut_to_columns("gpuclean: kill: " + line, width - 1)
-           << std::flush;
-  };
-  const auto started = Clock::now();
-  const ops::RoundsOutcome rounds = ops::tear_down_rounds(*proc, members, t, {}, progress);
-  if (!listed_for_targets.empty()) progress("verifying the GPU memory is released");
-  const double kill_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  for (const ProcessInfo& p : rounds.found) target_pids.insert(p.pid);
-  const Verification verification =
-      verify(gatherer, listed_for_targets, target_pids, diagnose_options, started, t.wait,
-             rounds.remaining() > 0);
-  if (live_line) io.err << "\r\x1b[2K" << std::flush;
-
-  const std::size_t remaining = rounds.remaining();
-  const bool ok = remaining == 0 && verification.memory_left.empty();
-  const std::vector<Met> met = met_processes(plan, rounds);
-  // The targets may be gone, but whether their GPU memory came back is unknown when NVML
-  // failed (a wedged driver): never "clean" then (docs/reference.md), and exit 3.
-  const diagnose::MemoryCheck memory = memory_check(nvml_state, verification);
-  const bool unverified = memory == diagnose::MemoryCheck::kFailed;
-  const std::string failure = nvml_message.empty() ? verification.nvml_after_message : nvml_message;
-  // The verdict speaks of the selection, holders that were not targets included; the exit
-  // code of the targets (docs/reference.md "kill").
-  const Verdict verdict = verdict_after(remaining, verification, memory);
-  if (o.common.json) {
-    print_json(plan, met, verification, verdict,
-               not_verified_text(memory, nvml_state, unverified ? failure : nvml_message),
-               kill_seconds, io);
-  } else {
-    print_text(met, verification, table, remaining, ok, memory, kill_seconds, io);
-    if (unverified) {
-      io.out << "gpuclean: kill: GPU memory not verified: NVML failed: "
-             << output::escape_terminal(failure) << '\n';
-    } else if (verdict == Verdict::kUnknown) {
-      io.out << "gpuclean: kill: verdict unknown: the look after the kill could not read every "
-                "process, and without NVML nothing else shows what they hold ("
-             << output::escape_terminal(verification.unseen_message) << ")\n";
-    }
-  }
-  if (!ok) return kExitDirty;
-  return unverified ? kExitRuntime : kExitClean;
+  return act_on(o, *parsed, plan, table, context, before, io);
 }
 
 }  // namespace gpuclean::cli

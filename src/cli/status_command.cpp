@@ -97,6 +97,15 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   }
   const std::size_t visible_gpus =
       gathered.input.gpu_view ? gathered.input.gpu_view->gpus.size() : 0;
+  if (gpus->has_value()) {
+    const GpuView none;
+    const GpuView& view = gathered.input.gpu_view ? *gathered.input.gpu_view : none;
+    if (auto unknown = diagnose::unknown_gpu(**gpus, view)) {
+      io.err << "gpuclean: --gpus: " << *unknown << '\n';
+      prepared.exit_code = kExitUsage;
+      return prepared;
+    }
+  }
 
   diagnose::Options diagnose_options;
   diagnose_options.max_unattributed =
@@ -122,17 +131,6 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   report.unseen_decides = unseen.decides;
   report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
   if (!options.owners.empty()) diagnose::keep_owners(report.diagnosis, options.owners);
-  if (gpus->has_value()) {
-    for (unsigned index : **gpus) {
-      const auto& g = report.diagnosis.gpus;
-      if (std::none_of(g.begin(), g.end(),
-                       [index](const GpuReport& r) { return r.gpu.index == index; })) {
-        io.err << "gpuclean: --gpus: there is no GPU " << index << '\n';
-        prepared.exit_code = kExitUsage;
-        return prepared;
-      }
-    }
-  }
   if (options.expect_gpus) {
     if (auto missing = diagnose::missing_gpus(*options.expect_gpus, report.nvml_state, visible_gpus,
                                               report.nvml_message)) {

@@ -1,5 +1,8 @@
 #include "diagnose/gpu_count.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace gpuclean::diagnose {
 namespace {
 
@@ -31,6 +34,18 @@ std::optional<Problem> missing_gpus(unsigned expected, NvmlState state, std::siz
     case NvmlState::kFailed:
     case NvmlState::kDisabled:
       return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const GpuView& view) {
+  std::set<unsigned> known;
+  for (const Gpu& gpu : view.gpus) known.insert(gpu.index);
+  for (unsigned index : wanted) {
+    if (known.count(index) > 0) continue;
+    return fmt::format("no GPU {}: NVML sees {} GPU{}{}", index, known.size(),
+                       known.size() == 1 ? "" : "s",
+                       known.empty() ? "" : fmt::format(" ({})", fmt::join(known, ", ")));
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/model.h"
@@ -19,5 +20,10 @@ namespace gpuclean::diagnose {
 // More GPUs than expected is fine.
 std::optional<Problem> missing_gpus(unsigned expected, NvmlState state, std::size_t visible,
                                     const std::string& nvml_message);
+
+// A GPU selection (--gpus, kill --gpu) must name GPUs NVML has: `kill --gpu 7` on a 2-GPU host
+// selects nothing, and saying "nothing to kill" would hide the typo. The first index `view`
+// lacks: "no GPU 7: NVML sees 2 GPUs (0, 1)"; nullopt when it has them all.
+std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const GpuView& view);
 
 }  // namespace gpuclean::diagnose

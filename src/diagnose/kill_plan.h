@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kill_model.h"
 #include "core/model.h"
 #include "core/process_tree.h"
 #include "diagnose/owner_match.h"
@@ -66,33 +67,6 @@ struct KillContext {
   Pid self = 0;             // gpuclean's PID
   Uid euid = 0;             // gpuclean's effective uid
   bool privileged = false;  // may signal other users' processes (root)
-};
-
-struct KillTarget {
-  // As the scan (or the table, for processes not scanned as holders) saw it: start_ticks is the
-  // identity the pidfd is checked against before any signal.
-  ProcessInfo process;
-  HolderClass klass = HolderClass::kActive;
-  std::map<unsigned, Bytes> gpu_memory;  // GPU index → bytes NVML attributes to it
-  std::optional<Pid> inherited_from;     // heir: the dead owner NVML still lists
-  std::string why;                       // the selector that chose it: "named", "holder", …
-};
-
-struct KillSkip {
-  Pid pid = 0;
-  std::string reason;  // one line
-};
-
-struct KillPlan {
-  std::vector<KillTarget> targets;  // parents before children
-  std::vector<KillSkip> skipped;    // selected, but protected or not permitted
-  // Named explicitly but protected (PID 1, gpuclean, an ancestor, a kernel thread): the caller
-  // must refuse the whole plan (exit 2) and signal nothing.
-  std::vector<KillSkip> refused;
-  // Named PIDs that do not exist, or (PID@START) are another process now.
-  std::vector<Pid> not_found;
-  // Why a confirmation (--yes or a prompt) is needed; empty when an explicit PID list is enough.
-  std::vector<std::string> confirm_reasons;
 };
 
 // `table`: every process now (real /proc). `holders`: the diagnosed holders of the scan (their

@@ -4,16 +4,10 @@
 
 #include <cstddef>
 
+#include "core/kill_model.h"
 #include "core/verdict.h"
 
 namespace gpuclean::diagnose {
-
-// How the GPU memory was looked at after the teardown.
-enum class MemoryCheck {
-  kVerified,    // NVML answered after the teardown: memory is judged from it
-  kNotChecked,  // no NVML (not installed, or --no-nvml): the verdict rests on /proc alone
-  kFailed,      // NVML failed, or gave no answer after the teardown while the targets had memory
-};
 
 // What was left once kill was done.
 struct KillAftermath {

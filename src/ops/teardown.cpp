@@ -38,18 +38,6 @@ void send(Live& live, std::vector<TargetOutcome>& outcomes, int signo) {
 
 }  // namespace
 
-const char* to_string(TargetOutcome::State state) {
-  switch (state) {
-    case TargetOutcome::State::kGone:
-      return "gone";
-    case TargetOutcome::State::kRemaining:
-      return "remaining";
-    case TargetOutcome::State::kSkipped:
-      return "skipped";
-  }
-  return "skipped";
-}
-
 std::string why_remaining(const std::vector<ThreadInfo>& threads) {
   for (const ThreadInfo& t : threads) {
     if (t.state != 'D') continue;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "core/kill_model.h"
 #include "core/model.h"
 #include "procfs/proc_fs.h"
 
@@ -26,23 +27,6 @@ struct TeardownOptions {
   // unrelated process before the pidfd was opened. False: skipped, never signalled. Unset: yes.
   std::function<bool(Pid)> still_member;
 };
-
-struct TargetOutcome {
-  enum class State { kGone, kRemaining, kSkipped };
-  Pid pid = 0;
-  State state = State::kSkipped;
-  std::vector<std::string> signals;  // names, in the order sent
-  std::string reason;                // skipped or remaining: why, one line
-  bool recycled = false;             // skipped because the PID now names another process
-  // Signals the kernel refused for a reason other than "already gone" (ESRCH): "TERM:
-  // Operation not permitted". A survivor with such errors is reported with them.
-  std::vector<std::string> signal_errors;
-  std::vector<ThreadInfo> threads;  // remaining: each thread's state and wait channel
-  double seconds = 0;               // gone: from the first signal to the exit seen
-};
-
-// "gone", "remaining", "skipped" (JSON and run records spell them so).
-const char* to_string(TargetOutcome::State state);
 
 // Processes in plan order (parents before children). Each is opened through a pidfd and its
 // start time re-checked against the real /proc (a recycled PID is skipped, never signalled);

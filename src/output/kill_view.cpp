@@ -1,0 +1,198 @@
+#include "output/kill_view.h"
+
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "output/escape.h"
+#include "output/json.h"
+#include "output/owner_text.h"
+#include "output/tree_text.h"
+#include "output/who_view.h"
+
+namespace gpuclean::output {
+namespace {
+
+constexpr const char* kForkedAfterThePlan = "forked after the plan";
+
+std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) {
+  const ProcessInfo& p = t.process;
+  std::string memory = "-";
+  Bytes total = 0;
+  for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
+  if (total > 0) memory = format_bytes(total);
+  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}\n", p.pid,
+                     escape_terminal(p.user), state_label(p), to_string(t.klass), memory,
+                     owner_cell(p.owner, owner_width, 2), tree_indent(depth), depth_mark(depth),
+                     command_label(p, 100));
+}
+
+std::string steps_text(const KillSteps& s) {
+  if (s.signal == 9) return "KILL";
+  return fmt::format("STOP, {}+CONT{}", s.signal_name,
+                     s.kill9 ? fmt::format(", KILL after {} ms", s.grace_ms) : "");
+}
+
+// One process met: gone (how, how fast), a zombie left to its parent, or remaining/skipped
+// with why and its threads.
+void render_met(std::ostream& out, const KillMet& m) {
+  const TargetOutcome& outcome = m.outcome;
+  const ProcessInfo& p = m.target.process;
+  const std::string name = escape_terminal(p.comm);
+  const std::string sent = fmt::format("{}", fmt::join(outcome.signals, ","));
+  if (outcome.state == TargetOutcome::State::kGone && p.state == 'Z' &&
+      m.target.klass == HolderClass::kZombie) {
+    // It had exited before the plan: signals cannot remove a zombie, only its parent's
+    // wait() can, and it holds no GPU memory (docs/reference.md problem 7).
+    out << fmt::format(
+        "  zombie   {:>8} ({}) had already exited; parent {} ({}) has not reaped it: harmless "
+        "to the GPU\n",
+        outcome.pid, name, p.ppid,
+        m.unreaping_parent.empty() ? "?" : escape_terminal(m.unreaping_parent));
+  } else if (outcome.state == TargetOutcome::State::kGone) {
+    out << fmt::format("  gone     {:>8} ({}) after {} in {:.2f} s{}\n", outcome.pid, name,
+                       sent.empty() ? "nothing" : sent, outcome.seconds,
+                       m.target.why == kForkedAfterThePlan ? " (forked after the plan)" : "");
+  } else {
+    out << fmt::format("  {}  {:>8} ({}): {}\n",
+                       outcome.state == TargetOutcome::State::kRemaining ? "REMAINS" : "skipped",
+                       outcome.pid, name, escape_terminal(outcome.reason));
+    for (const ThreadInfo& th : outcome.threads) {
+      out << fmt::format("             thread {} state {}{}\n", th.tid, th.state,
+                         th.wchan.empty() ? "" : " wchan " + escape_terminal(th.wchan));
+    }
+  }
+}
+
+void render_left(std::ostream& out, const KillLeft& left) {
+  for (const std::string& line : left.memory) out << "  memory   " << line << '\n';
+  if (left.memory_back_seconds) {
+    out << fmt::format("  GPU memory of the targets released ({:.2f} s)\n",
+                       *left.memory_back_seconds);
+  }
+  for (const std::string& line : left.still_held) {
+    out << "  still held by others: " << escape_terminal(line) << '\n';
+  }
+  for (const std::string& line : left.warnings)
+    out << "  warning: " << escape_terminal(line) << '\n';
+}
+
+nlohmann::json met_json(const KillMet& m) {
+  nlohmann::json threads = nlohmann::json::array();
+  for (const ThreadInfo& th : m.outcome.threads) {
+    threads.push_back({{"tid", th.tid}, {"state", std::string(1, th.state)}, {"wchan", th.wchan}});
+  }
+  const ProcessInfo& p = m.target.process;
+  return {{"pid", m.outcome.pid},
+          {"start_ticks", p.start_ticks},
+          {"class", to_string(m.target.klass)},
+          {"why", m.target.why},
+          {"comm", p.comm},
+          {"owner", p.owner ? to_json(*p.owner) : nlohmann::json()},
+          {"outcome", to_string(m.outcome.state)},
+          {"signals", m.outcome.signals},
+          {"signal_errors", m.outcome.signal_errors},
+          {"reason", m.outcome.reason},
+          {"seconds", m.outcome.seconds},
+          {"threads", threads}};
+}
+
+}  // namespace
+
+void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps) {
+  out << fmt::format("Plan: {} process{} ({}; wait up to {} ms)\n", plan.targets.size(),
+                     plan.targets.size() == 1 ? "" : "es", steps_text(steps), steps.wait_ms);
+  std::vector<const std::optional<Owner>*> owners;
+  for (const KillTarget& target : plan.targets) owners.push_back(&target.process.owner);
+  const std::size_t owner_width = owner_column_width(owners);
+  out << fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", "PID", "USER", "STATE", "CLASS",
+                     "MEMORY", owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", owner_width) : "",
+                     "COMMAND");
+  // Targets are sorted parents first, so a parent's depth is known before its children's.
+  std::map<Pid, int> depth;
+  for (const KillTarget& target : plan.targets) {
+    auto parent = depth.find(target.process.ppid);
+    depth[target.process.pid] = parent == depth.end() ? 0 : parent->second + 1;
+    out << target_row(target, depth[target.process.pid], owner_width);
+  }
+  out << std::flush;
+}
+
+nlohmann::json kill_dry_run_json(const KillPlan& plan, const std::string& host, double now) {
+  nlohmann::json doc = document_header(host, now);
+  doc["dry_run"] = true;
+  doc["targets"] = nlohmann::json::array();
+  for (const KillTarget& target : plan.targets) {
+    doc["targets"].push_back(
+        {{"pid", target.process.pid}, {"class", to_string(target.klass)}, {"why", target.why}});
+  }
+  doc["confirm_reasons"] = plan.confirm_reasons;
+  return doc;
+}
+
+void render_kill_report_text(std::ostream& out, const KillReport& report) {
+  for (const KillMet& m : report.met) render_met(out, m);
+  const KillLeft& left = report.left;
+  render_left(out, left);
+  // Said where it applies, as top's kill pane says it: nothing above speaks of GPU memory then.
+  const std::string unchecked =
+      report.memory == MemoryCheck::kNotChecked ? "; GPU memory not checked: no NVML" : "";
+  const std::size_t count = report.met.size();
+  if (report.remaining == 0 && left.memory.empty()) {
+    out << fmt::format("gpuclean: kill: all {} target{} gone ({:.2f} s){}{}\n", count,
+                       count == 1 ? "" : "s", report.seconds,
+                       left.still_held.empty() ? "" : "; others still hold the files", unchecked);
+  } else {
+    out << fmt::format("gpuclean: kill: {} of {} targets remain{}{}\n", report.remaining, count,
+                       left.memory.empty() ? "" : "; GPU memory not released", unchecked);
+  }
+  if (report.memory == MemoryCheck::kFailed) {
+    out << "gpuclean: kill: GPU memory not verified: " << escape_terminal(report.gpu_not_verified)
+        << '\n';
+  } else if (report.verdict == Verdict::kUnknown) {
+    out << "gpuclean: kill: verdict unknown: the look after the kill could not read every "
+           "process, and without NVML nothing else shows what they hold ("
+        << escape_terminal(left.unseen) << ")\n";
+  }
+}
+
+nlohmann::json kill_report_json(const KillReport& report) {
+  nlohmann::json doc = document_header(report.host, report.time);
+  doc["verdict"] = to_string(report.verdict);
+  if (!report.gpu_not_verified.empty()) doc["gpu_not_verified"] = report.gpu_not_verified;
+  const KillLeft& left = report.left;
+  // What the look after the kill could not read (diagnose/unseen.h), or null.
+  doc["unseen"] = left.unseen.empty() ? nlohmann::json() : nlohmann::json(left.unseen);
+  nlohmann::json targets = nlohmann::json::array();
+  for (const KillMet& m : report.met) targets.push_back(met_json(m));
+  doc["targets"] = targets;
+  nlohmann::json skips = nlohmann::json::array();
+  for (const KillSkip& s : report.skipped) skips.push_back({{"pid", s.pid}, {"reason", s.reason}});
+  doc["skipped"] = skips;
+  doc["not_found"] = report.not_found;
+  doc["gpu_memory_left"] = left.memory;
+  doc["memory_back_seconds"] =
+      left.memory_back_seconds ? nlohmann::json(*left.memory_back_seconds) : nlohmann::json();
+  doc["still_held_by"] = left.still_held;
+  doc["warnings"] = left.warnings;
+  doc["seconds"] = report.seconds;
+  return doc;
+}
+
+std::string not_verified_text(MemoryCheck memory, NvmlState nvml_state,
+                              const std::string& message) {
+  switch (memory) {
+    case MemoryCheck::kVerified:
+      return "";
+    case MemoryCheck::kNotChecked:
+      return fmt::format("GPU memory not checked: no NVML ({}{})", to_string(nvml_state),
+                         message.empty() ? "" : ": " + message);
+    case MemoryCheck::kFailed:
+      return "NVML failed: " + message;
+  }
+  return "";
+}
+
+}  // namespace gpuclean::output

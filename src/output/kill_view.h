@@ -1,0 +1,31 @@
+// `gpuclean kill`'s views: the plan (text, and --dry-run's JSON) and the report once it acted
+// (text and JSON). Pure: the model is core/kill_model.h.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/kill_model.h"
+#include "core/model.h"
+
+namespace gpuclean::output {
+
+// "Plan: 2 processes (STOP, TERM+CONT, KILL after 5000 ms; wait up to 30000 ms)" and a row per
+// target, children indented under their parents.
+void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps);
+
+// --dry-run --json: the targets (pid, class, why) and why a confirmation would be asked.
+nlohmann::json kill_dry_run_json(const KillPlan& plan, const std::string& host, double now);
+
+// The report: a line per process met, the memory left, what others hold, and the summary.
+void render_kill_report_text(std::ostream& out, const KillReport& report);
+
+nlohmann::json kill_report_json(const KillReport& report);
+
+// Why the GPU memory was not verified, for gpu_not_verified; empty when it was. `message`:
+// NVML's own message (for kFailed: the failure that left it unverified).
+std::string not_verified_text(MemoryCheck memory, NvmlState nvml_state, const std::string& message);
+
+}  // namespace gpuclean::output

@@ -1,0 +1,156 @@
+// kill's views (output/kill_view.h) on plain reports: the plan's heading and rows, the report's
+// lines and summary in each memory case, untrusted names escaped, and the JSON fields.
+#include "output/kill_view.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace gpuclean::output {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+KillTarget target(Pid pid, Pid ppid, const std::string& comm) {
+  KillTarget t;
+  t.process.pid = pid;
+  t.process.ppid = ppid;
+  t.process.comm = comm;
+  t.process.cmdline = {comm};
+  t.process.user = "alice";
+  t.why = "named";
+  return t;
+}
+
+KillMet gone(Pid pid, const std::string& comm) {
+  KillMet m{{}, target(pid, 1, comm), {}};
+  m.outcome.pid = pid;
+  m.outcome.state = TargetOutcome::State::kGone;
+  m.outcome.signals = {"STOP", "TERM", "CONT"};
+  m.outcome.seconds = 0.25;
+  return m;
+}
+
+std::string text_of(const KillReport& report) {
+  std::ostringstream out;
+  render_kill_report_text(out, report);
+  return out.str();
+}
+
+TEST(KillPlanText, HeadingSaysTheStepsAndChildrenAreIndentedUnderParents) {
+  KillPlan plan;
+  plan.targets = {target(10, 1, "server"), target(11, 10, "worker")};
+  std::ostringstream out;
+  render_kill_plan_text(
+      out, plan,
+      {.signal = 15, .signal_name = "TERM", .kill9 = true, .grace_ms = 5000, .wait_ms = 30000});
+  const std::string text = out.str();
+  EXPECT_TRUE(contains(text,
+                       "Plan: 2 processes (STOP, TERM+CONT, KILL after 5000 ms; wait up "
+                       "to 30000 ms)\n"))
+      << text;
+  const auto server = text.find("server");
+  const auto worker = text.find("worker");
+  ASSERT_NE(worker, std::string::npos);
+  // The child's command starts further right than its parent's.
+  EXPECT_GT(worker - text.rfind('\n', worker), server - text.rfind('\n', server)) << text;
+  std::ostringstream kill;
+  render_kill_plan_text(kill, plan, {.signal = 9, .signal_name = "KILL"});
+  EXPECT_TRUE(contains(kill.str(), "(KILL; wait up to")) << kill.str();
+}
+
+TEST(KillReportText, AllGoneVerifiedNotCheckedAndRemaining) {
+  KillReport report;
+  report.met = {gone(10, "server")};
+  report.memory = MemoryCheck::kVerified;
+  report.verdict = Verdict::kClean;
+  report.left.memory_back_seconds = 0.4;
+  report.seconds = 0.3;
+  std::string text = text_of(report);
+  EXPECT_TRUE(contains(text, "gone           10 (server) after STOP,TERM,CONT in 0.25 s")) << text;
+  EXPECT_TRUE(contains(text, "GPU memory of the targets released (0.40 s)")) << text;
+  EXPECT_TRUE(contains(text, "gpuclean: kill: all 1 target gone (0.30 s)\n")) << text;
+
+  report.memory = MemoryCheck::kNotChecked;
+  EXPECT_TRUE(contains(text_of(report), "gone (0.30 s); GPU memory not checked: no NVML\n"));
+
+  report.memory = MemoryCheck::kVerified;
+  report.remaining = 1;
+  report.met[0].outcome.state = TargetOutcome::State::kRemaining;
+  report.met[0].outcome.reason = "thread 10 in D";
+  report.left.memory = {"GPU 0: 8.0 GiB still listed for pid 10"};
+  text = text_of(report);
+  EXPECT_TRUE(contains(text, "REMAINS        10 (server): thread 10 in D")) << text;
+  EXPECT_TRUE(contains(text, "1 of 1 targets remain; GPU memory not released\n")) << text;
+}
+
+TEST(KillReportText, NvmlFailedAndAnUnknownVerdictAreSaidLast) {
+  KillReport report;
+  report.met = {gone(10, "server")};
+  report.memory = MemoryCheck::kFailed;
+  report.verdict = Verdict::kUnknown;
+  report.gpu_not_verified = not_verified_text(MemoryCheck::kFailed, NvmlState::kFailed, "hung");
+  EXPECT_TRUE(
+      contains(text_of(report), "gpuclean: kill: GPU memory not verified: NVML failed: hung\n"));
+  report.memory = MemoryCheck::kNotChecked;
+  report.left.unseen = "3 processes could not be read";
+  const std::string text = text_of(report);
+  EXPECT_TRUE(contains(text,
+                       "verdict unknown: the look after the kill could not read every "
+                       "process"))
+      << text;
+  EXPECT_TRUE(contains(text, "(3 processes could not be read)")) << text;
+  // Negative control: a clean verdict says neither.
+  report.verdict = Verdict::kClean;
+  EXPECT_FALSE(contains(text_of(report), "verdict unknown"));
+}
+
+TEST(KillReportText, NamesAndReasonsAreEscaped) {
+  KillReport report;
+  report.met = {gone(10, "evil\x1b[2Jname")};
+  report.left.still_held = {"held by \x1b]0;title\x07"};
+  const std::string text = text_of(report);
+  EXPECT_FALSE(contains(text, "\x1b")) << text;
+  EXPECT_TRUE(contains(text, "still held by others: ")) << text;
+}
+
+TEST(KillReportJson, FieldsAsTheReferenceNamesThem) {
+  KillReport report;
+  report.host = "node1";
+  report.time = 1.5;
+  report.verdict = Verdict::kDirty;
+  report.met = {gone(10, "server")};
+  report.skipped = {{12, "another user's"}};
+  report.not_found = {13};
+  report.left.still_held = {"orphan 20"};
+  const nlohmann::json doc = kill_report_json(report);
+  EXPECT_EQ(doc["verdict"], "dirty");
+  EXPECT_FALSE(doc.contains("gpu_not_verified"));
+  EXPECT_TRUE(doc["unseen"].is_null());
+  EXPECT_EQ(doc["targets"][0]["outcome"], "gone");
+  EXPECT_EQ(doc["targets"][0]["signals"].size(), 3U);
+  EXPECT_EQ(doc["skipped"][0]["pid"], 12);
+  EXPECT_EQ(doc["not_found"][0], 13);
+  EXPECT_EQ(doc["still_held_by"][0], "orphan 20");
+  EXPECT_TRUE(doc["memory_back_seconds"].is_null());
+  KillPlan plan;
+  plan.targets = {target(10, 1, "server")};
+  plan.confirm_reasons = {"another session"};
+  const nlohmann::json dry = kill_dry_run_json(plan, "node1", 1.5);
+  EXPECT_EQ(dry["dry_run"], true);
+  EXPECT_EQ(dry["targets"][0]["why"], "named");
+  EXPECT_EQ(dry["confirm_reasons"][0], "another session");
+}
+
+TEST(KillNotVerified, EmptyWhenVerifiedElseWhy) {
+  EXPECT_EQ(not_verified_text(MemoryCheck::kVerified, NvmlState::kPresent, ""), "");
+  EXPECT_EQ(not_verified_text(MemoryCheck::kNotChecked, NvmlState::kDisabled, ""),
+            "GPU memory not checked: no NVML (disabled)");
+  EXPECT_EQ(not_verified_text(MemoryCheck::kNotChecked, NvmlState::kAbsent, "no library"),
+            "GPU memory not checked: no NVML (absent: no library)");
+}
+
+}  // namespace
+}  // namespace gpuclean::output
