@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
-#include "cli/completion_model.h"
-#include "cli/completion_scripts.h"
+#include "completion/model.h"
+#include "completion/scripts.h"
 #include "cli/help.h"
 #include "cli/test_hooks.h"
 #include "cli/usage_error.h"

@@ -22,7 +22,7 @@ struct CompletionOptions {
 void add_completion_command(CLI::App& app, CompletionOptions& options);
 
 // The completion script for `shell` ("bash", "zsh" or "fish") of the top-level `app`: every
-// subcommand and option listed in its help. A value-taking option that completion_model.cpp's table
+// subcommand and option listed in its help. A value-taking option that completion/model.cpp's table
 // does not know gets the value kind "unknown" (completed as free text), which
 // tests/completion/run.sh fails on.
 std::string completion_script(const CLI::App& app, const std::string& shell);

@@ -244,7 +244,7 @@ kinds() {
   local unknown
   unknown=$(grep -nE '=unknown([ )]|$)|unknown\*?'"'"'?[ )]' "$1" | grep -E '_gpuclean_(opts|args)=')
   [ -z "$unknown" ] || {
-    echo "  value kind unknown (add the option to kValueKinds in src/cli/completion_model.cpp): $unknown"
+    echo "  value kind unknown (add the option to kValueKinds in src/completion/model.cpp): $unknown"
     return 1
   }
 }

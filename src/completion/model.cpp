@@ -1,4 +1,4 @@
-#include "cli/completion_model.h"
+#include "completion/model.h"
 
 #include <algorithm>
 #include <string_view>
@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace gpuclean::cli::completion {
+namespace gpuclean::completion {
 
 const char* kind_name(Kind kind) {
   switch (kind) {
@@ -206,4 +206,4 @@ std::vector<std::string> model_command_names(const Model& model) {
   }
   return names;
 }
-}  // namespace gpuclean::cli::completion
+}  // namespace gpuclean::completion

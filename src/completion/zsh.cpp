@@ -1,4 +1,4 @@
-#include "cli/completion_scripts.h"
+#include "completion/scripts.h"
 
 #include <algorithm>
 #include <sstream>
@@ -7,7 +7,7 @@
 
 #include "ops/signals.h"
 
-namespace gpuclean::cli::completion {
+namespace gpuclean::completion {
 
 namespace {
 
@@ -204,4 +204,4 @@ std::string zsh_script(const Model& model) {
   return out.str();
 }
 
-}  // namespace gpuclean::cli::completion
+}  // namespace gpuclean::completion

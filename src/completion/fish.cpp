@@ -1,4 +1,4 @@
-#include "cli/completion_scripts.h"
+#include "completion/scripts.h"
 
 #include <sstream>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "ops/signals.h"
 
-namespace gpuclean::cli::completion {
+namespace gpuclean::completion {
 
 namespace {
 
@@ -256,4 +256,4 @@ std::string fish_script(const Model& model) {
   return out.str();
 }
 
-}  // namespace gpuclean::cli::completion
+}  // namespace gpuclean::completion

@@ -1,6 +1,7 @@
-// The model of gpuclean's parser that the completion scripts are generated from (completion.h):
-// the commands, each command's options and positional arguments as `--help` lists them, and what
-// completes each value. Internal to the completion files (completion*.cpp).
+// The completion library (src/completion/): gpuclean's shell completion scripts, generated from
+// the CLI11 parser itself (cli/completion.cpp is the command that prints them). This is its
+// model of the parser: the commands, each command's options and positional arguments as
+// `--help` lists them, and what completes each value.
 #pragma once
 
 #include <array>
@@ -11,7 +12,7 @@ namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
 }
 
-namespace gpuclean::cli::completion {
+namespace gpuclean::completion {
 
 // The words of `gpuclean completion SHELL` and `gpuclean completion --values KIND`.
 inline constexpr std::array<const char*, 3> kShells{"bash", "fish", "zsh"};
@@ -80,4 +81,4 @@ std::vector<std::string> shell_words(const auto& words) {
   return std::vector<std::string>(words.begin(), words.end());
 }
 
-}  // namespace gpuclean::cli::completion
+}  // namespace gpuclean::completion
