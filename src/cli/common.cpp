@@ -163,8 +163,4 @@ std::string host_name() {
   return name;
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace gpuclean::cli

@@ -1,4 +1,5 @@
-// What every subcommand shares: the common flags (docs/reference.md "Commands") and the exit codes.
+// What every subcommand shares: the common flags (docs/reference.md "Commands"); the exit codes
+// are core/exit_code.h's.
 #pragma once
 
 #include <iosfwd>
@@ -10,16 +11,10 @@
 #include <CLI/CLI.hpp>
 
 #include "collect/gather.h"
+#include "core/exit_code.h"
 #include "core/result.h"
 
 namespace gpuclean::cli {
-
-enum ExitCode : int {
-  kExitClean = 0,    // clean / done
-  kExitDirty = 1,    // dirty, targets remain, timed out
-  kExitUsage = 2,    // usage error
-  kExitRuntime = 3,  // runtime failure (e.g. NVML present but failing)
-};
 
 // The global options (docs/reference.md): what to collect, plus how to answer.
 struct CommonOptions : collect::CollectOptions {
@@ -63,6 +58,5 @@ int exit_code_of(const collect::GatherError& error);
 Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text);
 
 std::string host_name();
-double unix_now();
 
 }  // namespace gpuclean::cli

@@ -7,12 +7,12 @@
 #include <variant>
 #include <vector>
 
-#include "completion/model.h"
-#include "completion/scripts.h"
 #include "cli/help.h"
 #include "cli/test_hooks.h"
 #include "cli/usage_error.h"
 #include "collect/gather.h"
+#include "completion/model.h"
+#include "completion/scripts.h"
 #include "output/escape.h"
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"

@@ -49,6 +49,7 @@ constexpr const char* kDescription =
 // Parses `args` (argv without the program name) into `app`: nullopt to go on, or the exit code
 // (help, version, usage error).
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
+  using namespace gpuclean;
   using namespace gpuclean::cli;
   // CLI11 wants argv; `gpuclean help kill` has become `gpuclean kill --help` in `args`.
   if (const std::string unknown = unknown_command_asking_help(app, args); !unknown.empty()) {
@@ -86,6 +87,7 @@ void set_up_app(CLI::App& app) {
 // `gpuclean run` starts a workload: building every other subcommand's parser (CLI11, about a
 // millisecond here) would be added to each start (bench/run_bench.sh), so run parses alone.
 int run_alone(const std::vector<std::string>& args) {
+  using namespace gpuclean;
   using namespace gpuclean::cli;
   CLI::App app{kDescription, "gpuclean"};
   set_up_app(app);
@@ -97,6 +99,7 @@ int run_alone(const std::vector<std::string>& args) {
 }
 
 int run(int argc, char** argv) {
+  using namespace gpuclean;
   using namespace gpuclean::cli;
   const std::vector<std::string> args = expand_help_command({argv + 1, argv + argc});
   if (!args.empty() && args.front() == "run") return run_alone(args);
@@ -213,5 +216,5 @@ int main(int argc, char** argv) {
   } catch (...) {
     std::cerr << "gpuclean: internal error\n";
   }
-  return gpuclean::cli::kExitRuntime;
+  return gpuclean::kExitRuntime;
 }

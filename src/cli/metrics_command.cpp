@@ -24,6 +24,7 @@
 
 #include "collect/gather.h"
 #include "core/atomic_file.h"
+#include "core/duration.h"
 #include "core/unique_fd.h"
 #include "output/escape.h"
 #include "output/metrics_view.h"

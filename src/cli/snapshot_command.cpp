@@ -12,6 +12,7 @@
 
 #include "collect/gather.h"
 #include "core/atomic_file.h"
+#include "core/duration.h"
 #include "core/input_file.h"
 #include "diagnose/snapshot_diff.h"
 #include "output/diff_view.h"

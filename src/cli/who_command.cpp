@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "collect/gather.h"
+#include "core/duration.h"
 #include "diagnose/unseen.h"
 #include "output/who_view.h"
 #include "procfs/device_files.h"

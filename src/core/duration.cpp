@@ -36,4 +36,8 @@ Result<Duration> parse_duration(std::string_view text) {
   return Duration(static_cast<Duration::rep>(std::llround(ms)));
 }
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace gpuclean

@@ -13,4 +13,7 @@ using Duration = std::chrono::milliseconds;
 // Errors (errnum 0) say what is wrong: empty, not a number, unknown unit, negative, too large.
 Result<Duration> parse_duration(std::string_view text);
 
+// The wall clock as Unix seconds: the time reports carry (JSON's "time").
+double unix_now();
+
 }  // namespace gpuclean

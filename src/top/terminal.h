@@ -11,16 +11,16 @@
 #include "core/result.h"
 #include "output/top_view.h"
 
-namespace gpuclean::cli {
+namespace gpuclean::top {
 
-class TopTerminal {
+class Terminal {
  public:
   // Takes over the terminal on stdin/stdout: the alternate screen, no echo, keys one at a time.
   // `color` false: attributes only (NO_COLOR). Fails when the terminal type is unknown.
-  static Result<std::unique_ptr<TopTerminal>> open(bool color);
-  TopTerminal(const TopTerminal&) = delete;
-  TopTerminal& operator=(const TopTerminal&) = delete;
-  ~TopTerminal();  // the terminal as it was
+  static Result<std::unique_ptr<Terminal>> open(bool color);
+  Terminal(const Terminal&) = delete;
+  Terminal& operator=(const Terminal&) = delete;
+  ~Terminal();  // the terminal as it was
 
   [[nodiscard]] int width() const;
   [[nodiscard]] int height() const;
@@ -36,9 +36,9 @@ class TopTerminal {
   [[nodiscard]] static bool stop_requested();
 
  private:
-  TopTerminal(bool color, bool unicode) : color_(color), unicode_(unicode) {}
+  Terminal(bool color, bool unicode) : color_(color), unicode_(unicode) {}
   bool color_;
   bool unicode_;
 };
 
-}  // namespace gpuclean::cli
+}  // namespace gpuclean::top

@@ -1,4 +1,4 @@
-#include "cli/top_terminal.h"
+#include "top/terminal.h"
 
 #include <fcntl.h>
 #include <langinfo.h>
@@ -18,7 +18,7 @@
 #undef lines
 #undef columns
 
-namespace gpuclean::cli {
+namespace gpuclean::top {
 namespace {
 
 // What the signal handlers need, kept where an async-signal-safe handler can reach it.
@@ -92,7 +92,7 @@ enum Pair : short { kPairRed = 1, kPairGreen, kPairYellow };
 
 }  // namespace
 
-Result<std::unique_ptr<TopTerminal>> TopTerminal::open(bool color) {
+Result<std::unique_ptr<Terminal>> Terminal::open(bool color) {
   (void)std::setlocale(LC_ALL, "");
   const bool unicode = std::strcmp(::nl_langinfo(CODESET), "UTF-8") == 0;
   termios saved{};
@@ -126,25 +126,25 @@ Result<std::unique_ptr<TopTerminal>> TopTerminal::open(bool color) {
   } else {
     color = false;
   }
-  return std::unique_ptr<TopTerminal>(new TopTerminal(color, unicode));
+  return std::unique_ptr<Terminal>(new Terminal(color, unicode));
 }
 
-TopTerminal::~TopTerminal() {
+Terminal::~Terminal() {
   ::endwin();
   uninstall_handlers();
   g_restore.length = 0;
   g_restore.have_saved = false;
 }
 
-int TopTerminal::width() const {
+int Terminal::width() const {
   return getmaxx(stdscr);
 }
 
-int TopTerminal::height() const {
+int Terminal::height() const {
   return getmaxy(stdscr);
 }
 
-void TopTerminal::paint(const std::vector<output::ScreenLine>& lines) const {
+void Terminal::paint(const std::vector<output::ScreenLine>& lines) const {
   using output::Style;
   ::erase();
   const int rows = height();
@@ -188,18 +188,18 @@ void TopTerminal::paint(const std::vector<output::ScreenLine>& lines) const {
   ::refresh();
 }
 
-std::optional<int> TopTerminal::key() {
+std::optional<int> Terminal::key() {
   const int key = ::getch();
   if (key == ERR) return std::nullopt;
   return key;
 }
 
-int TopTerminal::stop_fd() const {
+int Terminal::stop_fd() const {
   return g_stop_pipe[0];
 }
 
-bool TopTerminal::stop_requested() {
+bool Terminal::stop_requested() {
   return g_stop;
 }
 
-}  // namespace gpuclean::cli
+}  // namespace gpuclean::top

@@ -1,0 +1,538 @@
+#include "top/session.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/duration.h"
+#include "core/exit_code.h"
+#include "ops/process_handle.h"
+#include "output/escape.h"
+#include "output/top_view.h"
+#include "top/child_run.h"
+#include "top/collector.h"
+#include "top/terminal.h"
+
+// ncurses' key codes (KEY_UP, …) after everything else: its macros clash with other names.
+#include <curses.h>
+
+namespace gpuclean::top {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using collect::Gathered;
+using output::TopPane;
+
+class TopSession {
+ public:
+  TopSession(const SessionSettings& settings, std::shared_ptr<collect::Gatherer> gatherer,
+             SessionHooks hooks, Gathered first)
+      : settings_(settings),
+        gpus_(settings.gpus),
+        delay_(settings.delay),
+        gatherer_(std::move(gatherer)),
+        hooks_(std::move(hooks)) {
+    accept(std::move(first));
+  }
+
+  int run() {
+    auto opened = Terminal::open(!no_color());
+    if (!opened.ok()) {
+      std::cerr << "gpuclean: top: " << opened.error().message() << '\n';
+      return kExitUsage;
+    }
+    terminal_ = std::move(opened).value();
+    Collector collector(gatherer_, delay_);
+    collector_ = &collector;
+    int code = loop();
+    collector_ = nullptr;
+    terminal_.reset();  // the terminal back before anything else is printed
+    if (!collector.stop(std::chrono::milliseconds(300))) {
+      // A collection is held by the driver (or a stuck /proc read) longer than anyone should
+      // wait to get a shell back: leave it to the kernel. Its thread still uses this process,
+      // so no destructors run around it.
+      std::cout.flush();
+      std::cerr.flush();
+      std::_Exit(code);
+    }
+    return code;
+  }
+
+ private:
+  static bool no_color() {
+    const char* value = std::getenv("NO_COLOR");
+    return value != nullptr && *value != '\0';
+  }
+
+  // A new collection: diagnosed with the current options, kept for re-diagnosis (`g`).
+  void accept(Gathered gathered) {
+    last_gathered_ = std::move(gathered);
+    diagnose_last();
+    ++refreshes_;
+    if (report_) history_.add(report_->time, report_->diagnosis.gpus);
+    // The table's rows point into the report just replaced: composed again before any key
+    // moves the selection through them (the review found keys read freed rows).
+    if (terminal_) redraw();
+  }
+
+  void diagnose_last() {
+    if (!last_gathered_) return;
+    Diagnosed diagnosed = hooks_.diagnose(*last_gathered_, gpus_);
+    if (!diagnosed.report) {
+      // --gpus while NVML has stopped answering: the whole machine's view, its verdict
+      // UNKNOWN, never the last good screen with its old verdict; the reason in the footer.
+      Diagnosed whole = hooks_.diagnose(*last_gathered_, "all");
+      if (whole.report) report_ = std::move(whole.report);
+      diagnosis_message_ = output::escape_terminal(diagnosed.error);
+      state_.message = diagnosis_message_;
+      return;
+    }
+    if (!diagnosis_message_.empty() && state_.message == diagnosis_message_) state_.message.clear();
+    diagnosis_message_.clear();
+    report_ = std::move(diagnosed.report);
+  }
+
+  int loop() {
+    redraw();
+    while (true) {
+      if (Terminal::stop_requested()) return kExitClean;
+      if (settings_.iterations > 0 && refreshes_ >= settings_.iterations) return kExitClean;
+      std::vector<pollfd> fds = {{STDIN_FILENO, POLLIN, 0},
+                                 {terminal_->stop_fd(), POLLIN, 0},
+                                 {collector_->ready_fd(), POLLIN, 0}};
+      if (child_) {
+        fds.push_back({child_->output.get(), POLLIN, 0});
+        fds.push_back({child_->launched.pidfd.get(), POLLIN, 0});
+      }
+      // Woken by a key, a collection, the kill child, a signal (SIGWINCH: a resize), or every
+      // half second to keep the "refreshing for N s" note true.
+      (void)::poll(fds.data(), fds.size(), 500);
+      bool changed = false;
+      if (auto gathered = collector_->take()) {
+        accept(std::move(*gathered));
+        changed = true;
+      }
+      if (child_) changed |= pump_kill();
+      while (auto key = terminal_->key()) {
+        changed = true;
+        if (!handle_key(*key)) return kExitClean;
+      }
+      changed |= update_refresh_note();
+      if (changed) redraw();
+    }
+  }
+
+  bool update_refresh_note() {
+    std::string note;
+    if (auto since = collector_->busy_since()) {
+      const double busy = std::chrono::duration<double>(Clock::now() - *since).count();
+      if (busy > std::chrono::duration<double>(delay_).count() + 1) {
+        note = fmt::format("refreshing for {:.0f} s", busy);
+      }
+    }
+    if (note == refresh_note_) return false;
+    refresh_note_ = note;
+    return true;
+  }
+
+  void redraw() {
+    output::TopFrame frame;
+    frame.report = report_ ? &*report_ : nullptr;
+    frame.history = &history_;
+    frame.now = unix_now();
+    frame.delay_seconds = std::chrono::duration<double>(delay_).count();
+    frame.refresh_note = refresh_note_;
+    frame.unicode = terminal_->unicode();
+    last_screen_ = output::compose_top(frame, state_, terminal_->width(), terminal_->height());
+    terminal_->paint(last_screen_.lines);
+  }
+
+  // False: quit.
+  bool handle_key(int key) {
+    if (key == KEY_RESIZE) return true;
+    if (!state_.prompt.empty() || prompt_kind_ != Prompt::kNone) return handle_prompt_key(key);
+    if (state_.pane) return handle_pane_key(key);
+    state_.message.clear();
+    switch (key) {
+      case 'q':
+        return false;
+      case KEY_DOWN:
+      case 'j':
+        move_selection(1);
+        break;
+      case KEY_UP:
+      case 'k':
+        move_selection(-1);
+        break;
+      case KEY_NPAGE:
+        move_selection(static_cast<long>(std::max<std::size_t>(last_screen_.table_height, 1)));
+        break;
+      case KEY_PPAGE:
+        move_selection(-static_cast<long>(std::max<std::size_t>(last_screen_.table_height, 1)));
+        break;
+      case KEY_HOME:
+        move_selection(-1000000);
+        break;
+      case KEY_END:
+        move_selection(1000000);
+        break;
+      case 't':
+        state_.tree = !state_.tree;
+        break;
+      case 's':
+        state_.sort = output::next(state_.sort);
+        break;
+      case '/':
+        start_prompt(Prompt::kFilter, state_.filter);
+        break;
+      case 'g':
+        start_prompt(Prompt::kGpus, gpus_);
+        break;
+      case '?':
+      case 'h':
+        state_.pane = TopPane{"Help", output::top_help_lines(), 0, "Esc/q close  ↑↓ scroll"};
+        break;
+      case 'e':
+        explain_selected();
+        break;
+      case 'K':
+      case KEY_F(9):
+        plan_kill();
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  void move_selection(long by) {
+    const auto& rows = last_screen_.rows;
+    if (rows.empty()) return;
+    long at = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (state_.selected && rows[i].holder->process.pid == *state_.selected) {
+        at = static_cast<long>(i);
+      }
+    }
+    at = std::clamp(at + by, 0L, static_cast<long>(rows.size()) - 1);
+    state_.selected = rows[static_cast<std::size_t>(at)].holder->process.pid;
+  }
+
+  enum class Prompt { kNone, kFilter, kGpus };
+
+  void start_prompt(Prompt kind, const std::string& initial) {
+    prompt_kind_ = kind;
+    prompt_text_ = initial == "all" && kind == Prompt::kGpus ? "" : initial;
+    show_prompt();
+  }
+
+  void show_prompt() {
+    const char* label = prompt_kind_ == Prompt::kFilter ? "filter (PID, user, class or command): "
+                                                        : "GPUs (0,2 or 0-3; empty: all): ";
+    state_.prompt = label + output::escape_terminal(prompt_text_);
+  }
+
+  bool handle_prompt_key(int key) {
+    if (key == 27) {  // Esc: as it was
+      prompt_kind_ = Prompt::kNone;
+      state_.prompt.clear();
+      return true;
+    }
+    if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+      const Prompt kind = prompt_kind_;
+      prompt_kind_ = Prompt::kNone;
+      state_.prompt.clear();
+      if (kind == Prompt::kFilter) {
+        state_.filter = prompt_text_;
+      } else {
+        choose_gpus(prompt_text_.empty() ? "all" : prompt_text_);
+      }
+      return true;
+    }
+    if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+      if (!prompt_text_.empty()) prompt_text_.pop_back();
+    } else if (key >= 32 && key < 127 && prompt_text_.size() < 200) {
+      prompt_text_ += static_cast<char>(key);
+    }
+    show_prompt();
+    return true;
+  }
+
+  void choose_gpus(const std::string& text) {
+    if (auto wrong = hooks_.gpu_list_error(text)) {
+      state_.message = "GPUs: " + output::escape_terminal(*wrong);
+      return;
+    }
+    const std::string before = gpus_;
+    gpus_ = text;
+    const auto previous = report_;
+    diagnose_last();
+    if (!diagnosis_message_.empty()) {
+      gpus_ = before;  // unusable (no such GPU, or no NVML): as it was
+      report_ = previous;
+      diagnosis_message_.clear();
+    }
+    redraw();  // the rows point into the report
+  }
+
+  bool handle_pane_key(int key) {
+    TopPane& pane = *state_.pane;
+    switch (key) {
+      case KEY_DOWN:
+      case 'j':
+        ++pane.scroll;
+        return true;
+      case KEY_UP:
+      case 'k':
+        if (pane.scroll > 0) --pane.scroll;
+        return true;
+      case KEY_NPAGE:
+        pane.scroll += 10;
+        return true;
+      case KEY_PPAGE:
+        pane.scroll = pane.scroll > 10 ? pane.scroll - 10 : 0;
+        return true;
+      default:
+        break;
+    }
+    switch (kill_stage_) {
+      case KillStage::kConfirm:
+        confirm_kill(key == 'y' || key == 'Y');
+        return true;
+      case KillStage::kPlanning:
+      case KillStage::kKilling:
+        // A kill under way is seen through: its outcome is what the pane is for.
+        if (key == 27 && kill_stage_ == KillStage::kPlanning) close_kill("cancelled");
+        return true;
+      case KillStage::kNone:
+      case KillStage::kDone:
+        break;
+    }
+    if (key == 27 || key == 'q' || key == '\n' || key == '\r' || key == KEY_ENTER) {
+      state_.pane.reset();
+      kill_stage_ = KillStage::kNone;
+    }
+    return true;
+  }
+
+  [[nodiscard]] bool nvml_present() const {
+    return report_ && report_->nvml_state == NvmlState::kPresent;
+  }
+
+  [[nodiscard]] const Holder* selected_holder() const {
+    if (!report_ || !state_.selected) return nullptr;
+    for (const Holder& h : report_->diagnosis.holders) {
+      if (h.process.pid == *state_.selected) return &h;
+    }
+    return nullptr;
+  }
+
+  void explain_selected() {
+    const Holder* holder = selected_holder();
+    if (holder == nullptr) {
+      state_.message = "no holder selected";
+      return;
+    }
+    const output::ExplainSubject subject = hooks_.explain_subject(*report_, holder->process.pid);
+    std::ostringstream text;
+    output::render_explain_text(text, *report_, subject);
+    state_.pane = TopPane{fmt::format("Explain pid {}", holder->process.pid),
+                          split_lines(text.str()), 0, "Esc/q close  ↑↓ scroll"};
+  }
+
+  enum class KillStage { kNone, kPlanning, kConfirm, kKilling, kDone };
+
+  void plan_kill() {
+    const Holder* holder = selected_holder();
+    if (holder == nullptr) {
+      state_.message = "no holder selected";
+      return;
+    }
+    if (!holder->visible) {
+      state_.message = "not visible from this PID namespace: nothing here can signal it";
+      return;
+    }
+    kill_pid_ = holder->process.pid;
+    kill_start_ticks_ = holder->process.start_ticks;
+    std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--dry-run"};
+    argv.insert(argv.end(), hooks_.kill_args.begin(), hooks_.kill_args.end());
+    state_.pane = TopPane{
+        fmt::format("Kill pid {} and its descendants", kill_pid_), {"planning…"}, 0, "Esc cancel"};
+    std::string error;
+    child_ = start_child(hooks_.program, argv, false, error);
+    kill_stage_ = child_ ? KillStage::kPlanning : KillStage::kDone;
+    if (!child_) finish_pane({error}, "Esc/q close");
+  }
+
+  // The child's output arrived or it ended; true when the pane changed.
+  bool pump_kill() {
+    const std::size_t before = child_->text.size();
+    pump_child(*child_);
+    if (!child_->exit_code) {
+      if (child_->text.size() == before) return false;
+      state_.pane->lines = split_lines(child_->text);
+      state_.pane->lines.insert(state_.pane->lines.begin(),
+                                kill_stage_ == KillStage::kKilling ? "Killing…" : "planning…");
+      return true;
+    }
+    const int code = *child_->exit_code;
+    std::vector<std::string> lines = split_lines(child_->text);
+    child_.reset();
+    if (kill_stage_ == KillStage::kPlanning) {
+      if (code != kExitClean) {
+        lines.emplace_back("");
+        lines.push_back("not planned: " + kill_outcome(code, nvml_present()));
+        finish_pane(std::move(lines), "Esc/q close");
+        return true;
+      }
+      // "Plan: 3 processes (…)": the count for the question, as kill asks it.
+      std::size_t count = 0;
+      for (const std::string& line : lines) {
+        if (std::sscanf(line.c_str(), "Plan: %zu process", &count) == 1) break;  // NOLINT
+      }
+      if (count == 0) {
+        lines.emplace_back("");
+        lines.emplace_back("nothing to kill");
+        finish_pane(std::move(lines), "Esc/q close");
+        return true;
+      }
+      lines.emplace_back("");
+      lines.push_back(fmt::format("Kill {} process{}? [y/N]", count, count == 1 ? "" : "es"));
+      state_.pane->lines = std::move(lines);
+      state_.pane->keys = "y kill  any other key: do not";
+      kill_stage_ = KillStage::kConfirm;
+      flushinp();  // a key typed before the question was shown is not its answer
+      return true;
+    }
+    lines.emplace_back("");
+    lines.push_back(fmt::format("exit {}: {}", code, kill_outcome(code, nvml_present())));
+    finish_pane(std::move(lines), "Esc/q/Enter close");
+    collector_->refresh_now();  // the screen shows what is left at once
+    return true;
+  }
+
+  // PID@START: kill's own scan, a moment later, acts only on the process shown and planned for,
+  // never on a process that reused its PID in between.
+  [[nodiscard]] std::string kill_selector() const {
+    if (kill_start_ticks_ == 0) return std::to_string(kill_pid_);
+    return fmt::format("{}@{}", kill_pid_, kill_start_ticks_);
+  }
+
+  void confirm_kill(bool yes) {
+    if (!yes) {
+      close_kill("not confirmed; nothing was signalled");
+      return;
+    }
+    // The PID must still be the process the plan was made for: one that exited meanwhile (the
+    // user may have read the plan for a minute) could have been reused. Kill's own identity
+    // check (a pidfd, then stat's start time): no command line or maps read on this thread.
+    const bool same = ops::ProcessHandle::open(kill_pid_, kill_start_ticks_).ok();
+    if (!same) {
+      close_kill(fmt::format("pid {} is no longer the process planned for; nothing was signalled",
+                             kill_pid_));
+      return;
+    }
+    std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--yes"};
+    argv.insert(argv.end(), hooks_.kill_args.begin(), hooks_.kill_args.end());
+    std::string error;
+    child_ = start_child(hooks_.program, argv, true, error);
+    if (!child_) {
+      close_kill(error);
+      return;
+    }
+    kill_stage_ = KillStage::kKilling;
+    state_.pane->lines = {"Killing…"};
+    state_.pane->keys = "killing: wait for the outcome";
+  }
+
+  void close_kill(const std::string& why) {
+    if (child_) {
+      // Only a dry run is ever ended here (a kill under way is waited for): it signals nothing.
+      end_child(*child_);
+      child_.reset();
+    }
+    std::vector<std::string> lines = state_.pane ? state_.pane->lines : std::vector<std::string>{};
+    lines.emplace_back("");
+    lines.push_back(output::escape_terminal(why));
+    finish_pane(std::move(lines), "Esc/q close");
+  }
+
+  void finish_pane(std::vector<std::string> lines, const std::string& keys) {
+    if (!state_.pane) state_.pane = TopPane{};
+    state_.pane->lines = std::move(lines);
+    state_.pane->keys = keys;
+    // The end of the pane is the news: scrolled so that it shows (compose_top clamps).
+    state_.pane->scroll = state_.pane->lines.size();
+    kill_stage_ = KillStage::kDone;
+  }
+
+  const SessionSettings& settings_;
+  std::string gpus_;  // changed by `g`
+  Duration delay_;
+  std::shared_ptr<collect::Gatherer> gatherer_;
+  SessionHooks hooks_;
+  std::unique_ptr<Terminal> terminal_;
+  Collector* collector_ = nullptr;
+  std::optional<Gathered> last_gathered_;
+  std::optional<output::StatusReport> report_;
+  output::MemoryHistory history_;
+  output::TopViewState state_;
+  output::TopScreen last_screen_;
+  std::string refresh_note_;
+  std::string diagnosis_message_;  // why the last diagnosis with the chosen GPUs failed
+  unsigned refreshes_ = 0;
+  Prompt prompt_kind_ = Prompt::kNone;
+  std::string prompt_text_;
+  KillStage kill_stage_ = KillStage::kNone;
+  Pid kill_pid_ = 0;
+  std::uint64_t kill_start_ticks_ = 0;
+  std::optional<ChildRun> child_;
+};
+
+}  // namespace
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    for (char& c : line) {
+      const auto byte = static_cast<unsigned char>(c);
+      if ((byte < 0x20 && byte != '\t') || byte == 0x7f) c = '?';
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string kill_outcome(int code, bool memory_verified) {
+  switch (code) {
+    case kExitClean:
+      return memory_verified ? "done: every target gone and its GPU memory released"
+                             : "done: every target gone (GPU memory not checked: no NVML)";
+    case kExitDirty:
+      return "something remains (see above)";
+    case kExitUsage:
+      return "nothing was signalled (see above)";
+    case kExitRuntime:
+      return "signalled; GPU memory not verified (NVML failed)";
+    default:
+      return fmt::format("gpuclean kill ended with status {}", code);
+  }
+}
+
+int run_session(const SessionSettings& settings, std::shared_ptr<collect::Gatherer> gatherer,
+                SessionHooks hooks, collect::Gathered first) {
+  TopSession session(settings, std::move(gatherer), std::move(hooks), std::move(first));
+  return session.run();
+}
+
+}  // namespace gpuclean::top
