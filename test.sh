@@ -63,8 +63,9 @@ scripts/setup.sh
 stage "build (-Werror, tests, man page)"
 BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON -DGPUCLEAN_MAN=ON
 if [ $quick -eq 0 ]; then
-  stage "lint: clang-format; clang-tidy started in the background (its result: the last stage)"
+  stage "lint: clang-format, the layers; clang-tidy started in the background (its result: the last stage)"
   BUILD_DIR=build scripts/lint.sh --format
+  tests/lint/check_layers_test.sh
   idle env BUILD_DIR=build scripts/lint.sh --tidy >build/lint-tidy.log 2>&1 &
   tidy=$!
   background+=("$tidy")

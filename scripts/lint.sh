@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# clang-format (no diff allowed) and clang-tidy (.clang-tidy, warnings are errors) over src/.
+# clang-format (no diff allowed), the layer rules (scripts/check_layers.py) and clang-tidy
+# (.clang-tidy, warnings are errors) over src/.
 # Needs a configured build dir for compile_commands.json (default build/).
 #   scripts/lint.sh            both
-#   scripts/lint.sh --format   clang-format only (seconds)
+#   scripts/lint.sh --format   clang-format and the layers only (seconds)
 #   scripts/lint.sh --tidy     clang-tidy only (most of an hour of CPU: ./test.sh runs it in the
 #                              background while the stages that wait on processes run)
 set -euo pipefail
@@ -21,6 +22,8 @@ if [ $format -eq 1 ]; then
   mapfile -t sources < <(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp' 'tests/*.h')
   echo "lint: clang-format on ${#sources[@]} files"
   clang-format --dry-run --Werror "${sources[@]}"
+  # The layer table of docs/design.md, on every #include of src/ (a second).
+  python3 scripts/check_layers.py
 fi
 
 if [ $tidy -eq 1 ]; then

@@ -4,11 +4,13 @@
 #include "cli/usage_error.h"
 #include "core/duration.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 
@@ -161,6 +163,20 @@ std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
+}
+
+int terminal_columns(int fd, int fallback) {
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
+    int value = 0;
+    const char* end = columns + std::char_traits<char>::length(columns);
+    const auto [ptr, ec] = std::from_chars(columns, end, value);
+    if (ec == std::errc{} && ptr == end && value > 0) return std::max(value, 20);
+  }
+  winsize size{};
+  if (::isatty(fd) == 1 && ::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    return size.ws_col;
+  }
+  return fallback;
 }
 
 }  // namespace gpuclean::cli

@@ -59,4 +59,9 @@ Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text
 
 std::string host_name();
 
+// The terminal's width for output on `fd`: $COLUMNS when set to a number (so scripts and tests
+// can ask for a width), else the terminal's own, else `fallback` (not a terminal;
+// output::kNoWidthLimit for output that should stay whole).
+int terminal_columns(int fd, int fallback);
+
 }  // namespace gpuclean::cli

@@ -390,7 +390,7 @@ class LiveLine {
   void show(const std::string& line) const {
     if (!on_) return;
     // Cut to the terminal, the last column left empty: a wrapped live line scrolls.
-    const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
+    const auto width = static_cast<std::size_t>(terminal_columns(STDERR_FILENO, 80));
     io_.err << "\r\x1b[2K" << output::cut_to_columns("gpuclean: kill: " + line, width - 1)
             << std::flush;
   }

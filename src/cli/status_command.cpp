@@ -276,16 +276,15 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
     output::render_status_json(io.out, prepared.report);
   } else {
     const bool no_color = std::getenv("NO_COLOR") != nullptr && *std::getenv("NO_COLOR") != '\0';
-    output::render_status_text(
-        io.out, prepared.report,
-        {.color = is_terminal && !no_color,
-         .width = output::terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
+    output::render_status_text(io.out, prepared.report,
+                               {.color = is_terminal && !no_color,
+                                .width = terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
     if (auto line =
             output::unreadable_summary(prepared.report.stats, prepared.report.unseen_message);
         !line.empty()) {
       // Beside the screen, so as wide as it: wrapped, never cut (it names the PIDs).
       const auto width =
-          static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, output::kNoWidthLimit));
+          static_cast<std::size_t>(terminal_columns(STDERR_FILENO, output::kNoWidthLimit));
       const std::vector<std::string> parts = output::wrap_words(line, width - 2);
       for (std::size_t i = 0; i < parts.size(); ++i) {
         io.err << (i == 0 ? "" : "  ") << parts[i] << '\n';
@@ -395,7 +394,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
       // One line, rewritten in place: cut to the terminal (a line that wraps would scroll
       // the screen five times a second). The last column stays empty: some terminals wrap
       // when it is written.
-      const auto width = static_cast<std::size_t>(output::terminal_columns(STDERR_FILENO, 80));
+      const auto width = static_cast<std::size_t>(terminal_columns(STDERR_FILENO, 80));
       // The first problem that keeps it waiting (an error: warnings do not).
       const auto first = std::find_if(problems.begin(), problems.end(), [](const Problem& p) {
         return p.severity == Severity::kError;

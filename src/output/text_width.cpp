@@ -1,11 +1,6 @@
 #include "output/text_width.h"
 
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <sstream>
 
 namespace gpuclean::output {
@@ -53,20 +48,6 @@ std::vector<std::string> wrap_words(std::string_view text, std::size_t width) {
   }
   if (!line.empty()) lines.push_back(line);
   return lines;
-}
-
-int terminal_columns(int fd, int fallback) {
-  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
-    int value = 0;
-    const char* end = columns + std::char_traits<char>::length(columns);
-    const auto [ptr, ec] = std::from_chars(columns, end, value);
-    if (ec == std::errc{} && ptr == end && value > 0) return std::max(value, 20);
-  }
-  winsize size{};
-  if (::isatty(fd) == 1 && ::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
-    return size.ws_col;
-  }
-  return fallback;
 }
 
 }  // namespace gpuclean::output

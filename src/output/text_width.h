@@ -22,12 +22,8 @@ std::string cut_to_columns(std::string_view text, std::size_t width);
 // line). Runs of spaces between words become one.
 std::vector<std::string> wrap_words(std::string_view text, std::size_t width);
 
-// The width to give output that goes to no terminal (a file, a pipe, a log): no limit, so that
-// lines stay whole for grep and for the reader's own terminal.
+// The width to give output that goes to no terminal (cli::terminal_columns' fallback) (a file, a
+// pipe, a log): no limit, so that lines stay whole for grep and for the reader's own terminal.
 inline constexpr int kNoWidthLimit = 1 << 16;
-
-// The terminal's width for output on `fd`: $COLUMNS when set to a number (so scripts and tests
-// can ask for a width), else the terminal's own, else `fallback` (not a terminal).
-int terminal_columns(int fd, int fallback);
 
 }  // namespace gpuclean::output
