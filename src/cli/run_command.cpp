@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -64,6 +65,14 @@ std::optional<Settings> parse_settings(const RunOptions& o, const Io& io) {
   return s;
 }
 
+// NVML failing at the pre-run look: said once, since the memory will not be verified.
+void say_nvml_failing(std::optional<NvmlState> baseline, const collect::RunGpuWatch& gpus,
+                      const std::function<void(const std::string&)>& say) {
+  if (baseline == NvmlState::kFailed) {
+    say("NVML is failing (" + gpus.nvml_message() + "): the GPUs' memory will not be verified");
+  }
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, RunOptions& o) {
@@ -104,43 +113,50 @@ void add_run_command(CLI::App& app, RunOptions& o) {
        "127  not found"});
 }
 
-int run_run(const RunOptions& o, const Io& io) {
-  ops::prepare_supervisor_process();  // before the first line on stderr (run_session.h)
-  if (o.command.empty()) {
-    io.err << usage_message("run", "no command given: gpuclean run [OPTIONS] -- CMD [ARGS...]");
-    return kExitUsage;
-  }
-  const std::optional<Settings> settings = parse_settings(o, io);
-  if (!settings) return kExitUsage;
-  auto say = [&io](const std::string& line) {
-    io.err << "gpuclean: run: " << output::escape_terminal(line) << '\n';
-  };
+namespace {
 
-  // The GPU side (device files, /proc, NVML through a sampler process). The defaults cannot be
-  // a usage error, so then this waits until the workload has started (it is a tenth of a
-  // millisecond of `run`'s start budget, bench/run_bench.sh); files the user named are
-  // checked before anything runs.
-  collect::RunGpuOptions gpu_options;
-  gpu_options.collect = o.check.common;
-  gpu_options.nvml_timeout = o.check.common.nvml_timeout;  // --nvml-timeout bounds run's too
-  gpu_options.gpus = settings->gpus;
-  gpu_options.wait = settings->wait;
-  std::unique_ptr<collect::RunGpuWatch> gpus;
-  auto open_gpus = [&]() -> std::optional<collect::GatherError> {
-    auto opened = collect::RunGpuWatch::open(gpu_options);
+// The GPU side of a run (device files, /proc, NVML through a sampler process): opened before
+// the workload starts when the user named files or asked --require-clean (their errors must
+// come first), else while it starts.
+class GpuSide {
+ public:
+  explicit GpuSide(const RunOptions& o, const Settings& settings) {
+    options_.collect = o.check.common;
+    options_.nvml_timeout = o.check.common.nvml_timeout;  // --nvml-timeout bounds run's too
+    options_.gpus = settings.gpus;
+    options_.wait = settings.wait;
+  }
+  std::optional<collect::GatherError> open() {
+    auto opened = collect::RunGpuWatch::open(options_);
     if (auto* error = std::get_if<collect::GatherError>(&opened)) return *error;
-    gpus = std::move(std::get<std::unique_ptr<collect::RunGpuWatch>>(opened));
+    watch_ = std::move(std::get<std::unique_ptr<collect::RunGpuWatch>>(opened));
     return std::nullopt;
-  };
+  }
+  [[nodiscard]] collect::RunGpuWatch* watch() const { return watch_.get(); }
+
+ private:
+  collect::RunGpuOptions options_;
+  std::unique_ptr<collect::RunGpuWatch> watch_;
+};
+
+// What must hold before anything runs: the GPUs opened when named or guarded (and clean under
+// --require-clean), the record file created (a typo in its path costs nothing), the program
+// found. An exit code when it does not hold.
+struct Ready {
+  std::optional<AtomicFile> record_file;
+  std::string program;
+};
+
+std::variant<Ready, int> get_ready(const RunOptions& o, GpuSide& gpus, const Io& io) {
   if (!o.check.common.device_globs.empty() || o.require_clean) {
-    if (auto error = open_gpus()) {
+    if (auto error = gpus.open()) {
       io.err << "gpuclean: run: " << error->message << '\n';
       return exit_code_of(*error) == kExitUsage ? kExitUsage : kExitNotStarted;
     }
   }
   if (o.require_clean) {
     // The check's lines go to stderr: stdout is the workload's.
-    const int verdict = run_check_on(o.check, gpus->collect(), Io{io.err, io.err});
+    const int verdict = run_check_on(o.check, gpus.watch()->collect(), Io{io.err, io.err});
     if (verdict == kExitUsage) return kExitUsage;
     if (verdict != kExitClean) {
       io.err << "gpuclean: run: refusing to start: "
@@ -150,10 +166,8 @@ int run_run(const RunOptions& o, const Io& io) {
       return kExitNotStarted;
     }
   }
-
-  // The record file is created before the workload starts, so that a typo in its path costs
-  // nothing; it is filled and renamed into place at the end (core/atomic_file.h).
-  std::optional<AtomicFile> record_file;
+  Ready ready;
+  // Filled and renamed into place at the end (core/atomic_file.h).
   if (!o.record_path.empty()) {
     auto file = AtomicFile::create(o.record_path);
     if (!file.ok()) {
@@ -161,23 +175,27 @@ int run_run(const RunOptions& o, const Io& io) {
              << " (" << output::escape_terminal(file.error().message()) << ")\n";
       return kExitNotStarted;
     }
-    record_file = std::move(file).value();
+    ready.record_file = std::move(file).value();
   }
-
   const char* path_env = std::getenv("PATH");
   auto program = ops::resolve_program(
       o.command.front(), path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin");
-  const std::string shown = output::escape_terminal(o.command.front());
   if (!program.ok()) {
     const bool missing = program.error().errnum == ENOENT;
-    io.err << "gpuclean: run: " << shown
+    io.err << "gpuclean: run: " << output::escape_terminal(o.command.front())
            << (missing ? ": command not found" : ": not executable (permission denied)") << '\n';
     return missing ? kExitNotFound : kExitNotExecutable;
   }
+  ready.program = *program;
+  return ready;
+}
 
-  RunLog log;
-  log.record().command = o.command;
-  log.record().started_at = unix_now();
+// The session (a cgroup, or the fallback), said; then the workload launched in it. From
+// launch() until tear_down(), destroying the session ends the whole run (its guard): an
+// exception or a return on the way cannot leave the workload running.
+std::variant<std::unique_ptr<ops::RunSession>, int> launch_workload(
+    const RunOptions& o, const Ready& ready, GpuSide& gpus, RunLog& log,
+    const std::function<void(const std::string&)>& say, const Io& io) {
   ops::RunSessionOptions session_options;
   session_options.no_cgroup = o.no_cgroup;
   session_options.cgroup_parent = o.cgroup_parent;
@@ -187,63 +205,62 @@ int run_run(const RunOptions& o, const Io& io) {
     io.err << "gpuclean: run: " << created.error().message() << '\n';
     return kExitNotStarted;
   }
-  // From launch() until tear_down(), destroying the session ends the whole run (its guard):
-  // an exception or a return on the way cannot leave the workload running.
-  ops::RunSession& session = **created;
+  std::unique_ptr<ops::RunSession> session = std::move(created).value();
   const RunRecord& record = log.record();
-  if (session.group() == nullptr) {
-    say("no cgroup (" + session.fallback_reason() +
+  if (session->group() == nullptr) {
+    say("no cgroup (" + session->fallback_reason() +
         "); falling back to a child subreaper with the workload in its own session: " +
         record.mode_note);
   } else if (!o.quiet) {
     say("in cgroup " + record.cgroup + " (if gpuclean itself is killed: gpuclean kill --cgroup " +
         record.cgroup + ")");
   }
-  if (gpus) {
-    gpus->on_sampler(
-        [&session](Pid pid, std::uint64_t start) { session.containment().exclude(pid, start); });
-  }
-
-  if (auto launched = session.launch(*program, o.command); !launched.ok()) {
+  ops::RunSession* in = session.get();
+  auto exclude_sampler = [in](Pid pid, std::uint64_t start) {
+    in->containment().exclude(pid, start);
+  };
+  if (gpus.watch() != nullptr) gpus.watch()->on_sampler(exclude_sampler);
+  if (auto launched = session->launch(ready.program, o.command); !launched.ok()) {
     const int err = launched.error().errnum;
-    io.err << "gpuclean: run: " << shown << ": could not " << launched.error().message() << '\n';
+    io.err << "gpuclean: run: " << output::escape_terminal(o.command.front()) << ": could not "
+           << launched.error().message() << '\n';
     if (launched.error().context == "exec") {
       return err == ENOENT ? kExitNotFound : kExitNotExecutable;
     }
     return kExitNotStarted;
   }
-
   // The pre-run state, read while the workload starts (NVML's init alone is ~17 ms, more than
   // the whole start budget); memory the workload's own processes hold by then is left out.
-  if (!gpus) {
-    if (auto error = open_gpus()) {
+  if (gpus.watch() == nullptr) {
+    if (auto error = gpus.open()) {
       // The workload runs already: supervise it all the same, without the GPU checks.
       say(error->message + ": the GPUs will not be verified");
     } else {
-      gpus->on_sampler(
-          [&session](Pid pid, std::uint64_t start) { session.containment().exclude(pid, start); });
+      gpus.watch()->on_sampler(exclude_sampler);
     }
   }
+  return session;
+}
+
+// Supervises the workload until it ends (or --timeout, or a second ^C), sampling the GPUs for
+// --record; what the user is told on the way.
+ops::RunEnd supervise(const RunOptions& o, const Settings& settings, ops::RunSession& session,
+                      collect::RunGpuWatch* gpus, bool recording, RunLog& log,
+                      const std::function<void(const std::string&)>& say) {
   // The pre-run level: /proc now, NVML's answer whenever it comes (the supervision below does
   // not wait for it).
-  if (gpus) gpus->begin_baseline(record_file.has_value());
+  if (gpus != nullptr) gpus->begin_baseline(recording);
   auto members = [&session] { return session.scan_members(); };
-  auto say_nvml = [&](std::optional<NvmlState> baseline) {
-    if (baseline == NvmlState::kFailed) {
-      say("NVML is failing (" + gpus->nvml_message() + "): the GPUs' memory will not be verified");
-    }
-  };
-
   ops::SuperviseOptions supervise_options;
-  supervise_options.timeout = settings->timeout;
-  const std::optional<int> gpu_fd = gpus ? gpus->watch_fd() : std::nullopt;
+  supervise_options.timeout = settings.timeout;
+  const std::optional<int> gpu_fd = gpus != nullptr ? gpus->watch_fd() : std::nullopt;
   if (gpu_fd) {
     supervise_options.watch_fds = {*gpu_fd};
-    if (record_file) supervise_options.sample_every = settings->sample;
+    if (recording) supervise_options.sample_every = settings.sample;
   }
   ops::SuperviseHooks hooks;
   hooks.on_sample = [&] { gpus->request_sample(); };
-  hooks.on_ready = [&](int) { say_nvml(gpus->receive(log, members)); };
+  hooks.on_ready = [&](int) { say_nvml_failing(gpus->receive(log, members), *gpus, say); };
   hooks.on_event = [&](const std::string& kind, const std::string& detail) {
     if (kind == "interrupt" || (kind == "timeout" && !o.quiet)) {
       say(kind == "timeout" ? "--timeout passed" : detail);
@@ -255,29 +272,14 @@ int run_run(const RunOptions& o, const Io& io) {
       say("SIG" + detail + "; press ^C again (or send another SIGTERM) to tear it down");
     }
   };
-  const ops::RunEnd end = session.supervise(supervise_options, hooks);
-  // What the GPUs hold as the workload ends: the leftovers' memory, the record's last word
-  // before the teardown (a periodic sample may be most of an interval old).
-  if (gpus && record_file) gpus->last_sample(log);
+  return session.supervise(supervise_options, hooks);
+}
 
-  // Teardown: everything still in the run, however it detached.
-  ops::TeardownOptions teardown_options;
-  teardown_options.grace = settings->grace;
-  teardown_options.wait = settings->wait;
-  session.tear_down(end, teardown_options);
-
-  // Verification: the GPUs back at their pre-run level; no answer is "not checked", never
-  // "back". A baseline still unanswered is awaited first (bounded; after the teardown, which
-  // must not wait on the driver).
-  if (gpus) {
-    // Every process the run had, not its members now (none after the teardown).
-    say_nvml(gpus->finish_baseline(log, [&session] { return session.run_pids(); }));
-    gpus->verify(log, session.run_pids(), session.workload_start_ticks());
-    log.record().escaped = gpus->escaped(session.run_pids(), session.workload_start_ticks());
-  }
-  log.event("verified", std::string(to_string(record.gpu_check)));
-  session.finish();
-
+// The summary lines, and the record written; the run's exit code (3 when the record could not
+// be written after a workload that succeeded).
+int report(const RunOptions& o, const RunLog& log, std::optional<AtomicFile>& record_file,
+           const Io& io) {
+  const RunRecord& record = log.record();
   for (const output::SummaryLine& line : output::run_summary_lines(record)) {
     if (!o.quiet || line.problem) io.err << "gpuclean: run: " << line.text << '\n';
   }
@@ -292,6 +294,58 @@ int run_run(const RunOptions& o, const Io& io) {
     }
   }
   return exit_code;
+}
+
+}  // namespace
+
+int run_run(const RunOptions& o, const Io& io) {
+  ops::prepare_supervisor_process();  // before the first line on stderr (run_session.h)
+  if (o.command.empty()) {
+    io.err << usage_message("run", "no command given: gpuclean run [OPTIONS] -- CMD [ARGS...]");
+    return kExitUsage;
+  }
+  const std::optional<Settings> settings = parse_settings(o, io);
+  if (!settings) return kExitUsage;
+  auto say = [&io](const std::string& line) {
+    io.err << "gpuclean: run: " << output::escape_terminal(line) << '\n';
+  };
+  GpuSide gpus(o, *settings);
+  auto ready = get_ready(o, gpus, io);
+  if (const int* code = std::get_if<int>(&ready)) return *code;
+  Ready& r = std::get<Ready>(ready);
+
+  RunLog log;
+  log.record().command = o.command;
+  log.record().started_at = unix_now();
+  auto launched = launch_workload(o, r, gpus, log, say, io);
+  if (const int* code = std::get_if<int>(&launched)) return *code;
+  ops::RunSession& session = *std::get<std::unique_ptr<ops::RunSession>>(launched);
+  collect::RunGpuWatch* watch = gpus.watch();
+  const bool recording = r.record_file.has_value();
+  const ops::RunEnd end = supervise(o, *settings, session, watch, recording, log, say);
+  // What the GPUs hold as the workload ends: the leftovers' memory, the record's last word
+  // before the teardown (a periodic sample may be most of an interval old).
+  if (watch != nullptr && recording) watch->last_sample(log);
+
+  // Teardown: everything still in the run, however it detached.
+  ops::TeardownOptions teardown_options;
+  teardown_options.grace = settings->grace;
+  teardown_options.wait = settings->wait;
+  session.tear_down(end, teardown_options);
+
+  // Verification: the GPUs back at their pre-run level; no answer is "not checked", never
+  // "back". A baseline still unanswered is awaited first (bounded; after the teardown, which
+  // must not wait on the driver). Every process the run had, not its members now (none after
+  // the teardown).
+  if (watch != nullptr) {
+    say_nvml_failing(watch->finish_baseline(log, [&session] { return session.run_pids(); }), *watch,
+                     say);
+    watch->verify(log, session.run_pids(), session.workload_start_ticks());
+    log.record().escaped = watch->escaped(session.run_pids(), session.workload_start_ticks());
+  }
+  log.event("verified", std::string(to_string(log.record().gpu_check)));
+  session.finish();
+  return report(o, log, r.record_file, io);
 }
 
 }  // namespace gpuclean::cli

@@ -531,141 +531,164 @@ std::string short_name(const ProcessInfo& process) {
   return cut_for_display(process.comm, kShortNameChars);
 }
 
-Diagnosis diagnose(Input input, const Options& options) {
-  Diagnosis out;
+namespace {
+
+Holder* find_holder(std::vector<Holder>& holders, Pid pid) {
+  for (Holder& h : holders) {
+    if (h.process.pid == pid) return &h;
+  }
+  return nullptr;
+}
+
+// The holders to diagnose: gpuclean itself left out (a monitor of itself); a daemon's parent is
+// init by design, so a recognised service is not an orphan.
+std::vector<Holder> holders_of(Input& input) {
   std::vector<Holder> holders;
   for (Holder& h : input.holders) {
-    if (input.self && h.process.pid == *input.self) continue;  // gpuclean is a monitor of itself
+    if (input.self && h.process.pid == *input.self) continue;
+    if (h.service && h.klass == HolderClass::kOrphan) h.klass = HolderClass::kActive;
     holders.push_back(std::move(h));
   }
-  auto find_holder = [&holders](Pid pid) -> Holder* {
-    for (Holder& h : holders) {
-      if (h.process.pid == pid) return &h;
-    }
-    return nullptr;
-  };
+  return holders;
+}
 
-  // A daemon's parent is init by design: a recognised service is not an orphan.
-  for (Holder& h : holders) {
-    if (h.service && h.klass == HolderClass::kOrphan) h.klass = HolderClass::kActive;
-  }
-
-  std::map<unsigned, std::map<Pid, Bytes>> listed;  // NVML: GPU → PID → figure
+// What NVML's lists say, spread over the holders.
+struct Attribution {
+  std::map<unsigned, std::map<Pid, Bytes>> listed;  // GPU → PID → figure
+  std::set<Pid> listed_pids;
   MpsLeftovers mps;
-  if (input.gpu_view) {
-    listed = listed_memory(*input.gpu_view);
-    const std::set<Pid> in_mps_list = mps_listed(*input.gpu_view);
-    std::vector<const Holder*> servers;
+  std::map<Pid, std::map<unsigned, Bytes>> dead;  // dead owners' entries: PID → GPU → bytes
+};
+
+// MPS clients (in NVML's MPS list, not a service themselves) and their server.
+void mark_mps_clients(const std::set<Pid>& in_mps_list, std::vector<Holder>& holders,
+                      MpsLeftovers& mps) {
+  std::vector<const Holder*> servers;
+  for (const Holder& h : holders) {
+    if (h.visible && h.service == NodeService::kMpsServer) servers.push_back(&h);
+  }
+  for (Holder& h : holders) {
+    if (h.service || in_mps_list.count(h.process.pid) == 0) continue;
+    h.mps_client = true;
+    h.mps_server = server_of(h, servers);
+    if (has_live_thread(h.process)) mps.live_clients.insert(h.process.pid);
+  }
+}
+
+// NVML's entries: to live holders directly; dead owners' entries collected per owner.
+Attribution attribute(const GpuView& view, const std::set<Pid>& missing_pids,
+                      std::vector<Holder>& holders) {
+  Attribution a;
+  a.listed = listed_memory(view);
+  const std::set<Pid> in_mps_list = mps_listed(view);
+  mark_mps_clients(in_mps_list, holders, a.mps);
+  for (const auto& [gpu, per_pid] : a.listed) {
+    for (const auto& [pid, bytes] : per_pid) {
+      a.listed_pids.insert(pid);
+      if (Holder* h = find_holder(holders, pid)) {
+        h->gpu_memory[gpu] = bytes;
+      } else if (missing_pids.count(pid) > 0) {
+        // A gone MPS client's memory is the server's to free, not an heir's: NVML's MPS list
+        // says so even when the server is not recognised here (never hand it to an heir — the
+        // weak rule would pick the MPS daemon).
+        if (in_mps_list.count(pid) > 0) {
+          a.mps.gone_clients[gpu][pid] = bytes;
+        } else {
+          a.dead[pid][gpu] = bytes;
+        }
+      }
+    }
+  }
+  return a;
+}
+
+// Holders NVML does not list. A monitor needs positive evidence: a trusted tool or service
+// (Holder::service) with no context. Anything else may hold what a dead owner left: a context
+// shape makes an heir candidate; so does a holder of unmapped files, but only through its group
+// or session (tie_heirs). Before, "no context" alone made a monitor, and a user's process that
+// kept the files unmapped was skipped by every kill selector.
+std::vector<const Holder*> heir_candidates(const std::set<Pid>& listed_pids,
+                                           std::vector<Holder>& holders) {
+  std::vector<const Holder*> candidates;
+  for (Holder& h : holders) {
+    if (listed_pids.count(h.process.pid) > 0) continue;
+    if (h.service) {
+      if (!looks_like_context(h) && is_plain_live(h)) h.klass = HolderClass::kMonitor;
+      continue;  // a service's context is its own
+    }
+    if (h.klass != HolderClass::kZombieLeader && h.klass != HolderClass::kZombie) {
+      candidates.push_back(&h);
+    }
+  }
+  return candidates;
+}
+
+// A dead owner's memory passes to its heir; with no candidate at all it is foreign; with
+// candidates but no heir it stays the dead owner's, reported with the candidates.
+void apply_dead_owners(const std::vector<DeadOwner>& owners, std::vector<Holder>& holders) {
+  for (const DeadOwner& owner : owners) {
+    if (owner.heir) {
+      Holder& heir = *find_holder(holders, *owner.heir);
+      if (heir.klass == HolderClass::kActive || heir.klass == HolderClass::kOrphan) {
+        heir.klass = HolderClass::kHeir;
+      }
+      heir.inherited_from = owner.pid;
+      heir.heir = owner.candidates.front().evidence;
+      heir.gpu_memory = owner.gpu_memory;
+    } else if (owner.candidates.empty()) {
+      Holder foreign;
+      foreign.process.pid = owner.pid;
+      foreign.process.comm = "?";
+      foreign.klass = HolderClass::kForeign;
+      foreign.visible = false;
+      foreign.gpu_memory = owner.gpu_memory;
+      holders.push_back(std::move(foreign));
+    }
+  }
+}
+
+// Per selected GPU: the used memory that visible holders, ambiguous dead owners and gone MPS
+// clients explain, and the rest.
+std::vector<GpuReport> gpu_reports(const GpuView& view, const Options& options,
+                                   const std::vector<Holder>& holders,
+                                   const std::vector<DeadOwner>& dead_owners,
+                                   const MpsLeftovers& mps) {
+  std::vector<GpuReport> reports;
+  for (const Gpu& gpu : view.gpus) {
+    if (!selected(options, gpu.index)) continue;
+    GpuReport report;
+    report.gpu = gpu;
     for (const Holder& h : holders) {
-      if (h.visible && h.service == NodeService::kMpsServer) servers.push_back(&h);
-    }
-    for (Holder& h : holders) {
-      if (h.service || in_mps_list.count(h.process.pid) == 0) continue;
-      h.mps_client = true;
-      h.mps_server = server_of(h, servers);
-      if (has_live_thread(h.process)) mps.live_clients.insert(h.process.pid);
-    }
-    // NVML's entries: to live holders directly; dead owners' entries collected per owner.
-    std::set<Pid> listed_pids;
-    std::map<Pid, std::map<unsigned, Bytes>> dead;
-    for (const auto& [gpu, per_pid] : listed) {
-      for (const auto& [pid, bytes] : per_pid) {
-        listed_pids.insert(pid);
-        if (Holder* h = find_holder(pid)) {
-          h->gpu_memory[gpu] = bytes;
-        } else if (input.missing_pids.count(pid) > 0) {
-          // A gone MPS client's memory is the server's to free, not an heir's: NVML's MPS list
-          // says so even when the server is not recognised here (never hand it to an heir —
-          // the weak rule would pick the MPS daemon).
-          if (in_mps_list.count(pid) > 0) {
-            mps.gone_clients[gpu][pid] = bytes;
-          } else {
-            dead[pid][gpu] = bytes;
-          }
-        }
+      if (!h.visible) continue;
+      if (auto it = h.gpu_memory.find(gpu.index); it != h.gpu_memory.end()) {
+        report.attributed += it->second;
       }
     }
-    // Holders NVML does not list. A monitor needs positive evidence: a trusted tool or service
-    // (Holder::service) with no context. Anything else may hold what a dead owner left: a
-    // context shape makes an heir candidate; so does a holder of unmapped files, but only
-    // through its group or session (tie_heirs). Before, "no context" alone made a monitor, and
-    // a user's process that kept the files unmapped was skipped by every kill selector.
-    std::vector<const Holder*> heir_candidates;
-    for (Holder& h : holders) {
-      if (listed_pids.count(h.process.pid) > 0) continue;
-      if (h.service) {
-        if (!looks_like_context(h) && is_plain_live(h)) h.klass = HolderClass::kMonitor;
-        continue;  // a service's context is its own
-      }
-      if (h.klass != HolderClass::kZombieLeader && h.klass != HolderClass::kZombie) {
-        heir_candidates.push_back(&h);
+    for (const DeadOwner& owner : dead_owners) {
+      if (!owner.ambiguous) continue;
+      if (auto it = owner.gpu_memory.find(gpu.index); it != owner.gpu_memory.end()) {
+        report.attributed += it->second;
       }
     }
-    // A dead owner's memory passes to its heir; with no candidate at all it is foreign; with
-    // candidates but no heir it stays the dead owner's, reported with the candidates.
-    out.dead_owners = tie_heirs(dead, heir_candidates);
-    for (const DeadOwner& owner : out.dead_owners) {
-      if (owner.heir) {
-        Holder& heir = *find_holder(*owner.heir);
-        if (heir.klass == HolderClass::kActive || heir.klass == HolderClass::kOrphan) {
-          heir.klass = HolderClass::kHeir;
-        }
-        heir.inherited_from = owner.pid;
-        heir.heir = owner.candidates.front().evidence;
-        heir.gpu_memory = owner.gpu_memory;
-      } else if (owner.candidates.empty()) {
-        Holder foreign;
-        foreign.process.pid = owner.pid;
-        foreign.process.comm = "?";
-        foreign.klass = HolderClass::kForeign;
-        foreign.visible = false;
-        foreign.gpu_memory = owner.gpu_memory;
-        holders.push_back(std::move(foreign));
-      }
+    if (auto it = mps.gone_clients.find(gpu.index); it != mps.gone_clients.end()) {
+      for (const auto& entry : it->second) report.attributed += entry.second;
     }
-
-    for (const Gpu& gpu : input.gpu_view->gpus) {
-      if (!selected(options, gpu.index)) continue;
-      GpuReport report;
-      report.gpu = gpu;
-      for (const Holder& h : holders) {
-        if (!h.visible) continue;
-        if (auto it = h.gpu_memory.find(gpu.index); it != h.gpu_memory.end()) {
-          report.attributed += it->second;
-        }
-      }
-      for (const DeadOwner& owner : out.dead_owners) {
-        if (!owner.ambiguous) continue;
-        if (auto it = owner.gpu_memory.find(gpu.index); it != owner.gpu_memory.end()) {
-          report.attributed += it->second;
-        }
-      }
-      if (auto it = mps.gone_clients.find(gpu.index); it != mps.gone_clients.end()) {
-        for (const auto& entry : it->second) report.attributed += entry.second;
-      }
-      const Bytes used = gpu.memory ? gpu.memory->used : 0;
-      report.attributed = std::min(report.attributed, used);
-      report.unattributed = used - report.attributed;
-      out.gpus.push_back(std::move(report));
-    }
+    const Bytes used = gpu.memory ? gpu.memory->used : 0;
+    report.attributed = std::min(report.attributed, used);
+    report.unattributed = used - report.attributed;
+    reports.push_back(std::move(report));
   }
+  return reports;
+}
 
-  if (!input.gpu_view) {
-    // Without NVML: a trusted tool with no context shape is a monitor, as above.
-    for (Holder& h : holders) {
-      if (h.service && is_plain_live(h) && !looks_like_context(h)) h.klass = HolderClass::kMonitor;
-    }
-  }
-
-  std::sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) {
-    if (a.visible != b.visible) return a.visible;
-    return a.process.pid < b.process.pid;
-  });
-
-  std::optional<UsedMemoryBudget> budget;
-  if (input.gpu_view) budget.emplace(*input.gpu_view, listed);
-  // Bytes reported for holders this namespace cannot see (foreign), per GPU: they are part of
-  // the unattributed rest too, and must not be reported a second time (issue 13 item 11).
+// One problem per holder and GPU it holds memory on (a stray context's on the GPUs it strays
+// to), each figure taken from the GPU's used memory so that they never add up to more. Returns
+// the bytes so reported for holders this namespace cannot see (foreign), per GPU: they are part
+// of the unattributed rest too, and must not be reported a second time (issue 13 item 11).
+std::map<unsigned, Bytes> holder_problems(const std::vector<Holder>& holders,
+                                          const Options& options,
+                                          std::optional<UsedMemoryBudget>& budget,
+                                          std::vector<Problem>& problems) {
   std::map<unsigned, Bytes> hidden_reported;
   for (const Holder& h : holders) {
     // A zombie matters only while NVML still counts memory for it.
@@ -673,8 +696,8 @@ Diagnosis diagnose(Input input, const Options& options) {
         (h.klass == HolderClass::kZombie && h.gpu_memory.empty())) {
       continue;
     }
-    if (!input.gpu_view) {
-      out.problems.push_back(holder_problem(h, std::nullopt, std::nullopt));
+    if (!budget) {
+      problems.push_back(holder_problem(h, std::nullopt, std::nullopt));
       continue;
     }
     bool reported = false;
@@ -687,31 +710,44 @@ Diagnosis diagnose(Input input, const Options& options) {
                                        : holder_problem(h, gpu, shown);
       p.message += note;
       p.bytes = shown;
-      out.problems.push_back(std::move(p));
+      problems.push_back(std::move(p));
       reported = true;
     }
     // A context shape with no memory anywhere is still worth a line when no GPU is excluded.
     if (!reported && h.gpu_memory.empty() && !options.gpus && h.klass != HolderClass::kActive) {
-      out.problems.push_back(holder_problem(h, std::nullopt, std::nullopt));
+      problems.push_back(holder_problem(h, std::nullopt, std::nullopt));
     }
   }
-  for (const DeadOwner& owner : out.dead_owners) {
+  return hidden_reported;
+}
+
+// Dead owners whose heir is ambiguous, unless every candidate is excused (ignored or of an
+// allowed user).
+void ambiguous_owner_problems(const std::vector<DeadOwner>& owners, std::vector<Holder>& holders,
+                              const Options& options, UsedMemoryBudget& budget,
+                              std::vector<Problem>& problems) {
+  for (const DeadOwner& owner : owners) {
     if (!owner.ambiguous || options.ignore_pids.count(owner.pid) > 0) continue;
-    // Not a problem when every candidate is excused (ignored or of an allowed user).
     const bool all_excused = std::all_of(owner.candidates.begin(), owner.candidates.end(),
                                          [&](const DeadOwner::Candidate& c) {
-                                           const Holder* h = find_holder(c.pid);
+                                           const Holder* h = find_holder(holders, c.pid);
                                            return h != nullptr && excused(options, *h);
                                          });
     if (all_excused) continue;
     for (const auto& [gpu, bytes] : owner.gpu_memory) {
       if (!selected(options, gpu)) continue;
-      const auto [shown, note] = budget->take(gpu, bytes);
-      out.problems.push_back(ambiguous_problem(owner, gpu, shown, note));
+      const auto [shown, note] = budget.take(gpu, bytes);
+      problems.push_back(ambiguous_problem(owner, gpu, shown, note));
     }
   }
-  if (budget) mps_problems(holders, mps, options, *budget, out.problems);
-  for (const GpuReport& report : out.gpus) {
+}
+
+// The used memory no visible process accounts for, beyond what was named above for foreign
+// holders, when it is more than options.max_unattributed.
+void unattributed_problems(const std::vector<GpuReport>& reports,
+                           std::map<unsigned, Bytes>& hidden_reported, const Options& options,
+                           std::vector<Problem>& problems) {
+  for (const GpuReport& report : reports) {
     const Bytes hidden = std::min(hidden_reported[report.gpu.index], report.unattributed);
     const Bytes rest = report.unattributed - hidden;
     if (rest <= options.max_unattributed) continue;
@@ -728,8 +764,42 @@ Diagnosis diagnose(Input input, const Options& options) {
         "run gpuclean on the host (outside containers); if nothing holds it there, only a GPU "
         "reset (nvidia-smi -r -i " +
         std::to_string(report.gpu.index) + ") or a reboot frees it";
-    out.problems.push_back(std::move(p));
+    problems.push_back(std::move(p));
   }
+}
+
+}  // namespace
+
+Diagnosis diagnose(Input input, const Options& options) {
+  Diagnosis out;
+  std::vector<Holder> holders = holders_of(input);
+  Attribution attribution;
+  if (input.gpu_view) {
+    attribution = attribute(*input.gpu_view, input.missing_pids, holders);
+    out.dead_owners =
+        tie_heirs(attribution.dead, heir_candidates(attribution.listed_pids, holders));
+    apply_dead_owners(out.dead_owners, holders);
+    out.gpus = gpu_reports(*input.gpu_view, options, holders, out.dead_owners, attribution.mps);
+  } else {
+    // Without NVML: a trusted tool with no context shape is a monitor, as above.
+    for (Holder& h : holders) {
+      if (h.service && is_plain_live(h) && !looks_like_context(h)) h.klass = HolderClass::kMonitor;
+    }
+  }
+  std::sort(holders.begin(), holders.end(), [](const Holder& a, const Holder& b) {
+    if (a.visible != b.visible) return a.visible;
+    return a.process.pid < b.process.pid;
+  });
+
+  std::optional<UsedMemoryBudget> budget;
+  if (input.gpu_view) budget.emplace(*input.gpu_view, attribution.listed);
+  std::map<unsigned, Bytes> hidden_reported =
+      holder_problems(holders, options, budget, out.problems);
+  if (budget) {
+    ambiguous_owner_problems(out.dead_owners, holders, options, *budget, out.problems);
+    mps_problems(holders, attribution.mps, options, *budget, out.problems);
+  }
+  unattributed_problems(out.gpus, hidden_reported, options, out.problems);
   out.holders = std::move(holders);
   out.clean = !has_error(out.problems);
   return out;

@@ -93,114 +93,143 @@ bool is_leftover(const Holder& holder) {
   return is_leftover(holder.klass);
 }
 
-KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
-                   const KillSelectors& selectors, const KillContext& context,
-                   const std::vector<DeadOwner>& dead_owners) {
-  KillPlan plan;
-  const Own own{ancestors(table, context.self), descendants(table, context.self)};
-  std::map<Pid, Pid> ambiguous_candidate;  // holder → the dead owner it may have inherited from
-  for (const DeadOwner& owner : dead_owners) {
-    if (!owner.ambiguous) continue;
-    for (const auto& candidate : owner.candidates) ambiguous_candidate[candidate.pid] = owner.pid;
-  }
+namespace {
 
+// What the phases of plan_kill share.
+struct Planning {
+  const ProcessTable& table;
+  const KillSelectors& selectors;
+  const KillContext& context;
+  Own own;
   // The scan's holders, by PID, only where /proc still shows the same process (PID and start
   // time): a PID recycled since the scan is another process and inherits nothing.
   std::map<Pid, const Holder*> holder_of;
   std::set<Pid> recycled;
+  std::map<Pid, Pid> ambiguous_candidate;  // holder → the dead owner it may have inherited from
+  std::map<Pid, std::string> chosen;       // pid → why (the first selector that chose it)
+  std::map<Pid, Pid> named_root;           // descendant → the named PID whose tree it is in
+};
+
+Planning start_planning(const ProcessTable& table, const std::vector<Holder>& holders,
+                        const KillSelectors& selectors, const KillContext& context,
+                        const std::vector<DeadOwner>& dead_owners) {
+  Planning p{table,   selectors,
+             context, Own{ancestors(table, context.self), descendants(table, context.self)},
+             {},      {},
+             {},      {},
+             {}};
+  for (const DeadOwner& owner : dead_owners) {
+    if (!owner.ambiguous) continue;
+    for (const auto& candidate : owner.candidates) p.ambiguous_candidate[candidate.pid] = owner.pid;
+  }
   for (const Holder& h : holders) {
     if (!h.visible) continue;
     auto now = table.find(h.process.pid);
     if (now != table.end() && now->second.start_ticks != h.process.start_ticks) {
-      recycled.insert(h.process.pid);
+      p.recycled.insert(h.process.pid);
       continue;
     }
-    holder_of[h.process.pid] = &h;
+    p.holder_of[h.process.pid] = &h;
   }
+  return p;
+}
 
-  std::map<Pid, std::string> chosen;  // pid → why (the first selector that chose it)
-  std::map<Pid, Pid> named_root;      // descendant → the named PID whose tree it is in
-  for (Pid pid : selectors.pids) {
-    auto it = table.find(pid);
-    const auto wanted_start = selectors.start_ticks.find(pid);
-    if (it == table.end() || (wanted_start != selectors.start_ticks.end() &&
-                              it->second.start_ticks != wanted_start->second)) {
+// The named PIDs, and their trees unless --no-tree.
+void choose_named(Planning& p, KillPlan& plan) {
+  for (Pid pid : p.selectors.pids) {
+    auto it = p.table.find(pid);
+    const auto wanted_start = p.selectors.start_ticks.find(pid);
+    if (it == p.table.end() || (wanted_start != p.selectors.start_ticks.end() &&
+                                it->second.start_ticks != wanted_start->second)) {
       plan.not_found.push_back(pid);
       continue;
     }
-    if (auto reason = protection(it->second, context, own)) {
+    if (auto reason = protection(it->second, p.context, p.own)) {
       plan.refused.push_back({pid, *reason});
       continue;
     }
     // Skipped here, it implies nothing below it either: a user naming root's tmux server must
     // not get every own process under it planned. (A monitor named by PID is a target: being
     // named is the evidence; a trusted one is a node service and needs a confirmation.)
-    if (!context.privileged && it->second.uid && *it->second.uid != context.euid) {
+    if (!p.context.privileged && it->second.uid && *it->second.uid != p.context.euid) {
       plan.skipped.push_back(
           {pid, not_permitted(it->second) + "; its descendants are not implied"});
       continue;
     }
-    chosen.emplace(pid, "named");
-    if (!selectors.tree) continue;
-    for (Pid child : descendants(table, pid)) {
-      chosen.emplace(child, "descendant of " + pid_text(pid));
-      named_root.emplace(child, pid);
+    p.chosen.emplace(pid, "named");
+    if (!p.selectors.tree) continue;
+    for (Pid child : descendants(p.table, pid)) {
+      p.chosen.emplace(child, "descendant of " + pid_text(pid));
+      p.named_root.emplace(child, pid);
     }
   }
-  for (const auto& [pid, info] : table) {
-    for (Pid sid : selectors.sessions) {
-      if (info.sid == sid) chosen.emplace(pid, "session " + pid_text(sid));
-    }
-    for (Pid pgid : selectors.pgids) {
-      if (info.pgid == pgid) chosen.emplace(pid, "process group " + pid_text(pgid));
-    }
-    for (Uid uid : selectors.users) {
-      if (info.uid == uid) chosen.emplace(pid, "user " + info.user);
-    }
-    for (const std::string& cgroup : selectors.cgroups) {
-      if (in_cgroup(info, cgroup)) chosen.emplace(pid, "cgroup " + cgroup);
-    }
-    if (auto owner = owner_match(info, selectors.owners)) chosen.emplace(pid, *owner);
-  }
-  if (selectors.holders || selectors.leftovers) {
-    for (const Holder& h : holders) {
-      if (!h.visible || h.klass == HolderClass::kMonitor) continue;
-      if (!on_selected_gpu(h, selectors.gpus)) continue;
-      const bool wanted = selectors.holders || (selectors.leftovers && is_leftover(h));
-      if (!wanted) continue;
-      if (h.service) {
-        plan.skipped.push_back({h.process.pid, service_reason(h)});
-        continue;
-      }
-      if (auto owner = ambiguous_candidate.find(h.process.pid);
-          selectors.leftovers && !selectors.holders && owner != ambiguous_candidate.end()) {
-        plan.skipped.push_back(
-            {h.process.pid, "may hold the context of dead pid " + pid_text(owner->second) +
-                                ", but so may others (ambiguous): see gpuclean explain " +
-                                pid_text(owner->second) + ", then kill the right one by PID"});
-      } else if (recycled.count(h.process.pid) > 0) {
-        plan.skipped.push_back(
-            {h.process.pid, "its PID was recycled since the scan (now another process)"});
-      } else if (table.count(h.process.pid) == 0) {
-        plan.skipped.push_back({h.process.pid, "exited since the scan"});
-      } else {
-        chosen.emplace(h.process.pid, selectors.holders
-                                          ? std::string("holder")
-                                          : std::string("leftover (") + to_string(h.klass) + ")");
-      }
-    }
-  }
+}
 
-  for (const auto& [pid, why] : chosen) {
-    const ProcessInfo& info = table.at(pid);
-    const auto holder = holder_of.find(pid);
-    const Holder* h = holder == holder_of.end() ? nullptr : holder->second;
-    if (auto reason = protection(info, context, own)) {
+// Sessions, process groups, users, cgroups, jobs and containers: every process of the table.
+void choose_by_membership(Planning& p) {
+  const KillSelectors& s = p.selectors;
+  for (const auto& [pid, info] : p.table) {
+    for (Pid sid : s.sessions) {
+      if (info.sid == sid) p.chosen.emplace(pid, "session " + pid_text(sid));
+    }
+    for (Pid pgid : s.pgids) {
+      if (info.pgid == pgid) p.chosen.emplace(pid, "process group " + pid_text(pgid));
+    }
+    for (Uid uid : s.users) {
+      if (info.uid == uid) p.chosen.emplace(pid, "user " + info.user);
+    }
+    for (const std::string& cgroup : s.cgroups) {
+      if (in_cgroup(info, cgroup)) p.chosen.emplace(pid, "cgroup " + cgroup);
+    }
+    if (auto owner = owner_match(info, s.owners)) p.chosen.emplace(pid, *owner);
+  }
+}
+
+// --holders and --leftovers (narrowed by --gpus): the scan's holders, never a monitor or a
+// node service, never an ambiguous heir candidate for --leftovers alone.
+void choose_holders(Planning& p, const std::vector<Holder>& holders, KillPlan& plan) {
+  const KillSelectors& s = p.selectors;
+  if (!s.holders && !s.leftovers) return;
+  for (const Holder& h : holders) {
+    if (!h.visible || h.klass == HolderClass::kMonitor) continue;
+    if (!on_selected_gpu(h, s.gpus)) continue;
+    const bool wanted = s.holders || (s.leftovers && is_leftover(h));
+    if (!wanted) continue;
+    const Pid pid = h.process.pid;
+    if (h.service) {
+      plan.skipped.push_back({pid, service_reason(h)});
+      continue;
+    }
+    if (auto owner = p.ambiguous_candidate.find(pid);
+        s.leftovers && !s.holders && owner != p.ambiguous_candidate.end()) {
+      plan.skipped.push_back({pid, "may hold the context of dead pid " + pid_text(owner->second) +
+                                       ", but so may others (ambiguous): see gpuclean explain " +
+                                       pid_text(owner->second) +
+                                       ", then kill the right one by PID"});
+    } else if (p.recycled.count(pid) > 0) {
+      plan.skipped.push_back({pid, "its PID was recycled since the scan (now another process)"});
+    } else if (p.table.count(pid) == 0) {
+      plan.skipped.push_back({pid, "exited since the scan"});
+    } else {
+      p.chosen.emplace(pid, s.holders ? std::string("holder")
+                                      : std::string("leftover (") + to_string(h.klass) + ")");
+    }
+  }
+}
+
+// Each chosen process is a target unless protected, a node service chosen too broadly, or
+// another user's without privilege. Targets come out parents first.
+void targets_of_chosen(const Planning& p, KillPlan& plan) {
+  for (const auto& [pid, why] : p.chosen) {
+    const ProcessInfo& info = p.table.at(pid);
+    const auto holder = p.holder_of.find(pid);
+    const Holder* h = holder == p.holder_of.end() ? nullptr : holder->second;
+    if (auto reason = protection(info, p.context, p.own)) {
       plan.skipped.push_back({pid, *reason});
-    } else if (h != nullptr && h->service && named_root.count(pid) == 0 && why != "named") {
+    } else if (h != nullptr && h->service && p.named_root.count(pid) == 0 && why != "named") {
       // Chosen by a session, group, user or cgroup: too broad to end a node service.
       plan.skipped.push_back({pid, service_reason(*h)});
-    } else if (!context.privileged && info.uid && *info.uid != context.euid) {
+    } else if (!p.context.privileged && info.uid && *info.uid != p.context.euid) {
       plan.skipped.push_back({pid, not_permitted(info)});
     } else {
       KillTarget target;
@@ -214,38 +243,54 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
       plan.targets.push_back(std::move(target));
     }
   }
-  sort_parents_first(plan.targets, table);
+  sort_parents_first(plan.targets, p.table);
+}
 
-  if (selectors.broad()) {
+// Why the plan needs a confirmation: broad selectors; a node service among the targets (every
+// job on the node may depend on it); a named PID's tree reaching another user or session (an
+// explicit PID confirms that process, not whatever its tree reaches: a session leader's tree
+// can hold another user's job or a detached daemon).
+void confirm_reasons(const Planning& p, KillPlan& plan) {
+  if (p.selectors.broad()) {
     plan.confirm_reasons.emplace_back("selectors other than explicit PIDs need a confirmation");
   }
-  // Named (or in a named tree), a node service is a target, but never without a confirmation:
-  // every job on the node may depend on it.
   for (const KillTarget& target : plan.targets) {
-    const auto holder = holder_of.find(target.process.pid);
-    if (holder == holder_of.end() || !holder->second->service) continue;
+    const auto holder = p.holder_of.find(target.process.pid);
+    if (holder == p.holder_of.end() || !holder->second->service) continue;
     plan.confirm_reasons.push_back("pid " + pid_text(target.process.pid) + " is the node's " +
                                    describe(*holder->second->service) + " (" +
                                    holder->second->executable +
                                    "): jobs on the node may depend on it");
   }
-  // An explicit PID is a confirmation of that process, not of whatever its tree reaches: a
-  // session leader's tree can hold another user's job or a detached daemon.
   for (const KillTarget& target : plan.targets) {
-    auto root = named_root.find(target.process.pid);
-    if (root == named_root.end()) continue;
-    const ProcessInfo& named = table.at(root->second);
-    const ProcessInfo& p = target.process;
-    if (p.uid && named.uid && *p.uid != *named.uid) {
+    auto root = p.named_root.find(target.process.pid);
+    if (root == p.named_root.end()) continue;
+    const ProcessInfo& named = p.table.at(root->second);
+    const ProcessInfo& t = target.process;
+    if (t.uid && named.uid && *t.uid != *named.uid) {
       plan.confirm_reasons.push_back("the tree of pid " + pid_text(named.pid) +
-                                     " reaches another user's process (pid " + pid_text(p.pid) +
-                                     ", user " + p.user + ")");
-    } else if (p.sid != named.sid) {
+                                     " reaches another user's process (pid " + pid_text(t.pid) +
+                                     ", user " + t.user + ")");
+    } else if (t.sid != named.sid) {
       plan.confirm_reasons.push_back("the tree of pid " + pid_text(named.pid) +
-                                     " reaches another session (pid " + pid_text(p.pid) +
-                                     ", session " + pid_text(p.sid) + ")");
+                                     " reaches another session (pid " + pid_text(t.pid) +
+                                     ", session " + pid_text(t.sid) + ")");
     }
   }
+}
+
+}  // namespace
+
+KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
+                   const KillSelectors& selectors, const KillContext& context,
+                   const std::vector<DeadOwner>& dead_owners) {
+  KillPlan plan;
+  Planning planning = start_planning(table, holders, selectors, context, dead_owners);
+  choose_named(planning, plan);
+  choose_by_membership(planning);
+  choose_holders(planning, holders, plan);
+  targets_of_chosen(planning, plan);
+  confirm_reasons(planning, plan);
   return plan;
 }
 

@@ -172,17 +172,12 @@ std::vector<Problem> problems_about(const Diagnosis& d, Pid pid) {
 
 }  // namespace
 
-void render_explain_text(std::ostream& out, const StatusReport& report,
-                         const ExplainSubject& subject) {
-  const Diagnosis& d = report.diagnosis;
-  const Holder* holder = subject.holder ? &*subject.holder : nullptr;
-  const ProcessInfo* p = holder != nullptr && holder->visible ? &holder->process
-                         : subject.process                    ? &*subject.process
-                                                              : nullptr;
-  if (subject.thread) {
-    out << fmt::format("thread {} of pid {}: explained as its thread group\n", *subject.thread,
-                       subject.pid);
-  }
+namespace {
+
+// The process as /proc shows it (or that /proc lacks it), and whether it is a node service or
+// an MPS client.
+void render_process(std::ostream& out, const StatusReport& report, const ExplainSubject& subject,
+                    const Holder* holder, const ProcessInfo* p) {
   if (p != nullptr) {
     const HolderClass klass = holder != nullptr ? holder->klass : plain_class(*p);
     out << fmt::format("pid {} — {}{}\n", subject.pid, escape_terminal(p->comm),
@@ -222,12 +217,16 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
     }
   } else {
     out << fmt::format("pid {} — not in /proc{}\n", subject.pid,
-                       dead_owner_of(d, subject.pid) != nullptr
+                       dead_owner_of(report.diagnosis, subject.pid) != nullptr
                            ? " (a dead owner: NVML still names it, or it lives in another PID "
                              "namespace)"
                            : "");
   }
+}
 
+// The device files it holds, and the thread asked about.
+void render_holdings(std::ostream& out, const ExplainSubject& subject, const Holder* holder,
+                     const ProcessInfo* p) {
   if (holder != nullptr) {
     for (const HeldFile& f : holder->devices) row(out, "holds", files_text(f));
     if (holder->devices.empty() && holder->visible)
@@ -236,7 +235,12 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
     row(out, "holds", "no selected device file");
   }
   if (subject.thread) row(out, "thread", thread_text(*subject.thread, holder));
+}
 
+// What NVML attributes to it (or to the dead PID it inherited from).
+void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSubject& subject,
+                 const Holder* holder) {
+  const Diagnosis& d = report.diagnosis;
   if (report.nvml_state != NvmlState::kPresent) {
     row(out, "NVML",
         "not available (" + std::string(to_string(report.nvml_state)) + "): GPU memory unknown");
@@ -257,6 +261,12 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
   } else {
     row(out, "NVML", "names no GPU memory for it");
   }
+}
+
+// Heirs and dead owners: its evidence, the dead owners it may hold the context of, its heir, or
+// why it has none.
+void render_heirs(std::ostream& out, const Diagnosis& d, const ExplainSubject& subject,
+                  const Holder* holder) {
   if (holder != nullptr && holder->heir) {
     row(out, "evidence", escape_terminal(describe(*holder->heir)));
   }
@@ -292,6 +302,13 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
           "with an inherited CUDA context)");
     }
   }
+}
+
+// Its problems with their fixes, or why it has none.
+void render_explain_verdict(std::ostream& out, const StatusReport& report,
+                            const ExplainSubject& subject, const Holder* holder,
+                            const ProcessInfo* p) {
+  const Diagnosis& d = report.diagnosis;
   const std::vector<Problem> problems = problems_about(d, subject.pid);
   for (const Problem& problem : problems) {
     // A warning (a stray context) does not make the GPUs dirty: it is not called a problem.
@@ -313,6 +330,25 @@ void render_explain_text(std::ostream& out, const StatusReport& report,
       row(out, "verdict", "holds no GPU memory: nothing to do");
     }
   }
+}
+
+}  // namespace
+
+void render_explain_text(std::ostream& out, const StatusReport& report,
+                         const ExplainSubject& subject) {
+  const Holder* holder = subject.holder ? &*subject.holder : nullptr;
+  const ProcessInfo* p = holder != nullptr && holder->visible ? &holder->process
+                         : subject.process                    ? &*subject.process
+                                                              : nullptr;
+  if (subject.thread) {
+    out << fmt::format("thread {} of pid {}: explained as its thread group\n", *subject.thread,
+                       subject.pid);
+  }
+  render_process(out, report, subject, holder, p);
+  render_holdings(out, subject, holder, p);
+  render_nvml(out, report, subject, holder);
+  render_heirs(out, report.diagnosis, subject, holder);
+  render_explain_verdict(out, report, subject, holder, p);
 }
 
 void render_explain_json(std::ostream& out, const StatusReport& report,

@@ -154,21 +154,12 @@ std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
 
 }  // namespace
 
-std::vector<MetricFamily> metric_families(const MetricsReport& report) {
-  std::vector<MetricFamily> families;
+namespace {
 
-  auto build = gauge_family("gpuclean_build_info", "gpuclean's version; the value is always 1");
-  add(build, 1, {{"version", report.version}});
-  families.push_back(std::move(build));
-
-  auto success = gauge_family("gpuclean_scan_success",
-                              "1 when the last scan of /proc and the GPUs succeeded, else 0");
-  add(success, report.status ? 1 : 0);
-  families.push_back(std::move(success));
-  if (!report.status) return families;
+// How the last scan went: its duration and time, NVML's state; what it read (processes, and
+// those it could not read in full).
+void scan_families(const MetricsReport& report, std::vector<MetricFamily>& families) {
   const StatusReport& status = *report.status;
-  const Diagnosis& diagnosis = status.diagnosis;
-
   auto duration = gauge_family("gpuclean_scan_duration_seconds",
                                "Wall time of the last scan (/proc, NVML and the diagnosis)");
   add(duration, report.scan_seconds);
@@ -184,7 +175,24 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   for (const char* state : kNvmlStates)
     add(nvml, std::string_view(to_string(status.nvml_state)) == state ? 1 : 0, {{"state", state}});
   families.push_back(std::move(nvml));
+}
 
+void scan_reach_families(const StatusReport& status, std::vector<MetricFamily>& families) {
+  auto scanned = gauge_family("gpuclean_scan_processes", "Processes looked at by the last scan");
+  add(scanned, static_cast<double>(status.stats.processes));
+  families.push_back(std::move(scanned));
+  auto denied = gauge_family("gpuclean_scan_unreadable_processes",
+                             "Processes the last scan could not fully read (permission)");
+  add(denied, static_cast<double>(status.stats.denied));
+  families.push_back(std::move(denied));
+  auto incomplete = gauge_family(
+      "gpuclean_scan_incomplete_processes",
+      "Processes the last scan read only in part (maps or descriptors past the read deadline)");
+  add(incomplete, static_cast<double>(status.stats.incomplete));
+  families.push_back(std::move(incomplete));
+}
+
+void verdict_families(const StatusReport& status, std::vector<MetricFamily>& families) {
   // NVML failing makes the verdict unknown: never 1 here, so a dashboard cannot show clean.
   const Verdict verdict = verdict_of(status);
   auto clean = gauge_family("gpuclean_clean",
@@ -199,7 +207,9 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
                                "0 for the others");
   for (Verdict v : kVerdicts) add(verdicts, v == verdict ? 1 : 0, {{"verdict", to_string(v)}});
   families.push_back(std::move(verdicts));
+}
 
+void gpu_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& families) {
   // Per GPU: what NVML says is used, and how much of it live holders explain. Without NVML
   // there are no GPUs to list (the GPU list is unknown, not empty of memory).
   auto total = gauge_family("gpuclean_gpu_memory_total_bytes", "GPU memory, total");
@@ -224,7 +234,10 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   for (auto* family : {&total, &used, &attributed, &unattributed}) {
     families.push_back(std::move(*family));
   }
+}
 
+// Holders by class and problems by kind, every class and kind listed (0 when none).
+void count_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& families) {
   auto holders =
       gauge_family("gpuclean_holders", "Processes holding the selected device files, by class");
   std::map<std::string, double> by_class;
@@ -239,7 +252,9 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   for (const Problem& problem : diagnosis.problems) by_kind[problem.kind] += 1;
   for (const auto& [kind, count] : by_kind) add(problems, count, {{"kind", kind}});
   families.push_back(std::move(problems));
+}
 
+void holder_memory_family(const Diagnosis& diagnosis, std::vector<MetricFamily>& families) {
   // The holders behind the problems, bounded: kMaxHolderSeries - 1 named, largest first, when
   // there are more than kMaxHolderSeries; the rest in one {pid="other"} series.
   auto per_holder = gauge_family(
@@ -273,19 +288,29 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   }
   if (other) add(per_holder, as_double(*other), {{"pid", "other"}});
   families.push_back(std::move(per_holder));
+}
 
-  auto scanned = gauge_family("gpuclean_scan_processes", "Processes looked at by the last scan");
-  add(scanned, static_cast<double>(status.stats.processes));
-  families.push_back(std::move(scanned));
-  auto denied = gauge_family("gpuclean_scan_unreadable_processes",
-                             "Processes the last scan could not fully read (permission)");
-  add(denied, static_cast<double>(status.stats.denied));
-  families.push_back(std::move(denied));
-  auto incomplete = gauge_family(
-      "gpuclean_scan_incomplete_processes",
-      "Processes the last scan read only in part (maps or descriptors past the read deadline)");
-  add(incomplete, static_cast<double>(status.stats.incomplete));
-  families.push_back(std::move(incomplete));
+}  // namespace
+
+std::vector<MetricFamily> metric_families(const MetricsReport& report) {
+  std::vector<MetricFamily> families;
+
+  auto build = gauge_family("gpuclean_build_info", "gpuclean's version; the value is always 1");
+  add(build, 1, {{"version", report.version}});
+  families.push_back(std::move(build));
+
+  auto success = gauge_family("gpuclean_scan_success",
+                              "1 when the last scan of /proc and the GPUs succeeded, else 0");
+  add(success, report.status ? 1 : 0);
+  families.push_back(std::move(success));
+  if (!report.status) return families;
+  const StatusReport& status = *report.status;
+  scan_families(report, families);
+  verdict_families(status, families);
+  gpu_families(status.diagnosis, families);
+  count_families(status.diagnosis, families);
+  holder_memory_family(status.diagnosis, families);
+  scan_reach_families(status, families);
   return families;
 }
 

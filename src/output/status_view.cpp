@@ -200,12 +200,21 @@ std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int wi
   return bar + "]";
 }
 
-void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
-  const Paint paint{style.color};
-  const auto& d = report.diagnosis;
-  const Table table{paint, style.width, owner_column_width(d.holders)};
-  const auto width = static_cast<std::size_t>(std::max(style.width, 20));
-  // "gpuclean · host · time · driver …": the parts that do not fit go on a second line.
+namespace {
+
+// `text` wrapped to `width`, continuation lines indented by `indent`.
+std::string wrapped(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string lines;
+  for (const std::string& line : wrap_words(text, width - indent)) {
+    lines += (lines.empty() ? "" : "\n" + std::string(indent, ' ')) + line;
+  }
+  return lines;
+}
+
+// "gpuclean · host · time · driver …": the parts that do not fit go on a second line. Then what
+// NVML's state means for the figures below.
+void render_heading(std::ostream& out, const StatusReport& report, const Paint& paint,
+                    std::size_t width) {
   std::vector<std::string> parts = {"gpuclean", cut_to_columns(escape_terminal(report.host), 40),
                                     rfc3339(report.time)};
   if (report.nvml_state == NvmlState::kPresent) {
@@ -222,75 +231,83 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     }
   }
   out << paint(heading, kBold) << '\n';
-  auto wrapped = [width](const std::string& text, std::size_t indent) {
-    std::string lines;
-    for (const std::string& line : wrap_words(text, width - indent)) {
-      lines += (lines.empty() ? "" : "\n" + std::string(indent, ' ')) + line;
-    }
-    return lines;
-  };
   constexpr const char* kUnknownMemory =
       "  memory per GPU is unknown; device-file holders below come from /proc alone";
   if (report.nvml_state == NvmlState::kAbsent) {
-    out << paint(wrapped("NVML not available: " + escape_terminal(report.nvml_message), 2), kYellow)
+    out << paint(wrapped("NVML not available: " + escape_terminal(report.nvml_message), width, 2),
+                 kYellow)
         << '\n'
-        << wrapped(kUnknownMemory, 2) << '\n';
+        << wrapped(kUnknownMemory, width, 2) << '\n';
   } else if (report.nvml_state == NvmlState::kFailed) {
-    out << paint(wrapped("NVML failed: " + escape_terminal(report.nvml_message), 2), kRed) << '\n'
-        << wrapped(kUnknownMemory, 2) << '\n';
+    out << paint(wrapped("NVML failed: " + escape_terminal(report.nvml_message), width, 2), kRed)
+        << '\n'
+        << wrapped(kUnknownMemory, width, 2) << '\n';
   } else if (report.nvml_state == NvmlState::kDisabled) {
     out << "NVML not used (--no-nvml): memory per GPU is unknown\n";
   }
   if (report.files.empty()) out << "No device files match (no /dev/nvidia* on this machine)\n";
   out << '\n';
+}
 
-  for (const GpuReport& g : d.gpus) {
-    const GpuMemory memory = g.gpu.memory.value_or(GpuMemory{});
-    // "GPU 0  NAME  [bar]  used / total used  (… attributed, … unattributed)": the bar
-    // takes what the rest leaves (10 to 40 cells); the split goes on its own line when the
-    // whole does not fit.
-    const std::string name = cut_to_columns(escape_terminal(g.gpu.name), 32);
-    const std::string head = fmt::format("GPU {}  {}  ", g.gpu.index, name);
-    const std::string used =
-        fmt::format("  {} / {} used", format_bytes(memory.used), format_bytes(memory.total));
-    const std::string split = fmt::format("({} attributed, {} unattributed)",
-                                          format_bytes(g.attributed), format_bytes(g.unattributed));
-    const std::size_t fixed = display_columns(head) + display_columns(used) + 2;
-    const bool one_line = fixed + 10 + 2 + display_columns(split) <= width;
-    const std::size_t rest = one_line ? fixed + 2 + display_columns(split) : fixed;
-    const int bar_width =
-        static_cast<int>(std::clamp<std::size_t>(width > rest ? width - rest : 0, 10, 40));
-    out << head << memory_bar(memory.total, g.attributed, g.unattributed, bar_width) << used;
-    if (one_line) {
-      out << "  " << split << '\n';
+// "GPU 0  NAME  [bar]  used / total used  (… attributed, … unattributed)": the bar takes what
+// the rest leaves (10 to 40 cells); the split goes on its own line when the whole does not fit.
+void render_gpu_line(std::ostream& out, const GpuReport& g, std::size_t width) {
+  const GpuMemory memory = g.gpu.memory.value_or(GpuMemory{});
+  const std::string name = cut_to_columns(escape_terminal(g.gpu.name), 32);
+  const std::string head = fmt::format("GPU {}  {}  ", g.gpu.index, name);
+  const std::string used =
+      fmt::format("  {} / {} used", format_bytes(memory.used), format_bytes(memory.total));
+  const std::string split = fmt::format("({} attributed, {} unattributed)",
+                                        format_bytes(g.attributed), format_bytes(g.unattributed));
+  const std::size_t fixed = display_columns(head) + display_columns(used) + 2;
+  const bool one_line = fixed + 10 + 2 + display_columns(split) <= width;
+  const std::size_t rest = one_line ? fixed + 2 + display_columns(split) : fixed;
+  const int bar_width =
+      static_cast<int>(std::clamp<std::size_t>(width > rest ? width - rest : 0, 10, 40));
+  out << head << memory_bar(memory.total, g.attributed, g.unattributed, bar_width) << used;
+  if (one_line) {
+    out << "  " << split << '\n';
+  } else {
+    out << '\n' << std::string(7, ' ') << split << '\n';
+  }
+}
+
+// One GPU: its line, then its holders as trees (the node's services are shown below, with
+// theirs) and the dead owners whose memory on it no heir claims.
+void render_gpu(std::ostream& out, const GpuReport& g, const StatusReport& report,
+                const Table& table, std::size_t width) {
+  const Diagnosis& d = report.diagnosis;
+  render_gpu_line(out, g, width);
+  std::vector<const Holder*> group;
+  bool service_memory = false;
+  for (const Holder& h : d.holders) {
+    if (h.gpu_memory.count(g.gpu.index) == 0) continue;
+    if (h.service) {
+      service_memory = true;  // shown with the node's services, below
     } else {
-      out << '\n' << std::string(7, ' ') << split << '\n';
-    }
-    std::vector<const Holder*> group;
-    bool service_memory = false;
-    for (const Holder& h : d.holders) {
-      if (h.gpu_memory.count(g.gpu.index) == 0) continue;
-      if (h.service) {
-        service_memory = true;  // shown with the node's services, below
-      } else {
-        group.push_back(&h);
-      }
-    }
-    std::vector<const DeadOwner*> unclaimed;  // ambiguous dead owners on this GPU
-    for (const DeadOwner& owner : d.dead_owners) {
-      if (owner.ambiguous && owner.gpu_memory.count(g.gpu.index) > 0) unclaimed.push_back(&owner);
-    }
-    if (group.empty() && unclaimed.empty()) {
-      out << paint(service_memory ? "  no processes but the node's services (below)"
-                                  : "  no processes",
-                   kDim)
-          << '\n';
-    } else {
-      out << table_header(table);
-      render_tree(out, group, g.gpu.index, report.time, table);
-      for (const DeadOwner* owner : unclaimed) out << dead_owner_row(*owner, g.gpu.index, table);
+      group.push_back(&h);
     }
   }
+  std::vector<const DeadOwner*> unclaimed;  // ambiguous dead owners on this GPU
+  for (const DeadOwner& owner : d.dead_owners) {
+    if (owner.ambiguous && owner.gpu_memory.count(g.gpu.index) > 0) unclaimed.push_back(&owner);
+  }
+  if (group.empty() && unclaimed.empty()) {
+    out << table.paint(
+               service_memory ? "  no processes but the node's services (below)" : "  no processes",
+               kDim)
+        << '\n';
+    return;
+  }
+  out << table_header(table);
+  render_tree(out, group, g.gpu.index, report.time, table);
+  for (const DeadOwner* owner : unclaimed) out << dead_owner_row(*owner, g.gpu.index, table);
+}
+
+// Holders with no GPU memory, then the node's own GPU software (expected holders, never
+// problems while they work).
+void render_other_holders(std::ostream& out, const StatusReport& report, const Table& table) {
+  const Diagnosis& d = report.diagnosis;
   std::vector<const Holder*> others;
   std::vector<const Holder*> services;
   for (const Holder& h : d.holders) {
@@ -306,25 +323,30 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     render_tree(out, others, std::nullopt, report.time, table);
   }
   if (!services.empty()) {
-    // The node's own GPU software: expected holders, never problems while they work.
     out << "Node services (memory: all GPUs)\n";
     out << table_header(table);
     render_tree(out, services, std::nullopt, report.time, table);
   }
-  const auto warnings = static_cast<std::size_t>(
-      std::count_if(d.problems.begin(), d.problems.end(),
-                    [](const Problem& p) { return p.severity == Severity::kWarning; }));
-  const std::size_t errors = d.problems.size() - warnings;
-  if (!d.problems.empty()) {
-    // Warnings ("!") leave the GPUs clean: under their own heading when nothing else is wrong.
-    out << '\n' << paint(errors > 0 ? "Problems" : "Warnings", kBold) << '\n';
-    for (const Problem& p : d.problems) {
-      const bool warning = p.severity == Severity::kWarning;
-      out << "  " << paint(warning ? "!" : "✗", warning ? kYellow : kRed) << ' '
-          << wrapped(escape_terminal(p.message), 4) << '\n';
-      out << "    fix: " << wrapped(escape_terminal(p.fix), 9) << '\n';
-    }
+}
+
+// The problems with their fixes. Warnings ("!") leave the GPUs clean: under their own heading
+// when nothing else is wrong.
+void render_problems(std::ostream& out, const Diagnosis& d, std::size_t errors, const Paint& paint,
+                     std::size_t width) {
+  if (d.problems.empty()) return;
+  out << '\n' << paint(errors > 0 ? "Problems" : "Warnings", kBold) << '\n';
+  for (const Problem& p : d.problems) {
+    const bool warning = p.severity == Severity::kWarning;
+    out << "  " << paint(warning ? "!" : "✗", warning ? kYellow : kRed) << ' '
+        << wrapped(escape_terminal(p.message), width, 4) << '\n';
+    out << "    fix: " << wrapped(escape_terminal(p.fix), width, 9) << '\n';
   }
+}
+
+// The last line: CLEAN, DIRTY or UNKNOWN, and why.
+void render_verdict(std::ostream& out, const StatusReport& report, std::size_t warnings,
+                    std::size_t errors, const Paint& paint) {
+  const Diagnosis& d = report.diagnosis;
   const std::string warning_count = fmt::format("{} warning{}", warnings, warnings == 1 ? "" : "s");
   out << '\n';
   if (verdict_of(report) == Verdict::kUnknown && report.nvml_state != NvmlState::kFailed) {
@@ -350,6 +372,24 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
     out << paint("DIRTY", kRed) << fmt::format(": {} problem{}", errors, errors == 1 ? "" : "s")
         << (warnings > 0 ? ", " + warning_count : "") << '\n';
   }
+}
+
+}  // namespace
+
+void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
+  const Paint paint{style.color};
+  const Diagnosis& d = report.diagnosis;
+  const Table table{paint, style.width, owner_column_width(d.holders)};
+  const auto width = static_cast<std::size_t>(std::max(style.width, 20));
+  render_heading(out, report, paint, width);
+  for (const GpuReport& g : d.gpus) render_gpu(out, g, report, table, width);
+  render_other_holders(out, report, table);
+  const auto warnings = static_cast<std::size_t>(
+      std::count_if(d.problems.begin(), d.problems.end(),
+                    [](const Problem& p) { return p.severity == Severity::kWarning; }));
+  const std::size_t errors = d.problems.size() - warnings;
+  render_problems(out, d, errors, paint, width);
+  render_verdict(out, report, warnings, errors, paint);
 }
 
 void render_status_json(std::ostream& out, const StatusReport& report) {
