@@ -31,6 +31,9 @@
 
 namespace {
 
+using namespace gpuclean;       // NOLINT(google-build-using-namespace): main.cpp only
+using namespace gpuclean::cli;  // NOLINT(google-build-using-namespace)
+
 // `gpuclean --version`: the release, the commit, and what this build can do.
 std::string version_text() {
   std::string text = "gpuclean " GPUCLEAN_VERSION " (commit " GPUCLEAN_COMMIT ")\n";
@@ -49,8 +52,6 @@ constexpr const char* kDescription =
 // Parses `args` (argv without the program name) into `app`: nullopt to go on, or the exit code
 // (help, version, usage error).
 std::optional<int> parse(CLI::App& app, const std::vector<std::string>& args) {
-  using namespace gpuclean;
-  using namespace gpuclean::cli;
   // CLI11 wants argv; `gpuclean help kill` has become `gpuclean kill --help` in `args`.
   if (const std::string unknown = unknown_command_asking_help(app, args); !unknown.empty()) {
     std::cerr << usage_message("", unknown);
@@ -87,8 +88,6 @@ void set_up_app(CLI::App& app) {
 // `gpuclean run` starts a workload: building every other subcommand's parser (CLI11, about a
 // millisecond here) would be added to each start (bench/run_bench.sh), so run parses alone.
 int run_alone(const std::vector<std::string>& args) {
-  using namespace gpuclean;
-  using namespace gpuclean::cli;
   CLI::App app{kDescription, "gpuclean"};
   set_up_app(app);
   app.require_subcommand(1, 1);
@@ -98,9 +97,90 @@ int run_alone(const std::vector<std::string>& args) {
   return run_run(options, Io{std::cout, std::cerr});
 }
 
+// Every command's options, filled by one parse of the whole line.
+struct Commands {
+  // `gpuclean` alone is `gpuclean status`: the top-level app takes status's flags too.
+  StatusOptions status;
+  StatusOptions check;
+  ExplainOptions explain;
+  WaitOptions wait;
+  KillOptions kill;
+  WhoOptions who;
+  RunOptions run;  // `gpuclean run` parses alone; here for --help and `gpuclean --json run`
+  PlotOptions plot;
+  SnapshotOptions snapshot;
+  DiffCommandOptions diff;
+#ifdef GPUCLEAN_METRICS
+  MetricsOptions metrics;
+#endif
+  TopOptions top;
+  CompletionOptions completion;
+  StatusOptions bare;  // the global options given before a command
+
+  void add_to(CLI::App& app) {
+    add_status_command(app, status);
+    add_check_command(app, check);
+    add_explain_command(app, explain);
+    add_wait_command(app, wait);
+    add_kill_command(app, kill);
+    add_who_command(app, who);
+    add_run_command(app, run);
+    add_plot_command(app, plot);
+    add_snapshot_command(app, snapshot);
+    add_diff_command(app, diff);
+#ifdef GPUCLEAN_METRICS
+    metrics.version = GPUCLEAN_VERSION;
+    add_metrics_command(app, metrics);
+#endif
+    add_top_command(app, top);
+    add_completion_command(app, completion);
+    add_common_options(app, bare.common, HookScope::kInspect);
+  }
+
+  // Where each subcommand keeps the global options, so that those given before it apply.
+  std::map<std::string, CommonOptions*> common_of() {
+    return {
+        {"status", &status.common},
+        {"check", &check.common},
+        {"explain", &explain.common},
+        {"wait", &wait.status.common},
+        {"kill", &kill.common},
+        {"who", &who.common},
+        {"run", &run.check.common},
+        {"plot", nullptr},
+        {"snapshot", &snapshot.common},
+        {"diff", &diff.common},
+        {"completion", &completion.common},
+        {"top", &top.status.common},
+#ifdef GPUCLEAN_METRICS
+        {"metrics", &metrics.status.common},
+#endif
+    };
+  }
+
+  int dispatch(const CLI::App& app, const Io& io) {
+    const bool terminal = ::isatty(STDOUT_FILENO) != 0;
+    if (app.got_subcommand("run")) return run_run(run, io);
+    if (app.got_subcommand("completion")) return run_completion(app, completion, io);
+    if (app.got_subcommand("who")) return run_who(who, io);
+    if (app.got_subcommand("top")) return run_top(top, io);
+    if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
+    if (app.got_subcommand("diff")) return run_diff(diff, io);
+#ifdef GPUCLEAN_METRICS
+    if (app.got_subcommand("metrics")) return run_metrics(metrics, io);
+#endif
+    if (app.got_subcommand("check") && !check.against.empty()) return run_check_against(check, io);
+    if (app.got_subcommand("plot")) return run_plot(plot, io, terminal);
+    if (app.got_subcommand("check")) return run_check(check, io);
+    if (app.got_subcommand("explain")) return run_explain(explain, io);
+    if (app.got_subcommand("kill")) return run_kill(kill, io, ::isatty(STDIN_FILENO) != 0);
+    if (app.got_subcommand("wait")) return run_wait(wait, io, ::isatty(STDERR_FILENO) != 0);
+    if (app.got_subcommand("status")) return run_status(status, io, terminal);
+    return run_status(bare, io, terminal);
+  }
+};
+
 int run(int argc, char** argv) {
-  using namespace gpuclean;
-  using namespace gpuclean::cli;
   const std::vector<std::string> args = expand_help_command({argv + 1, argv + argc});
   if (!args.empty() && args.front() == "run") return run_alone(args);
   CLI::App app{kDescription, "gpuclean"};
@@ -108,39 +188,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", version_text(),
                        "Show the version, commit and what is built in");
-
-  // `gpuclean` alone is `gpuclean status`: the top-level app takes status's flags too.
-  StatusOptions status;
-  add_status_command(app, status);
-  StatusOptions check;
-  add_check_command(app, check);
-  ExplainOptions explain;
-  add_explain_command(app, explain);
-  WaitOptions wait;
-  add_wait_command(app, wait);
-  KillOptions kill;
-  add_kill_command(app, kill);
-  WhoOptions who;
-  add_who_command(app, who);
-  RunOptions run_options;  // `gpuclean run` parses alone; here for --help and `gpuclean --json run`
-  add_run_command(app, run_options);
-  PlotOptions plot;
-  add_plot_command(app, plot);
-  SnapshotOptions snapshot;
-  add_snapshot_command(app, snapshot);
-  DiffCommandOptions diff;
-  add_diff_command(app, diff);
-#ifdef GPUCLEAN_METRICS
-  MetricsOptions metrics;
-  metrics.version = GPUCLEAN_VERSION;
-  add_metrics_command(app, metrics);
-#endif
-  TopOptions top;
-  add_top_command(app, top);
-  CompletionOptions completion;
-  add_completion_command(app, completion);
-  StatusOptions bare;
-  add_common_options(app, bare.common, HookScope::kInspect);
+  Commands commands;
+  commands.add_to(app);
   set_help_footer(
       app,
       {{"gpuclean", "who holds each GPU, what is wrong, and the fix"},
@@ -149,54 +198,17 @@ int run(int argc, char** argv) {
        {"gpuclean help kill", "one command's options and examples"}},
       {"0  clean or done", "1  dirty, or something remains", "2  usage error",
        "3  NVML failing or /proc unreadable", "124+  gpuclean run only (gpuclean run --help)"});
-
   if (auto exit_code = parse(app, args)) return *exit_code;
-
-  // Where each subcommand keeps the global options, so that those given before it apply.
-  const std::map<std::string, CommonOptions*> common_of = {
-      {"status", &status.common},
-      {"check", &check.common},
-      {"explain", &explain.common},
-      {"wait", &wait.status.common},
-      {"kill", &kill.common},
-      {"who", &who.common},
-      {"run", &run_options.check.common},
-      {"plot", nullptr},
-      {"snapshot", &snapshot.common},
-      {"diff", &diff.common},
-      {"completion", &completion.common},
-      {"top", &top.status.common},
-#ifdef GPUCLEAN_METRICS
-      {"metrics", &metrics.status.common},
-#endif
-  };
+  const auto common_of = commands.common_of();
   for (const CLI::App* sub : app.get_subcommands()) {
-    auto applied = apply_global_options(app, bare.common, *sub, common_of.at(sub->get_name()));
+    auto applied =
+        apply_global_options(app, commands.bare.common, *sub, common_of.at(sub->get_name()));
     if (!applied.ok()) {
       std::cerr << usage_message(sub->get_name(), applied.error().message());
       return kExitUsage;
     }
   }
-
-  const Io io{std::cout, std::cerr};
-  const bool terminal = ::isatty(STDOUT_FILENO) != 0;
-  if (app.got_subcommand("run")) return run_run(run_options, io);
-  if (app.got_subcommand("completion")) return run_completion(app, completion, io);
-  if (app.got_subcommand("who")) return run_who(who, io);
-  if (app.got_subcommand("top")) return run_top(top, io);
-  if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
-  if (app.got_subcommand("diff")) return run_diff(diff, io);
-#ifdef GPUCLEAN_METRICS
-  if (app.got_subcommand("metrics")) return run_metrics(metrics, io);
-#endif
-  if (app.got_subcommand("check") && !check.against.empty()) return run_check_against(check, io);
-  if (app.got_subcommand("plot")) return run_plot(plot, io, terminal);
-  if (app.got_subcommand("check")) return run_check(check, io);
-  if (app.got_subcommand("explain")) return run_explain(explain, io);
-  if (app.got_subcommand("kill")) return run_kill(kill, io, ::isatty(STDIN_FILENO) != 0);
-  if (app.got_subcommand("wait")) return run_wait(wait, io, ::isatty(STDERR_FILENO) != 0);
-  if (app.got_subcommand("status")) return run_status(status, io, terminal);
-  return run_status(bare, io, terminal);
+  return commands.dispatch(app, Io{std::cout, std::cerr});
 }
 
 }  // namespace

@@ -64,58 +64,47 @@ struct Prepared {
   bool usable = false;
 };
 
-// The diagnosis of what `gathered` holds, as a report; usage problems are printed.
-Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io) {
-  Prepared prepared;
-  auto gpus = parse_gpu_list(options.common.gpus);
-  if (!gpus.ok()) {
-    io.err << "gpuclean: " << gpus.error().message() << '\n';
-    prepared.exit_code = kExitUsage;
-    return prepared;
-  }
+// Why the options cannot be used on what was gathered (a usage error, exit 2), or nullopt.
+std::optional<std::string> usage_problem(const StatusOptions& options, const Gathered& gathered,
+                                         const std::optional<std::set<unsigned>>& gpus) {
   for (const std::string& user : options.allow_users) {
     // A typo in --allow-user would excuse nobody and fail a health check for the wrong reason.
     if (auto uid = procfs::uid_of_user(user); !uid.ok()) {
-      io.err << "gpuclean: --allow-user: " << uid.error().message() << '\n';
-      prepared.exit_code = kExitUsage;
-      return prepared;
+      return "--allow-user: " + uid.error().message();
     }
   }
-  if (gathered.nvml_state != NvmlState::kPresent && gpus->has_value()) {
-    io.err << "gpuclean: --gpus needs NVML (which GPU a process uses is known only from NVML's "
-              "process lists), and NVML is "
-           << to_string(gathered.nvml_state) << '\n';
-    prepared.exit_code = kExitUsage;
-    return prepared;
+  if (gathered.nvml_state != NvmlState::kPresent && gpus) {
+    return std::string(
+               "--gpus needs NVML (which GPU a process uses is known only from NVML's process "
+               "lists), and NVML is ") +
+           to_string(gathered.nvml_state);
   }
-
   if (options.expect_gpus && gathered.nvml_state == NvmlState::kDisabled) {
-    io.err << "gpuclean: --expect-gpus needs NVML (it counts the GPUs), and --no-nvml turns it "
-              "off\n";
-    prepared.exit_code = kExitUsage;
-    return prepared;
+    return "--expect-gpus needs NVML (it counts the GPUs), and --no-nvml turns it off";
   }
-  const std::size_t visible_gpus =
-      gathered.input.gpu_view ? gathered.input.gpu_view->gpus.size() : 0;
-  if (gpus->has_value()) {
+  if (gpus) {
     const GpuView none;
     const GpuView& view = gathered.input.gpu_view ? *gathered.input.gpu_view : none;
-    if (auto unknown = diagnose::unknown_gpu(**gpus, view)) {
-      io.err << "gpuclean: --gpus: " << *unknown << '\n';
-      prepared.exit_code = kExitUsage;
-      return prepared;
-    }
+    if (auto unknown = diagnose::unknown_gpu(*gpus, view)) return "--gpus: " + *unknown;
   }
+  return std::nullopt;
+}
 
+// The report of what `gathered` holds, diagnosed with the options; a missing GPU
+// (--expect-gpus) listed first.
+output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
+                               const std::optional<std::set<unsigned>>& gpus) {
   diagnose::Options diagnose_options;
   diagnose_options.max_unattributed =
       static_cast<Bytes>(options.max_used_mib * static_cast<double>(kMiB));
-  diagnose_options.gpus = *gpus;
+  diagnose_options.gpus = gpus;
   diagnose_options.allow_users.insert(options.allow_users.begin(), options.allow_users.end());
   diagnose_options.ignore_pids.insert(options.ignore_pids.begin(), options.ignore_pids.end());
   diagnose_options.strict = options.strict;
+  const std::size_t visible_gpus =
+      gathered.input.gpu_view ? gathered.input.gpu_view->gpus.size() : 0;
 
-  output::StatusReport& report = prepared.report;
+  output::StatusReport report;
   report.host = host_name();
   report.time = unix_now();
   report.nvml_state = gathered.nvml_state;
@@ -140,10 +129,28 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
       report.diagnosis.clean = false;
     }
   }
+  return report;
+}
+
+// The diagnosis of what `gathered` holds, as a report; usage problems are printed. NVML present
+// but failing (the memory answer would be wrong), or processes not read that could hold the
+// device: the verdict is unknown (output::verdict_of), exit 3.
+Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io) {
+  Prepared prepared;
+  auto gpus = parse_gpu_list(options.common.gpus);
+  if (!gpus.ok()) {
+    io.err << "gpuclean: " << gpus.error().message() << '\n';
+    prepared.exit_code = kExitUsage;
+    return prepared;
+  }
+  if (auto problem = usage_problem(options, gathered, *gpus)) {
+    io.err << "gpuclean: " << *problem << '\n';
+    prepared.exit_code = kExitUsage;
+    return prepared;
+  }
+  prepared.report = report_of(options, std::move(gathered), *gpus);
   prepared.usable = true;
-  // NVML present but failing (the memory answer would be wrong), or processes not read that
-  // could hold the device: the verdict is unknown (output::verdict_of), exit 3.
-  switch (output::verdict_of(report)) {
+  switch (output::verdict_of(prepared.report)) {
     case output::Verdict::kClean:
       prepared.exit_code = kExitClean;
       break;
@@ -338,6 +345,42 @@ void add_wait_command(CLI::App& app, WaitOptions& options) {
        "3  NVML failed"});
 }
 
+namespace {
+
+// "waiting 3.2 s: <the first problem that keeps it waiting> (+2 more)", cut to `width` with
+// the last column left empty (some terminals wrap when it is written). Warnings do not keep it
+// waiting.
+std::string waiting_line(const std::vector<Problem>& problems, const std::string& elapsed,
+                         std::size_t width) {
+  const auto is_error = [](const Problem& p) { return p.severity == Severity::kError; };
+  const auto first = std::find_if(problems.begin(), problems.end(), is_error);
+  const auto waiting_on =
+      static_cast<std::size_t>(std::count_if(problems.begin(), problems.end(), is_error));
+  const std::string more = waiting_on > 1 ? fmt::format(" (+{} more)", waiting_on - 1) : "";
+  std::string line = fmt::format("waiting {}: ", elapsed);
+  const std::size_t used = output::display_columns(line) + more.size() + 1;
+  const std::string message = first != problems.end() ? first->message : "";
+  line +=
+      output::cut_to_columns(output::escape_terminal(message), width > used ? width - used : 0) +
+      more;
+  return output::cut_to_columns(line, width - 1);
+}
+
+// What wait shows when --timeout passes while dirty.
+void report_still_dirty(const WaitOptions& options, const output::StatusReport& report,
+                        const std::string& elapsed, const Io& io) {
+  if (options.status.common.json) {
+    output::render_status_json(io.out, report);
+  } else {
+    output::render_check_lines(io.out, report);
+    output::render_check_warnings(io.err, report);
+  }
+  io.err << "gpuclean: wait: still dirty after " << elapsed << " (--timeout " << options.timeout
+         << ")\n";
+}
+
+}  // namespace
+
 int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   using Clock = std::chrono::steady_clock;
   // Often enough to notice a release promptly (the driver frees a killed process's memory in
@@ -380,36 +423,14 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
       return kExitClean;
     }
     if (deadline && Clock::now() >= *deadline) {
-      if (options.status.common.json) {
-        output::render_status_json(io.out, prepared.report);
-      } else {
-        output::render_check_lines(io.out, prepared.report);
-        output::render_check_warnings(io.err, prepared.report);
-      }
-      io.err << "gpuclean: wait: still dirty after " << elapsed() << " (--timeout "
-             << options.timeout << ")\n";
+      report_still_dirty(options, prepared.report, elapsed(), io);
       return kExitDirty;
     }
     if (is_terminal) {
       // One line, rewritten in place: cut to the terminal (a line that wraps would scroll
-      // the screen five times a second). The last column stays empty: some terminals wrap
-      // when it is written.
+      // the screen five times a second).
       const auto width = static_cast<std::size_t>(terminal_columns(STDERR_FILENO, 80));
-      // The first problem that keeps it waiting (an error: warnings do not).
-      const auto first = std::find_if(problems.begin(), problems.end(), [](const Problem& p) {
-        return p.severity == Severity::kError;
-      });
-      const auto waiting_on = static_cast<std::size_t>(
-          std::count_if(problems.begin(), problems.end(),
-                        [](const Problem& p) { return p.severity == Severity::kError; }));
-      std::string more = waiting_on > 1 ? fmt::format(" (+{} more)", waiting_on - 1) : "";
-      std::string line = fmt::format("waiting {}: ", elapsed());
-      const std::size_t used = output::display_columns(line) + more.size() + 1;
-      const std::string message = first != problems.end() ? first->message : "";
-      line += output::cut_to_columns(output::escape_terminal(message),
-                                     width > used ? width - used : 0) +
-              more;
-      io.err << output::cut_to_columns(line, width - 1) << std::flush;
+      io.err << waiting_line(problems, elapsed(), width) << std::flush;
     }
     auto next = Clock::now() + kPollInterval;
     if (deadline && next > *deadline) next = *deadline;

@@ -48,6 +48,50 @@ const char* to_string(Severity severity) {
   return "error";
 }
 
+const char* to_string(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::kInUse:
+      return "in-use";
+    case ProblemKind::kHolder:
+      return "holder";
+    case ProblemKind::kOrphan:
+      return "orphan";
+    case ProblemKind::kHeir:
+      return "heir";
+    case ProblemKind::kHeirAmbiguous:
+      return "heir-ambiguous";
+    case ProblemKind::kZombieLeader:
+      return "zombie-leader";
+    case ProblemKind::kStuck:
+      return "stuck";
+    case ProblemKind::kForeign:
+      return "foreign";
+    case ProblemKind::kExiting:
+      return "exiting";
+    case ProblemKind::kMpsLeftover:
+      return "mps-leftover";
+    case ProblemKind::kUnattributed:
+      return "unattributed";
+    case ProblemKind::kMissingGpus:
+      return "missing-gpus";
+    case ProblemKind::kStrayContext:
+      return "stray-context";
+    case ProblemKind::kFrozen:
+      return "frozen";
+  }
+  return "holder";
+}
+
+const std::vector<ProblemKind>& all_problem_kinds() {
+  static const std::vector<ProblemKind> kinds = {
+      ProblemKind::kInUse,        ProblemKind::kHolder,        ProblemKind::kOrphan,
+      ProblemKind::kHeir,         ProblemKind::kHeirAmbiguous, ProblemKind::kZombieLeader,
+      ProblemKind::kStuck,        ProblemKind::kForeign,       ProblemKind::kExiting,
+      ProblemKind::kMpsLeftover,  ProblemKind::kUnattributed,  ProblemKind::kMissingGpus,
+      ProblemKind::kStrayContext, ProblemKind::kFrozen};
+  return kinds;
+}
+
 bool has_error(const std::vector<Problem>& problems) {
   return std::any_of(problems.begin(), problems.end(),
                      [](const Problem& p) { return p.severity == Severity::kError; });

@@ -228,11 +228,33 @@ enum class Severity { kError, kWarning };
 // "error", "warning" (JSON's `severity`).
 const char* to_string(Severity severity);
 
+// What a problem is about (docs/reference.md "Problem kinds"); text only at the output
+// boundary (to_string: JSON's `kind`, the metrics' `kind` label).
+enum class ProblemKind {
+  kInUse,          // a holder at work with GPU memory
+  kHolder,         // a holder of the device files, no GPU memory known
+  kOrphan,         // its parent died: a leftover of a killed job
+  kHeir,           // it holds the context of a dead owner NVML still lists
+  kHeirAmbiguous,  // a dead owner's memory, several holders could hold it
+  kZombieLeader,   // a zombie-led thread group (Zl) with live threads
+  kStuck,          // in D, not coming out
+  kForeign,        // NVML lists a PID this namespace cannot see
+  kExiting,        // on its way out
+  kMpsLeftover,    // a gone MPS client's memory, the MPS server's to free
+  kUnattributed,   // used memory no visible process accounts for
+  kMissingGpus,    // fewer GPUs than --expect-gpus
+  kStrayContext,   // a context on a GPU it does no work on (a warning)
+  kFrozen,         // in a frozen cgroup
+};
+
+// "in-use", "holder", "orphan", … as JSON and the metrics spell them.
+const char* to_string(ProblemKind kind);
+// Every kind, in the order above (the metrics export each, 0 when none).
+const std::vector<ProblemKind>& all_problem_kinds();
+
 // Something wrong with the GPUs, and the command that fixes it.
 struct Problem {
-  // "in-use", "orphan", "heir", "zombie-leader", "stuck", "foreign", "unattributed", "holder",
-  // "stray-context", … (docs/reference.md "Problem kinds")
-  std::string kind;
+  ProblemKind kind = ProblemKind::kHolder;
   std::optional<unsigned> gpu;  // NVML index, when the problem is on one GPU
   std::optional<Pid> pid;
   std::string message;  // one line, no trailing period: "GPU 3: 76.0 GiB held by …"

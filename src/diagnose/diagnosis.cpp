@@ -45,7 +45,7 @@ void frozen_problem(const Holder& h, const std::string& where, const std::string
   const FrozenCgroup& frozen = *h.process.frozen;
   const bool v1 = frozen.version == FrozenCgroup::Version::kV1Freezer;
   const std::string pid = std::to_string(h.process.pid);
-  p.kind = "frozen";
+  p.kind = ProblemKind::kFrozen;
   p.message = where + amount + "frozen " + holder_label(h) + ": its cgroup " + frozen.directory +
               (v1 ? " is FROZEN (cgroup v1 freezer)" : " is frozen (cgroup v2)") +
               "; it runs again only when thawed" + (v1 ? ", and even SIGKILL waits for that" : "");
@@ -79,7 +79,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
   switch (h.klass) {
     case HolderClass::kStuck: {
       const ThreadInfo* t = stuck_thread(h.process);
-      p.kind = "stuck";
+      p.kind = ProblemKind::kStuck;
       if (h.process.memory_map_locked) {
         // Its command line did not come: a thread holds the mmap lock while it waits (a page
         // fault on a FUSE or NFS file whose server does not answer, say). Not the driver's
@@ -116,7 +116,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       break;
     case HolderClass::kZombieLeader: {
       const ThreadInfo* t = live_thread(h.process);
-      p.kind = "zombie-leader";
+      p.kind = ProblemKind::kZombieLeader;
       p.message = where + amount + "zombie-led " + label + ": its main thread exited, thread " +
                   std::to_string(t != nullptr ? t->tid : h.process.pid) +
                   " keeps the files (invisible to fuser and lsof)";
@@ -126,19 +126,19 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       return p;
     }
     case HolderClass::kHeir:
-      p.kind = "heir";
+      p.kind = ProblemKind::kHeir;
       p.message = where + amount + "heir " + label + ": it inherited the CUDA context of pid " +
                   std::to_string(h.inherited_from.value_or(0)) +
                   ", which is gone (nvidia-smi shows that pid as [Not Found])";
       p.fix = "gpuclean kill " + pid;
       return p;
     case HolderClass::kOrphan:
-      p.kind = "orphan";
+      p.kind = ProblemKind::kOrphan;
       p.message = where + amount + "orphan " + label + ": its parent is gone";
       p.fix = "gpuclean kill " + pid;
       return p;
     case HolderClass::kForeign:
-      p.kind = "foreign";
+      p.kind = ProblemKind::kForeign;
       p.message = where + amount + "pid " + pid +
                   ", which this PID namespace cannot see (a container, or a process on the host "
                   "when gpuclean runs in one)";
@@ -149,7 +149,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
     case HolderClass::kZombie:
       // It has exited but NVML still counts its memory: the driver is tearing the context
       // down (docs/facts.md: ~0.12–0.16 s after SIGKILL). Not clean until that is done.
-      p.kind = "exiting";
+      p.kind = ProblemKind::kExiting;
       p.message = where + (bytes ? format_bytes(*bytes) : std::string("memory")) +
                   " still counted for " + label + ", which has exited; the driver is releasing it";
       p.fix = "wait for the release (gpuclean wait)";
@@ -158,7 +158,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
     case HolderClass::kMonitor:
       break;
   }
-  p.kind = bytes ? "in-use" : "holder";
+  p.kind = bytes ? ProblemKind::kInUse : ProblemKind::kHolder;
   p.message = where + (bytes ? format_bytes(*bytes) + " in use by " : "device files held by ") +
               label + (h.process.user.empty() ? "" : ", user " + h.process.user);
   p.fix = "wait for it (gpuclean wait) or stop it: gpuclean kill " + pid;
@@ -189,7 +189,7 @@ Problem stray_problem(const Holder& h, unsigned gpu, Bytes bytes, const std::set
   std::string visible;
   for (unsigned w : work) visible += (visible.empty() ? "" : ",") + std::to_string(w);
   Problem p;
-  p.kind = "stray-context";
+  p.kind = ProblemKind::kStrayContext;
   p.severity = options.strict ? Severity::kError : Severity::kWarning;
   p.gpu = gpu;
   p.pid = h.process.pid;
@@ -346,7 +346,7 @@ class UsedMemoryBudget {
 Problem ambiguous_problem(const DeadOwner& owner, unsigned gpu, Bytes bytes,
                           const std::string& note) {
   Problem p;
-  p.kind = "heir-ambiguous";
+  p.kind = ProblemKind::kHeirAmbiguous;
   p.gpu = gpu;
   p.pid = owner.pid;
   p.bytes = bytes;
@@ -458,7 +458,7 @@ void mps_problems(const std::vector<Holder>& holders, const MpsLeftovers& mps,
       }
       const auto [shown, note] = budget.take(gpu, bytes);
       Problem p;
-      p.kind = "mps-leftover";
+      p.kind = ProblemKind::kMpsLeftover;
       p.gpu = gpu;
       p.pid = h.process.pid;
       p.bytes = shown;
@@ -476,7 +476,7 @@ void mps_problems(const std::vector<Holder>& holders, const MpsLeftovers& mps,
       if (options.ignore_pids.count(pid) > 0) continue;
       const auto [shown, note] = budget.take(gpu, bytes);
       Problem p;
-      p.kind = "mps-leftover";
+      p.kind = ProblemKind::kMpsLeftover;
       p.gpu = gpu;
       p.pid = pid;
       p.bytes = shown;
@@ -752,7 +752,7 @@ void unattributed_problems(const std::vector<GpuReport>& reports,
     const Bytes rest = report.unattributed - hidden;
     if (rest <= options.max_unattributed) continue;
     Problem p;
-    p.kind = "unattributed";
+    p.kind = ProblemKind::kUnattributed;
     p.gpu = report.gpu.index;
     p.bytes = rest;
     p.message = "GPU " + std::to_string(report.gpu.index) + ": " + format_bytes(rest) +

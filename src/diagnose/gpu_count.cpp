@@ -15,7 +15,7 @@ std::string gpus(std::size_t n) {
 std::optional<Problem> missing_gpus(unsigned expected, NvmlState state, std::size_t visible,
                                     const std::string& nvml_message) {
   Problem problem;
-  problem.kind = "missing-gpus";
+  problem.kind = ProblemKind::kMissingGpus;
   switch (state) {
     case NvmlState::kPresent:
       if (visible >= expected) return std::nullopt;

@@ -41,7 +41,7 @@ void add_others(const Diagnosis& after, const std::set<Pid>& ours, const TargetM
   for (const Problem& p : after.problems) {
     if (p.pid && ours.count(*p.pid) > 0) continue;
     const auto listed = p.gpu ? memory.bytes_by_gpu.find(*p.gpu) : memory.bytes_by_gpu.end();
-    if (p.kind != "unattributed" || listed == memory.bytes_by_gpu.end()) {
+    if (p.kind != ProblemKind::kUnattributed || listed == memory.bytes_by_gpu.end()) {
       add_other(p, left);
       continue;
     }
@@ -80,7 +80,7 @@ std::vector<GoneButCounted> gone_but_counted(const std::vector<Pid>& gone,
   }
   for (const Problem& problem : diagnosis.problems) {
     // A gone MPS client: its memory is the MPS server's to free (mps-leftover).
-    if (problem.kind != "mps-leftover" || !problem.pid || !named(*problem.pid)) continue;
+    if (problem.kind != ProblemKind::kMpsLeftover || !problem.pid || !named(*problem.pid)) continue;
     GoneButCounted& entry = counted[*problem.pid];
     entry.pid = *problem.pid;
     entry.bytes += problem.bytes.value_or(0);

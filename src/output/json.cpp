@@ -188,9 +188,9 @@ nlohmann::json to_json(const GpuView& view) {
 }
 
 nlohmann::json to_json(const Problem& problem) {
-  return {{"kind", problem.kind},           {"severity", to_string(problem.severity)},
-          {"gpu", or_null(problem.gpu)},    {"pid", or_null(problem.pid)},
-          {"message", problem.message},     {"fix", problem.fix},
+  return {{"kind", to_string(problem.kind)}, {"severity", to_string(problem.severity)},
+          {"gpu", or_null(problem.gpu)},     {"pid", or_null(problem.pid)},
+          {"message", problem.message},      {"fix", problem.fix},
           {"bytes", or_null(problem.bytes)}};
 }
 

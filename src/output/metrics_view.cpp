@@ -24,10 +24,6 @@ using prometheus::MetricType;
 // Problem kinds diagnose() makes (src/diagnose/diagnosis.cpp). Exported even at 0 so that
 // `gpuclean_problems{kind="orphan"} > 0` resolves instead of going stale; a kind added later
 // still appears (when it occurs) because counting goes over the problems themselves.
-constexpr std::array kProblemKinds = {
-    "in-use",        "holder",       "orphan",        "heir",    "heir-ambiguous",
-    "zombie-leader", "stuck",        "foreign",       "exiting", "mps-leftover",
-    "unattributed",  "missing-gpus", "stray-context", "frozen"};
 constexpr std::array kVerdicts = {Verdict::kClean, Verdict::kDirty, Verdict::kUnknown};
 constexpr std::array kClasses = {
     HolderClass::kActive,       HolderClass::kOrphan, HolderClass::kHeir,
@@ -126,7 +122,8 @@ std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
   // same labels are an error to Prometheus), so they are added up.
   std::map<std::pair<unsigned, Pid>, std::size_t> index_of;
   for (const Problem& problem : diagnosis.problems) {
-    if (!problem.pid || !problem.gpu || !problem.bytes || problem.kind == "in-use") continue;
+    if (!problem.pid || !problem.gpu || !problem.bytes || problem.kind == ProblemKind::kInUse)
+      continue;
     const auto [at, added] = index_of.try_emplace({*problem.gpu, *problem.pid}, series.size());
     if (!added) {
       series[at->second].bytes += *problem.bytes;
@@ -139,9 +136,9 @@ std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
     const auto it = holder_of.find(*problem.pid);
     // A dead owner with several candidate heirs, a gone MPS client: no holder has this PID,
     // and an MPS server's leftover is not about the server's class: the kind says what it is.
-    const bool by_kind =
-        it == holder_of.end() || problem.kind == "mps-leftover" || problem.kind == "heir-ambiguous";
-    one.klass = by_kind ? problem.kind : to_string(it->second->klass);
+    const bool by_kind = it == holder_of.end() || problem.kind == ProblemKind::kMpsLeftover ||
+                         problem.kind == ProblemKind::kHeirAmbiguous;
+    one.klass = by_kind ? to_string(problem.kind) : to_string(it->second->klass);
     if (it != holder_of.end()) {
       const ProcessInfo& process = it->second->process;
       one.user = label_value(process.user);
@@ -248,8 +245,8 @@ void count_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& famil
 
   auto problems = gauge_family("gpuclean_problems", "Problems found on the selected GPUs, by kind");
   std::map<std::string, double> by_kind;
-  for (const char* kind : kProblemKinds) by_kind[kind] = 0;
-  for (const Problem& problem : diagnosis.problems) by_kind[problem.kind] += 1;
+  for (ProblemKind kind : all_problem_kinds()) by_kind[to_string(kind)] = 0;
+  for (const Problem& problem : diagnosis.problems) by_kind[to_string(problem.kind)] += 1;
   for (const auto& [kind, count] : by_kind) add(problems, count, {{"kind", kind}});
   families.push_back(std::move(problems));
 }

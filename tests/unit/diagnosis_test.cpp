@@ -98,7 +98,7 @@ TEST(Diagnose, ActiveHolderIsAttributedAndInUse) {
   EXPECT_EQ(d.gpus[0].attributed, 8 * kGiB);
   EXPECT_EQ(d.gpus[0].unattributed, 9 * kMiB);
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "in-use");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kInUse);
   EXPECT_EQ(d.problems[0].message, "GPU 0: 8.0 GiB in use by pid 100 (python3), user alice");
 }
 
@@ -161,7 +161,7 @@ TEST(Diagnose, DeadOwnersMemoryPassesToItsHeir) {
   EXPECT_EQ(h->gpu_memory.at(0), 8802 * kMiB);
   EXPECT_EQ(d.gpus[0].unattributed, 0u);
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "heir");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kHeir);
   EXPECT_EQ(d.problems[0].fix, "gpuclean kill 443");
 
   // Negative control: without the heir the same memory belongs to nobody visible.
@@ -181,13 +181,13 @@ TEST(Diagnose, DeadOwnersMemoryPassesToItsHeir) {
 TEST(Diagnose, ForeignBytesAreNotReportedAgainAsUnattributed) {
   auto d = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})}, {}, {442}), {});
   ASSERT_EQ(d.problems.size(), 1u) << d.problems.back().message;
-  EXPECT_EQ(d.problems[0].kind, "foreign");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kForeign);
   EXPECT_EQ(d.gpus[0].unattributed, 8 * kGiB) << "the split itself is unchanged";
   // Negative control: 5 GiB more used than NVML lists is still unattributed, once, and only
   // the 5 GiB beyond the foreign holder's.
   auto more = diagnose(input_with({gpu(0, 13 * kGiB, {entry(442, 8 * kGiB)})}, {}, {442}), {});
   ASSERT_EQ(more.problems.size(), 2u);
-  EXPECT_EQ(more.problems[1].kind, "unattributed");
+  EXPECT_EQ(more.problems[1].kind, ProblemKind::kUnattributed);
   EXPECT_EQ(more.problems[1].bytes, std::optional<Bytes>(5 * kGiB));
 }
 
@@ -206,7 +206,7 @@ TEST(Diagnose, UnmappedHolderIsNoMonitorWithoutATrustedExecutable) {
   ASSERT_NE(find(d, 600), nullptr);
   EXPECT_EQ(find(d, 600)->klass, HolderClass::kHeir) << "tied by its process group";
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "heir");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kHeir);
   EXPECT_EQ(d.problems[0].pid, 600);
   // Unmapped and tied by nothing: not an heir (the weak orphan rule needs the mapping), not a
   // monitor either — an orphan holding the device, which --leftovers takes.
@@ -217,7 +217,7 @@ TEST(Diagnose, UnmappedHolderIsNoMonitorWithoutATrustedExecutable) {
   auto untied = diagnose(input_with({gpu(0, 0, {})}, {hider}), {});
   EXPECT_EQ(find(untied, 600)->klass, HolderClass::kOrphan);
   ASSERT_EQ(untied.problems.size(), 1u);
-  EXPECT_EQ(untied.problems[0].kind, "orphan");
+  EXPECT_EQ(untied.problems[0].kind, ProblemKind::kOrphan);
   // Without NVML the same.
   Input no_nvml;
   no_nvml.holders = {hider};
@@ -251,7 +251,7 @@ TEST(Diagnose, ZombieLeaderKeepsItsClassAndItsFixKillsThePid) {
   zl.klass = HolderClass::kZombieLeader;
   auto d = diagnose(input_with({gpu(0, 4614 * kMiB, {entry(505, 4614 * kMiB)})}, {zl}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "zombie-leader");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kZombieLeader);
   EXPECT_EQ(d.problems[0].fix, "gpuclean kill 505");
   EXPECT_NE(d.problems[0].message.find("thread 507"), std::string::npos);
 }
@@ -261,7 +261,7 @@ TEST(Diagnose, ExitedProcessNvmlStillCountsKeepsTheGpuDirty) {
   dying.klass = HolderClass::kZombie;
   auto d = diagnose(input_with({gpu(0, 2 * kGiB, {entry(700, 2 * kGiB)})}, {dying}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "exiting");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kExiting);
   // Negative control: a zombie NVML does not count is no problem at all.
   auto gone = diagnose(input_with({gpu(0, 0, {})}, {dying}), {});
   EXPECT_TRUE(gone.clean);
@@ -273,7 +273,7 @@ TEST(Diagnose, StuckHolderSaysOnlyAResetHelps) {
   stuck.klass = HolderClass::kStuck;
   auto d = diagnose(input_with({gpu(0, kGiB, {entry(600, kGiB)})}, {stuck}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "stuck");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kStuck);
   EXPECT_NE(d.problems[0].message.find("uvm_wait"), std::string::npos);
   EXPECT_NE(d.problems[0].fix.find("reset"), std::string::npos);
 }
@@ -291,7 +291,7 @@ TEST(Diagnose, FrozenHolderIsToldToThawNeverToReset) {
   auto d = diagnose(input_with({gpu(0, kGiB, {entry(610, kGiB)})}, {frozen}), {});
   ASSERT_EQ(d.problems.size(), 1u);
   const Problem& p = d.problems[0];
-  EXPECT_EQ(p.kind, "frozen");
+  EXPECT_EQ(p.kind, ProblemKind::kFrozen);
   EXPECT_FALSE(d.clean);
   EXPECT_NE(p.message.find("frozen pid 610"), std::string::npos) << p.message;
   EXPECT_NE(p.fix.find("echo THAWED > /sys/fs/cgroup/freezer/j/freezer.state"), std::string::npos)
@@ -321,13 +321,13 @@ TEST(Diagnose, FrozenHolderIsToldToThawNeverToReset) {
   no_nvml.holders = {frozen};
   d = diagnose(std::move(no_nvml), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "frozen");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kFrozen);
 }
 
 TEST(Diagnose, NamespaceHiddenMemoryIsUnattributed) {
   auto d = diagnose(input_with({gpu(0, 20 * kGiB, {})}, {}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "unattributed");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kUnattributed);
   EXPECT_EQ(d.gpus[0].unattributed, 20 * kGiB);
   // Negative control: raise the tolerance above it and it is clean.
   Options tolerant;
@@ -378,7 +378,7 @@ TEST(Diagnose, WithoutNvmlContextHoldersAreProblemsAndMonitorsAreNot) {
   EXPECT_TRUE(d.gpus.empty());
   ASSERT_EQ(d.problems.size(), 1u);
   EXPECT_EQ(d.problems[0].pid, std::optional<Pid>(100));
-  EXPECT_EQ(d.problems[0].kind, "holder");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kHolder);
   EXPECT_EQ(find(d, 101)->klass, HolderClass::kMonitor);
 }
 
@@ -450,7 +450,7 @@ TEST(DiagnoseHeir, ItsProcessGroupIdIsTheDeadPid) {
   ASSERT_NE(dead_owner(d, 442), nullptr);
   EXPECT_EQ(dead_owner(d, 442)->heir, std::optional<Pid>(500));
   EXPECT_FALSE(dead_owner(d, 442)->ambiguous);
-  EXPECT_EQ(d.problems.at(0).kind, "heir");
+  EXPECT_EQ(d.problems.at(0).kind, ProblemKind::kHeir);
   // Negative control: its own group instead: nothing ties it, the memory is foreign.
   auto none = diagnose(input_with({gpu(0, 8 * kGiB, {entry(442, 8 * kGiB)})},
                                   {tied_holder(500, 450, 500, 300)}, {442}),
@@ -535,8 +535,9 @@ TEST(DiagnoseHeir, TwoOrphansWithInheritedContextsAreAmbiguous) {
             "which context came from which cannot be told");
   EXPECT_EQ(find(d, 442), nullptr) << "not foreign: its candidates are named";
   EXPECT_EQ(d.gpus[0].unattributed, 0u);
-  const auto it = std::find_if(d.problems.begin(), d.problems.end(),
-                               [](const Problem& p) { return p.kind == "heir-ambiguous"; });
+  const auto it = std::find_if(d.problems.begin(), d.problems.end(), [](const Problem& p) {
+    return p.kind == ProblemKind::kHeirAmbiguous;
+  });
   ASSERT_NE(it, d.problems.end());
   EXPECT_EQ(it->pid, std::optional<Pid>(442));
   EXPECT_EQ(it->bytes, std::optional<Bytes>(8 * kGiB));
@@ -557,7 +558,7 @@ TEST(DiagnoseHeir, TwoOrphansWithInheritedContextsAreAmbiguous) {
                           {tied_holder(443, 1, 400, 400), tied_holder(444, 1, 400, 400)}, {442}),
                options);
   EXPECT_TRUE(std::none_of(ignored.problems.begin(), ignored.problems.end(),
-                           [](const Problem& p) { return p.kind == "heir-ambiguous"; }));
+                           [](const Problem& p) { return p.kind == ProblemKind::kHeirAmbiguous; }));
 }
 
 TEST(DiagnoseHeir, OneOrphanAndTwoDeadOwnersAreAmbiguous) {
@@ -571,7 +572,7 @@ TEST(DiagnoseHeir, OneOrphanAndTwoDeadOwnersAreAmbiguous) {
     EXPECT_EQ(candidate_pids(owner), (std::vector<Pid>{443}));
   }
   EXPECT_EQ(std::count_if(d.problems.begin(), d.problems.end(),
-                          [](const Problem& p) { return p.kind == "heir-ambiguous"; }),
+                          [](const Problem& p) { return p.kind == ProblemKind::kHeirAmbiguous; }),
             2);
 }
 
@@ -765,9 +766,9 @@ TEST(DiagnoseServices, MpsDaemonAndServerAtWorkAreNoProblem) {
   auto plain =
       diagnose(input_with({gpu(0, 74 * kMiB, {entry(kServer, 66 * kMiB)})}, {daemon, server}), {});
   ASSERT_EQ(plain.problems.size(), 2u);
-  EXPECT_EQ(plain.problems[0].kind, "orphan");
+  EXPECT_EQ(plain.problems[0].kind, ProblemKind::kOrphan);
   EXPECT_EQ(plain.problems[0].fix, "gpuclean kill 437") << "what the H200 run showed";
-  EXPECT_EQ(plain.problems[1].kind, "orphan");
+  EXPECT_EQ(plain.problems[1].kind, ProblemKind::kOrphan);
   EXPECT_EQ(plain.problems[1].bytes, 66 * kMiB);
 }
 
@@ -777,7 +778,7 @@ TEST(DiagnoseServices, AStuckServiceIsStillReported) {
   server.process.threads = {{kServer, 'D', "uvm_wait"}};
   auto d = diagnose(input_with({gpu(0, 66 * kMiB, {entry(kServer, 66 * kMiB)})}, {server}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "stuck");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kStuck);
 }
 
 TEST(DiagnoseServices, ServiceIsNeverAnHeirCandidate) {
@@ -806,7 +807,7 @@ TEST(DiagnoseMps, ClientRunsUnderTheServerAndCountsOnce) {
   EXPECT_EQ(c->mps_server, kServer);
   EXPECT_EQ(c->gpu_memory.at(0), client);
   ASSERT_EQ(d.problems.size(), 1u) << "the client only: the node's services are not problems";
-  EXPECT_EQ(d.problems[0].kind, "in-use");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kInUse);
   EXPECT_EQ(d.problems[0].pid, 100);
   EXPECT_FALSE(find(d, kServer)->mps_client) << "the server is not its own client";
 }
@@ -835,7 +836,7 @@ TEST(DiagnoseMps, GoneClientIsTheServersLeftoverNotAForeignHolder) {
   auto d = diagnose(
       input_with({gpu(0, 2 * kGiB + 66 * kMiB, list)}, {mps_daemon(), mps_server()}, {442}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "mps-leftover");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kMpsLeftover);
   EXPECT_EQ(d.problems[0].pid, 442);
   EXPECT_EQ(d.problems[0].bytes, 2 * kGiB);
   EXPECT_NE(
@@ -857,7 +858,7 @@ TEST(DiagnoseMps, GoneClientIsTheServersLeftoverNotAForeignHolder) {
   const auto gone = std::find_if(without.problems.begin(), without.problems.end(),
                                  [](const Problem& p) { return p.pid == 442; });
   ASSERT_NE(gone, without.problems.end());
-  EXPECT_EQ(gone->kind, "mps-leftover");
+  EXPECT_EQ(gone->kind, ProblemKind::kMpsLeftover);
   EXPECT_NE(gone->message.find("an MPS server gpuclean does not recognise"), std::string::npos)
       << gone->message;
   // Negative control: the same gone PID in the compute list only is a dead owner, and the
@@ -889,8 +890,9 @@ TEST(DiagnoseMps, ServersAreToldApartByTheirOwnClients) {
   list.push_back(entry(kServer, 3 * kGiB));
   auto d = diagnose(input_with({gpu(0, 4 * kGiB, list)}, {a, b, client_of_b}), {});
   EXPECT_EQ(find(d, 100)->mps_server, 439);
-  const auto leftover = std::find_if(d.problems.begin(), d.problems.end(),
-                                     [](const Problem& p) { return p.kind == "mps-leftover"; });
+  const auto leftover = std::find_if(d.problems.begin(), d.problems.end(), [](const Problem& p) {
+    return p.kind == ProblemKind::kMpsLeftover;
+  });
   ASSERT_NE(leftover, d.problems.end());
   EXPECT_EQ(leftover->pid, kServer);
   // Three servers and a gone client: no server is named as "the" one.
@@ -906,7 +908,7 @@ TEST(DiagnoseMps, ServerAboveItsIdleSizeWithNoClientLeftIsALeftover) {
   auto d = diagnose(
       input_with({gpu(0, 3 * kGiB, {entry(kServer, 3 * kGiB)})}, {mps_daemon(), mps_server()}), {});
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "mps-leftover");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kMpsLeftover);
   EXPECT_EQ(d.problems[0].pid, kServer);
   EXPECT_NE(d.problems[0].message.find("no MPS client left"), std::string::npos);
   EXPECT_EQ(d.problems[0].fix.rfind("echo quit | nvidia-cuda-mps-control", 0), 0u)
@@ -918,7 +920,7 @@ TEST(DiagnoseMps, ServerAboveItsIdleSizeWithNoClientLeftIsALeftover) {
   auto busy = diagnose(
       input_with({gpu(0, 4 * kGiB, list)}, {mps_daemon(), mps_server(), cuda_holder(100)}), {});
   ASSERT_EQ(busy.problems.size(), 1u);
-  EXPECT_EQ(busy.problems[0].kind, "in-use");
+  EXPECT_EQ(busy.problems[0].kind, ProblemKind::kInUse);
   auto idle = diagnose(
       input_with({gpu(0, 66 * kMiB, {entry(kServer, 66 * kMiB)})}, {mps_daemon(), mps_server()}),
       {});
@@ -932,8 +934,9 @@ TEST(DiagnoseMps, FixWaitsForLiveClients) {
                                 gpu(1, kGiB, mps_client_entries(100, kGiB))},
                                {mps_daemon(), mps_server(), client}, {442}),
                     {});
-  const auto leftover = std::find_if(d.problems.begin(), d.problems.end(),
-                                     [](const Problem& p) { return p.kind == "mps-leftover"; });
+  const auto leftover = std::find_if(d.problems.begin(), d.problems.end(), [](const Problem& p) {
+    return p.kind == ProblemKind::kMpsLeftover;
+  });
   ASSERT_NE(leftover, d.problems.end());
   EXPECT_NE(leftover->fix.find("once the MPS clients still running (pid 100) are done"),
             std::string::npos)
@@ -965,7 +968,7 @@ TEST(DiagnoseStrayContext, AContextOnAGpuItDoesNotWorkOnIsAWarning) {
   auto d = diagnose(stray_input(kContext, 20 * kGiB), gpu0);
   ASSERT_EQ(d.problems.size(), 1u);
   const Problem& p = d.problems[0];
-  EXPECT_EQ(p.kind, "stray-context");
+  EXPECT_EQ(p.kind, ProblemKind::kStrayContext);
   EXPECT_EQ(p.severity, Severity::kWarning);
   EXPECT_EQ(p.gpu, 0u);
   EXPECT_EQ(p.pid, 100);
@@ -981,9 +984,9 @@ TEST(DiagnoseStrayContext, AContextOnAGpuItDoesNotWorkOnIsAWarning) {
   EXPECT_FALSE(all.clean);
   ASSERT_EQ(all.problems.size(), 2u);
   ASSERT_NE(problem_on(all, 0), nullptr);
-  EXPECT_EQ(problem_on(all, 0)->kind, "stray-context");
+  EXPECT_EQ(problem_on(all, 0)->kind, ProblemKind::kStrayContext);
   ASSERT_NE(problem_on(all, 1), nullptr);
-  EXPECT_EQ(problem_on(all, 1)->kind, "in-use");
+  EXPECT_EQ(problem_on(all, 1)->kind, ProblemKind::kInUse);
   EXPECT_EQ(problem_on(all, 1)->severity, Severity::kError);
 }
 
@@ -993,7 +996,7 @@ TEST(DiagnoseStrayContext, StrictMakesItAnError) {
   strict.strict = true;
   auto d = diagnose(stray_input(kContext, 20 * kGiB), strict);
   ASSERT_EQ(d.problems.size(), 1u);
-  EXPECT_EQ(d.problems[0].kind, "stray-context");
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kStrayContext);
   EXPECT_EQ(d.problems[0].severity, Severity::kError);
   EXPECT_FALSE(d.clean);
 }
@@ -1004,7 +1007,7 @@ TEST(DiagnoseStrayContext, NotForOneGpuABigAllocationOrEqualWork) {
   gpu0.gpus = std::set<unsigned>{0};
   auto in_use_on_gpu0 = [&](Input in) {
     auto d = diagnose(std::move(in), gpu0);
-    return !d.clean && d.problems.size() == 1 && d.problems[0].kind == "in-use" &&
+    return !d.clean && d.problems.size() == 1 && d.problems[0].kind == ProblemKind::kInUse &&
            d.problems[0].severity == Severity::kError;
   };
   EXPECT_TRUE(in_use_on_gpu0(
@@ -1023,7 +1026,7 @@ TEST(DiagnoseStrayContext, NotForOneGpuABigAllocationOrEqualWork) {
   orphan.klass = HolderClass::kOrphan;
   auto left = diagnose(stray_input(kContext, 20 * kGiB, orphan), gpu0);
   ASSERT_EQ(left.problems.size(), 1u);
-  EXPECT_EQ(left.problems[0].kind, "orphan");
+  EXPECT_EQ(left.problems[0].kind, ProblemKind::kOrphan);
   // An excused holder makes no problem at all, stray or not.
   Options ignored = gpu0;
   ignored.ignore_pids = {100};
@@ -1044,11 +1047,11 @@ TEST(DiagnoseStrayContext, SeveralGpus) {
   for (unsigned g : {0u, 2u}) {
     const Problem* p = problem_on(d, g);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(p->kind, "stray-context");
+    EXPECT_EQ(p->kind, ProblemKind::kStrayContext);
     EXPECT_NE(p->message.find("which works on GPUs 1 and 3"), std::string::npos) << p->message;
     EXPECT_NE(p->fix.find("CUDA_VISIBLE_DEVICES=1,3 "), std::string::npos) << p->fix;
   }
-  for (unsigned g : {1u, 3u}) EXPECT_EQ(problem_on(d, g)->kind, "in-use");
+  for (unsigned g : {1u, 3u}) EXPECT_EQ(problem_on(d, g)->kind, ProblemKind::kInUse);
   // Heirs, node services and MPS clients are not judged so (stray_context_gpus).
   Holder heir = h;
   heir.klass = HolderClass::kHeir;

@@ -17,14 +17,14 @@ Gpu gpu(unsigned index, std::vector<std::pair<Pid, Bytes>> processes) {
   return g;
 }
 
-Problem problem(const std::string& kind, std::optional<Pid> pid, Severity severity,
+Problem problem(ProblemKind kind, std::optional<Pid> pid, Severity severity,
                 std::optional<unsigned> on_gpu = std::nullopt) {
   Problem p;
   p.kind = kind;
   p.pid = pid;
   p.severity = severity;
   p.gpu = on_gpu;
-  p.message = kind + (pid ? " " + std::to_string(*pid) : "");
+  p.message = to_string(kind) + (pid ? " " + std::to_string(*pid) : "");
   return p;
 }
 
@@ -44,9 +44,10 @@ TEST(TargetMemory, OnlyTheListedPidsCountAndATwiceListedPidCountsOnce) {
 
 TEST(KillOthers, ErrorsOfOthersAreStillHeldWarningsAreSaidAndOursAreNeither) {
   Diagnosis after;
-  after.problems = {problem("orphan", 20, Severity::kError),
-                    problem("stray-context", 21, Severity::kWarning),
-                    problem("orphan", 10, Severity::kError)};  // a target's: not another's
+  after.problems = {
+      problem(ProblemKind::kOrphan, 20, Severity::kError),
+      problem(ProblemKind::kStrayContext, 21, Severity::kWarning),
+      problem(ProblemKind::kOrphan, 10, Severity::kError)};  // a target's: not another's
   KillLeft left;
   add_others(after, {10}, {}, 0, left);
   EXPECT_EQ(left.still_held, std::vector<std::string>{"orphan 20"});
@@ -59,7 +60,7 @@ TEST(KillOthers, UnattributedMemoryCountsOnlyBeyondTheTargetsStillListed) {
   report.gpu.index = 0;
   report.unattributed = 9 * kGiB;
   after.gpus = {report};
-  after.problems = {problem("unattributed", std::nullopt, Severity::kError, 0)};
+  after.problems = {problem(ProblemKind::kUnattributed, std::nullopt, Severity::kError, 0)};
   TargetMemory listed;
   listed.lines = {"GPU 0: 8.0 GiB still listed for pid 10"};
   listed.bytes_by_gpu[0] = 8 * kGiB;
@@ -99,7 +100,7 @@ TEST(GoneButCounted, AnHeirsOrTheMpsServersMemoryOfANamedGonePid) {
   unnamed.pid = 40;
   unnamed.gpu_memory = {{0, kGiB}};
   diagnosis.dead_owners = {owner, unnamed};
-  Problem mps = problem("mps-leftover", 50, Severity::kError);
+  Problem mps = problem(ProblemKind::kMpsLeftover, 50, Severity::kError);
   mps.bytes = kGiB;
   diagnosis.problems = {mps};
   const auto counted = gone_but_counted({30, 50, 60}, diagnosis);

@@ -27,7 +27,8 @@ MetricsReport report_with_orphan() {
   monitor.process.pid = 43;
   monitor.klass = HolderClass::kMonitor;
   r.diagnosis.holders = {orphan, monitor};
-  r.diagnosis.problems.push_back({"orphan", 0u, 42, "GPU 0: 8.0 GiB held by orphan", "kill 42"});
+  r.diagnosis.problems.push_back(
+      {ProblemKind::kOrphan, 0u, 42, "GPU 0: 8.0 GiB held by orphan", "kill 42"});
   r.diagnosis.clean = false;
   r.stats.processes = 321;
   MetricsReport m;
@@ -99,10 +100,17 @@ TEST(MetricsText, ScanTimingBuildInfoAndNvmlState) {
   EXPECT_TRUE(has_line(t, "gpuclean_scan_processes 321"));
 }
 
-TEST(MetricsText, UnknownProblemKindStillCounted) {
-  MetricsReport m = report_with_orphan();
-  m.status->diagnosis.problems.push_back({"brand-new", std::nullopt, std::nullopt, "x", "y"});
-  EXPECT_TRUE(has_line(text(m), R"(gpuclean_problems{kind="brand-new"} 1)"));
+TEST(MetricsText, EveryProblemKindHasItsSeries) {
+  // The kinds are an enum (core/model.h): every one is exported, 0 when none, so that an alert
+  // on a kind never sees the series vanish.
+  const std::string t = text(report_with_orphan());
+  for (ProblemKind kind : all_problem_kinds()) {
+    const std::string count = kind == ProblemKind::kOrphan ? "1" : "0";
+    EXPECT_TRUE(
+        has_line(t, fmt::format(R"(gpuclean_problems{{kind="{}"}} {})", to_string(kind), count)))
+        << to_string(kind);
+  }
+  EXPECT_EQ(all_problem_kinds().size(), 14U);
 }
 
 TEST(MetricsText, FailedScanExportsOnlyBuildInfoAndFailure) {
@@ -151,15 +159,17 @@ MetricsReport report_with_holders() {
   holder(70, HolderClass::kStuck, "dave");
   holder(900, HolderClass::kForeign, "").visible = false;
   d.problems = {
-      {"orphan", 0u, 42, "GPU 0: 8.0 GiB held by orphan", "kill 42", 8 * kGiB},
-      {"in-use", 0u, 50, "GPU 0: 20.0 GiB in use by pid 50", "wait", 20 * kGiB},
-      {"heir", 1u, 60, "GPU 1: 2.0 GiB held by heir", "kill 60", 2 * kGiB},
-      {"stuck", 0u, 70, "GPU 0: 1.0 GiB held by stuck", "reset", 1 * kGiB},
-      {"foreign", 0u, 900, "GPU 0: 3.0 GiB held by pid 900", "nsenter", 3 * kGiB},
+      {ProblemKind::kOrphan, 0u, 42, "GPU 0: 8.0 GiB held by orphan", "kill 42", 8 * kGiB},
+      {ProblemKind::kInUse, 0u, 50, "GPU 0: 20.0 GiB in use by pid 50", "wait", 20 * kGiB},
+      {ProblemKind::kHeir, 1u, 60, "GPU 1: 2.0 GiB held by heir", "kill 60", 2 * kGiB},
+      {ProblemKind::kStuck, 0u, 70, "GPU 0: 1.0 GiB held by stuck", "reset", 1 * kGiB},
+      {ProblemKind::kForeign, 0u, 900, "GPU 0: 3.0 GiB held by pid 900", "nsenter", 3 * kGiB},
       // Without NVML: no GPU, no figure, no series.
-      {"stuck", std::nullopt, 70, "device files held by stuck pid 70", "reset", std::nullopt},
-      {"unattributed", 0u, std::nullopt, "GPU 0: 1.0 GiB", "reset", 1 * kGiB},
-      {"heir-ambiguous", 1u, 77, "GPU 1: 4.0 GiB still counted for dead pid 77", "look", 4 * kGiB},
+      {ProblemKind::kStuck, std::nullopt, 70, "device files held by stuck pid 70", "reset",
+       std::nullopt},
+      {ProblemKind::kUnattributed, 0u, std::nullopt, "GPU 0: 1.0 GiB", "reset", 1 * kGiB},
+      {ProblemKind::kHeirAmbiguous, 1u, 77, "GPU 1: 4.0 GiB still counted for dead pid 77", "look",
+       4 * kGiB},
   };
   d.clean = false;
   return m;
@@ -194,7 +204,7 @@ TEST(HolderMemory, HealthyHoldersAreNeverSeries) {
   // Negative control first: the active holder's problem is there, 20 GiB on GPU 0, and it is
   // the largest figure of all; it is left out because it is healthy, not because it is small.
   const MetricsReport m = report_with_holders();
-  ASSERT_EQ(m.status->diagnosis.problems[1].kind, "in-use");
+  ASSERT_EQ(m.status->diagnosis.problems[1].kind, ProblemKind::kInUse);
   const std::string t = text(m);
   const std::vector<std::string> lines = samples(t, "gpuclean_holder_memory_bytes");
   EXPECT_EQ(lines.size(), 5u) << t;
@@ -206,7 +216,7 @@ TEST(HolderMemory, HealthyHoldersAreNeverSeries) {
   // Turned into a leftover (its parent died), the same process is a series.
   MetricsReport orphaned = report_with_holders();
   orphaned.status->diagnosis.holders[1].klass = HolderClass::kOrphan;
-  orphaned.status->diagnosis.problems[1].kind = "orphan";
+  orphaned.status->diagnosis.problems[1].kind = ProblemKind::kOrphan;
   EXPECT_NE(text(orphaned).find(R"(pid="50",class="orphan",user="bob")"), std::string::npos);
 }
 
@@ -228,7 +238,7 @@ TEST(HolderMemory, AnMpsServersLeftoverIsLabelledByItsKind) {
   server.service = NodeService::kMpsServer;
   d.holders.push_back(server);
   d.problems.push_back(
-      {"mps-leftover", 0u, 80, "GPU 0: 5.0 GiB held by MPS server", "quit", 5 * kGiB});
+      {ProblemKind::kMpsLeftover, 0u, 80, "GPU 0: 5.0 GiB held by MPS server", "quit", 5 * kGiB});
   EXPECT_NE(text(m).find(R"(gpu="0",pid="80",class="mps-leftover",user="root")"),
             std::string::npos);
 }
@@ -236,7 +246,7 @@ TEST(HolderMemory, AnMpsServersLeftoverIsLabelledByItsKind) {
 TEST(HolderMemory, TwoProblemsOfOneProcessOnOneGpuAreOneSeries) {
   // No kind does this today; one that did must not make two samples with the same labels.
   MetricsReport m = report_with_holders();
-  m.status->diagnosis.problems.push_back({"brand-new", 0u, 42, "x", "y", 1 * kGiB});
+  m.status->diagnosis.problems.push_back({ProblemKind::kExiting, 0u, 42, "x", "y", 1 * kGiB});
   const std::string t = text(m);
   const auto lines = samples(t, "gpuclean_holder_memory_bytes");
   EXPECT_EQ(lines.size(), 5u) << t;
@@ -257,7 +267,7 @@ MetricsReport many_orphans(std::size_t count) {
     h.process.pid = static_cast<Pid>(1000 + i);
     h.klass = HolderClass::kOrphan;
     d.holders.push_back(h);
-    d.problems.push_back({"orphan", 0u, h.process.pid, "x", "y", (i + 1) * kMiB});
+    d.problems.push_back({ProblemKind::kOrphan, 0u, h.process.pid, "x", "y", (i + 1) * kMiB});
   }
   return m;
 }

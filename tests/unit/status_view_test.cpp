@@ -36,8 +36,8 @@ StatusReport dirty_report() {
   h.klass = HolderClass::kOrphan;
   h.gpu_memory[0] = 8 * kGiB;
   r.diagnosis.holders.push_back(h);
-  r.diagnosis.problems.push_back(
-      {"orphan", 0u, 42, "GPU 0: 8.0 GiB held by orphan pid 42 (evil\x1b[2J)", "kill 42"});
+  r.diagnosis.problems.push_back({ProblemKind::kOrphan, 0u, 42,
+                                  "GPU 0: 8.0 GiB held by orphan pid 42 (evil\x1b[2J)", "kill 42"});
   r.diagnosis.clean = false;
   return r;
 }

@@ -55,8 +55,8 @@ StatusReport report_with_tree() {
                          holder(102, 100, HolderClass::kActive, 2 * kGiB, 30, "worker-b"),
                          holder(300, 1, HolderClass::kOrphan, 14 * kGiB, 40, "leftover\x1b[2J")};
   r.diagnosis.holders[3].inherited_from = 299;
-  r.diagnosis.problems.push_back(
-      {"orphan", 0u, 300, "GPU 0: 14.0 GiB held by orphan pid 300", "gpuclean kill 300"});
+  r.diagnosis.problems.push_back({ProblemKind::kOrphan, 0u, 300,
+                                  "GPU 0: 14.0 GiB held by orphan pid 300", "gpuclean kill 300"});
   r.diagnosis.clean = false;
   return r;
 }
@@ -166,7 +166,8 @@ TEST(TopScreen, ManyProblemsLeaveTheTableMostOfTheScreen) {
   StatusReport r = report_with_tree();
   for (Pid pid = 1000; pid < 1040; ++pid) {
     r.diagnosis.holders.push_back(holder(pid, 1, HolderClass::kOrphan, kGiB, 50, "w"));
-    r.diagnosis.problems.push_back({"orphan", 0u, pid, fmt::format("orphan {}", pid), "kill"});
+    r.diagnosis.problems.push_back(
+        {ProblemKind::kOrphan, 0u, pid, fmt::format("orphan {}", pid), "kill"});
   }
   TopViewState state;
   TopFrame frame{&r, nullptr, r.time, 1, "", true};
@@ -184,7 +185,8 @@ TEST(TopScreen, AProblemThatDoesNotFitIsCountedNeverDroppedUnsaid) {
   // The review found 4 problems at 80x28 shown as 3 with no note.
   StatusReport r = report_with_tree();
   for (Pid pid = 301; pid < 304; ++pid) {
-    r.diagnosis.problems.push_back({"orphan", 0u, pid, fmt::format("orphan {}", pid), "kill"});
+    r.diagnosis.problems.push_back(
+        {ProblemKind::kOrphan, 0u, pid, fmt::format("orphan {}", pid), "kill"});
   }
   for (int height : {22, 24, 26, 28, 30, 40}) {
     TopViewState state;

@@ -22,7 +22,7 @@ output::StatusReport report(NvmlState state, bool clean) {
   r.diagnosis.clean = clean;
   if (!clean) {
     Problem p;
-    p.kind = "orphan";
+    p.kind = ProblemKind::kOrphan;
     p.message = "GPU 0: 8.0 GiB held by orphan pid 42";
     p.fix = "kill 42";
     r.diagnosis.problems.push_back(p);
@@ -140,7 +140,7 @@ TEST(VerdictTest, MetricsAreNotCleanWhenNvmlFails) {
 TEST(ExpectGpusTest, FewerGpusOrNoDriverIsAProblem) {
   auto fewer = diagnose::missing_gpus(8, NvmlState::kPresent, 7, "");
   ASSERT_TRUE(fewer);
-  EXPECT_EQ(fewer->kind, "missing-gpus");
+  EXPECT_EQ(fewer->kind, ProblemKind::kMissingGpus);
   EXPECT_EQ(fewer->message, "expected 8 GPUs, NVML sees 7");
   EXPECT_FALSE(fewer->fix.empty());
   auto none = diagnose::missing_gpus(2, NvmlState::kAbsent, 0, "libnvidia-ml.so.1: not found");
