@@ -32,11 +32,6 @@ namespace {
 // Snapshots are a few hundred KiB at most; anything far larger is not one.
 constexpr std::size_t kMaxSnapshotBytes = 64u << 20;
 
-void add_root_options(CLI::App& command, procfs::HostRoots& roots) {
-  command.add_option("--sys-root", roots.sys, "sysfs to read (for tests)")->group("");
-  command.add_option("--kmsg", roots.kmsg, "kernel log device to read (for tests)")->group("");
-}
-
 std::vector<std::string> environment_entries() {
   std::vector<std::string> out;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
@@ -131,7 +126,7 @@ void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
   add_common_options(*snapshot, options.common, HookScope::kInspect);
   snapshot->add_option("-o,--output", options.output, "Write to FILE instead of stdout")
       ->option_text("FILE");
-  add_root_options(*snapshot, options.roots);
+  add_host_root_hooks(*snapshot, options.roots);
   set_help_footer(*snapshot,
                   {{"gpuclean snapshot -o before.json", "before a benchmark"},
                    {"gpuclean diff before.json", "afterwards: what changed since"}},
@@ -153,7 +148,7 @@ void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
                    "Used-memory growth per GPU, in MiB, not worth a line (default: 1024)")
       ->option_text("MIB")
       ->check(mib_check());
-  add_root_options(*diff, options.roots);
+  add_host_root_hooks(*diff, options.roots);
   set_help_footer(*diff,
                   {{"gpuclean diff before.json", "the machine now against before.json"},
                    {"gpuclean diff a.json b.json --json", "two snapshots, as JSON"}},

@@ -20,11 +20,18 @@ void add_cgroup_parent_hook(CLI::App& command, std::string& cgroup_parent) {
       ->group("");  // hidden
 }
 
+void add_host_root_hooks(CLI::App& command, procfs::HostRoots& roots) {
+  command.add_option("--sys-root", roots.sys, "sysfs to read (test binary)")->group("");
+  command.add_option("--kmsg", roots.kmsg, "kernel log device to read (test binary)")->group("");
+}
+
 #else
 
 void add_test_hooks(CLI::App& /*command*/, CommonOptions& /*options*/, HookScope /*scope*/) {}
 
 void add_cgroup_parent_hook(CLI::App& /*command*/, std::string& /*cgroup_parent*/) {}
+
+void add_host_root_hooks(CLI::App& /*command*/, procfs::HostRoots& /*roots*/) {}
 
 #endif
 

@@ -1,9 +1,9 @@
-// Test-only inputs: a fixture /proc tree and a JSON GPU view instead of NVML, and a cgroup
-// parent for `run`. They exist only in the test binary (gpuclean-test, built with
-// GPUCLEAN_TEST_HOOKS); in the binary users install add_test_hooks adds nothing, so the flags
-// are unknown options there (exit 2). docs/reference.md: test inputs never reach kill or run in the
-// shipping binary; and even in the test binary kill and run never read a fixture /proc (their
-// identity checks read the real one).
+// Test-only inputs: a fixture /proc tree and a JSON GPU view instead of NVML, a cgroup
+// parent for `run`, and the sysfs and kernel log `snapshot` reads. They exist only in the test
+// binary (gpuclean-test, built with GPUCLEAN_TEST_HOOKS); in the binary users install
+// add_test_hooks adds nothing, so the flags are unknown options there (exit 2). docs/reference.md:
+// test inputs never reach kill or run in the shipping binary; and even in the test binary kill and
+// run never read a fixture /proc (their identity checks read the real one).
 #pragma once
 
 #include <string>
@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/common.h"
+#include "procfs/host_facts.h"
 
 namespace gpuclean::cli {
 
@@ -23,5 +24,9 @@ void add_test_hooks(CLI::App& command, CommonOptions& options, HookScope scope);
 
 // `run --cgroup-parent DIR` (test binary only): where run makes its group.
 void add_cgroup_parent_hook(CLI::App& command, std::string& cgroup_parent);
+
+// `snapshot --sys-root DIR --kmsg FILE` (test binary only): the sysfs and the kernel log device
+// to read instead of /sys and /dev/kmsg (before issue 34 the binary users install took them).
+void add_host_root_hooks(CLI::App& command, procfs::HostRoots& roots);
 
 }  // namespace gpuclean::cli

@@ -120,6 +120,22 @@ TEST_F(SnapshotTest, RecordsGpuFactsKernelLogAndHost) {
             std::string::npos);
 }
 
+// issue 34: --sys-root and --kmsg were hidden options of the shipping binary, so root's
+// snapshot could be pointed at any file. Now they are test inputs like --proc-root: the shipping
+// binary does not know them (exit 2); the test binary (the control) does. Failed before the
+// fix: the shipping binary took both and exited 0.
+TEST_F(SnapshotTest, TheShippingBinaryTakesNoHostRoots) {
+  const std::string kmsg = dir_.path() + "/kmsg";
+  std::ofstream(kmsg) << "6,1,61250000,-;NVRM: Xid (PCI:0000:00:00): 79, pid=1\n";
+  for (const char* option : {"--sys-root", "--kmsg"}) {
+    const std::string value = std::string(option) == "--kmsg" ? kmsg : dir_.path();
+    auto shipping = run_command({GPUCLEAN_SHIPPING_BINARY, "snapshot", "--no-nvml", option, value});
+    EXPECT_EQ(shipping.exit_code, 2) << option << "\n" << shipping.out << shipping.err;
+    auto test_binary = run_command({GPUCLEAN_BINARY, "snapshot", "--no-nvml", option, value});
+    EXPECT_EQ(test_binary.exit_code, 0) << option << "\n" << test_binary.err;
+  }
+}
+
 TEST_F(SnapshotTest, UnchangedMachinePassesAndAChangedClockFails) {
   const std::string baseline = snapshot_file(view());
   auto same = run({"diff", baseline, baseline});
