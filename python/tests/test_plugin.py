@@ -442,6 +442,11 @@ with open(SCENARIO, "a") as f:
 
 @pytest.mark.parametrize("i", range(4))
 def test_checks(gpu_clean, i):
-    time.sleep(0.2)  # both workers are up and hold while the other checks
+    # A barrier, not a sleep: both workers are up and hold (each wrote its line) before either
+    # checks, 20 s at most.
+    deadline = time.monotonic() + 20
+    while open(SCENARIO).read().count("process 0 compute") < 2:
+        assert time.monotonic() < deadline, "the other worker never started"
+        time.sleep(0.02)
 ''', "-n", "2", "--gpuclean-max-used=4096")
     result.assert_outcomes(passed=4)

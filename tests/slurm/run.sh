@@ -248,8 +248,11 @@ run_leaky_job() {  # run_leaky_job NAME USER [FREEZER]
   if [ -n "${3:-}" ]; then
     freeze="echo \$(cat $pidfile) > $3/tasks; echo FROZEN > $3/freezer.state;"
   fi
+  # The job ends (or freezes its holder) only once the holder holds the device: a deadline poll
+  # of at most 10 s in the job script, not a sleep.
+  local held_by_then="i=0; until [ -s $pidfile ] && [ \"\$(readlink /proc/\$(cat $pidfile)/fd/3)\" = $device ]; do i=\$((i + 1)); [ \$i -lt 200 ] || break; sleep 0.05; done;"
   id=$(runuser -u "$user" -- sbatch --parsable -o /dev/null --chdir="$tmp" -J "leaky-$1" --wrap \
-    "( setsid sh -c 'sleep 300 & echo \$! > $childfile; echo \$\$ > $pidfile; exec 3<$device; exec sleep 300' </dev/null >/dev/null 2>&1 & ); sleep 0.5; $freeze")
+    "( setsid sh -c 'sleep 300 & echo \$! > $childfile; echo \$\$ > $pidfile; exec 3<$device; exec sleep 300' </dev/null >/dev/null 2>&1 & ); $held_by_then $freeze")
   wait_for 60 job_done "$id" || fail "job $id did not finish: $(squeue -h -j "$id" 2>&1)"
   [ -s "$pidfile" ] || fail "job $id did not start its holder"
   [ -s "$childfile" ] || fail "job $id did not start its holder's child"

@@ -155,6 +155,19 @@ plan() { shot | sed -n '/Plan: /,$p'; }
 selected() { shot_e | awk -v mode=selected -f "$root/tests/top/sgr.awk"; }
 selected_is() { selected | first_word "$1" | grep -q .; }
 colours() { shot_e | awk -v mode=colours -f "$root/tests/top/sgr.awk" | sort -u | tr '\n' ' '; }
+# The time of the report on the screen (HH:MM:SS on the first line).
+report_clock() { line_n 1 | grep -oE '[0-9]{2}:[0-9]{2}:[0-9]{2}' | head -1; }
+clock_is_not() { [ "$(report_clock)" != "$1" ]; }
+# new_reports N: until the report's time has changed N times (each within 10 s): at least N - 1
+# whole collections began after the call. A barrier where a fixed sleep would guess.
+new_reports() {
+  local n=$1 seen i
+  seen=$(report_clock)
+  for ((i = 0; i < n; i++)); do
+    until_ok 10 clock_is_not "$seen" || return 1
+    seen=$(report_clock)
+  done
+}
 elapsed_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 alive() { kill -0 "$1" 2>/dev/null; }
 dead() { ! kill -0 "$1" 2>/dev/null; }
@@ -316,18 +329,21 @@ if launch clean "$work/clean.cfg" -- -d 0.5; then
     eval "on_screen 'pid $late — sleep \\(active\\)' && on_screen 'command +holder-N 600'"
   keys Escape
   expect "Esc closes the explain pane" 3 eval "off_screen 'pid $late — ' && row_has $late holder-N"
-  # A new process that opens the device file a second after it starts, as a CUDA program does
-  # after its imports (here NVML does not list it, as with --no-nvml): still a new holder.
-  bash -c 'sleep 1; exec 3<>"$1"; exec -a holder-L sleep 600' _ "$dev" &
+  # A new process that opens the device file a while after it starts, as a CUDA program does
+  # after its imports (here NVML does not list it, as with --no-nvml): still a new holder. It
+  # opens when told, once top has collected twice since it started (a barrier, not a sleep).
+  bash -c 'until [ -e "$2" ]; do sleep 0.05; done; exec 3<>"$1"; exec -a holder-L sleep 600' \
+    _ "$dev" "$work/go-L" &
   slow=$!
   pids+=("$slow")
-  sleep 0.5
+  new_reports 3 || echo "top test: the report's time did not change"
   now_check "a new process that does not hold yet (pid $slow) is not shown" \
     eval "no_row $slow && off_screen holder-L"
+  : >"$work/go-L"
   until_ok 5 holds "$slow" || echo "top test: holder-L did not open $dev"
   t0=$EPOCHREALTIME
   if until_ok 3 row_has "$slow" 'active.*holder-L'; then
-    pass "a new process that opens the device file 1 s after it started appears in $(elapsed_since "$t0") s (deadline 3 s)"
+    pass "a new process that opens the device file after it started appears in $(elapsed_since "$t0") s (deadline 3 s)"
   else
     fail "a new process that opens the device file 1 s after it started appears within 3 s"
     dump
@@ -525,8 +541,9 @@ if launch nocolour "$work/nocolour.cfg" NO_COLOR=1 -- -d 0.5 --full-scan 1; then
   expect "NO_COLOR=1: the screen is drawn (the bystander's row)" 5 row_has "$bystander" '256 MiB'
   now_check "NO_COLOR=1: no colour escapes (got: $(colours))" [ -z "$(colours)" ]
   now_check "NO_COLOR=1: the selection is still in reverse video" eval '[ -n "$(selected)" ]'
-  # The control: past a full scan, the older process that holds nothing yet is not shown.
-  sleep 1.5
+  # The control: past a full scan (1 s: three reports later, the last collection began a whole
+  # second after this line), the older process that holds nothing yet is not shown.
+  new_reports 3 || echo "top test: the report's time did not change"
   now_check "--full-scan 1: pid $older, alive but holding nothing, is not shown" \
     eval "no_row $older && off_screen holder-F"
   echo >"$work/go"

@@ -1,5 +1,7 @@
 // The kernel-facing pieces of `run` that can be checked without starting a workload: program
-// resolution, the cgroup2 mount lookup, and refusing a directory that is not a cgroup.
+// resolution, the cgroup2 mount lookup, refusing a directory that is not a cgroup; and where a
+// launched child's output goes (ops/launch.h).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -156,3 +158,30 @@ TEST(CgroupGroupTest, APlainDirectoryIsRefusedAndLeftAsItWas) {
 
 }  // namespace
 }  // namespace gpuclean
+
+namespace gpuclean::ops {
+namespace {
+
+TEST(LaunchOutput, TheChildsOutputAndErrorsGoToTheGivenDescriptorAndStdinIsNull) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  LaunchOptions options;
+  options.output_fd = fds[1];
+  auto launched = launch("/bin/sh", {"sh", "-c", "echo out; echo err >&2; cat; echo end"}, options);
+  ::close(fds[1]);
+  ASSERT_TRUE(launched.ok()) << launched.error().message();
+  std::string text;
+  char buffer[256];
+  ssize_t got = 0;
+  while ((got = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(launched->pid, &status, 0);
+  // `cat` ended at once: its stdin was /dev/null, not this test's terminal or pipe.
+  EXPECT_EQ(text, "out\nerr\nend\n");
+}
+
+}  // namespace
+}  // namespace gpuclean::ops

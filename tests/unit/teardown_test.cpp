@@ -2,12 +2,15 @@
 #include "ops/teardown.h"
 
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,14 +25,42 @@ using namespace std::chrono_literals;
 
 constexpr Pid kNoSuchPid = -1;
 
+// The test's own children, ended and reaped on every way out of a test (an ASSERT that fails
+// returns early): SIGKILL through a pidfd taken right after the fork, so that a PID reaped and
+// reused meanwhile is never signalled; then waitpid (ECHILD when the test reaped it already).
+class Children {
+ public:
+  Children() = default;
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+  Children(Children&&) = delete;
+  Children& operator=(Children&&) = delete;
+  ~Children() {
+    for (const auto& [pid, pidfd] : pidfds_) {
+      if (pidfd < 0) continue;
+      (void)::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+      ::close(pidfd);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  // `pid` (a child, or a process a child forked): returned as given.
+  pid_t adopt(pid_t pid) {
+    if (pid > 0) pidfds_.emplace_back(pid, static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    return pid;
+  }
+
+ private:
+  std::vector<std::pair<pid_t, int>> pidfds_;
+};
+
 // A child of the test that sleeps until killed (30 s at most).
-pid_t sleeping_child() {
+pid_t sleeping_child(Children& children) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::alarm(30);
     for (;;) ::pause();
   }
-  return pid;
+  return children.adopt(pid);
 }
 
 // Issue 13 item 8. A target the kernel will not let us signal (EPERM: here a root process and
@@ -37,8 +68,9 @@ pid_t sleeping_child() {
 // error but ESRCH and the report said "it is still running after every signal" (run on commit
 // 4404490's teardown.cpp: the child printed that reason).
 TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
+  Children children;
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a process we then cannot signal";
-  const pid_t sleeper = sleeping_child();
+  const pid_t sleeper = sleeping_child(children);
   ASSERT_GT(sleeper, 0);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
@@ -47,7 +79,7 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
 
   int report[2];
   ASSERT_EQ(::pipe(report), 0);
-  const pid_t unprivileged = ::fork();
+  const pid_t unprivileged = children.adopt(::fork());
   ASSERT_GE(unprivileged, 0);
   if (unprivileged == 0) {
     ::close(report[0]);
@@ -83,7 +115,8 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
 // since the scan" and never signalled. (The planning end is KillPlanTest.
 // PidRecycledSinceTheScanInheritsNothing.)
 TEST(Teardown, TargetRecycledSinceTheScanIsSkippedNotSignalled) {
-  const pid_t child = sleeping_child();
+  Children children;
+  const pid_t child = sleeping_child(children);
   ASSERT_GT(child, 0);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
@@ -130,8 +163,9 @@ class ListedOnce : public MemberSource {
 };
 
 TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
+  Children children;
   for (const bool member : {false, true}) {
-    const pid_t child = sleeping_child();
+    const pid_t child = sleeping_child(children);
     ASSERT_GT(child, 0);
     auto proc = procfs::ProcFs::open("/proc");
     ASSERT_TRUE(proc.ok());
@@ -161,7 +195,8 @@ TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
 // reused by a process outside the run's tree is not a member (review of issue 21 item 8: only
 // the cgroup containment asked).
 TEST(Teardown, SubreaperMembersAreDescendantsNow) {
-  const pid_t child = sleeping_child();
+  Children children;
+  const pid_t child = sleeping_child(children);
   ASSERT_GT(child, 0);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
@@ -180,9 +215,10 @@ TEST(Teardown, SubreaperMembersAreDescendantsNow) {
 // the test's own children, so "gpuclean" is given as a PID no process has: descendants of
 // gpuclean itself are never taken.)
 TEST(Teardown, PlannedMembersFollowNewChildrenOnlyWhenAsked) {
+  Children children;
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
-  const pid_t parent = ::fork();
+  const pid_t parent = children.adopt(::fork());
   ASSERT_GE(parent, 0);
   if (parent == 0) {
     ::close(ready[0]);
@@ -215,7 +251,7 @@ TEST(Teardown, PlannedMembersFollowNewChildrenOnlyWhenAsked) {
   }
   ASSERT_EQ(now.size(), 2u) << "the new child was not found";
   EXPECT_EQ(now[0].pid, parent);
-  const pid_t late = now[1].pid;
+  const pid_t late = children.adopt(now[1].pid);
   EXPECT_EQ(now[1].ppid, parent);
   // Negative control: not following children, only the planned process.
   const auto alone =
@@ -247,10 +283,11 @@ class AppearingMembers : public MemberSource {
 // Found in review: later rounds always sent SIGKILL, even with --no-kill9. Failed before the
 // fix: the newcomer's signals were ["KILL"].
 TEST(Teardown, NoKill9HoldsInLaterRounds) {
+  Children children;
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
-  const pid_t first = sleeping_child();
-  const pid_t later = sleeping_child();
+  const pid_t first = sleeping_child(children);
+  const pid_t later = sleeping_child(children);
   ASSERT_GT(first, 0);
   ASSERT_GT(later, 0);
   const AppearingMembers members(*proc->read_process(first), *proc->read_process(later));
@@ -265,8 +302,8 @@ TEST(Teardown, NoKill9HoldsInLaterRounds) {
   EXPECT_EQ(std::count(sent.begin(), sent.end(), "TERM"), 1);
   EXPECT_EQ(rounds.outcomes[1].state, TargetOutcome::State::kGone) << "TERM ends a sleeper";
   // Negative control: with SIGKILL allowed, the later round sends it at once.
-  const pid_t first2 = sleeping_child();
-  const pid_t later2 = sleeping_child();
+  const pid_t first2 = sleeping_child(children);
+  const pid_t later2 = sleeping_child(children);
   const AppearingMembers members2(*proc->read_process(first2), *proc->read_process(later2));
   const TeardownOptions kill9{SIGTERM, 50ms, true, 2s, {}};
   const RoundsOutcome killed = tear_down_rounds(*proc, members2, kill9, [&] {

@@ -1,24 +1,14 @@
-// `gpuclean top`'s screen, composed without a terminal (output/top_view.h), and the choice of
-// processes its refreshes re-read (collect/rolling_scan.h).
+// `gpuclean top`'s screen, composed without a terminal (output/top_view.h).
 #include "output/top_view.h"
 
 #include <gtest/gtest.h>
-
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <string>
 
 #include <fmt/format.h>
 
-#include "collect/rolling_scan.h"
 #include "core/units.h"
-#include "ops/launch.h"
 #include "output/text_width.h"
-#include "procfs/file_identity.h"
-#include "procfs/holder_scan.h"
-#include "procfs/proc_fs.h"
 
 namespace gpuclean::output {
 namespace {
@@ -258,158 +248,3 @@ TEST(Sparkline, PlacesSamplesInTheirSecondAndScalesToEightLevels) {
 
 }  // namespace
 }  // namespace gpuclean::output
-
-namespace gpuclean::collect {
-namespace {
-
-using namespace std::chrono_literals;
-
-std::vector<Pid> range(Pid from, Pid to) {
-  std::vector<Pid> out;
-  for (Pid p = from; p < to; ++p) out.push_back(p);
-  return out;
-}
-
-TEST(RollingScan, FirstCallAndZeroPeriodReadEverything) {
-  RollingScan every(Duration(0));
-  const auto t0 = RollingScan::Clock::now();
-  EXPECT_EQ(every.choose(range(1, 101), {}, t0).size(), 100u);
-  EXPECT_EQ(every.choose(range(1, 101), {}, t0 + 1s).size(), 100u);
-  EXPECT_TRUE(every.last_was_full());
-}
-
-TEST(RollingScan, ReadsNewLikelyAndASliceSoThatAllAreReadOncePerPeriod) {
-  RollingScan rolling(Duration(30s));
-  auto now = RollingScan::Clock::now();
-  const std::vector<Pid> present = range(1, 3001);
-  EXPECT_EQ(rolling.choose(present, {}, now).size(), 3000u) << "the first look is full";
-  EXPECT_TRUE(rolling.last_was_full());
-  // The processes of the first look were there before: not new, so the next look is a slice
-  // (bench/top_bench.sh found the first 15 s all full scans when they counted as new).
-  now += 1s;
-  EXPECT_EQ(rolling.choose(present, {}, now).size(), 100u);
-  now += 30s;
-  EXPECT_TRUE((rolling.choose(present, {}, now), rolling.last_was_full()));
-
-  // One second later: a new process (5000), a holder (7), and 1/30 of the 3,000 in turn.
-  std::vector<Pid> with_new = present;
-  with_new.push_back(5000);
-  now += 1s;
-  const std::vector<Pid> chosen = rolling.choose(with_new, {7, 4242}, now);
-  EXPECT_FALSE(rolling.last_was_full());
-  EXPECT_NE(std::find(chosen.begin(), chosen.end(), 5000), chosen.end()) << "new";
-  EXPECT_NE(std::find(chosen.begin(), chosen.end(), 7), chosen.end()) << "likely holder";
-  EXPECT_EQ(std::find(chosen.begin(), chosen.end(), 4242), chosen.end()) << "not in /proc";
-  EXPECT_GE(chosen.size(), 100u);
-  EXPECT_LE(chosen.size(), 103u) << "new + likely + 100 in turn, not everything";
-
-  // Over the rest of the period every process is read at least once.
-  std::set<Pid> read(chosen.begin(), chosen.end());
-  for (int second = 2; second < 30; ++second) {
-    now += 1s;
-    for (Pid pid : rolling.choose(with_new, {}, now)) read.insert(pid);
-  }
-  EXPECT_LT(read.size(), with_new.size()) << "29 s: not all of them yet (control)";
-  now += 1s;
-  for (Pid pid : rolling.choose(with_new, {}, now)) read.insert(pid);
-  EXPECT_EQ(read.size(), with_new.size()) << "each process read once per 30 s period";
-  // Negative control: a period later it is a full scan again.
-  now += 30s;
-  EXPECT_EQ(rolling.choose(with_new, {}, now).size(), with_new.size());
-  EXPECT_TRUE(rolling.last_was_full());
-}
-
-TEST(RollingScan, ANewProcessIsReadOnEveryRefreshWhileYoung) {
-  // tests/top/run.sh found it: a process that opens the device a second after it started was
-  // read once, as new, before it held anything, and then waited for its turn (~20 s).
-  RollingScan rolling(Duration(30s));
-  auto now = RollingScan::Clock::now();
-  std::vector<Pid> present = range(1, 301);
-  (void)rolling.choose(present, {}, now);
-  present.push_back(999);
-  auto chosen_at = [&](auto when) {
-    const auto chosen = rolling.choose(present, {}, when);
-    return std::find(chosen.begin(), chosen.end(), 999) != chosen.end();
-  };
-  const auto born = now + 100ms;
-  EXPECT_TRUE(chosen_at(born));
-  EXPECT_TRUE(chosen_at(born + 1s)) << "still young: read again";
-  EXPECT_TRUE(chosen_at(born + RollingScan::kYoung - 1s));
-  // Negative control: old, it waits for its turn (the slice of 100 ms is one or two PIDs).
-  now = born + RollingScan::kYoung;
-  (void)rolling.choose(present, {}, now);
-  EXPECT_FALSE(chosen_at(now + 50ms));
-}
-
-}  // namespace
-}  // namespace gpuclean::collect
-
-namespace gpuclean::ops {
-namespace {
-
-TEST(LaunchOutput, TheChildsOutputAndErrorsGoToTheGivenDescriptorAndStdinIsNull) {
-  int fds[2];
-  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
-  LaunchOptions options;
-  options.output_fd = fds[1];
-  auto launched = launch("/bin/sh", {"sh", "-c", "echo out; echo err >&2; cat; echo end"}, options);
-  ::close(fds[1]);
-  ASSERT_TRUE(launched.ok()) << launched.error().message();
-  std::string text;
-  char buffer[256];
-  ssize_t got = 0;
-  while ((got = ::read(fds[0], buffer, sizeof(buffer))) > 0) {
-    text.append(buffer, static_cast<std::size_t>(got));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(launched->pid, &status, 0);
-  // `cat` ended at once: its stdin was /dev/null, not this test's terminal or pipe.
-  EXPECT_EQ(text, "out\nerr\nend\n");
-}
-
-}  // namespace
-}  // namespace gpuclean::ops
-
-namespace gpuclean::procfs {
-namespace {
-
-TEST(StillHolds, TrueWhileTheSameDescriptorNamesTheFileFalseOnceClosedOrReused) {
-  char path[] = "/tmp/gpuclean-still-holds-XXXXXX";
-  const int fd = ::mkstemp(path);
-  ASSERT_GE(fd, 0);
-  auto proc = ProcFs::open("/proc");
-  ASSERT_TRUE(proc.ok());
-  HeldFile held;
-  held.path = path;
-  held.fds = {fd};
-  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "no identity: nothing to compare";
-  held.identity = identity_of_path(path);
-  EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
-  HeldFile mapped_only;
-  mapped_only.path = path;
-  mapped_only.mapped = true;
-  EXPECT_FALSE(still_holds(*proc, ::getpid(), {mapped_only})) << "maps must be read: a scan";
-  EXPECT_FALSE(still_holds(*proc, ::getpid(), {})) << "nothing held is no holder";
-  // The descriptor now names another file: no longer held through it.
-  const int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(other, 0);
-  ASSERT_EQ(::dup2(other, fd), fd);
-  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held}));
-  ::close(other);
-  // Unlinked while held: the link says "(deleted)", which the known file did not.
-  const int again = ::open(path, O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(again, 0);
-  ASSERT_EQ(::dup2(again, fd), fd);
-  ::close(again);
-  EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
-  ::unlink(path);
-  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "deleted since";
-  held.deleted = true;
-  EXPECT_TRUE(still_holds(*proc, ::getpid(), {held}));
-  ::close(fd);
-  EXPECT_FALSE(still_holds(*proc, ::getpid(), {held})) << "closed";
-}
-
-}  // namespace
-}  // namespace gpuclean::procfs
