@@ -87,6 +87,7 @@ std::vector<GoneButCounted> gone_but_counted(const std::vector<Pid>& gone,
     entry.held_by = "held by the MPS server";
   }
   std::vector<GoneButCounted> out;
+  out.reserve(counted.size());
   for (auto& [pid, entry] : counted) out.push_back(std::move(entry));
   return out;
 }

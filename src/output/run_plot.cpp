@@ -241,7 +241,8 @@ std::string gpu_lines(const RunRecord& record, const Scales& sc) {
     if (gpu.back) legend += *gpu.back ? ", back to pre-run level" : ", NOT back";
     // Two legend entries per row, rows upwards from the bottom edge.
     const double lx = kLeft + static_cast<double>(g % 2) * sc.plot_w / 2;
-    const double ly = kHeight - 10 - static_cast<double>(g / 2) * 14;
+    const std::size_t row = g / 2;
+    const double ly = kHeight - 10 - static_cast<double>(row) * 14;
     svg += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"4\" fill=\"{}\"/>"
         "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",

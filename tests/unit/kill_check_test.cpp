@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
+
 namespace gpuclean::diagnose {
 namespace {
-
-constexpr Bytes kGiB = Bytes{1} << 30;
 
 Gpu gpu(unsigned index, std::vector<std::pair<Pid, Bytes>> processes) {
   Gpu g;
