@@ -158,7 +158,7 @@ struct Commands {
     };
   }
 
-  int dispatch(const CLI::App& app, const Io& io) {
+  int dispatch(const CLI::App& app, const Io& io) const {
     const bool terminal = ::isatty(STDOUT_FILENO) != 0;
     if (app.got_subcommand("run")) return run_run(run, io);
     if (app.got_subcommand("completion")) return run_completion(app, completion, io);
