@@ -60,8 +60,14 @@ idle() {
 }
 stage "setup: Debian packages"
 scripts/setup.sh
-stage "build (-Werror, tests, man page)"
-BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON -DGPUCLEAN_MAN=ON
+# Each test runs once (tests/CMakeLists.txt): the functional suites under ASan+UBSan, the timed
+# ones (bound to the wall clock) on this optimized build. Without the sanitizer pass (--quick)
+# this build has both.
+functional=OFF
+[ $quick -eq 1 ] && functional=ON
+stage "build (-Werror, man page; tests: the timed suites$([ $quick -eq 1 ] && echo ', the functional ones'))"
+BUILD_DIR=build scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_TESTS=ON -DGPUCLEAN_MAN=ON \
+  -DGPUCLEAN_TIMED_TESTS=ON -DGPUCLEAN_FUNCTIONAL_TESTS=$functional
 if [ $quick -eq 0 ]; then
   stage "lint: clang-format, the layers; clang-tidy started in the background (its result: the last stage)"
   BUILD_DIR=build scripts/lint.sh --format
@@ -74,15 +80,16 @@ stage "docs: docs/reference.md against the parser, links inside the repository"
 scripts/check_docs.sh build
 stage "man page: gpuclean(1) against the parser, rendered by man without warnings"
 scripts/check_man.sh build
-stage "tests"
+stage "tests: the timed suites$([ $quick -eq 1 ] && echo ', the functional ones')"
 # The storm tests need the machine's whole process-creation rate (300/s at least): alone,
 # after the rest (beside another test on 2 cores it made 223/s on 2026-12-02 and failed as
 # "too slow to test anything").
 # The FUSE stuck-process tests are timing-bound too (a kill of a stuck process within 2 s):
 # beside a SCHED_IDLE clang-tidy on a loaded machine one run of StuckProcessTest's kill in five
 # took 2.7 s, none of five with it stopped (2026-12-03). So these and the storm run after the
-# rest with clang-tidy stopped (SIGSTOP), each as alone as before; the rest, mostly waiting on
-# processes and hung fakes, runs beside it.
+# rest with clang-tidy stopped (SIGSTOP), each as alone as before; the rest (the NVML fault
+# matrix and the fuzz replay; with --quick the functional suites), mostly waiting on processes
+# and hung fakes, runs beside it.
 timed='^(StormTest|StuckProcessTest|MmLockVictimTest)\.'
 (cd build && ctest --output-on-failure -j "$(nproc)" -E "$timed")
 for job in "${background[@]}"; do signal_job STOP "$job"; done
@@ -90,21 +97,16 @@ for job in "${background[@]}"; do signal_job STOP "$job"; done
   ctest --output-on-failure -R '^StormTest\.')
 for job in "${background[@]}"; do signal_job CONT "$job"; done
 if [ $quick -eq 0 ]; then
-  stage "tests under ASan+UBSan"
-  # -O1 and line tables only: ASan needs no more to report with file and line, and the build is
-  # a third of CI's time. Not built here: the FUSE tests and the fuzz-input replay (see
-  # CMakeLists.txt: they run in the plain pass, and fuzz/ci.sh replays the inputs under ASan).
-  # A unity build (batches of 8 files: the big headers parsed once per batch; CMakeLists.txt
-  # lists the files that compile alone), without the storm tests (not run here, see below).
+  stage "tests under ASan+UBSan: the functional suites"
+  # -O1 and line tables only: ASan needs no more to report with file and line (the test code is
+  # -O0, tests/CMakeLists.txt). A unity build (batches of 8 files: the big headers parsed once per
+  # batch; CMakeLists.txt lists the files that compile alone). Neither the timed suites (they ran
+  # above, on the same code) nor the fuzz replay (fuzz/ci.sh replays the inputs under ASan).
   BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGPUCLEAN_FUSE_TESTS=OFF -DGPUCLEAN_FUZZ_REPLAY=OFF \
-    -DGPUCLEAN_STORM_TESTS=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
-  # The slow system tests ran above on the same code; here they would repeat the same system
-  # calls under ASan's slowdown: the storm (timing-bound: a scan must see short-lived
-  # processes) and the NVML fault matrix (each cell waits out a hung fake; FakeNvmlTest's
-  # hung-driver test still runs here).
-  (cd build-asan && ctest --output-on-failure -j "$(nproc)" \
-    -E '^StormTest\.|^Faults/NvmlFaultMatrixTest\.')
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGPUCLEAN_FUNCTIONAL_TESTS=ON \
+    -DGPUCLEAN_TIMED_TESTS=OFF -DGPUCLEAN_FUZZ_REPLAY=OFF \
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
+  (cd build-asan && ctest --output-on-failure -j "$(nproc)")
 fi
 stage "Slurm: contrib/slurm/epilog.sh on a real one-node cluster"
 tests/slurm/run.sh build

@@ -10,7 +10,7 @@ namespace gpuclean::procfs {
 namespace {
 
 // A hybrid host's mounts, as this project's CI machines have them.
-const char* const kHybrid =
+const char* const kHybridMounts =
     "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
     "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
     "36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices\n"
@@ -28,7 +28,7 @@ DirectoryOwner owners(std::map<std::string, uid_t> users) {
 }
 
 TEST(CgroupTrustTest, EachLineFindsItsHierarchysMount) {
-  const CgroupMounts mounts = parse_cgroup_mounts(kHybrid);
+  const CgroupMounts mounts = parse_cgroup_mounts(kHybridMounts);
   ASSERT_TRUE(mounts.v2);
   EXPECT_EQ(mounts.v2->mount_point, "/sys/fs/cgroup/unified");
   ASSERT_EQ(mounts.v1.size(), 3u);
@@ -41,7 +41,7 @@ TEST(CgroupTrustTest, EachLineFindsItsHierarchysMount) {
 }
 
 TEST(CgroupTrustTest, StopsAtTheFirstDirectoryAUserOwnsThatOneIncluded) {
-  const CgroupMounts mounts = parse_cgroup_mounts(kHybrid);
+  const CgroupMounts mounts = parse_cgroup_mounts(kHybridMounts);
   // As Slurm's v1 plugin leaves them (seen on this project's one-node Slurm): the step and
   // its tasks are the job user's.
   const auto slurm =
@@ -55,7 +55,7 @@ TEST(CgroupTrustTest, StopsAtTheFirstDirectoryAUserOwnsThatOneIncluded) {
 }
 
 TEST(CgroupTrustTest, CannotTellIsNotTrusted) {
-  const CgroupMounts mounts = parse_cgroup_mounts(kHybrid);
+  const CgroupMounts mounts = parse_cgroup_mounts(kHybridMounts);
   EXPECT_EQ(root_named_prefix(mounts, "", "/../../kubepods/pod1/x", owners({})), std::nullopt);
   EXPECT_EQ(root_named_prefix(mounts, "", "/gone/x", owners({})), std::nullopt);
   EXPECT_EQ(root_named_prefix(mounts, "", "relative", owners({})), std::nullopt);
