@@ -317,9 +317,10 @@ std::string owners_text(const diagnose::OwnerSelector& owners) {
 // a job's own exit must not drain the node for it); a skipped one is not. Gone is not yet
 // clean: memory NVML still counts for a named PID (being released, or held by an heir) is
 // reported, and makes it dirty.
-int report_nothing_to_kill(const KillOptions& o, const KillPlan& plan,
+int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
                            const diagnose::KillSelectors& selectors, const LookBefore& before,
                            const Io& io) {
+  const KillPlan& plan = dry_run.plan;
   const bool all_gone = !plan.not_found.empty() && plan.not_found.size() == selectors.pids.size();
   const auto counted = diagnose::gone_but_counted(plan.not_found, before.diagnosis);
   for (const auto& gone : counted) {
@@ -339,7 +340,7 @@ int report_nothing_to_kill(const KillOptions& o, const KillPlan& plan,
   // --json: one document whenever the answer is not a usage error, an empty plan included.
   if (!o.common.json || exit_code == kExitUsage) return exit_code;
   if (o.dry_run) {
-    output::write_json(io.out, output::kill_dry_run_json(plan, host_name(), unix_now()));
+    output::write_json(io.out, output::kill_dry_run_json(dry_run, host_name(), unix_now()));
     return exit_code;
   }
   KillReport report;
@@ -493,13 +494,14 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   const KillPlan plan = diagnose::plan_kill(table, before.diagnosis.holders, selectors, context,
                                             before.diagnosis.dead_owners);
   if (auto refused = say_plan_exceptions(plan, table, selectors, io)) return *refused;
-  if (plan.targets.empty()) return report_nothing_to_kill(o, plan, selectors, before, io);
+  const KillDryRun dry_run{plan, steps_of(parsed->teardown)};
+  if (plan.targets.empty()) return report_nothing_to_kill(o, dry_run, selectors, before, io);
 
   if (o.common.json && o.dry_run) {
-    output::write_json(io.out, output::kill_dry_run_json(plan, host_name(), unix_now()));
+    output::write_json(io.out, output::kill_dry_run_json(dry_run, host_name(), unix_now()));
     return kExitClean;
   }
-  if (!o.common.json) output::render_kill_plan_text(io.out, plan, steps_of(parsed->teardown));
+  if (!o.common.json) output::render_kill_plan_text(io.out, plan, dry_run.steps);
   if (o.dry_run) {
     // What acting on it would ask about (top shows this plan before its own y/N).
     for (const std::string& reason : plan.confirm_reasons) {

@@ -261,14 +261,14 @@ ops::RunEnd supervise(const RunOptions& o, const Settings& settings, ops::RunSes
   ops::SuperviseHooks hooks;
   hooks.on_sample = [&] { gpus->request_sample(); };
   hooks.on_ready = [&](int) { say_nvml_failing(gpus->receive(log, members), *gpus, say); };
-  hooks.on_event = [&](const std::string& kind, const std::string& detail) {
-    if (kind == "interrupt" || (kind == "timeout" && !o.quiet)) {
-      say(kind == "timeout" ? "--timeout passed" : detail);
+  hooks.on_event = [&](RunEventKind kind, const std::string& detail) {
+    if (kind == RunEventKind::kInterrupt || (kind == RunEventKind::kTimeout && !o.quiet)) {
+      say(kind == RunEventKind::kTimeout ? "--timeout passed" : detail);
     }
     // The first ^C (or SIGTERM) goes to the workload, which may ignore it: say what happened
     // and how to end the run, or the terminal shows nothing at all.
     const bool first_interrupt = detail.rfind("INT ", 0) == 0 || detail.rfind("TERM ", 0) == 0;
-    if (kind == "signal" && first_interrupt) {
+    if (kind == RunEventKind::kSignal && first_interrupt) {
       say("SIG" + detail + "; press ^C again (or send another SIGTERM) to tear it down");
     }
   };
@@ -343,7 +343,7 @@ int run_run(const RunOptions& o, const Io& io) {
     watch->verify(log, session.run_pids(), session.workload_start_ticks());
     log.record().escaped = watch->escaped(session.run_pids(), session.workload_start_ticks());
   }
-  log.event("verified", std::string(to_string(log.record().gpu_check)));
+  log.event(RunEventKind::kVerified, std::string(to_string(log.record().gpu_check)));
   session.finish();
   return report(o, log, r.record_file, io);
 }

@@ -50,6 +50,12 @@ struct KillSteps {
   long long wait_ms = 30000;  // for the exits and the memory
 };
 
+// A plan as `kill --dry-run --json` writes it and top reads it back (output/kill_view.h).
+struct KillDryRun {
+  KillPlan plan;
+  KillSteps steps;
+};
+
 // What the teardown did to one process.
 struct TargetOutcome {
   enum class State { kGone, kRemaining, kSkipped };

@@ -160,6 +160,23 @@ const char* to_string(Owner::Kind kind) {
   return "?";
 }
 
+std::optional<Owner::Kind> owner_kind_from_string(std::string_view text) {
+  for (Owner::Kind kind : {Owner::Kind::kSlurmJob, Owner::Kind::kContainer, Owner::Kind::kPod,
+                           Owner::Kind::kSystemdUnit, Owner::Kind::kCgroup}) {
+    if (text == to_string(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+std::optional<HolderClass> holder_class_from_string(std::string_view text) {
+  for (HolderClass klass : {HolderClass::kActive, HolderClass::kOrphan, HolderClass::kHeir,
+                            HolderClass::kZombieLeader, HolderClass::kStuck, HolderClass::kForeign,
+                            HolderClass::kMonitor, HolderClass::kZombie, HolderClass::kFrozen}) {
+    if (text == to_string(klass)) return klass;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(NodeService service) {
   switch (service) {
     case NodeService::kMpsControl:

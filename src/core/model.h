@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuclean {
@@ -54,6 +55,7 @@ struct Owner {
 
 // JSON's spelling: "slurm-job", "container", "pod", "systemd-unit", "cgroup".
 const char* to_string(Owner::Kind kind);
+std::optional<Owner::Kind> owner_kind_from_string(std::string_view text);
 
 // A frozen cgroup a process is in (cgroup v2: `frozen 1` in cgroup.events; v1 freezer:
 // freezer.state FROZEN), and which groups to thaw. gpuclean never thaws on its own.
@@ -162,6 +164,7 @@ enum class HolderClass {
 
 // docs/reference.md's spelling of the class ("zombie-leader", …).
 const char* to_string(HolderClass klass);
+std::optional<HolderClass> holder_class_from_string(std::string_view text);
 
 // The node's own GPU software: daemons every job on the node depends on, and monitoring tools.
 // Recognised only from a root-owned executable in a system directory (procfs/node_service.h),

@@ -26,6 +26,20 @@ constexpr std::array<std::pair<LeftoverOutcome, std::string_view>, 3> kLeftoverO
     {LeftoverOutcome::kSkipped, "skipped"},
 }};
 
+constexpr std::array<std::pair<RunEventKind, std::string_view>, 11> kRunEventKinds = {{
+    {RunEventKind::kStart, "start"},
+    {RunEventKind::kSignal, "signal"},
+    {RunEventKind::kInterrupt, "interrupt"},
+    {RunEventKind::kTimeout, "timeout"},
+    {RunEventKind::kExit, "exit"},
+    {RunEventKind::kError, "error"},
+    {RunEventKind::kTeardown, "teardown"},
+    {RunEventKind::kTeardownDone, "teardown-done"},
+    {RunEventKind::kProblem, "problem"},
+    {RunEventKind::kGuard, "guard"},
+    {RunEventKind::kVerified, "verified"},
+}};
+
 template <typename E, std::size_t N>
 std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& table, E value) {
   for (const auto& [e, name] : table) {
@@ -45,6 +59,12 @@ std::optional<E> value_of(const std::array<std::pair<E, std::string_view>, N>& t
 
 }  // namespace
 
+std::string_view to_string(RunEventKind kind) {
+  return name_of(kRunEventKinds, kind);
+}
+std::optional<RunEventKind> run_event_kind_from_string(std::string_view text) {
+  return value_of(kRunEventKinds, text);
+}
 std::string_view to_string(GpuCheck check) {
   return name_of(kGpuChecks, check);
 }

@@ -44,6 +44,23 @@ enum class LeftoverOutcome {
 std::string_view to_string(LeftoverOutcome outcome);
 std::optional<LeftoverOutcome> leftover_outcome_from_string(std::string_view text);
 
+// What happened during a run (the record's events[].kind).
+enum class RunEventKind {
+  kStart,         // "start": the workload launched
+  kSignal,        // "signal": a signal to gpuclean, forwarded to the workload
+  kInterrupt,     // "interrupt": a second SIGINT/SIGTERM: the run is torn down
+  kTimeout,       // "timeout": --timeout passed
+  kExit,          // "exit": the workload's main process ended
+  kError,         // "error": supervision could not go on
+  kTeardown,      // "teardown": the teardown of what is left began
+  kTeardownDone,  // "teardown-done": it ended (what it found and ended)
+  kProblem,       // "problem": the contained group still has processes after it
+  kGuard,         // "guard": processes that appeared in the group after the teardown, killed
+  kVerified,      // "verified": the GPU check's outcome
+};
+std::string_view to_string(RunEventKind kind);
+std::optional<RunEventKind> run_event_kind_from_string(std::string_view text);
+
 struct RunGpu {
   unsigned index = 0;
   std::string name;
@@ -63,7 +80,7 @@ struct RunSample {
 
 struct RunEvent {
   double t = 0;
-  std::string kind;  // start, signal, interrupt, timeout, exit, teardown, teardown-done, verified
+  RunEventKind kind = RunEventKind::kStart;
   std::string detail;
 };
 
@@ -115,8 +132,8 @@ class RunLog {
   [[nodiscard]] double now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   }
-  void event(std::string kind, std::string detail) {
-    record_.events.push_back({now(), std::move(kind), std::move(detail)});
+  void event(RunEventKind kind, std::string detail) {
+    record_.events.push_back({now(), kind, std::move(detail)});
   }
   RunRecord& record() { return record_; }
   [[nodiscard]] const RunRecord& record() const { return record_; }

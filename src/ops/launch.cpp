@@ -65,7 +65,7 @@ bool is_executable_file(const std::string& path) {
     const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0 ||
         ::dup2(options.output_fd, STDOUT_FILENO) < 0 ||
-        ::dup2(options.output_fd, STDERR_FILENO) < 0) {
+        ::dup2(options.error_fd >= 0 ? options.error_fd : options.output_fd, STDERR_FILENO) < 0) {
       fail_in_child(pipe_fd, 4);
     }
   }

@@ -27,6 +27,9 @@ struct LaunchOptions {
   // When set: the child's stdout and stderr go to this descriptor and its stdin is /dev/null
   // (`top` runs `gpuclean kill` and shows what it prints). -1: inherited.
   int output_fd = -1;
+  // With output_fd: its stderr goes here instead (`top` reads kill's JSON plan from stdout and
+  // its diagnostics apart). -1: to output_fd.
+  int error_fd = -1;
 };
 
 struct Launched {

@@ -117,7 +117,8 @@ Status RunSession::launch(const std::string& program, const std::vector<std::str
   run_pids_.insert(launched_->pid);
   RunRecord& record = log_.record();
   record.pid = launched_->pid;
-  log_.event("start", "pid " + std::to_string(launched_->pid) + " in " + record.mode + " mode");
+  log_.event(RunEventKind::kStart,
+             "pid " + std::to_string(launched_->pid) + " in " + record.mode + " mode");
   launched_at_ = log_.now();
   return Ok{};
 }
@@ -134,7 +135,7 @@ RunEnd RunSession::supervise(const SuperviseOptions& options, const SuperviseHoo
   SuperviseOptions with_group = options;
   with_group.child_in_our_process_group = group_ != nullptr;
   SuperviseHooks logged = hooks;
-  logged.on_event = [this, &hooks](const std::string& kind, const std::string& detail) {
+  logged.on_event = [this, &hooks](RunEventKind kind, const std::string& detail) {
     log_.event(kind, detail);
     if (hooks.on_event) hooks.on_event(kind, detail);
   };
@@ -146,12 +147,12 @@ RunEnd RunSession::supervise(const SuperviseOptions& options, const SuperviseHoo
 const GroupTeardown& RunSession::tear_down(RunEnd end, const TeardownOptions& options) {
   RunRecord& record = log_.record();
   const double teardown_at = log_.now();
-  log_.event("teardown", "");
+  log_.event(RunEventKind::kTeardown, "");
   teardown_ = tear_down_group(proc_, *containment_, supervisor_, options);
   armed_ = false;  // the normal path ended everything it could: the guard has nothing to add
   const GroupTeardown& teardown = *teardown_;
-  log_.event("teardown-done", std::to_string(teardown.found.size()) + " found, " +
-                                  std::to_string(teardown.remaining()) + " remaining");
+  log_.event(RunEventKind::kTeardownDone, std::to_string(teardown.found.size()) + " found, " +
+                                              std::to_string(teardown.remaining()) + " remaining");
   for (std::size_t i = 0; i < teardown.found.size(); ++i) {
     const ProcessInfo& p = teardown.found[i];
     const TargetOutcome& outcome = teardown.outcomes[i];
@@ -197,7 +198,7 @@ void RunSession::finish() {
     populated = events.ok() && *events;
   }
   if (populated && remaining == 0) {
-    log_.event("problem", "the cgroup still has processes after the teardown");
+    log_.event(RunEventKind::kProblem, "the cgroup still has processes after the teardown");
     say("cgroup " + record.cgroup + " still has processes after the teardown");
   }
   record.clean = remaining == 0 && !populated &&
@@ -235,7 +236,7 @@ void RunSession::kill_everything() noexcept {
   try {
     say("the run ended abnormally: every process of it was killed (" + std::to_string(found) +
         " found, " + std::to_string(remaining) + " remaining)");
-    log_.event("guard", std::to_string(found) + " killed");
+    log_.event(RunEventKind::kGuard, std::to_string(found) + " killed");
   } catch (...) {  // NOLINT(bugprone-empty-catch): nothing more to do
   }
 }

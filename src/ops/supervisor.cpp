@@ -85,12 +85,12 @@ void Supervisor::reap() {
 RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& options,
                              const SuperviseHooks& hooks) {
   child_ = child.pid;
-  auto event = [&hooks](const std::string& kind, const std::string& detail) {
+  auto event = [&hooks](RunEventKind kind, const std::string& detail) {
     if (hooks.on_event) hooks.on_event(kind, detail);
   };
   UniqueFd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_fd) {
-    event("error", errno_error("epoll_create1").message());
+    event(RunEventKind::kError, errno_error("epoll_create1").message());
     return RunEnd::kFailed;
   }
   watch(epoll_fd.get(), signal_fd_.get());
@@ -99,7 +99,7 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
     timeout_fd = make_timer(*options.timeout, std::nullopt);
     if (!timeout_fd) {
       // A --timeout that cannot be kept must not be dropped silently: the run ends now.
-      event("error", errno_error("timerfd_create").message());
+      event(RunEventKind::kError, errno_error("timerfd_create").message());
       return RunEnd::kFailed;
     }
     watch(epoll_fd.get(), timeout_fd.get());
@@ -116,18 +116,18 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
   for (;;) {
     reap();
     if (child_status_) {
-      event("exit", "");
+      event(RunEventKind::kExit, "");
       return RunEnd::kChildExited;
     }
     epoll_event ready{};
     const int n = ::epoll_wait(epoll_fd.get(), &ready, 1, -1);  // no timeout: no idle wake-ups
     if (n < 0 && errno != EINTR) {
-      event("error", errno_error("epoll_wait").message());
+      event(RunEventKind::kError, errno_error("epoll_wait").message());
       return RunEnd::kFailed;
     }
     if (n <= 0) continue;
     if (timeout_fd && ready.data.fd == timeout_fd.get()) {
-      event("timeout", "");
+      event(RunEventKind::kTimeout, "");
       return RunEnd::kTimeout;
     }
     if (std::find(options.watch_fds.begin(), options.watch_fds.end(), ready.data.fd) !=
@@ -152,18 +152,19 @@ RunEnd Supervisor::supervise(const Launched& child, const SuperviseOptions& opti
       if (signo == SIGCHLD) continue;  // reaped at the top of the loop
       const bool escalating = signo == SIGINT || signo == SIGTERM;
       if (escalating && ++interrupts >= 2) {
-        event("interrupt", "second " + signal_name(signo) + ": tearing the run down");
+        event(RunEventKind::kInterrupt, "second " + signal_name(signo) + ": tearing the run down");
         return RunEnd::kEscalated;
       }
       // A terminal sends ^C (SI_KERNEL) to the whole foreground process group: the workload
       // got it already when it shares ours.
       const bool from_terminal = info.ssi_code == SI_KERNEL;
       if (from_terminal && options.child_in_our_process_group) {
-        event("signal", signal_name(signo) + " from the terminal reached the workload");
+        event(RunEventKind::kSignal,
+              signal_name(signo) + " from the terminal reached the workload");
         continue;
       }
       if (::syscall(SYS_pidfd_send_signal, child.pidfd.get(), signo, nullptr, 0) == 0) {
-        event("signal", signal_name(signo) + " forwarded to the workload");
+        event(RunEventKind::kSignal, signal_name(signo) + " forwarded to the workload");
       }
     }
   }

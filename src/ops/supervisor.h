@@ -15,6 +15,7 @@
 #include "core/duration.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "core/run_record.h"
 #include "core/unique_fd.h"
 #include "ops/cgroup.h"
 #include "ops/launch.h"
@@ -38,7 +39,7 @@ struct SuperviseHooks {
   std::function<void()> on_sample;
   std::function<void(int fd)> on_ready;
   // kind: "signal" (forwarded), "interrupt" (escalation), "exit", "timeout"
-  std::function<void(const std::string& kind, const std::string& detail)> on_event;
+  std::function<void(RunEventKind kind, const std::string& detail)> on_event;
 };
 
 enum class RunEnd {

@@ -1,5 +1,7 @@
 #include "output/kill_view.h"
 
+#include <charconv>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "core/units.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/json_reader.h"
 #include "output/owner_text.h"
 #include "output/tree_text.h"
 #include "output/who_view.h"
@@ -120,14 +123,42 @@ void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSt
   out << std::flush;
 }
 
-nlohmann::json kill_dry_run_json(const KillPlan& plan, const std::string& host, double now) {
+nlohmann::json kill_dry_run_json(const KillDryRun& dry_run, const std::string& host, double now) {
+  const KillPlan& plan = dry_run.plan;
+  const KillSteps& steps = dry_run.steps;
   nlohmann::json doc = document_header(host, now);
   doc["dry_run"] = true;
+  doc["steps"] = {{"signal", steps.signal},
+                  {"signal_name", steps.signal_name},
+                  {"kill9", steps.kill9},
+                  {"grace_ms", steps.grace_ms},
+                  {"wait_ms", steps.wait_ms}};
   doc["targets"] = nlohmann::json::array();
   for (const KillTarget& target : plan.targets) {
-    doc["targets"].push_back(
-        {{"pid", target.process.pid}, {"class", to_string(target.klass)}, {"why", target.why}});
+    const ProcessInfo& p = target.process;
+    nlohmann::json memory = nlohmann::json::object();
+    for (const auto& [gpu, bytes] : target.gpu_memory) memory[std::to_string(gpu)] = bytes;
+    nlohmann::json row{{"pid", p.pid},
+                       {"start_ticks", p.start_ticks},
+                       {"ppid", p.ppid},
+                       {"user", p.user},
+                       {"state", std::string(1, p.state)},
+                       {"threads", p.threads.size()},
+                       {"class", to_string(target.klass)},
+                       {"why", target.why},
+                       {"comm", p.comm},
+                       {"cmdline", p.cmdline},
+                       {"gpu_memory", std::move(memory)}};
+    row["owner"] = p.owner ? to_json(*p.owner) : nlohmann::json();
+    row["inherited_from"] =
+        target.inherited_from ? nlohmann::json(*target.inherited_from) : nlohmann::json();
+    doc["targets"].push_back(std::move(row));
   }
+  doc["skipped"] = nlohmann::json::array();
+  for (const KillSkip& skip : plan.skipped) {
+    doc["skipped"].push_back({{"pid", skip.pid}, {"reason", skip.reason}});
+  }
+  doc["not_found"] = plan.not_found;
   doc["confirm_reasons"] = plan.confirm_reasons;
   return doc;
 }
@@ -193,6 +224,108 @@ std::string not_verified_text(MemoryCheck memory, NvmlState nvml_state,
       return "NVML failed: " + message;
   }
   return "";
+}
+
+namespace {
+
+std::optional<Owner> read_owner(JsonReader& r, const nlohmann::json& parent,
+                                const std::string& path) {
+  const nlohmann::json* o = r.object(parent, "owner", path);
+  if (o == nullptr) return std::nullopt;
+  const std::string here = path + ".owner";
+  Owner owner;
+  set_if_present(owner.kind, r.choice(*o, "kind", here, owner_kind_from_string));
+  set_if_present(owner.id, r.string(*o, "id", here));
+  owner.step = r.string(*o, "step", here);
+  owner.unit = r.string(*o, "unit", here);
+  owner.pod_uid = r.string(*o, "pod_uid", here);
+  owner.qos = r.string(*o, "qos", here);
+  owner.runtime = r.string(*o, "runtime", here);
+  set_if_present(owner.full_id, r.string(*o, "full_id", here));
+  return owner;
+}
+
+KillTarget read_target(JsonReader& r, const nlohmann::json& t, const std::string& path) {
+  KillTarget target;
+  ProcessInfo& p = target.process;
+  set_if_present(p.pid, r.count<Pid>(t, "pid", path));
+  set_if_present(p.start_ticks, r.count<std::uint64_t>(t, "start_ticks", path));
+  set_if_present(p.ppid, r.count<Pid>(t, "ppid", path));
+  set_if_present(p.user, r.string(t, "user", path));
+  if (auto state = r.string(t, "state", path); state && state->size() == 1) {
+    p.state = state->front();
+  } else if (state) {
+    r.report(path + ".state", "expected one letter, found \"" + *state + "\"");
+  }
+  // Only the count is written: the row shows a multi-threaded group's "l".
+  p.threads.resize(r.count<std::size_t>(t, "threads", path).value_or(0));
+  set_if_present(target.klass, r.choice(t, "class", path, holder_class_from_string));
+  set_if_present(target.why, r.string(t, "why", path));
+  set_if_present(p.comm, r.string(t, "comm", path));
+  set_if_present(p.cmdline, r.strings(t, "cmdline", path));
+  p.owner = read_owner(r, t, path);
+  target.inherited_from = r.count<Pid>(t, "inherited_from", path);
+  if (const nlohmann::json* memory = r.object(t, "gpu_memory", path)) {
+    for (const auto& [gpu, bytes] : memory->items()) {
+      unsigned index = 0;
+      const auto [end, ec] = std::from_chars(gpu.data(), gpu.data() + gpu.size(), index);
+      const auto value = JsonReader::non_negative(bytes);
+      if (ec != std::errc() || end != gpu.data() + gpu.size() || !value) {
+        r.report(path + ".gpu_memory", "expected {\"GPU index\": bytes}");
+        break;
+      }
+      target.gpu_memory[index] = *value;
+    }
+  }
+  return target;
+}
+
+}  // namespace
+
+Result<KillDryRun> parse_kill_dry_run(std::string_view text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Error{0, "not a JSON object"};
+  JsonReader r;
+  if (!r.boolean(doc, "dry_run", "").value_or(false)) {
+    return Error{0, "not a kill --dry-run document (no \"dry_run\": true)"};
+  }
+  KillDryRun dry_run;
+  if (const nlohmann::json* steps = r.object(doc, "steps", "")) {
+    KillSteps& s = dry_run.steps;
+    set_if_present(s.signal, r.integer(*steps, "signal", "steps"));
+    set_if_present(s.signal_name, r.string(*steps, "signal_name", "steps"));
+    set_if_present(s.kill9, r.boolean(*steps, "kill9", "steps"));
+    set_if_present(s.grace_ms, r.count<long long>(*steps, "grace_ms", "steps"));
+    set_if_present(s.wait_ms, r.count<long long>(*steps, "wait_ms", "steps"));
+  }
+  if (const nlohmann::json* targets = r.array(doc, "targets", "")) {
+    for (std::size_t i = 0; i < targets->size(); ++i) {
+      dry_run.plan.targets.push_back(
+          read_target(r, (*targets)[i], "targets[" + std::to_string(i) + "]"));
+    }
+  }
+  if (const nlohmann::json* skipped = r.array(doc, "skipped", "")) {
+    for (std::size_t i = 0; i < skipped->size(); ++i) {
+      const std::string path = "skipped[" + std::to_string(i) + "]";
+      KillSkip skip;
+      set_if_present(skip.pid, r.count<Pid>((*skipped)[i], "pid", path));
+      set_if_present(skip.reason, r.string((*skipped)[i], "reason", path));
+      dry_run.plan.skipped.push_back(std::move(skip));
+    }
+  }
+  if (const nlohmann::json* not_found = r.array(doc, "not_found", "")) {
+    for (const nlohmann::json& pid : *not_found) {
+      const auto value = JsonReader::non_negative(pid);
+      if (!value || *value > static_cast<std::uint64_t>(std::numeric_limits<Pid>::max())) {
+        r.report("not_found", "expected PIDs");
+        break;
+      }
+      dry_run.plan.not_found.push_back(static_cast<Pid>(*value));
+    }
+  }
+  set_if_present(dry_run.plan.confirm_reasons, r.strings(doc, "confirm_reasons", ""));
+  if (r.failed()) return Error{0, r.error()};
+  return dry_run;
 }
 
 }  // namespace gpuclean::output

@@ -4,11 +4,13 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "core/kill_model.h"
 #include "core/model.h"
+#include "core/result.h"
 
 namespace gpuclean::output {
 
@@ -16,8 +18,14 @@ namespace gpuclean::output {
 // target, children indented under their parents.
 void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps);
 
-// --dry-run --json: the targets (pid, class, why) and why a confirmation would be asked.
-nlohmann::json kill_dry_run_json(const KillPlan& plan, const std::string& host, double now);
+// --dry-run --json: the steps, the targets (what the plan's rows show, and the PID@START
+// identity), the selected processes skipped and the PIDs not found, and why a confirmation would
+// be asked.
+nlohmann::json kill_dry_run_json(const KillDryRun& dry_run, const std::string& host, double now);
+
+// kill_dry_run_json's document read back (top shows the plan and asks "Kill N processes?"):
+// render_kill_plan_text of it prints what kill printed. Errors say which field is wrong.
+Result<KillDryRun> parse_kill_dry_run(std::string_view text);
 
 // The report: a line per process met, the memory left, what others hold, and the summary.
 void render_kill_report_text(std::ostream& out, const KillReport& report);

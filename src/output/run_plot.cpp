@@ -63,8 +63,16 @@ double nice_step(double span, int ticks) {
 }
 
 bool is_marked(const RunEvent& e) {
-  return e.kind == "exit" || e.kind == "timeout" || e.kind == "interrupt" || e.kind == "teardown" ||
-         e.kind == "teardown-done";
+  switch (e.kind) {
+    case RunEventKind::kExit:
+    case RunEventKind::kTimeout:
+    case RunEventKind::kInterrupt:
+    case RunEventKind::kTeardown:
+    case RunEventKind::kTeardownDone:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -160,9 +168,9 @@ std::string event_marks(const RunRecord& record, const Scales& sc) {
     if (!is_marked(e)) continue;
     const double x = sc.x_of(e.t);
     if (!marks.empty() && x - marks.back().first < 12) {
-      marks.back().second += ", " + e.kind;
+      marks.back().second += ", " + std::string(to_string(e.kind));
     } else {
-      marks.emplace_back(x, e.kind);
+      marks.emplace_back(x, std::string(to_string(e.kind)));
     }
   }
   std::string svg;

@@ -5,6 +5,7 @@
 #include "core/units.h"
 #include "output/escape.h"
 #include "output/json.h"
+#include "output/json_reader.h"
 
 namespace gpuclean::output {
 namespace {
@@ -15,88 +16,6 @@ template <typename T>
 json optional_json(const std::optional<T>& value) {
   return value ? json(*value) : json(nullptr);
 }
-
-// Reading: each getter leaves `out` alone when the field is absent or null, and records the
-// first mistyped field in `problem` (a record we cannot trust is refused as a whole).
-class Reader {
- public:
-  explicit Reader(std::string& problem) : problem_(problem) {}
-
-  template <typename T>
-  void get(const json& object, const char* key, T& out, const std::string& where) {
-    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return;
-    const json& value = object[key];
-    if constexpr (std::is_same_v<T, std::string>) {
-      if (!value.is_string()) return fail(where + "." + key + " is not a string");
-      out = value.get<std::string>();
-    } else if constexpr (std::is_same_v<T, bool>) {
-      if (!value.is_boolean()) return fail(where + "." + key + " is not true/false");
-      out = value.get<bool>();
-    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-      if (!value.is_array()) return fail(where + "." + key + " is not an array");
-      out.clear();
-      for (const json& item : value) {
-        if (!item.is_string()) return fail(where + "." + key + " holds a non-string");
-        out.push_back(item.get<std::string>());
-      }
-    } else {
-      if (!value.is_number()) return fail(where + "." + key + " is not a number");
-      if constexpr (std::is_unsigned_v<T>) {
-        if (!value.is_number_unsigned()) return fail(where + "." + key + " is negative");
-      }
-      out = value.get<T>();
-    }
-  }
-
-  template <typename T>
-  void get(const json& object, const char* key, std::optional<T>& out, const std::string& where) {
-    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return;
-    T value{};
-    get(object, key, value, where);
-    out = value;
-  }
-
-  // A state written with to_string: `parse` (one of the *_from_string functions) must know it.
-  template <typename E, typename Parse>
-  void get_enum(const json& object, const char* key, E& out, const std::string& where,
-                Parse parse) {
-    std::string text;
-    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return;
-    get(object, key, text, where);
-    if (!object[key].is_string() || text.empty()) return;  // empty: as if absent
-    if (auto value = parse(text)) {
-      out = *value;
-    } else {
-      fail(where + "." + key + " \"" + text + "\" is not one gpuclean writes");
-    }
-  }
-  template <typename E, typename Parse>
-  void get_enum(const json& object, const char* key, std::optional<E>& out,
-                const std::string& where, Parse parse) {
-    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return;
-    E value{};
-    get_enum(object, key, value, where, parse);
-    out = value;
-  }
-
-  // The array `key` of `object`, or an empty one; a non-array is a problem.
-  const json& array(const json& object, const char* key) {
-    static const json empty = json::array();
-    if (!object.is_object() || !object.contains(key) || object[key].is_null()) return empty;
-    if (!object[key].is_array()) {
-      fail(std::string(key) + " is not an array");
-      return empty;
-    }
-    return object[key];
-  }
-
-  void fail(const std::string& what) {
-    if (problem_.empty()) problem_ = what;
-  }
-
- private:
-  std::string& problem_;
-};
 
 }  // namespace
 
@@ -140,7 +59,7 @@ json to_json(const RunRecord& record, const std::string& host) {
   doc["samples"] = std::move(samples);
   json events = json::array();
   for (const RunEvent& e : record.events) {
-    events.push_back({{"t", e.t}, {"kind", e.kind}, {"detail", e.detail}});
+    events.push_back({{"t", e.t}, {"kind", std::string(to_string(e.kind))}, {"detail", e.detail}});
   }
   doc["events"] = std::move(events);
   json leftovers = json::array();
@@ -174,76 +93,93 @@ Result<RunRecord> parse_run_record(std::string_view text) {
     return Error{0,
                  "not a run record (no \"kind\": \"run\"; write one with gpuclean run --record)"};
   }
-  std::string problem;
-  Reader r(problem);
+  JsonReader r;
   RunRecord record;
-  r.get(doc, "command", record.command, "record");
-  r.get(doc, "mode", record.mode, "record");
-  r.get(doc, "cgroup", record.cgroup, "record");
-  r.get(doc, "mode_note", record.mode_note, "record");
-  r.get(doc, "started_at", record.started_at, "record");
-  r.get(doc, "duration", record.duration, "record");
-  r.get(doc, "workload_seconds", record.workload_seconds, "record");
-  r.get(doc, "pid", record.pid, "record");
-  r.get_enum(doc, "end", record.end, "record", workload_end_from_string);
-  r.get(doc, "exit_status", record.exit_status, "record");
-  r.get(doc, "exit_signal", record.exit_signal, "record");
-  r.get(doc, "exit_code", record.exit_code, "record");
-  r.get(doc, "gpu_source", record.gpu_source, "record");
-  r.get_enum(doc, "gpu_check", record.gpu_check, "record", gpu_check_from_string);
-  r.get(doc, "clean", record.clean, "record");
-  r.get(doc, "escaped", record.escaped, "record");
-  for (const json& g : r.array(doc, "gpus")) {
+  const std::string top = "record";
+  set_if_present(record.command, r.strings(doc, "command", top));
+  set_if_present(record.mode, r.string(doc, "mode", top));
+  set_if_present(record.cgroup, r.string(doc, "cgroup", top));
+  set_if_present(record.mode_note, r.string(doc, "mode_note", top));
+  set_if_present(record.started_at, r.number(doc, "started_at", top));
+  set_if_present(record.duration, r.number(doc, "duration", top));
+  set_if_present(record.workload_seconds, r.number(doc, "workload_seconds", top));
+  set_if_present(record.pid, r.count<Pid>(doc, "pid", top));
+  // "end" is "" in a record written before the workload ended: as if absent.
+  if (const auto end = r.string(doc, "end", top); end && !end->empty()) {
+    record.end = r.choice(doc, "end", top, workload_end_from_string);
+  }
+  set_if_present(record.exit_status, r.integer(doc, "exit_status", top));
+  set_if_present(record.exit_signal, r.integer(doc, "exit_signal", top));
+  set_if_present(record.exit_code, r.integer(doc, "exit_code", top));
+  set_if_present(record.gpu_source, r.string(doc, "gpu_source", top));
+  set_if_present(record.gpu_check, r.choice(doc, "gpu_check", top, gpu_check_from_string));
+  set_if_present(record.clean, r.boolean(doc, "clean", top));
+  set_if_present(record.escaped, r.strings(doc, "escaped", top));
+  const json* gpus = r.array(doc, "gpus", top);
+  for (std::size_t i = 0; gpus != nullptr && i < gpus->size(); ++i) {
+    const json& g = (*gpus)[i];
+    const std::string path = fmt::format("gpus[{}]", i);
     RunGpu gpu;
-    r.get(g, "index", gpu.index, "gpus[]");
-    r.get(g, "name", gpu.name, "gpus[]");
-    r.get(g, "uuid", gpu.uuid, "gpus[]");
-    r.get(g, "total", gpu.total, "gpus[]");
-    r.get(g, "baseline", gpu.baseline, "gpus[]");
-    r.get(g, "peak", gpu.peak, "gpus[]");
-    r.get(g, "after", gpu.after, "gpus[]");
-    r.get(g, "back", gpu.back, "gpus[]");
-    r.get(g, "note", gpu.note, "gpus[]");
+    set_if_present(gpu.index, r.count<unsigned>(g, "index", path));
+    set_if_present(gpu.name, r.string(g, "name", path));
+    set_if_present(gpu.uuid, r.string(g, "uuid", path));
+    gpu.total = r.count<Bytes>(g, "total", path);
+    gpu.baseline = r.count<Bytes>(g, "baseline", path);
+    gpu.peak = r.count<Bytes>(g, "peak", path);
+    gpu.after = r.count<Bytes>(g, "after", path);
+    gpu.back = r.boolean(g, "back", path);
+    set_if_present(gpu.note, r.string(g, "note", path));
     record.gpus.push_back(std::move(gpu));
   }
-  for (const json& s : r.array(doc, "samples")) {
+  const json* samples = r.array(doc, "samples", top);
+  for (std::size_t i = 0; samples != nullptr && i < samples->size(); ++i) {
+    const json& s = (*samples)[i];
+    const std::string path = fmt::format("samples[{}]", i);
     RunSample sample;
-    r.get(s, "t", sample.t, "samples[]");
-    for (const json& used : r.array(s, "used")) {
-      if (used.is_null()) {
+    set_if_present(sample.t, r.number(s, "t", path));
+    const json* used = r.array(s, "used", path);
+    for (std::size_t k = 0; used != nullptr && k < used->size(); ++k) {
+      const json& bytes = (*used)[k];
+      if (bytes.is_null()) {
         sample.used.emplace_back();
-      } else if (used.is_number_unsigned()) {
-        sample.used.emplace_back(used.get<Bytes>());
+      } else if (auto value = JsonReader::non_negative(bytes)) {
+        sample.used.emplace_back(*value);
       } else {
-        r.fail("samples[].used holds something that is not a byte count");
+        r.report(fmt::format("{}.used[{}]", path, k),
+                 std::string("expected a byte count or null, found ") + bytes.type_name());
       }
     }
     if (sample.used.size() != record.gpus.size()) {
-      r.fail(fmt::format("a sample has {} values for {} GPUs", sample.used.size(),
-                         record.gpus.size()));
+      r.report(path, fmt::format("{} values for {} GPUs", sample.used.size(), record.gpus.size()));
     }
     record.samples.push_back(std::move(sample));
   }
-  for (const json& e : r.array(doc, "events")) {
+  const json* events = r.array(doc, "events", top);
+  for (std::size_t i = 0; events != nullptr && i < events->size(); ++i) {
+    const json& e = (*events)[i];
+    const std::string path = fmt::format("events[{}]", i);
     RunEvent event;
-    r.get(e, "t", event.t, "events[]");
-    r.get(e, "kind", event.kind, "events[]");
-    r.get(e, "detail", event.detail, "events[]");
+    set_if_present(event.t, r.number(e, "t", path));
+    set_if_present(event.kind, r.choice(e, "kind", path, run_event_kind_from_string));
+    set_if_present(event.detail, r.string(e, "detail", path));
     record.events.push_back(std::move(event));
   }
-  for (const json& l : r.array(doc, "leftovers")) {
+  const json* leftovers = r.array(doc, "leftovers", top);
+  for (std::size_t i = 0; leftovers != nullptr && i < leftovers->size(); ++i) {
+    const json& l = (*leftovers)[i];
+    const std::string path = fmt::format("leftovers[{}]", i);
     RunLeftover leftover;
-    r.get(l, "pid", leftover.pid, "leftovers[]");
-    r.get(l, "ppid", leftover.ppid, "leftovers[]");
-    r.get(l, "comm", leftover.comm, "leftovers[]");
-    r.get(l, "cmdline", leftover.cmdline, "leftovers[]");
-    r.get(l, "signals", leftover.signals, "leftovers[]");
-    r.get_enum(l, "outcome", leftover.outcome, "leftovers[]", leftover_outcome_from_string);
-    r.get(l, "reason", leftover.reason, "leftovers[]");
-    r.get(l, "t", leftover.t, "leftovers[]");
+    set_if_present(leftover.pid, r.count<Pid>(l, "pid", path));
+    set_if_present(leftover.ppid, r.count<Pid>(l, "ppid", path));
+    set_if_present(leftover.comm, r.string(l, "comm", path));
+    set_if_present(leftover.cmdline, r.strings(l, "cmdline", path));
+    set_if_present(leftover.signals, r.strings(l, "signals", path));
+    set_if_present(leftover.outcome, r.choice(l, "outcome", path, leftover_outcome_from_string));
+    set_if_present(leftover.reason, r.string(l, "reason", path));
+    set_if_present(leftover.t, r.number(l, "t", path));
     record.leftovers.push_back(std::move(leftover));
   }
-  if (!problem.empty()) return Error{0, problem};
+  if (r.failed()) return Error{0, r.error()};
   return record;
 }
 

@@ -1,10 +1,10 @@
 #include "output/snapshot_json.h"
 
 #include <charconv>
-#include <limits>
 #include <map>
 
 #include "output/json.h"
+#include "output/json_reader.h"
 
 namespace gpuclean::output {
 namespace {
@@ -56,107 +56,12 @@ json xid_json(const XidEvent& event) {
           {"message", event.message}};
 }
 
-// A parsed document holds positive integers as unsigned, one built in memory (the "now" side
-// of a diff) as whatever type they were set from: accept both.
-std::optional<std::uint64_t> non_negative(const json& value) {
-  if (value.is_number_unsigned()) return value.get<std::uint64_t>();
-  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
-    return static_cast<std::uint64_t>(value.get<std::int64_t>());
-  }
-  return std::nullopt;
-}
-
-// Reads typed optional fields and remembers the first one of the wrong type, with its path.
-class FieldReader {
- public:
-  [[nodiscard]] bool failed() const { return !error_.empty(); }
-  [[nodiscard]] const std::string& error() const { return error_; }
-
-  // The member as an object, or nullptr when missing/null (or of the wrong type: error).
-  const json* object(const json& parent, const char* key, const std::string& path) {
-    return typed(parent, key, path, json::value_t::object, "an object");
-  }
-  const json* array(const json& parent, const char* key, const std::string& path) {
-    return typed(parent, key, path, json::value_t::array, "an array");
-  }
-
-  std::optional<std::string> string(const json& parent, const char* key, const std::string& path) {
-    const json* v = member(parent, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) return fail<std::string>(path, key, "a string", *v);
-    return v->get<std::string>();
-  }
-  std::optional<bool> boolean(const json& parent, const char* key, const std::string& path) {
-    const json* v = member(parent, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_boolean()) return fail<bool>(path, key, "true or false", *v);
-    return v->get<bool>();
-  }
-  // A non-negative integer no larger than T's maximum.
-  template <typename T>
-  std::optional<T> count(const json& parent, const char* key, const std::string& path) {
-    const json* v = member(parent, key);
-    if (v == nullptr) return std::nullopt;
-    const auto value = non_negative(*v);
-    if (!value || *value > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
-      return fail<T>(path, key, "a non-negative integer", *v);
-    }
-    return static_cast<T>(*value);
-  }
-  std::optional<int> integer(const json& parent, const char* key, const std::string& path) {
-    const json* v = member(parent, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number_integer() || v->get<std::int64_t>() < std::numeric_limits<int>::min() ||
-        v->get<std::int64_t>() > std::numeric_limits<int>::max()) {
-      return fail<int>(path, key, "an integer", *v);
-    }
-    return static_cast<int>(v->get<std::int64_t>());
-  }
-  std::optional<double> number(const json& parent, const char* key, const std::string& path) {
-    const json* v = member(parent, key);
-    if (v == nullptr) return std::nullopt;
-    if (!v->is_number()) return fail<double>(path, key, "a number", *v);
-    return v->get<double>();
-  }
-  void report(const std::string& where, const std::string& what) {
-    if (error_.empty()) error_ = where + ": " + what;
-  }
-
- private:
-  static const json* member(const json& parent, const char* key) {
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  static std::string join(const std::string& path, const char* key) {
-    return path.empty() ? std::string(key) : path + "." + key;
-  }
-  template <typename T>
-  std::optional<T> fail(const std::string& path, const char* key, const char* expected,
-                        const json& found) {
-    report(join(path, key), std::string("expected ") + expected + ", found " + found.type_name());
-    return std::nullopt;
-  }
-  const json* typed(const json& parent, const char* key, const std::string& path,
-                    json::value_t type, const char* expected) {
-    const json* v = member(parent, key);
-    if (v == nullptr) return nullptr;
-    if (v->type() != type) {
-      fail<bool>(path, key, expected, *v);
-      return nullptr;
-    }
-    return v;
-  }
-
-  std::string error_;
-};
-
 std::string basename_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void read_clock_domain(FieldReader& r, const json& clocks, const char* domain,
+void read_clock_domain(JsonReader& r, const json& clocks, const char* domain,
                        const std::string& path, std::optional<unsigned>& current,
                        std::optional<unsigned>& application, std::optional<unsigned>& max) {
   const json* d = r.object(clocks, domain, path);
@@ -167,7 +72,7 @@ void read_clock_domain(FieldReader& r, const json& clocks, const char* domain,
   max = r.count<unsigned>(*d, "max", here);
 }
 
-void read_details(FieldReader& r, const json& g, const std::string& path, GpuDetails& d) {
+void read_details(JsonReader& r, const json& g, const std::string& path, GpuDetails& d) {
   if (const json* clocks = r.object(g, "clocks", path)) {
     const std::string here = path + ".clocks";
     read_clock_domain(r, *clocks, "sm", here, d.clocks.sm_mhz, d.application_clocks.sm_mhz,
@@ -210,7 +115,7 @@ void read_details(FieldReader& r, const json& g, const std::string& path, GpuDet
   }
 }
 
-std::vector<SnapshotGpu> read_gpus(FieldReader& r, const json& gpus) {
+std::vector<SnapshotGpu> read_gpus(JsonReader& r, const json& gpus) {
   std::vector<SnapshotGpu> out;
   for (std::size_t i = 0; i < gpus.size() && !r.failed(); ++i) {
     const std::string path = "gpus[" + std::to_string(i) + "]";
@@ -238,7 +143,7 @@ std::vector<SnapshotGpu> read_gpus(FieldReader& r, const json& gpus) {
   return out;
 }
 
-std::vector<SnapshotHolder> read_holders(FieldReader& r, const json& holders) {
+std::vector<SnapshotHolder> read_holders(JsonReader& r, const json& holders) {
   std::vector<SnapshotHolder> out;
   for (std::size_t i = 0; i < holders.size() && !r.failed(); ++i) {
     const std::string path = "holders[" + std::to_string(i) + "]";
@@ -267,7 +172,7 @@ std::vector<SnapshotHolder> read_holders(FieldReader& r, const json& holders) {
       for (const auto& [key, value] : memory->items()) {
         unsigned index = 0;
         auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
-        const auto bytes = non_negative(value);
+        const auto bytes = JsonReader::non_negative(value);
         if (ec != std::errc{} || ptr != key.data() + key.size() || !bytes) {
           r.report(path + ".gpu_memory", "expected {\"GPU index\": bytes}");
           break;
@@ -280,7 +185,7 @@ std::vector<SnapshotHolder> read_holders(FieldReader& r, const json& holders) {
   return out;
 }
 
-KernelLog read_kernel_log_section(FieldReader& r, const json& k) {
+KernelLog read_kernel_log_section(JsonReader& r, const json& k) {
   KernelLog log;
   log.readable = r.boolean(k, "readable", "kernel_log").value_or(false);
   log.error = r.string(k, "error", "kernel_log").value_or("");
@@ -303,7 +208,7 @@ KernelLog read_kernel_log_section(FieldReader& r, const json& k) {
   return log;
 }
 
-HostFacts read_system(FieldReader& r, const json& s) {
+HostFacts read_system(JsonReader& r, const json& s) {
   HostFacts facts;
   facts.kernel_release = r.string(s, "kernel_release", "system");
   facts.kernel_version = r.string(s, "kernel_version", "system");
@@ -379,7 +284,7 @@ Result<Snapshot> read_snapshot(const json& doc) {
   if (!doc.is_object()) {
     return Error{0, std::string("expected a JSON object, found ") + doc.type_name()};
   }
-  FieldReader r;
+  JsonReader r;
   Snapshot snap;
   const auto schema = r.integer(doc, "schema", "");
   if (r.failed()) return Error{0, r.error()};

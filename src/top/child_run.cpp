@@ -13,36 +13,62 @@
 
 namespace gpuclean::top {
 
-std::optional<ChildRun> start_child(const std::string& program,
-                                    const std::vector<std::string>& argv, bool acting,
-                                    std::string& error) {
+namespace {
+
+struct Pipe {
+  UniqueFd read_end;
+  UniqueFd write_end;
+};
+
+std::optional<Pipe> open_pipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  (void)::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+void drain(int fd, std::string& into) {
+  if (fd < 0) return;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fd, buffer, sizeof(buffer))) > 0) {
+    into.append(buffer, static_cast<std::size_t>(got));
+  }
+}
+
+}  // namespace
+
+std::optional<ChildRun> start_child(const std::string& program,
+                                    const std::vector<std::string>& argv, ChildMode mode,
+                                    std::string& error) {
+  std::optional<Pipe> output = open_pipe();
+  std::optional<Pipe> errors = mode.split_errors ? open_pipe() : std::optional<Pipe>(Pipe{});
+  if (!output || !errors) {
     error = "pipe2 failed";
     return std::nullopt;
   }
-  UniqueFd read_end(fds[0]);
-  UniqueFd write_end(fds[1]);
   ops::LaunchOptions options;
-  options.output_fd = write_end.get();
+  options.output_fd = output->write_end.get();
+  options.error_fd = errors->write_end.get();  // -1 when not split
   options.new_session = true;
-  if (!acting) options.parent_death_signal = SIGKILL;
+  if (!mode.acting) options.parent_death_signal = SIGKILL;
   auto launched = ops::launch(program, argv, options);
   if (!launched.ok()) {
     error = "cannot run gpuclean kill: " + launched.error().message();
     return std::nullopt;
   }
-  (void)::fcntl(read_end.get(), F_SETFL, O_NONBLOCK);
-  ChildRun run{std::move(launched).value(), std::move(read_end), {}, std::nullopt};
+  ChildRun run{std::move(launched).value(),
+               std::move(output->read_end),
+               std::move(errors->read_end),
+               {},
+               {},
+               std::nullopt};
   return run;
 }
 
 void pump_child(ChildRun& run) {
-  char buffer[4096];
-  ssize_t got = 0;
-  while ((got = ::read(run.output.get(), buffer, sizeof(buffer))) > 0) {
-    run.text.append(buffer, static_cast<std::size_t>(got));
-  }
+  drain(run.output.get(), run.text);
+  drain(run.errors.get(), run.error_text);
   pollfd exited{run.launched.pidfd.get(), POLLIN, 0};
   if (run.exit_code || ::poll(&exited, 1, 0) <= 0) return;
   int status = 0;
@@ -51,9 +77,8 @@ void pump_child(ChildRun& run) {
   } else {
     run.exit_code = kExitRuntime;
   }
-  while ((got = ::read(run.output.get(), buffer, sizeof(buffer))) > 0) {
-    run.text.append(buffer, static_cast<std::size_t>(got));
-  }
+  drain(run.output.get(), run.text);
+  drain(run.errors.get(), run.error_text);
 }
 
 void end_child(ChildRun& run) {

@@ -13,17 +13,26 @@ namespace gpuclean::top {
 
 struct ChildRun {
   ops::Launched launched;
-  UniqueFd output;  // its stdout and stderr, non-blocking
+  UniqueFd output;  // its stdout (and stderr, unless split), non-blocking
+  UniqueFd errors;  // its stderr when split, non-blocking
   std::string text;
+  std::string error_text;
   std::optional<int> exit_code;  // once reaped: its status, or 128 + the signal that ended it
 };
 
-// Starts `program` with `argv`. `acting`: it acts (the kill itself): it runs in a session of its
-// own (Ctrl-C at the terminal does not reach it) and outlives top, since a teardown stopped
-// half-way could leave its targets stopped. Otherwise (a plan, a dry run) it dies with top.
-// nullopt with `error` set when it cannot be started.
+// How top runs a child.
+struct ChildMode {
+  // It acts (the kill itself): it runs in a session of its own (Ctrl-C at the terminal does not
+  // reach it) and outlives top, since a teardown stopped half-way could leave its targets
+  // stopped. Otherwise (a dry run) it dies with top.
+  bool acting = false;
+  // Its stderr apart from its stdout (a JSON document on stdout stays whole).
+  bool split_errors = false;
+};
+
+// Starts `program` with `argv`; nullopt with `error` set when it cannot be started.
 std::optional<ChildRun> start_child(const std::string& program,
-                                    const std::vector<std::string>& argv, bool acting,
+                                    const std::vector<std::string>& argv, ChildMode mode,
                                     std::string& error);
 
 // Reads what the child wrote; reaps it once its pidfd says it exited. Its own children (kill's

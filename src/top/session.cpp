@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include "core/exit_code.h"
 #include "ops/process_handle.h"
 #include "output/escape.h"
+#include "output/kill_view.h"
 #include "output/top_view.h"
 #include "top/child_run.h"
 #include "top/collector.h"
@@ -363,12 +363,14 @@ class TopSession {
     }
     kill_pid_ = holder->process.pid;
     kill_start_ticks_ = holder->process.start_ticks;
-    std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--dry-run"};
+    // The plan as JSON (its diagnostics apart, on stderr): read back, it is shown as kill's
+    // text prints it, and its targets are what the question counts.
+    std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--dry-run", "--json"};
     argv.insert(argv.end(), hooks_.kill_args.begin(), hooks_.kill_args.end());
     state_.pane = TopPane{
         fmt::format("Kill pid {} and its descendants", kill_pid_), {"planning…"}, 0, "Esc cancel"};
     std::string error;
-    child_ = start_child(hooks_.program, argv, false, error);
+    child_ = start_child(hooks_.program, argv, {.acting = false, .split_errors = true}, error);
     kill_stage_ = child_ ? KillStage::kPlanning : KillStage::kDone;
     if (!child_) finish_pane({error}, "Esc/q close");
   }
@@ -378,46 +380,67 @@ class TopSession {
     const std::size_t before = child_->text.size();
     pump_child(*child_);
     if (!child_->exit_code) {
-      if (child_->text.size() == before) return false;
+      // The kill's report streams in; the plan is one JSON document, shown once whole.
+      if (kill_stage_ != KillStage::kKilling || child_->text.size() == before) return false;
       state_.pane->lines = split_lines(child_->text);
-      state_.pane->lines.insert(state_.pane->lines.begin(),
-                                kill_stage_ == KillStage::kKilling ? "Killing…" : "planning…");
+      state_.pane->lines.insert(state_.pane->lines.begin(), "Killing…");
       return true;
     }
     const int code = *child_->exit_code;
-    std::vector<std::string> lines = split_lines(child_->text);
+    ChildRun done = std::move(*child_);
     child_.reset();
     if (kill_stage_ == KillStage::kPlanning) {
-      if (code != kExitClean) {
-        lines.emplace_back("");
-        lines.push_back("not planned: " + kill_outcome(code, nvml_present()));
-        finish_pane(std::move(lines), "Esc/q close");
-        return true;
-      }
-      // "Plan: 3 processes (…)": the count for the question, as kill asks it.
-      std::size_t count = 0;
-      for (const std::string& line : lines) {
-        if (std::sscanf(line.c_str(), "Plan: %zu process", &count) == 1) break;  // NOLINT
-      }
-      if (count == 0) {
-        lines.emplace_back("");
-        lines.emplace_back("nothing to kill");
-        finish_pane(std::move(lines), "Esc/q close");
-        return true;
-      }
-      lines.emplace_back("");
-      lines.push_back(fmt::format("Kill {} process{}? [y/N]", count, count == 1 ? "" : "es"));
-      state_.pane->lines = std::move(lines);
-      state_.pane->keys = "y kill  any other key: do not";
-      kill_stage_ = KillStage::kConfirm;
-      flushinp();  // a key typed before the question was shown is not its answer
+      show_plan(done, code);
       return true;
     }
+    std::vector<std::string> lines = split_lines(done.text);
     lines.emplace_back("");
     lines.push_back(fmt::format("exit {}: {}", code, kill_outcome(code, nvml_present())));
     finish_pane(std::move(lines), "Esc/q/Enter close");
     collector_->refresh_now();  // the screen shows what is left at once
     return true;
+  }
+
+  // The dry run ended: its plan and the question, or why nothing is planned.
+  void show_plan(const ChildRun& done, int code) {
+    std::vector<std::string> lines;
+    auto diagnostics = [&] {
+      for (std::string& line : split_lines(done.error_text)) lines.push_back(std::move(line));
+    };
+    if (code != kExitClean) {
+      diagnostics();
+      lines.emplace_back("");
+      lines.push_back("not planned: " + kill_outcome(code, nvml_present()));
+      finish_pane(std::move(lines), "Esc/q close");
+      return;
+    }
+    auto dry_run = output::parse_kill_dry_run(done.text);
+    if (!dry_run.ok()) {
+      diagnostics();
+      lines.push_back("kill's plan could not be read: " + dry_run.error().context);
+      finish_pane(std::move(lines), "Esc/q close");
+      return;
+    }
+    std::ostringstream plan;
+    const std::size_t count = dry_run->plan.targets.size();
+    if (count > 0) output::render_kill_plan_text(plan, dry_run->plan, dry_run->steps);
+    lines = split_lines(plan.str());
+    diagnostics();
+    // What acting on it would ask about: top asks once, for all of it.
+    for (const std::string& reason : dry_run->plan.confirm_reasons) {
+      lines.push_back("would ask: " + output::escape_terminal(reason));
+    }
+    lines.emplace_back("");
+    if (count == 0) {
+      lines.emplace_back("nothing to kill");
+      finish_pane(std::move(lines), "Esc/q close");
+      return;
+    }
+    lines.push_back(fmt::format("Kill {} process{}? [y/N]", count, count == 1 ? "" : "es"));
+    state_.pane->lines = std::move(lines);
+    state_.pane->keys = "y kill  any other key: do not";
+    kill_stage_ = KillStage::kConfirm;
+    flushinp();  // a key typed before the question was shown is not its answer
   }
 
   // PID@START: kill's own scan, a moment later, acts only on the process shown and planned for,
@@ -444,7 +467,7 @@ class TopSession {
     std::vector<std::string> argv = {"gpuclean", "kill", kill_selector(), "--yes"};
     argv.insert(argv.end(), hooks_.kill_args.begin(), hooks_.kill_args.end());
     std::string error;
-    child_ = start_child(hooks_.program, argv, true, error);
+    child_ = start_child(hooks_.program, argv, {.acting = true, .split_errors = false}, error);
     if (!child_) {
       close_kill(error);
       return;

@@ -754,6 +754,48 @@ TEST_F(KillTrustTest, TreeReachingAnotherSessionNeedsYes) {
   EXPECT_TRUE(wait_gone(pair[0], 2s) && wait_gone(pair[1], 2s)) << both(confirmed);
 }
 
+// Issue 34: top shows kill's plan from `kill --dry-run --json` (it parsed the text's "Plan: N
+// process" before), so the document carries what the text plan's rows show, the PID@START
+// identity, the steps and why acting would ask. Nothing is signalled.
+TEST_F(KillTrustTest, DryRunJsonCarriesWhatThePlanShows) {
+  const auto pair = start("setsid-child", held_);
+  ASSERT_EQ(pair.size(), 2u);
+  const std::vector<std::string> args = {"kill",      std::to_string(pair[0]),
+                                         "--no-nvml", "--signal",
+                                         "INT",       "--grace",
+                                         "300ms",     "--wait",
+                                         "2s",        "--dry-run"};
+  auto text = gpuclean(args);
+  std::vector<std::string> json_args = args;
+  json_args.emplace_back("--json");
+  auto dry = gpuclean(json_args);
+  ASSERT_EQ(dry.exit_code, 0) << both(dry);
+  json doc;
+  ASSERT_NO_THROW(doc = json::parse(dry.out)) << both(dry);
+  EXPECT_EQ(doc["steps"]["signal_name"], "INT") << doc.dump(1);
+  EXPECT_EQ(doc["steps"]["grace_ms"], 300);
+  EXPECT_EQ(doc["steps"]["wait_ms"], 2000);
+  ASSERT_EQ(doc["targets"].size(), 2u) << doc.dump(1);
+  const json& parent = doc["targets"][0];
+  EXPECT_EQ(parent["pid"], pair[0]);
+  EXPECT_EQ(parent["start_ticks"], start_ticks_of(pair[0]));
+  EXPECT_EQ(doc["targets"][1]["ppid"], pair[0]);
+  EXPECT_FALSE(parent["user"].get<std::string>().empty());
+  EXPECT_EQ(parent["state"].get<std::string>().size(), 1u);
+  EXPECT_GE(parent["threads"].get<int>(), 1);
+  EXPECT_EQ(parent["cmdline"][0], HOLDER_HELPER);
+  ASSERT_EQ(doc["confirm_reasons"].size(), 1u) << doc.dump(1);
+  EXPECT_NE(doc["confirm_reasons"][0].get<std::string>().find("another session"),
+            std::string::npos);
+  // The text plan says the same: its heading and both rows, and the question on stderr.
+  EXPECT_NE(text.out.find("Plan: 2 processes (STOP, INT+CONT, KILL after 300 ms"),
+            std::string::npos)
+      << both(text);
+  EXPECT_NE(text.err.find("would ask: "), std::string::npos) << both(text);
+  EXPECT_TRUE(alive(pair[0]) && alive(pair[1]));
+  EXPECT_NE(proc_state(pair[0]), 'T');
+}
+
 // Item 5. Before: `gpuclean kill --proc-root FIXTURE PID --no-tree` read the start time from
 // the fixture, so a fixture made to match signalled the real process: "gone 14587 (fake) after
 // STOP,TERM,CONT … all 1 target gone".

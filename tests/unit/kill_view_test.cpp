@@ -135,13 +135,81 @@ TEST(KillReportJson, FieldsAsTheReferenceNamesThem) {
   EXPECT_EQ(doc["not_found"][0], 13);
   EXPECT_EQ(doc["still_held_by"][0], "orphan 20");
   EXPECT_TRUE(doc["memory_back_seconds"].is_null());
-  KillPlan plan;
-  plan.targets = {target(10, 1, "server")};
-  plan.confirm_reasons = {"another session"};
-  const nlohmann::json dry = kill_dry_run_json(plan, "node1", 1.5);
+  KillDryRun dry_run;
+  dry_run.plan.targets = {target(10, 1, "server")};
+  dry_run.plan.confirm_reasons = {"another session"};
+  const nlohmann::json dry = kill_dry_run_json(dry_run, "node1", 1.5);
   EXPECT_EQ(dry["dry_run"], true);
   EXPECT_EQ(dry["targets"][0]["why"], "named");
+  EXPECT_EQ(dry["targets"][0]["user"], "alice");
+  EXPECT_EQ(dry["steps"]["wait_ms"], 30000);
   EXPECT_EQ(dry["confirm_reasons"][0], "another session");
+}
+
+std::string plan_text(const KillDryRun& dry_run) {
+  std::ostringstream out;
+  render_kill_plan_text(out, dry_run.plan, dry_run.steps);
+  return out.str();
+}
+
+// top shows kill's plan from `kill --dry-run --json` (issue 34: it parsed the text's "Plan: N
+// process" before): read back, the document prints what kill printed, row for row.
+TEST(KillDryRunJson, ReadBackPrintsWhatKillPrinted) {
+  KillDryRun dry_run;
+  dry_run.steps = {9, "KILL", false, 0, 12000};
+  KillTarget server = target(10, 1, "server");
+  server.process.start_ticks = 123456;
+  server.process.state = 'S';
+  server.process.threads.resize(4);  // "Sl"
+  server.process.owner = Owner{Owner::Kind::kSlurmJob, "4242",       "0",          std::nullopt,
+                               std::nullopt,           std::nullopt, std::nullopt, ""};
+  server.klass = HolderClass::kOrphan;
+  server.gpu_memory = {{0, 8ull << 30}, {3, 1ull << 30}};
+  KillTarget worker = target(11, 10, "wor\x1b[2Jker");  // escaped in the row, kept in the JSON
+  worker.process.cmdline = {"python", "-c", "work()"};
+  worker.klass = HolderClass::kHeir;
+  worker.inherited_from = 9;
+  worker.why = "descendant";
+  dry_run.plan.targets = {server, worker};
+  dry_run.plan.skipped = {{12, "another user's"}};
+  dry_run.plan.not_found = {13};
+  dry_run.plan.confirm_reasons = {"the tree of pid 10 reaches another session"};
+
+  const std::string text = kill_dry_run_json(dry_run, "node1", 1.5).dump();
+  auto back = parse_kill_dry_run(text);
+  ASSERT_TRUE(back.ok()) << back.error().context;
+  EXPECT_EQ(plan_text(*back), plan_text(dry_run));
+  EXPECT_TRUE(contains(plan_text(*back), "Plan: 2 processes (KILL; wait up to 12000 ms)"));
+  EXPECT_TRUE(contains(plan_text(*back), "Sl"));
+  EXPECT_TRUE(contains(plan_text(*back), "job 4242.0"));
+  ASSERT_EQ(back->plan.targets.size(), 2U);
+  EXPECT_EQ(back->plan.targets[0].process.start_ticks, 123456U);
+  EXPECT_EQ(back->plan.targets[1].inherited_from, 9);
+  EXPECT_EQ(back->plan.targets[1].process.comm, "wor\x1b[2Jker");
+  EXPECT_EQ(back->plan.skipped.size(), 1U);
+  EXPECT_EQ(back->plan.not_found, std::vector<Pid>{13});
+  EXPECT_EQ(back->plan.confirm_reasons, dry_run.plan.confirm_reasons);
+  // Negative control: a plan that differs prints differently, so the comparison can fail.
+  KillDryRun other = *back;
+  other.plan.targets[0].process.threads.clear();
+  EXPECT_NE(plan_text(other), plan_text(dry_run));
+}
+
+TEST(KillDryRunJson, RefusesWhatItCannotRead) {
+  auto error_of = [](const std::string& text) {
+    auto parsed = parse_kill_dry_run(text);
+    return parsed.ok() ? std::string("parsed") : parsed.error().context;
+  };
+  EXPECT_EQ(error_of("Plan: 3 processes"), "not a JSON object");
+  EXPECT_EQ(error_of(R"({"verdict": "clean"})"),
+            "not a kill --dry-run document (no \"dry_run\": true)");
+  EXPECT_EQ(error_of(R"({"dry_run": true, "targets": [{"pid": "ten"}]})"),
+            "targets[0].pid: expected a non-negative integer, found string");
+  EXPECT_EQ(error_of(R"({"dry_run": true, "targets": [{"pid": 10, "class": "villain"}]})"),
+            "targets[0].class: \"villain\" is not one gpuclean writes");
+  EXPECT_EQ(error_of(R"({"dry_run": true, "targets": [{"pid": 10, "gpu_memory": {"x": 1}}]})"),
+            "targets[0].gpu_memory: expected {\"GPU index\": bytes}");
+  EXPECT_EQ(error_of(R"({"dry_run": true, "targets": []})"), "parsed");
 }
 
 TEST(KillNotVerified, EmptyWhenVerifiedElseWhy) {

@@ -22,7 +22,9 @@ RunRecord sample_record() {
   r.gpus = {{0, "NVIDIA H200", "GPU-a", 150ull << 30, 0, 8ull << 30, 0, true, ""},
             {1, "NVIDIA H200", "GPU-b", 150ull << 30, 0, 6ull << 30, 0, true, ""}};
   r.samples = {{0, {0, 0}}, {5, {8ull << 30, 6ull << 30}}, {12.4, {0, std::nullopt}}};
-  r.events = {{0, "start", "pid 43"}, {10, "exit", ""}, {10.1, "teardown", ""}};
+  r.events = {{0, RunEventKind::kStart, "pid 43"},
+              {10, RunEventKind::kExit, ""},
+              {10.1, RunEventKind::kTeardown, ""}};
   r.leftovers = {{44,
                   1,
                   "worker",
@@ -52,6 +54,9 @@ TEST(RunRecordTest, RoundTripsThroughJson) {
   EXPECT_EQ(back->end, WorkloadEnd::kSignaled);
   EXPECT_EQ(back->gpu_check, GpuCheck::kNone);
   EXPECT_EQ(back->leftovers[0].outcome, LeftoverOutcome::kGone);
+  ASSERT_EQ(back->events.size(), 3u);
+  EXPECT_EQ(back->events[2].kind, RunEventKind::kTeardown);
+  EXPECT_EQ(back->events[0].detail, "pid 43");
 }
 
 TEST(RunRecordTest, StatesAreWrittenAsTheirNamesAndReadBack) {
@@ -67,6 +72,12 @@ TEST(RunRecordTest, StatesAreWrittenAsTheirNamesAndReadBack) {
   for (GpuCheck c : {GpuCheck::kNone, GpuCheck::kBack, GpuCheck::kNotBack, GpuCheck::kNotChecked}) {
     EXPECT_EQ(gpu_check_from_string(to_string(c)), c);
   }
+  for (std::string_view name : {"start", "signal", "interrupt", "timeout", "exit", "error",
+                                "teardown", "teardown-done", "problem", "guard", "verified"}) {
+    const auto kind = run_event_kind_from_string(name);
+    ASSERT_TRUE(kind) << name;
+    EXPECT_EQ(to_string(*kind), name);
+  }
   for (WorkloadEnd e : {WorkloadEnd::kExited, WorkloadEnd::kSignaled, WorkloadEnd::kTimeout,
                         WorkloadEnd::kInterrupted, WorkloadEnd::kSupervisionFailed}) {
     EXPECT_EQ(workload_end_from_string(to_string(e)), e);
@@ -78,8 +89,7 @@ TEST(RunRecordTest, StatesAreWrittenAsTheirNamesAndReadBack) {
   // A name gpuclean never writes is refused, and said.
   auto bad = parse_run_record(R"({"schema": 1, "kind": "run", "gpu_check": "clean"})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().context.find("record.gpu_check \"clean\""), std::string::npos)
-      << bad.error().context;
+  EXPECT_EQ(bad.error().context, "record.gpu_check: \"clean\" is not one gpuclean writes");
   EXPECT_FALSE(
       parse_run_record(R"({"schema": 1, "kind": "run", "leftovers": [{"outcome": "x"}]})").ok());
 }
@@ -100,8 +110,12 @@ TEST(RunRecordTest, RefusesWhatItCannotTrust) {
                          "samples": [{"t": 0, "used": [1, 2]}]})")
                 .find("2 values for 1 GPUs"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"schema": 1, "kind": "run", "gpus": [{"index": -1}]})").find("negative"),
-            std::string::npos);
+  EXPECT_EQ(error_of(R"({"schema": 1, "kind": "run", "gpus": [{"index": -1}]})"),
+            "gpus[0].index: expected a non-negative integer, found number");
+  // The path names the element: the second event's kind.
+  EXPECT_EQ(error_of(R"({"schema": 1, "kind": "run",
+                         "events": [{"kind": "exit"}, {"kind": "explode"}]})"),
+            "events[1].kind: \"explode\" is not one gpuclean writes");
   // Negative control: the smallest valid record parses, every missing part empty.
   EXPECT_EQ(error_of(R"({"schema": 1, "kind": "run"})"), "parsed");
 }

@@ -65,30 +65,47 @@ TEST(TopCollector, CollectsOnItsThreadEachDelayAndAtOnceWhenAsked) {
   ::unlink(path);
 }
 
-TEST(TopChildRun, OutputAndExitStatusOnceItsPidfdSaysItExited) {
+// Runs `script` in sh through start_child until it exits (deadline 20 s).
+ChildRun finished_child(const char* script, ChildMode mode) {
   std::string error;
-  auto child =
-      start_child("/bin/sh", {"sh", "-c", "echo planned; echo oops >&2; exit 3"}, false, error);
-  ASSERT_TRUE(child.has_value()) << error;
+  auto child = start_child("/bin/sh", {"sh", "-c", script}, mode, error);
+  EXPECT_TRUE(child.has_value()) << error;
+  if (!child) return {};
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   while (!child->exit_code && Clock::now() < deadline) {
     pump_child(*child);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_TRUE(child->exit_code.has_value());
-  EXPECT_EQ(*child->exit_code, 3);
-  EXPECT_EQ(child->text, "planned\noops\n");
+  return std::move(*child);
+}
+
+TEST(TopChildRun, OutputAndExitStatusOnceItsPidfdSaysItExited) {
+  const ChildRun child = finished_child("echo planned; echo oops >&2; exit 3", {});
+  ASSERT_TRUE(child.exit_code.has_value());
+  EXPECT_EQ(*child.exit_code, 3);
+  EXPECT_EQ(child.text, "planned\noops\n");
+  EXPECT_EQ(child.error_text, "");
+}
+
+// The dry run's JSON on stdout stays whole whatever kill says on stderr.
+TEST(TopChildRun, StderrApartWhenSplit) {
+  const ChildRun child = finished_child("echo '{\"dry_run\"'; echo oops >&2; echo ': true}'",
+                                        {.acting = false, .split_errors = true});
+  ASSERT_TRUE(child.exit_code.has_value());
+  EXPECT_EQ(*child.exit_code, 0);
+  EXPECT_EQ(child.text, "{\"dry_run\"\n: true}\n");
+  EXPECT_EQ(child.error_text, "oops\n");
 }
 
 TEST(TopChildRun, APlanIsEndedAndReaped) {
   std::string error;
-  auto child = start_child("/bin/sleep", {"sleep", "600"}, false, error);
+  auto child = start_child("/bin/sleep", {"sleep", "600"}, {}, error);
   ASSERT_TRUE(child.has_value()) << error;
   const pid_t pid = child->launched.pid;
   end_child(*child);
   // Reaped: the PID is no child of ours any more.
   EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1);
-  EXPECT_FALSE(start_child("/nonexistent/gpuclean", {"gpuclean"}, false, error).has_value());
+  EXPECT_FALSE(start_child("/nonexistent/gpuclean", {"gpuclean"}, {}, error).has_value());
   EXPECT_NE(error.find("cannot run gpuclean kill"), std::string::npos) << error;
 }
 
