@@ -379,7 +379,8 @@ KillSteps steps_of(const ops::TeardownOptions& t) {
           .wait_ms = static_cast<long long>(t.wait.count())};
 }
 
-// A live line on a terminal (stderr) while the teardown runs; cleared before the report.
+// A live line on a terminal (stderr) while the teardown runs; cleared before the report (or,
+// on an early return, when it goes), once, and only when something was shown.
 class LiveLine {
  public:
   LiveLine(const Io& io, bool on) : io_(io), on_(on) {}
@@ -388,20 +389,23 @@ class LiveLine {
   LiveLine(LiveLine&&) = delete;
   LiveLine& operator=(LiveLine&&) = delete;
   ~LiveLine() { clear(); }
-  void show(const std::string& line) const {
+  void show(const std::string& line) {
     if (!on_) return;
     // Cut to the terminal, the last column left empty: a wrapped live line scrolls.
     const auto width = static_cast<std::size_t>(terminal_columns(STDERR_FILENO, 80));
     io_.err << "\r\x1b[2K" << output::cut_to_columns("gpuclean: kill: " + line, width - 1)
             << std::flush;
+    shown_ = true;
   }
-  void clear() const {
-    if (on_) io_.err << "\r\x1b[2K" << std::flush;
+  void clear() {
+    if (shown_) io_.err << "\r\x1b[2K" << std::flush;
+    shown_ = false;
   }
 
  private:
   const Io& io_;
   bool on_;
+  bool shown_ = false;
 };
 
 // Tears the plan down, looks after it, and reports. The exit code is the targets'
@@ -423,7 +427,7 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   const ops::PlannedMembers members(std::move(planned), std::move(existing), parsed.selectors.tree,
                                     context.self, context.euid, context.privileged);
   const ops::TeardownOptions& t = parsed.teardown;
-  const LiveLine live(io, ::isatty(STDERR_FILENO) != 0 && !o.common.json);
+  LiveLine live(io, ::isatty(STDERR_FILENO) != 0 && !o.common.json);
   request.started = std::chrono::steady_clock::now();
   const ops::RoundsOutcome rounds = ops::tear_down_rounds(
       before.gatherer->proc(), members, t, {}, [&live](const std::string& l) { live.show(l); });

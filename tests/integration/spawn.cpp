@@ -234,9 +234,11 @@ std::string TempDir::file(const std::string& name) const {
   return path;
 }
 
-void ProcessReaper::adopt(pid_t pid) {
+pid_t ProcessReaper::adopt(pid_t pid) {
+  if (pid <= 0) return pid;
   const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (fd >= 0) pidfds_.push_back(fd);
+  if (fd >= 0) pidfds_.emplace_back(pid, fd);
+  return pid;
 }
 
 ProcessReaper::~ProcessReaper() {
@@ -244,12 +246,15 @@ ProcessReaper::~ProcessReaper() {
 }
 
 void ProcessReaper::kill_all() {
-  for (int fd : pidfds_) ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
-  for (int fd : pidfds_) {
+  for (const auto& [pid, fd] : pidfds_) ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+  for (const auto& [pid, fd] : pidfds_) {
     // Readable when the process has exited (or is a zombie nobody reaps): bounded wait.
     pollfd p{fd, POLLIN, 0};
     ::poll(&p, 1, 5000);
     ::close(fd);
+    // Reaped when it is the test's own child (a launcher's children are the launcher's to reap:
+    // ECHILD here).
+    ::waitpid(pid, nullptr, WNOHANG);
   }
   pidfds_.clear();
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpuclean::testing {
@@ -80,19 +81,23 @@ class TempDir {
 };
 
 // Kills, at destruction, the processes registered with it — only those, identified by pidfds
-// opened while they were known to be the test's own — and waits until they are gone.
+// opened while they were known to be the test's own — and waits until they are gone; those that
+// are the test's children are reaped.
 class ProcessReaper {
  public:
   ProcessReaper() = default;
   ~ProcessReaper();
   ProcessReaper(const ProcessReaper&) = delete;
   ProcessReaper& operator=(const ProcessReaper&) = delete;
-  void adopt(pid_t pid);
+  ProcessReaper(ProcessReaper&&) = delete;
+  ProcessReaper& operator=(ProcessReaper&&) = delete;
+  // Returns `pid` as given (a failed fork's -1 is not adopted).
+  pid_t adopt(pid_t pid);
   // SIGKILLs every adopted process and waits (bounded) until each has exited.
   void kill_all();
 
  private:
-  std::vector<int> pidfds_;
+  std::vector<std::pair<pid_t, int>> pidfds_;
 };
 
 }  // namespace gpuclean::testing

@@ -18,6 +18,8 @@
 #include "procfs/proc_fs.h"
 #include "procfs/process_table.h"
 
+#include "../integration/spawn.h"
+
 namespace gpuclean::ops {
 namespace {
 
@@ -25,36 +27,13 @@ using namespace std::chrono_literals;
 
 constexpr Pid kNoSuchPid = -1;
 
-// The test's own children, ended and reaped on every way out of a test (an ASSERT that fails
-// returns early): SIGKILL through a pidfd taken right after the fork, so that a PID reaped and
-// reused meanwhile is never signalled; then waitpid (ECHILD when the test reaped it already).
-class Children {
- public:
-  Children() = default;
-  Children(const Children&) = delete;
-  Children& operator=(const Children&) = delete;
-  Children(Children&&) = delete;
-  Children& operator=(Children&&) = delete;
-  ~Children() {
-    for (const auto& [pid, pidfd] : pidfds_) {
-      if (pidfd < 0) continue;
-      (void)::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-      ::close(pidfd);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-  // `pid` (a child, or a process a child forked): returned as given.
-  pid_t adopt(pid_t pid) {
-    if (pid > 0) pidfds_.emplace_back(pid, static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    return pid;
-  }
-
- private:
-  std::vector<std::pair<pid_t, int>> pidfds_;
-};
+// The test's own children are adopted by a ProcessReaper (tests/integration/spawn.h): ended and
+// reaped on every way out of a test (an ASSERT that fails returns early), SIGKILL through a pidfd
+// taken right after the fork, so that a PID reaped and reused meanwhile is never signalled.
+using gpuclean::testing::ProcessReaper;
 
 // A child of the test that sleeps until killed (30 s at most).
-pid_t sleeping_child(Children& children) {
+pid_t sleeping_child(ProcessReaper& children) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::alarm(30);
@@ -68,7 +47,7 @@ pid_t sleeping_child(Children& children) {
 // error but ESRCH and the report said "it is still running after every signal" (run on commit
 // 4404490's teardown.cpp: the child printed that reason).
 TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
-  Children children;
+  ProcessReaper children;
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a process we then cannot signal";
   const pid_t sleeper = sleeping_child(children);
   ASSERT_GT(sleeper, 0);
@@ -115,7 +94,7 @@ TEST(Teardown, SignalErrorsAreReportedWithTheirReason) {
 // since the scan" and never signalled. (The planning end is KillPlanTest.
 // PidRecycledSinceTheScanInheritsNothing.)
 TEST(Teardown, TargetRecycledSinceTheScanIsSkippedNotSignalled) {
-  Children children;
+  ProcessReaper children;
   const pid_t child = sleeping_child(children);
   ASSERT_GT(child, 0);
   auto proc = procfs::ProcFs::open("/proc");
@@ -163,7 +142,7 @@ class ListedOnce : public MemberSource {
 };
 
 TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
-  Children children;
+  ProcessReaper children;
   for (const bool member : {false, true}) {
     const pid_t child = sleeping_child(children);
     ASSERT_GT(child, 0);
@@ -195,7 +174,7 @@ TEST(Teardown, APidNoLongerAMemberOnceItsPidfdIsOpenIsNotSignalled) {
 // reused by a process outside the run's tree is not a member (review of issue 21 item 8: only
 // the cgroup containment asked).
 TEST(Teardown, SubreaperMembersAreDescendantsNow) {
-  Children children;
+  ProcessReaper children;
   const pid_t child = sleeping_child(children);
   ASSERT_GT(child, 0);
   auto proc = procfs::ProcFs::open("/proc");
@@ -215,7 +194,7 @@ TEST(Teardown, SubreaperMembersAreDescendantsNow) {
 // the test's own children, so "gpuclean" is given as a PID no process has: descendants of
 // gpuclean itself are never taken.)
 TEST(Teardown, PlannedMembersFollowNewChildrenOnlyWhenAsked) {
-  Children children;
+  ProcessReaper children;
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const pid_t parent = children.adopt(::fork());
@@ -283,7 +262,7 @@ class AppearingMembers : public MemberSource {
 // Found in review: later rounds always sent SIGKILL, even with --no-kill9. Failed before the
 // fix: the newcomer's signals were ["KILL"].
 TEST(Teardown, NoKill9HoldsInLaterRounds) {
-  Children children;
+  ProcessReaper children;
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
   const pid_t first = sleeping_child(children);
