@@ -98,11 +98,13 @@ for job in "${background[@]}"; do signal_job STOP "$job"; done
 for job in "${background[@]}"; do signal_job CONT "$job"; done
 if [ $quick -eq 0 ]; then
   stage "tests under ASan+UBSan: the functional suites"
+  # Built by clang: a second compiler's warnings (-Werror) on every file, and a third less CPU
+  # than GCC for the same sanitized build (a unity batch of output/: 43 s against 69 s).
   # -O1 and line tables only: ASan needs no more to report with file and line (the test code is
   # -O0, tests/CMakeLists.txt). A unity build (batches of 8 files: the big headers parsed once per
   # batch; CMakeLists.txt lists the files that compile alone). Neither the timed suites (they ran
   # above, on the same code) nor the fuzz replay (fuzz/ci.sh replays the inputs under ASan).
-  BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON \
+  CC=clang CXX=clang++ BUILD_DIR=build-asan scripts/build.sh -DGPUCLEAN_WERROR=ON -DGPUCLEAN_SANITIZE=ON \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DGPUCLEAN_FUNCTIONAL_TESTS=ON \
     -DGPUCLEAN_TIMED_TESTS=OFF -DGPUCLEAN_FUZZ_REPLAY=OFF \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8

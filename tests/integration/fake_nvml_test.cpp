@@ -13,7 +13,6 @@ namespace {
 
 using nlohmann::json;
 constexpr unsigned long long kGiB = 1ull << 30;
-constexpr unsigned long long kReserve = 641728512;  // the fake's idle "used"
 
 // The GPU memory gpuclean attributes to `pid` on GPU 0, or -1 when it has none.
 long long memory_of(const json& doc, pid_t pid) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -125,11 +126,11 @@ class MetricsTest : public HolderFixture {
   int views_ = 0;
 };
 
-// The value of the unlabelled sample NAME in a scrape's text, or NAN when absent.
+// The value of the unlabelled sample NAME in a scrape's text, or NaN when absent.
 double sample(const std::string& text, const std::string& name) {
   const std::string key = "\n" + name + " ";
   const auto at = text.find(key);
-  if (at == std::string::npos) return NAN;
+  if (at == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
   return std::strtod(text.c_str() + at + key.size(), nullptr);
 }
 
