@@ -57,6 +57,16 @@ until_ok 10 holds || {
 }
 touch "$work/record.json" "$work/other.txt"
 
+# --- the build rule that writes the installed scripts ------------------------------------------
+# cmake/write_completion.cmake, as the build runs it, into a directory that does not exist yet:
+# Ninja makes an output's directory, Unix Makefiles do not, and `cmake -S . -B build && cmake
+# --build build` failed with "gpuclean completion bash failed: No such file or directory"
+# (issue 35; the script before this check failed the same way here).
+cmake -DBINARY="$G" -DSHELL_NAME=bash -DOUTPUT="$work/made/by/the/rule/gpuclean" \
+  -P "$root/cmake/write_completion.cmake" >/dev/null 2>&1
+check "cmake/write_completion.cmake makes its output's directory (Unix Makefiles do not)" \
+  cmp -s "$work/made/by/the/rule/gpuclean" "$work/gpuclean.bash"
+
 # --- gpuclean completion --values ------------------------------------------------------------
 
 out=$("$G" completion --values pids --device-glob "$work/nvidia-fake")
