@@ -296,8 +296,8 @@ std::optional<int> say_plan_exceptions(const KillPlan& plan, const ProcessTable&
         "pid {} now started at tick {}): it is gone, and the new one is not touched\n",
         pid, selectors.start_ticks.at(pid), pid, now->second.start_ticks);
   }
-  for (const auto& s : plan.skipped) {
-    io.err << "gpuclean: kill: not touching pid " << s.pid << ": " << s.reason << '\n';
+  for (const std::string& line : output::skipped_lines(plan.skipped)) {
+    io.err << "gpuclean: kill: " << line << '\n';
   }
   return std::nullopt;
 }

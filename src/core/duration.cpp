@@ -36,6 +36,29 @@ Result<Duration> parse_duration(std::string_view text) {
   return Duration(static_cast<Duration::rep>(std::llround(ms)));
 }
 
+std::string format_duration(Duration duration) {
+  const long long ms = duration.count();
+  if (ms < 1000) return std::to_string(ms) + " ms";
+  constexpr long long kMinute = 60'000;
+  constexpr long long kHour = 60 * kMinute;
+  if (ms < 2 * kMinute) {
+    // Seconds, with as many decimals as the milliseconds need ("1.5 s", "1.25 s").
+    std::string text = std::to_string(ms / 1000);
+    if (const long long rest = ms % 1000; rest != 0) {
+      std::string decimals = std::to_string(1000 + rest).substr(1);  // "050" for 50
+      while (decimals.back() == '0') decimals.pop_back();
+      text += "." + decimals;
+    }
+    return text + " s";
+  }
+  if (ms % kHour == 0) return std::to_string(ms / kHour) + " h";
+  const long long minutes = ms / kMinute;
+  const long long seconds = (ms % kMinute + 500) / 1000;  // to the nearest second
+  if (seconds == 0) return std::to_string(minutes) + " min";
+  if (seconds == 60) return std::to_string(minutes + 1) + " min";
+  return std::to_string(minutes) + " min " + std::to_string(seconds) + " s";
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

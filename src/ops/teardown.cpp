@@ -139,7 +139,7 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
     for (Live& l : live) send(l, outcomes, options.signal);
     for (Live& l : live) send(l, outcomes, SIGCONT);
     say(signal_name(options.signal) + " sent to " + std::to_string(live.size()) + "; grace " +
-        std::to_string(options.grace.count()) + " ms");
+        format_duration(options.grace));
     wait_until(Clock::now() + options.grace);
   }
   if (before_kill) before_kill();
@@ -152,7 +152,7 @@ std::vector<TargetOutcome> tear_down(const procfs::ProcFs& proc,
   for (const Live& l : live) left += outcomes[l.outcome].state != TargetOutcome::State::kGone;
   if (left > 0) {
     say("waiting for " + std::to_string(left) + " to exit (at most " +
-        std::to_string(options.wait.count()) + " ms)");
+        format_duration(options.wait) + ")");
   }
   wait_until(Clock::now() + options.wait);
 

@@ -29,6 +29,10 @@ std::string rfc3339(double unix_seconds) {
   return std::string(buffer, length);
 }
 
+nlohmann::json text_or_null(const std::string& text) {
+  return text.empty() ? nlohmann::json() : nlohmann::json(text);
+}
+
 nlohmann::json document_header(const std::string& host, double now) {
   return {{"schema", kSchemaVersion}, {"host", host}, {"time", rfc3339(now)}};
 }

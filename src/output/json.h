@@ -16,6 +16,10 @@ constexpr int kSchemaVersion = 1;
 // "2026-11-30T12:43:18Z" (UTC, whole seconds).
 std::string rfc3339(double unix_seconds);
 
+// A text fact the model keeps as "" when unknown (a driver version without NVML), as JSON's
+// null: unknown facts are null in every document (docs/reference.md "Conventions").
+nlohmann::json text_or_null(const std::string& text);
+
 // The fields every document starts with: schema, host, time.
 nlohmann::json document_header(const std::string& host, double now);
 

@@ -1,5 +1,6 @@
 #include "output/kill_view.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -7,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/duration.h"
 #include "core/units.h"
 #include "output/escape.h"
 #include "output/json.h"
@@ -35,7 +37,7 @@ std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) 
 std::string steps_text(const KillSteps& s) {
   if (s.signal == 9) return "KILL";
   return fmt::format("STOP, {}+CONT{}", s.signal_name,
-                     s.kill9 ? fmt::format(", KILL after {} ms", s.grace_ms) : "");
+                     s.kill9 ? ", KILL after " + format_duration(Duration(s.grace_ms)) : "");
 }
 
 // One process met: gone (how, how fast), a zombie left to its parent, or remaining/skipped
@@ -105,8 +107,9 @@ nlohmann::json met_json(const KillMet& m) {
 }  // namespace
 
 void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps) {
-  out << fmt::format("Plan: {} process{} ({}; wait up to {} ms)\n", plan.targets.size(),
-                     plan.targets.size() == 1 ? "" : "es", steps_text(steps), steps.wait_ms);
+  out << fmt::format("Plan: {} process{} ({}; wait up to {})\n", plan.targets.size(),
+                     plan.targets.size() == 1 ? "" : "es", steps_text(steps),
+                     format_duration(Duration(steps.wait_ms)));
   std::vector<const std::optional<Owner>*> owners;
   for (const KillTarget& target : plan.targets) owners.push_back(&target.process.owner);
   const std::size_t owner_width = owner_column_width(owners);
@@ -121,6 +124,32 @@ void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSt
     out << target_row(target, depth[target.process.pid], owner_width);
   }
   out << std::flush;
+}
+
+std::vector<std::string> skipped_lines(const std::vector<KillSkip>& skipped) {
+  constexpr std::size_t kAlone = 3;   // up to this many share a reason: a line each
+  constexpr std::size_t kListed = 8;  // PIDs named in a summary line
+  std::map<std::string, std::vector<Pid>> by_reason;
+  std::vector<std::string> reasons;  // in the order first met
+  for (const KillSkip& s : skipped) {
+    auto& pids = by_reason[s.reason];
+    if (pids.empty()) reasons.push_back(s.reason);
+    pids.push_back(s.pid);
+  }
+  std::vector<std::string> lines;
+  for (const std::string& reason : reasons) {
+    const std::vector<Pid>& pids = by_reason[reason];
+    const std::string why = escape_terminal(reason);
+    if (pids.size() <= kAlone) {
+      for (Pid pid : pids) lines.push_back(fmt::format("not touching pid {}: {}", pid, why));
+      continue;
+    }
+    const std::size_t named = std::min(kListed, pids.size());
+    const std::vector<Pid> shown(pids.begin(), pids.begin() + static_cast<std::ptrdiff_t>(named));
+    lines.push_back(fmt::format("not touching {} processes: {} (pids {}{})", pids.size(), why,
+                                fmt::join(shown, ", "), shown.size() < pids.size() ? ", …" : ""));
+  }
+  return lines;
 }
 
 nlohmann::json kill_dry_run_json(const KillDryRun& dry_run, const std::string& host, double now) {

@@ -234,8 +234,8 @@ json snapshot_document(const SnapshotInputs& inputs) {
   doc["kind"] = "snapshot";
   doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
-                 {"driver_version", report.driver_version},
-                 {"nvml_version", inputs.nvml_version},
+                 {"driver_version", text_or_null(report.driver_version)},
+                 {"nvml_version", text_or_null(inputs.nvml_version)},
                  {"cuda_driver_version", or_null(report.cuda_driver_version)}};
   json gpus = json::array();
   for (const GpuReport& g : report.diagnosis.gpus) {
@@ -305,7 +305,7 @@ Result<Snapshot> read_snapshot(const json& doc) {
     snap.driver_version = r.string(*nvml, "driver_version", "nvml");
     snap.nvml_version = r.string(*nvml, "nvml_version", "nvml");
     snap.cuda_driver_version = r.integer(*nvml, "cuda_driver_version", "nvml");
-    // Versions are recorded as "" when NVML did not say: unknown, not a value.
+    // Unknown versions are null; snapshots written before 2026-12-03 have "": unknown too.
     if (snap.driver_version && snap.driver_version->empty()) snap.driver_version.reset();
     if (snap.nvml_version && snap.nvml_version->empty()) snap.nvml_version.reset();
   }

@@ -398,7 +398,7 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   doc["verdict"] = to_string(verdict_of(report));
   doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
-                 {"driver_version", report.driver_version}};
+                 {"driver_version", text_or_null(report.driver_version)}};
   doc["nvml"]["cuda_driver_version"] =
       report.cuda_driver_version ? nlohmann::json(*report.cuda_driver_version) : nlohmann::json();
   doc["gpus"] = to_json_array(d.gpus);

@@ -5,7 +5,11 @@
 // and errors that name the user's own path. Terminals are real pseudo-terminals (forkpty).
 // Before this change each message test failed: CLI11's "pids: Value -9 not in range 0.000000
 // to 1797693134862315…" and "The following argument was not expected: whoo" (run on 1a0e4c9).
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
@@ -461,6 +465,71 @@ TEST(FirstUse, PlotRefusesATerminalAndNamesItsOutput) {
   EXPECT_EQ(nowhere.err,
             "gpuclean: plot: cannot write /nonexistent-gpuclean/x.svg (open directory "
             "/nonexistent-gpuclean: No such file or directory)\n");
+}
+
+// Issue 35: without NVML, status and snapshot said "driver_version": "" (and snapshot
+// "nvml_version": ""), where the reference says unknown facts are null. Before: both "".
+TEST(FirstUse, UnknownVersionsAreNullNotEmpty) {
+  TempDir dir;
+  const std::string device = dir.file("device");
+  const CommandResult status = shipping({"status", "--json", "--no-nvml", "--device-glob", device});
+  ASSERT_EQ(status.exit_code, 0) << both(status);
+  const json doc = json::parse(status.out);
+  EXPECT_TRUE(doc["nvml"]["driver_version"].is_null()) << doc["nvml"].dump();
+  EXPECT_TRUE(doc["nvml"]["cuda_driver_version"].is_null()) << doc["nvml"].dump();
+  const CommandResult snapshot =
+      shipping({"snapshot", "--json", "--no-nvml", "--device-glob", device});
+  ASSERT_EQ(snapshot.exit_code, 0) << both(snapshot);
+  const json snap = json::parse(snapshot.out);
+  EXPECT_TRUE(snap["nvml"]["driver_version"].is_null()) << snap["nvml"].dump();
+  EXPECT_TRUE(snap["nvml"]["nvml_version"].is_null()) << snap["nvml"].dump();
+  EXPECT_EQ(snap["nvml"]["state"], "disabled");
+}
+
+// Kernel threads this process can see: /proc/PID/stat's flags (field 9) with PF_KTHREAD.
+int visible_kernel_threads() {
+  constexpr unsigned long kPfKthread = 0x00200000;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream file(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));  // field 3 onwards
+    std::string field;
+    for (int i = 3; i < 9; ++i) rest >> field;
+    unsigned long flags = 0;
+    if (rest >> flags && (flags & kPfKthread) != 0) ++count;
+  }
+  return count;
+}
+
+// Issue 35: `kill --user root --dry-run` printed a line per kernel thread ("not touching pid N:
+// a kernel thread", 65 lines on the issue's machine). Now one line says how many and names a
+// few. A dry run: nothing is signalled; the device glob is the test's own file.
+TEST(FirstUse, KernelThreadsInAKillPlanAreOneLine) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (every root process is selected)";
+  const int threads = visible_kernel_threads();
+  if (threads < 4) GTEST_SKIP() << "only " << threads << " kernel threads visible here";
+  TempDir dir;
+  const CommandResult plan = shipping(
+      {"kill", "--user", "root", "--dry-run", "--no-nvml", "--device-glob", dir.file("device")});
+  EXPECT_EQ(plan.exit_code, 0) << both(plan);
+  int lines = 0;
+  std::istringstream err(plan.err);
+  for (std::string line; std::getline(err, line);) {
+    if (line.find("a kernel thread") != std::string::npos) ++lines;
+  }
+  EXPECT_EQ(lines, 1) << plan.err;
+  // How many: about what this test counted (kworker threads come and go meanwhile).
+  std::smatch summary;
+  ASSERT_TRUE(std::regex_search(
+      plan.err, summary,
+      std::regex("gpuclean: kill: not touching ([0-9]+) processes: a kernel thread \\(pids ")))
+      << plan.err;
+  EXPECT_GE(std::stoi(summary[1].str()), 4) << "this test saw " << threads << "\n" << plan.err;
 }
 
 }  // namespace

@@ -47,9 +47,9 @@ TEST(KillPlanText, HeadingSaysTheStepsAndChildrenAreIndentedUnderParents) {
       out, plan,
       {.signal = 15, .signal_name = "TERM", .kill9 = true, .grace_ms = 5000, .wait_ms = 30000});
   const std::string text = out.str();
-  EXPECT_TRUE(contains(text,
-                       "Plan: 2 processes (STOP, TERM+CONT, KILL after 5000 ms; wait up "
-                       "to 30000 ms)\n"))
+  // Durations as people read them (issue 35; before: "KILL after 5000 ms; wait up to 30000 ms").
+  EXPECT_TRUE(
+      contains(text, "Plan: 2 processes (STOP, TERM+CONT, KILL after 5 s; wait up to 30 s)\n"))
       << text;
   const auto server = text.find("server");
   const auto worker = text.find("worker");
@@ -179,7 +179,7 @@ TEST(KillDryRunJson, ReadBackPrintsWhatKillPrinted) {
   auto back = parse_kill_dry_run(text);
   ASSERT_TRUE(back.ok()) << back.error().context;
   EXPECT_EQ(plan_text(*back), plan_text(dry_run));
-  EXPECT_TRUE(contains(plan_text(*back), "Plan: 2 processes (KILL; wait up to 12000 ms)"));
+  EXPECT_TRUE(contains(plan_text(*back), "Plan: 2 processes (KILL; wait up to 12 s)"));
   EXPECT_TRUE(contains(plan_text(*back), "Sl"));
   EXPECT_TRUE(contains(plan_text(*back), "job 4242.0"));
   ASSERT_EQ(back->plan.targets.size(), 2U);
@@ -210,6 +210,29 @@ TEST(KillDryRunJson, RefusesWhatItCannotRead) {
   EXPECT_EQ(error_of(R"({"dry_run": true, "targets": [{"pid": 10, "gpu_memory": {"x": 1}}]})"),
             "targets[0].gpu_memory: expected {\"GPU index\": bytes}");
   EXPECT_EQ(error_of(R"({"dry_run": true, "targets": []})"), "parsed");
+}
+
+// Issue 35: `kill --user root --dry-run` printed 65 lines "not touching pid N: a kernel thread".
+// Before: one line per skipped process, whatever the count.
+TEST(KillSkippedLines, AReasonSharedByManyIsOneLine) {
+  std::vector<KillSkip> skipped;
+  for (Pid pid = 2; pid < 67; ++pid) skipped.push_back({pid, "a kernel thread"});
+  skipped.push_back({1, "PID 1"});
+  skipped.push_back({900, "another user's process (bob)"});
+  skipped.push_back({901, "another user's process (bob)"});
+  const std::vector<std::string> lines = skipped_lines(skipped);
+  ASSERT_EQ(lines.size(), 4U);
+  EXPECT_EQ(lines[0],
+            "not touching 65 processes: a kernel thread (pids 2, 3, 4, 5, 6, 7, 8, 9, …)");
+  EXPECT_EQ(lines[1], "not touching pid 1: PID 1");
+  // Negative control: a reason up to three processes share keeps a line each.
+  EXPECT_EQ(lines[2], "not touching pid 900: another user's process (bob)");
+  EXPECT_EQ(lines[3], "not touching pid 901: another user's process (bob)");
+  EXPECT_TRUE(skipped_lines({}).empty());
+  // A reason is escaped before it reaches the terminal.
+  const std::string escaped = skipped_lines({{5, "the node's \x1b[2Jservice"}})[0];
+  EXPECT_FALSE(contains(escaped, "\x1b")) << escaped;
+  EXPECT_TRUE(contains(escaped, "service")) << escaped;
 }
 
 TEST(KillNotVerified, EmptyWhenVerifiedElseWhy) {
