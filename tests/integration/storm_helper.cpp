@@ -31,10 +31,18 @@ double now_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-// Opens FILE, keeps it for up to ~1 ms, exits.
+// Opens FILE, keeps it for up to ~1 ms, exits. One child in 64 keeps it 20 ms: still gone
+// before a person could look, but long enough that storm_test's control scans of FILE see a
+// storm process now and then. With holds of 1 ms at most, at ~2,400 children/s a fresh clone's
+// run saw none in 20 control scans nor in 20 s of scanning after them (2026-12-03, 37cc416),
+// and runs here saw 0 or 1 of 20: the control failed by chance, not by blindness.
 [[noreturn]] void hold_briefly(const char* file, unsigned salt) {
   const int fd = ::open(file, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0 && salt % 2 == 0) ::usleep(salt % 1000);
+  if (fd >= 0 && salt % 64 == 0) {
+    ::usleep(20000);
+  } else if (fd >= 0 && salt % 2 == 0) {
+    ::usleep(salt % 1000);
+  }
   _exit(0);
 }
 
