@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
-#include "cli/help.h"
-#include "cli/test_hooks.h"
+#include <CLI/CLI.hpp>
+
 #include "cli/usage_error.h"
 #include "collect/gather.h"
 #include "completion/model.h"
@@ -76,44 +76,7 @@ int print_pids(const CompletionOptions& options, const Io& io) {
   return kExitClean;
 }
 
-CLI::Validator one_of(const std::vector<std::string>& words, const std::string& what) {
-  return CLI::Validator(
-      [words, what](std::string& text) -> std::string {
-        if (std::find(words.begin(), words.end(), text) != words.end()) return {};
-        return "'" + text + "' is not " + what + " (" + completion::join_words(words, ", ") + ")";
-      },
-      completion::join_words(words, "|"));
-}
-
 }  // namespace
-
-void add_completion_command(CLI::App& app, CompletionOptions& options) {
-  CLI::App* completion = app.add_subcommand(
-      "completion", "Print a bash, zsh or fish completion script generated from this parser");
-  // No --json (the output is a script, or lines for one), no --gpus (--values gpus lists all).
-  add_common_options(*completion, options.common, HookScope::kInspect,
-                     {.json = false, .gpus = false});
-  CLI::Option* shell =
-      completion->add_option("shell", options.shell, "The shell: bash, zsh or fish")
-          ->option_text("SHELL")
-          ->check(
-              one_of(completion::shell_words(completion::kShells), "a shell gpuclean completes"));
-  completion
-      ->add_option("--values", options.values,
-                   "Print what the scripts complete, one VALUE<TAB>DESCRIPTION a line: gpus "
-                   "(index and name) or pids (the device files' holders, with class and command)")
-      ->option_text("KIND")
-      ->check(one_of(completion::shell_words(completion::kValueSets), "a kind of value"))
-      ->excludes(shell);
-  set_help_footer(
-      *completion,
-      {{"source <(gpuclean completion bash)", "completion in this bash, without installing"},
-       {"gpuclean completion fish > ~/.config/fish/completions/gpuclean.fish",
-        "installed for one user"},
-       {"gpuclean completion --values pids", "the PIDs the scripts offer for kill and explain"}},
-      {"0  printed (no candidates is not an error)",
-       "2  usage error, or a --device-glob that matches nothing", "3  /proc cannot be opened"});
-}
 
 std::string completion_script(const CLI::App& app, const std::string& shell) {
   const completion::Model model = completion::model_of(app);

@@ -7,9 +7,11 @@
 
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "cli/common.h"
+
+namespace CLI {
+class App;  // CLI11's: only the files that build the parser include it (cli/command_line.h)
+}  // namespace CLI
 
 namespace gpuclean::cli {
 
@@ -18,8 +20,6 @@ struct CompletionOptions {
   std::string shell;     // "bash", "zsh", "fish"; empty with --values
   std::string values;    // "gpus", "pids"; empty with SHELL
 };
-
-void add_completion_command(CLI::App& app, CompletionOptions& options);
 
 // The completion script for `shell` ("bash", "zsh" or "fish") of the top-level `app`: every
 // subcommand and option listed in its help. A value-taking option that completion/model.cpp's table

@@ -10,8 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "cli/help.h"
-#include "cli/test_hooks.h"
 #include "cli/usage_error.h"
 #include "collect/gather.h"
 #include "collect/kill_look.h"
@@ -161,66 +159,6 @@ std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interact
   io.err << "gpuclean: kill: not confirmed; nothing was signalled\n";
   return kExitDirty;
 }
-
-}  // namespace
-
-void add_kill_command(CLI::App& app, KillOptions& o) {
-  CLI::App* kill = app.add_subcommand(
-      "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
-  add_common_options(*kill, o.common, HookScope::kAct);
-  kill->add_option("pids", o.pids,
-                   "These processes and their descendants; PID@START: only while PID is still "
-                   "the process that started at START (clock ticks, start_ticks in --json)")
-      ->option_text("PID[@START]...")
-      ->check(pid_selector_check());
-  kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
-  kill->add_option("--session", o.sessions, "Every process of session SID")
-      ->option_text("SID")
-      ->check(pid_check(false, "session ID"));
-  kill->add_option("--pgid", o.pgids, "Every process of process group PGID")
-      ->option_text("PGID")
-      ->check(pid_check(false, "process group ID"));
-  kill->add_flag("--holders", o.holders, "Every process holding the selected device files");
-  kill->add_option("--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)")
-      ->option_text("N")
-      ->check(whole_number_check(0, 1023));
-  kill->add_option("--user", o.users, "Every process of user USER (name or uid)")
-      ->option_text("USER");
-  kill->add_option("--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it")
-      ->option_text("PATH");
-  kill->add_option("--job", o.jobs,
-                   "Every process of Slurm job ID on this node, by its cgroup (for an Epilog)")
-      ->option_text("ID")
-      ->check(job_id_check());
-  kill->add_option("--container", o.containers,
-                   "Every process of the container whose ID starts with ID")
-      ->option_text("ID")
-      ->check(container_id_check());
-  kill->add_flag("--leftovers", o.leftovers, "Holders classed orphan, heir, zombie-leader, stuck");
-  kill->add_flag("-y,--yes", o.yes,
-                 "Act without asking (needed for selectors other than PIDs, and for a PID whose "
-                 "tree reaches other users or sessions)");
-  kill->add_flag("--dry-run", o.dry_run, "Print the plan and stop");
-  kill->add_option("--signal", o.signal, "First signal: TERM, INT, KILL, 9 ... (default: TERM)")
-      ->option_text("SIG");
-  kill->add_option("--grace", o.grace, "Time between the signal and SIGKILL (default: 5s)")
-      ->option_text("DURATION");
-  kill->add_flag("--no-kill9", o.no_kill9, "Never escalate to SIGKILL");
-  kill->add_option("--wait", o.wait, "How long to wait for the exits and the memory (default: 30s)")
-      ->option_text("DURATION");
-  set_help_footer(
-      *kill,
-      {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
-       {"gpuclean kill --leftovers --yes", "every orphan, heir, zombie-led and stuck holder"},
-       {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
-       {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
-      {"0  every target gone and its memory released, or nothing to kill",
-       "1  a target or its memory remains, or the plan was not confirmed",
-       "2  usage error: no selector, a protected PID, selecting by GPU without NVML",
-       "3  NVML failed: the targets were signalled, their memory not verified"});
-}
-
-namespace {
 
 // The one look kill takes before it plans (holders, classes and GPU memory, like `status`),
 // and the gatherer it keeps for the looks after the teardown.
@@ -505,7 +443,11 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     output::write_json(io.out, output::kill_dry_run_json(dry_run, host_name(), unix_now()));
     return kExitClean;
   }
-  if (!o.common.json) output::render_kill_plan_text(io.out, plan, dry_run.steps);
+  if (!o.common.json) {
+    output::render_kill_plan_text(
+        io.out, plan, dry_run.steps,
+        static_cast<std::size_t>(terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)));
+  }
   if (o.dry_run) {
     // What acting on it would ask about (top shows this plan before its own y/N).
     for (const std::string& reason : plan.confirm_reasons) {

@@ -30,8 +30,6 @@ struct KillOptions {
   std::string wait = "30s";
 };
 
-void add_kill_command(CLI::App& app, KillOptions& options);
-
 // 0 every target gone (and, with NVML, its GPU memory released); 1 some remain (each reported
 // with its threads' states and wait channels); 2 usage errors, no target, or not confirmed.
 int run_kill(const KillOptions& options, const Io& io, bool interactive);

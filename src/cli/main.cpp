@@ -9,21 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/common.h"
-#include "cli/completion.h"
+#include "cli/command_line.h"
 #include "cli/help.h"
-#include "cli/kill_command.h"
-#include "cli/test_hooks.h"
-#include "cli/usage_error.h"
-#ifdef GPUCLEAN_METRICS
-#include "cli/metrics_command.h"
-#endif
-#include "cli/plot_command.h"
-#include "cli/run_command.h"
-#include "cli/snapshot_command.h"
-#include "cli/status_command.h"
-#include "cli/top_command.h"
-#include "cli/who_command.h"
+#include "cli/usage_checks.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,4 @@
 #include "cli/metrics_command.h"
-#include "cli/help.h"
-#include "cli/test_hooks.h"
-#include "cli/usage_error.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -170,35 +167,6 @@ int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
 }
 
 }  // namespace
-
-void add_metrics_command(CLI::App& app, MetricsOptions& options) {
-  CLI::App* metrics = app.add_subcommand(
-      "metrics", "Prometheus metrics: print once, --textfile PATH, or --listen [ADDR:]PORT");
-  // No --json: the output is Prometheus's text format.
-  add_diagnosis_options(*metrics, options.status, HookScope::kInspect,
-                        {.json = false, .gpus = true});
-  CLI::Option* textfile =
-      metrics
-          ->add_option("--textfile", options.textfile,
-                       "Write the metrics to PATH atomically (node_exporter's textfile "
-                       "collector reads *.prom files)")
-          ->option_text("PATH");
-  metrics
-      ->add_option("--listen", options.listen,
-                   "Serve /metrics until SIGINT/SIGTERM; ADDR is 127.0.0.1 when left out. A "
-                   "scrape within 2 s of the last scan is served from it; a client has 2 s to "
-                   "send its request")
-      ->option_text("[ADDR:]PORT")
-      ->excludes(textfile);
-  set_help_footer(
-      *metrics,
-      {{"gpuclean metrics", "one scan, printed"},
-       {"gpuclean metrics --listen 9835", "serve 127.0.0.1:9835/metrics"},
-       {"gpuclean metrics --textfile /var/lib/node_exporter/gpuclean.prom", "for cron"}},
-      {"0  done (a dirty verdict is in the metrics, not the exit code)",
-       "2  usage error, or an address that cannot be listened on",
-       "3  the first scan failed, or the textfile could not be written"});
-}
 
 Result<std::string> parse_listen_address(const std::string& text) {
   std::string address = "127.0.0.1";

@@ -16,8 +16,6 @@ struct MetricsOptions {
   std::string version;   // gpuclean's version, for gpuclean_build_info (set by main)
 };
 
-void add_metrics_command(CLI::App& app, MetricsOptions& options);
-
 // "ADDR:PORT", ":PORT" or "PORT" → "ADDR:PORT" as serve::listen_tcp takes it; the address defaults
 // to 127.0.0.1 (exposing the metrics wider is the user's explicit choice). ADDR is an IPv4 address
 // or a bracketed IPv6 one ("[::1]:9400"); host names are refused (a bind needs an address, and

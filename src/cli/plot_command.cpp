@@ -1,7 +1,5 @@
 #include "cli/plot_command.h"
 
-#include "cli/help.h"
-
 #include <ostream>
 
 #include "core/atomic_file.h"
@@ -17,21 +15,6 @@ namespace {
 constexpr std::size_t kMaxRecordBytes = std::size_t{256} << 20;
 
 }  // namespace
-
-void add_plot_command(CLI::App& app, PlotOptions& o) {
-  CLI::App* plot = app.add_subcommand("plot", "Draw a run record (gpuclean run --record) as SVG");
-  plot->add_option("record", o.record_path, "The record file (gpuclean run --record FILE)")
-      ->option_text("RECORD")
-      ->required();
-  plot->add_option("-o,--output", o.output_path,
-                   "Write the SVG to FILE (default: stdout, when it is not a terminal)")
-      ->option_text("FILE");
-  set_help_footer(*plot,
-                  {{"gpuclean run --record run.json -- python train.py", "record a run"},
-                   {"gpuclean plot run.json -o run.svg", "then draw it"}},
-                  {"0  drawn", "2  usage error, or an unreadable or malformed record",
-                   "3  the SVG could not be written"});
-}
 
 int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
   if (o.output_path.empty() && stdout_is_terminal) {

@@ -12,8 +12,6 @@ struct PlotOptions {
   std::string output_path;  // empty: stdout
 };
 
-void add_plot_command(CLI::App& app, PlotOptions& options);
-
 // 0 when the picture was written; 2 when the record cannot be read or is not a valid record
 // (the message names the file and what is wrong); 3 when the output cannot be written.
 // Refuses to write SVG onto a terminal (`stdout_is_terminal`): -o FILE or a redirection.

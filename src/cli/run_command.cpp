@@ -1,6 +1,4 @@
 #include "cli/run_command.h"
-#include "cli/help.h"
-#include "cli/test_hooks.h"
 #include "cli/usage_error.h"
 
 #include <cerrno>
@@ -72,48 +70,6 @@ void say_nvml_failing(std::optional<NvmlState> baseline, const collect::RunGpuWa
     say("NVML is failing (" + gpus.nvml_message() + "): the GPUs' memory will not be verified");
   }
 }
-
-}  // namespace
-
-void add_run_command(CLI::App& app, RunOptions& o) {
-  CLI::App* run = app.add_subcommand(
-      "run", "Run a workload so that nothing it starts outlives it, and check the GPUs after");
-  // No --json: the workload owns stdout (--record FILE is the machine-readable account).
-  add_diagnosis_options(*run, o.check, HookScope::kAct, {.json = false, .gpus = true});
-  run->add_option("--timeout", o.timeout, "End the run after DURATION, with exit 124")
-      ->option_text("DURATION");
-  run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown (default: 5s)")
-      ->option_text("DURATION");
-  run->add_option("--wait", o.wait,
-                  "How long to wait for exits and GPU memory at teardown (default: 30s)")
-      ->option_text("DURATION");
-  run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE")
-      ->option_text("FILE");
-  run->add_option("--sample-interval", o.sample_interval,
-                  "GPU memory sampling period for --record (default: 1s)")
-      ->option_text("DURATION");
-  run->add_flag("--require-clean", o.require_clean,
-                "Refuse to start, with exit 125, unless `gpuclean check` passes");
-  run->add_flag("--no-cgroup", o.no_cgroup,
-                "Do not use a cgroup: child subreaper and own session only");
-  run->add_flag("-q,--quiet", o.quiet, "Print only problems");
-  add_cgroup_parent_hook(*run, o.cgroup_parent);
-  // After "--" every word is the workload's, its own options included.
-  run->add_option("command", o.command, "The workload and its arguments, after --")
-      ->option_text("-- CMD [ARGS...]");
-  set_help_footer(
-      *run,
-      {{"gpuclean run -- python serve.py --port 8000", "serve; ^C tears down everything"},
-       {"gpuclean run --require-clean --timeout 2h -- ./bench.sh", "a guarded benchmark"},
-       {"gpuclean run --record run.json -- python train.py", "with a memory record to plot"}},
-      {"N  the workload's own exit status; 128+N when signal N ended it",
-       "1  the workload succeeded but something outlived it or a GPU is not back", "2  usage error",
-       "3  the workload succeeded but --record could not be written", "124  --timeout",
-       "125  not started (gpuclean failed, or --require-clean found dirt)", "126  not executable",
-       "127  not found"});
-}
-
-namespace {
 
 // The GPU side of a run (device files, /proc, NVML through a sampler process): opened before
 // the workload starts when the user named files or asked --require-clean (their errors must

@@ -24,8 +24,6 @@ struct RunOptions {
   bool quiet = false;
 };
 
-void add_run_command(CLI::App& app, RunOptions& options);
-
 // The workload's exit code (128+N for signal N), 124 on --timeout, 125 when gpuclean failed
 // before the workload started (or --require-clean refused), 126/127 not executable/not found,
 // 2 for usage errors. 1 instead of 0 when the workload succeeded but something it started

@@ -1,7 +1,4 @@
 #include "cli/snapshot_command.h"
-#include "cli/help.h"
-#include "cli/test_hooks.h"
-#include "cli/usage_error.h"
 
 #include <unistd.h>
 
@@ -119,43 +116,6 @@ std::optional<Snapshot> snapshot_now(const StatusOptions& options, const procfs:
 }
 
 }  // namespace
-
-void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
-  CLI::App* snapshot = app.add_subcommand(
-      "snapshot", "JSON fingerprint of what a GPU benchmark depends on (compare with diff)");
-  add_common_options(*snapshot, options.common, HookScope::kInspect);
-  snapshot->add_option("-o,--output", options.output, "Write to FILE instead of stdout")
-      ->option_text("FILE");
-  add_host_root_hooks(*snapshot, options.roots);
-  set_help_footer(*snapshot,
-                  {{"gpuclean snapshot -o before.json", "before a benchmark"},
-                   {"gpuclean diff before.json", "afterwards: what changed since"}},
-                  {"0  written", "2  usage error",
-                   "3  NVML failed (the snapshot is still written and says so), or FILE could "
-                   "not be written"});
-}
-
-void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
-  CLI::App* diff = app.add_subcommand(
-      "diff", "What changed between two snapshots (AFTER defaults to now), most relevant first");
-  add_common_options(*diff, options.common, HookScope::kInspect);
-  diff->add_option("before", options.before, "The earlier snapshot (gpuclean snapshot -o FILE)")
-      ->option_text("BEFORE")
-      ->required();
-  diff->add_option("after", options.after, "The later snapshot (default: the machine now)")
-      ->option_text("AFTER");
-  diff->add_option("--max-used", options.max_used_mib,
-                   "Used-memory growth per GPU, in MiB, not worth a line (default: 1024)")
-      ->option_text("MIB")
-      ->check(mib_check());
-  add_host_root_hooks(*diff, options.roots);
-  set_help_footer(*diff,
-                  {{"gpuclean diff before.json", "the machine now against before.json"},
-                   {"gpuclean diff a.json b.json --json", "two snapshots, as JSON"}},
-                  {"0  no result-changing difference", "1  some result-changing difference",
-                   "2  usage error, or a snapshot unreadable, malformed or of a newer schema",
-                   "3  NVML failed for \"now\""});
-}
 
 int run_snapshot(const SnapshotOptions& options, const Io& io) {
   StatusOptions status;

@@ -25,9 +25,6 @@ struct DiffCommandOptions {
   procfs::HostRoots roots;
 };
 
-void add_snapshot_command(CLI::App& app, SnapshotOptions& options);
-void add_diff_command(CLI::App& app, DiffCommandOptions& options);
-
 // 0 written, 2 usage, 3 NVML failing (the document is still written, with nvml.state
 // "failed") or the file cannot be written.
 int run_snapshot(const SnapshotOptions& options, const Io& io);

@@ -1,7 +1,4 @@
 #include "cli/status_command.h"
-#include "cli/help.h"
-#include "cli/test_hooks.h"
-#include "cli/usage_error.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -36,25 +33,6 @@ using collect::gather;
 using collect::Gathered;
 using collect::Gatherer;
 using collect::GatherError;
-
-void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
-                           OfferedGlobals offered) {
-  add_common_options(command, options.common, scope, offered);
-  command
-      .add_option("--max-used", options.max_used_mib,
-                  "Used MiB per GPU that no process accounts for and that still counts as "
-                  "clean (default: 1024)")
-      ->option_text("MIB")
-      ->check(mib_check());
-  command
-      .add_option("--allow-user", options.allow_users, "Holders of this user are fine (repeatable)")
-      ->option_text("USER");
-  command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine (repeatable)")
-      ->option_text("PID")
-      ->check(pid_check(false));
-  command.add_flag("--strict", options.strict,
-                   "Warnings (a stray CUDA context) are problems too: the GPUs are dirty");
-}
 
 namespace {
 
@@ -191,91 +169,6 @@ StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, c
   return {std::move(prepared.report), prepared.exit_code, prepared.usable};
 }
 
-namespace {
-
-void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
-  command
-      .add_option("--expect-gpus", options.expect_gpus,
-                  "A problem when NVML sees fewer GPUs than N, or no driver is loaded (Slurm "
-                  "health checks, readiness probes)")
-      ->option_text("N")
-      ->check(whole_number_check(1, 1024));
-}
-
-// --job / --container: status, check and wait about one job's or container's holders.
-void add_owner_filter_options(CLI::App& command, StatusOptions& options) {
-  command
-      .add_option("--job", options.owners.jobs,
-                  "Only the holders of Slurm job ID and their problems (repeatable)")
-      ->option_text("ID")
-      ->check(job_id_check());
-  command
-      .add_option("--container", options.owners.containers,
-                  "Only the holders of the container whose ID starts with ID (repeatable)")
-      ->option_text("ID")
-      ->check(container_id_check());
-}
-
-std::vector<std::string> status_exit_codes() {
-  return {"0  clean", "1  dirty: a problem is listed with its fix", "2  usage error",
-          "3  NVML failing or not answering (verdict UNKNOWN), or /proc unreadable"};
-}
-
-}  // namespace
-
-void add_status_command(CLI::App& app, StatusOptions& options) {
-  CLI::App* status = app.add_subcommand(
-      "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
-  add_diagnosis_options(*status, options, HookScope::kInspect);
-  add_expect_gpus_option(*status, options);
-  add_owner_filter_options(*status, options);
-  set_help_footer(*status,
-                  {{"gpuclean", "the same as gpuclean status"},
-                   {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},
-                   {"gpuclean status --json | jq .verdict", "the verdict for a script"}},
-                  status_exit_codes());
-}
-
-void add_check_command(CLI::App& app, StatusOptions& options) {
-  CLI::App* check = app.add_subcommand(
-      "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
-  add_diagnosis_options(*check, options, HookScope::kInspect);
-  add_expect_gpus_option(*check, options);
-  add_owner_filter_options(*check, options);
-  check
-      ->add_option("--against", options.against,
-                   "Also fail on differences from this snapshot that can change a benchmark "
-                   "result (gpuclean snapshot -o FILE)")
-      ->option_text("FILE");
-  set_help_footer(
-      *check,
-      {{"gpuclean check && python train.py", "train only on clean GPUs"},
-       {"gpuclean check --expect-gpus 8", "also a problem when a GPU has fallen off the bus"},
-       {"gpuclean check --against before.json", "and nothing result-changing differs"}},
-      {"0  clean", "1  dirty (one line per problem), or --against found a difference",
-       "2  usage error, or an unreadable --against file",
-       "3  NVML failing or not answering, or /proc unreadable"});
-}
-
-void add_explain_command(CLI::App& app, ExplainOptions& options) {
-  CLI::App* explain =
-      app.add_subcommand("explain", "Everything known about one PID and why it holds GPU memory");
-  add_common_options(*explain, options.common, HookScope::kInspect);
-  explain
-      ->add_option("pid", options.pid,
-                   "The process (it may be one NVML names that is gone: its heirs are shown)")
-      ->option_text("PID")
-      ->required()
-      ->check(pid_check(false));
-  set_help_footer(
-      *explain,
-      {{"gpuclean explain 72309", "why pid 72309 holds memory, and the fix"},
-       {"gpuclean explain --json 72309", "the same as one JSON document"}},
-      {"0  the process was found (whether or not it is a problem)",
-       "1  neither /proc nor NVML has that PID (a dead owner's account is still printed)",
-       "2  usage error", "3  NVML failed"});
-}
-
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
   Prepared prepared = prepare(options, io);
   if (!prepared.usable) return prepared.exit_code;
@@ -327,22 +220,6 @@ int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) 
     output::render_check_warnings(io.err, prepared.report);
   }
   return prepared.exit_code;
-}
-
-void add_wait_command(CLI::App& app, WaitOptions& options) {
-  CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
-  add_diagnosis_options(*wait, options.status, HookScope::kInspect);
-  add_owner_filter_options(*wait, options.status);
-  wait->add_option("--timeout", options.timeout,
-                   "Give up after this long, with exit 1 (default: wait for ever)")
-      ->option_text("DURATION")
-      ->each([&options](const std::string&) { options.has_timeout = true; });
-  set_help_footer(
-      *wait,
-      {{"gpuclean kill --leftovers -y && gpuclean wait --timeout 1m", "tear down, then wait"},
-       {"gpuclean wait --gpus 0 --timeout 30s", "GPU 0 only; exit 1 after 30 s"}},
-      {"0  clean", "1  timed out: the remaining problems are printed", "2  usage error",
-       "3  NVML failed"});
 }
 
 namespace {

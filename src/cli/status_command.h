@@ -43,15 +43,6 @@ struct ExplainOptions {
   Pid pid = 0;
 };
 
-// The common flags plus check's: --max-used, --allow-user, --ignore-pid, --strict.
-void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
-                           OfferedGlobals offered = {});
-
-void add_status_command(CLI::App& app, StatusOptions& options);
-void add_check_command(CLI::App& app, StatusOptions& options);
-void add_explain_command(CLI::App& app, ExplainOptions& options);
-void add_wait_command(CLI::App& app, WaitOptions& options);
-
 // The diagnosis of gathered inputs as status/check report it, for commands that gather
 // themselves (snapshot, check --against gather with GPU details). Usage problems are printed
 // on io.err; then `usable` is false and exit_code says why.

@@ -2,6 +2,10 @@
 // into gpuclean_hooks_on (gpuclean-test, which the integration tests run).
 #include "cli/test_hooks.h"
 
+#ifdef GPUCLEAN_TEST_HOOKS
+#include <CLI/CLI.hpp>  // the shipping binary's copy (hooks off) does without it
+#endif
+
 namespace gpuclean::cli {
 
 #ifdef GPUCLEAN_TEST_HOOKS

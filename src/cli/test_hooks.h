@@ -8,10 +8,12 @@
 
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "cli/common.h"
 #include "procfs/host_facts.h"
+
+namespace CLI {
+class App;  // CLI11's: only the files that build the parser include it (cli/command_line.h)
+}  // namespace CLI
 
 namespace gpuclean::cli {
 

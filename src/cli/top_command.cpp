@@ -10,38 +10,11 @@
 #include <variant>
 #include <vector>
 
-#include "cli/help.h"
-#include "cli/test_hooks.h"
-#include "cli/usage_error.h"
 #include "collect/gather.h"
 #include "core/duration.h"
 #include "top/session.h"
 
 namespace gpuclean::cli {
-
-void add_top_command(CLI::App& app, TopOptions& options) {
-  CLI::App* top = app.add_subcommand(
-      "top", "Live view: GPU memory over the last minute, holders, problems; explain and kill");
-  add_diagnosis_options(*top, options.status, HookScope::kInspect, {.json = false, .gpus = true});
-  top->add_option("-d,--delay", options.delay, "Time between refreshes (default: 1s)")
-      ->option_text("DURATION");
-  top->add_option("--full-scan", options.full_scan,
-                  "Every process's files are re-read at least this often; new processes, "
-                  "holders and the PIDs NVML lists on every refresh. 0: all on every refresh "
-                  "(default: 60s)")
-      ->option_text("DURATION");
-  top->add_option("--iterations", options.iterations,
-                  "Quit after this many refreshes (default: run until q)")
-      ->option_text("N")
-      ->check(whole_number_check(0, 1000000000));
-  set_help_footer(
-      *top,
-      {{"gpuclean top", "every GPU, refreshed every second"},
-       {"gpuclean top -d 5 --gpus 0,1", "GPUs 0 and 1, every 5 seconds"},
-       {"gpuclean top --full-scan 0", "every process's files on every refresh"}},
-      {"0  quit (q, Ctrl-C, SIGTERM, SIGHUP, or --iterations reached)",
-       "2  usage error, or no terminal (use gpuclean status --json)", "3  /proc unreadable"});
-}
 
 namespace {
 

@@ -17,8 +17,6 @@ struct TopOptions {
   unsigned iterations = 0;       // quit after this many refreshes (0: never)
 };
 
-void add_top_command(CLI::App& app, TopOptions& options);
-
 // 0 when quit (q, SIGINT, SIGTERM, SIGHUP, or --iterations reached); 2 for bad flags or no
 // terminal; 3 when /proc cannot be read.
 int run_top(const TopOptions& options, const Io& io);

@@ -1,4 +1,5 @@
 #include "cli/usage_error.h"
+#include "cli/usage_checks.h"
 
 #include <algorithm>
 #include <cctype>
@@ -97,6 +98,23 @@ std::string run_with_separator(const CLI::App& run, const std::vector<std::strin
   return line;
 }
 
+// `--device-glob /dev/nvidia*` unquoted: the shell hands gpuclean every file, and each after
+// the first lands wherever the next word goes (a command, a PID, one word too many). A word
+// that names an existing file where no file was asked for gets this hint, wherever it landed.
+std::optional<std::string> expanded_glob(const std::string& word) {
+  std::error_code ignored;
+  if (word.find('/') == std::string::npos || !std::filesystem::exists(word, ignored)) {
+    return std::nullopt;
+  }
+  return "the shell expanded a glob into several files; quote it (--device-glob '/dev/nvidia*')";
+}
+
+bool gave_device_glob(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& arg) {
+    return arg == "--device-glob" || arg.rfind("--device-glob=", 0) == 0;
+  });
+}
+
 // An argument no option or positional took.
 std::string unexpected(const CLI::App& app, const CLI::App& command, const std::string& word,
                        const std::vector<std::string>& args) {
@@ -104,6 +122,9 @@ std::string unexpected(const CLI::App& app, const CLI::App& command, const std::
   if (name == "run" && std::find(args.begin(), args.end(), "--") == args.end()) {
     return "'" + word + "' is not an option of run; put -- before the workload: " +
            run_with_separator(command, args);
+  }
+  if (gave_device_glob(args)) {
+    if (auto hint = expanded_glob(word)) return "'" + word + "' is one argument too many: " + *hint;
   }
   if (word.size() > 1 && word.front() == '-') {
     const std::string option = word.substr(0, word.find('='));
@@ -120,14 +141,6 @@ std::string unexpected(const CLI::App& app, const CLI::App& command, const std::
     }
     return message;
   }
-  std::error_code ignored;
-  const bool globbed = std::find(args.begin(), args.end(), "--device-glob") != args.end() &&
-                       std::filesystem::exists(word, ignored);
-  if (globbed) {
-    return "'" + word +
-           "' is one argument too many: the shell expanded a glob into several files; quote it "
-           "(--device-glob '/dev/nvidia*')";
-  }
   return "'" + word + "' is not expected here";
 }
 
@@ -140,8 +153,12 @@ std::string describe(const CLI::App& app, const CLI::App& command, const CLI::Pa
                      const std::vector<std::string>& args) {
   std::string message = error.what();
   if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
-    const std::vector<std::string> extras = command.remaining();
-    if (!extras.empty()) return unexpected(app, command, extras.front(), args);
+    // The extras are the deepest command's, or, given before it, a command's above it
+    // (`gpuclean --device-glob /dev/nvidia0 /dev/nvidia1 status`).
+    for (const CLI::App* a = &command; a != nullptr; a = a->get_parent()) {
+      const std::vector<std::string> extras = a->remaining();
+      if (!extras.empty()) return unexpected(app, *a, extras.front(), args);
+    }
   }
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
     return option_in(message) + " needs a value";
@@ -181,6 +198,10 @@ std::optional<Pid> whole_pid(std::string_view text) {
 // Throws UsageError unless `text` is a PID (see pid_check).
 void require_pid(const std::string& text, bool signal_hint, const std::string& noun) {
   if (whole_pid(text)) return;
+  // No PID has a '/': a file here came from a glob (`kill 4242 --device-glob /dev/nvidia*`).
+  if (auto hint = expanded_glob(text)) {
+    throw UsageError("'" + text + "' is a file, not a " + noun + ": " + *hint);
+  }
   std::string message = "'" + text + "' is not a " + noun;
   const std::string bare = text.size() > 1 && text.front() == '-' ? text.substr(1) : text;
   const auto signal = ops::parse_signal(bare);

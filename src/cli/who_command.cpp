@@ -1,7 +1,4 @@
 #include "cli/who_command.h"
-#include "cli/help.h"
-#include "cli/test_hooks.h"
-#include "cli/usage_error.h"
 
 #include <ostream>
 
@@ -16,24 +13,6 @@ namespace gpuclean::cli {
 
 using collect::read_holders;
 using collect::select_device_files;
-
-void add_who_command(CLI::App& app, WhoOptions& options) {
-  CLI::App* who = app.add_subcommand(
-      "who", "Every process holding the device files, including zombie-led thread groups");
-  // No --gpus: which GPU a process uses is NVML's to tell, not the device files' (every CUDA
-  // process holds every GPU's file); `gpuclean status --gpus` answers that.
-  add_common_options(*who, options.common, HookScope::kInspect, {.json = true, .gpus = false});
-  who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files")
-      ->option_text("PATH...");
-  set_help_footer(
-      *who,
-      {{"gpuclean who", "every holder of /dev/nvidia*, zombie-led ones included"},
-       {"gpuclean who /dev/nvidia3 --json", "one file, as JSON"}},
-      {"0  nobody holds the files", "1  somebody holds them",
-       "2  usage error, or a path or glob that matches nothing",
-       "3  /proc cannot be opened, or nobody is seen holding them but processes that could hold "
-       "them could not be read (as non-root: other users'; or past the read deadline)"});
-}
 
 int run_who(const WhoOptions& options, const Io& io) {
   auto files = select_device_files(options.common, options.paths);

@@ -13,8 +13,6 @@ struct WhoOptions {
   std::vector<std::string> paths;  // explicit files; they must exist
 };
 
-void add_who_command(CLI::App& app, WhoOptions& options);
-
 // Exit 0 when nobody holds the files, 1 when someone does, 2 for a bad selection, 3 when /proc
 // cannot be read at all.
 int run_who(const WhoOptions& options, const Io& io);

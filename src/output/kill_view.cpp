@@ -14,6 +14,7 @@
 #include "output/json.h"
 #include "output/json_reader.h"
 #include "output/owner_text.h"
+#include "output/text_width.h"
 #include "output/tree_text.h"
 #include "output/who_view.h"
 
@@ -22,16 +23,18 @@ namespace {
 
 constexpr const char* kForkedAfterThePlan = "forked after the plan";
 
-std::string target_row(const KillTarget& t, int depth, std::size_t owner_width) {
+std::string target_row(const KillTarget& t, int depth, std::size_t owner_width, std::size_t width) {
   const ProcessInfo& p = t.process;
   std::string memory = "-";
   Bytes total = 0;
   for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
   if (total > 0) memory = format_bytes(total);
-  return fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}\n", p.pid,
-                     escape_terminal(p.user), state_label(p), to_string(t.klass), memory,
-                     owner_cell(p.owner, owner_width, 2), tree_indent(depth), depth_mark(depth),
-                     command_label(p, 100));
+  return cut_to_columns(fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}", p.pid,
+                                    escape_terminal(p.user), state_label(p), to_string(t.klass),
+                                    memory, owner_cell(p.owner, owner_width, 2), tree_indent(depth),
+                                    depth_mark(depth), command_label(p, 100)),
+                        width) +
+         '\n';
 }
 
 std::string steps_text(const KillSteps& s) {
@@ -106,22 +109,27 @@ nlohmann::json met_json(const KillMet& m) {
 
 }  // namespace
 
-void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps) {
+void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps,
+                           std::size_t width) {
   out << fmt::format("Plan: {} process{} ({}; wait up to {})\n", plan.targets.size(),
                      plan.targets.size() == 1 ? "" : "es", steps_text(steps),
                      format_duration(Duration(steps.wait_ms)));
   std::vector<const std::optional<Owner>*> owners;
   for (const KillTarget& target : plan.targets) owners.push_back(&target.process.owner);
   const std::size_t owner_width = owner_column_width(owners);
-  out << fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}\n", "PID", "USER", "STATE", "CLASS",
-                     "MEMORY", owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", owner_width) : "",
-                     "COMMAND");
+  out << cut_to_columns(
+             fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}", "PID", "USER", "STATE",
+                         "CLASS", "MEMORY",
+                         owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", owner_width) : "",
+                         "COMMAND"),
+             width)
+      << '\n';
   // Targets are sorted parents first, so a parent's depth is known before its children's.
   std::map<Pid, int> depth;
   for (const KillTarget& target : plan.targets) {
     auto parent = depth.find(target.process.ppid);
     depth[target.process.pid] = parent == depth.end() ? 0 : parent->second + 1;
-    out << target_row(target, depth[target.process.pid], owner_width);
+    out << target_row(target, depth[target.process.pid], owner_width, width);
   }
   out << std::flush;
 }

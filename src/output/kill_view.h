@@ -12,12 +12,15 @@
 #include "core/kill_model.h"
 #include "core/model.h"
 #include "core/result.h"
+#include "output/text_width.h"
 
 namespace gpuclean::output {
 
-// "Plan: 2 processes (STOP, TERM+CONT, KILL after 5000 ms; wait up to 30000 ms)" and a row per
-// target, children indented under their parents.
-void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps);
+// "Plan: 2 processes (STOP, TERM+CONT, KILL after 5 s; wait up to 30 s)" and a row per target,
+// children indented under their parents; each line cut to `width` columns (a terminal's, as
+// status's table is: a wrapped row reads as two targets).
+void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSteps& steps,
+                           std::size_t width = kNoWidthLimit);
 
 // --dry-run --json: the steps, the targets (what the plan's rows show, and the PID@START
 // identity), the selected processes skipped and the PIDs not found, and why a confirmation would

@@ -6,6 +6,8 @@
 #include <map>
 #include <thread>
 
+#include "procfs/parse.h"
+
 namespace gpuclean::procfs {
 namespace {
 
@@ -13,22 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 // How often threads seen in D are re-read while they are watched.
 constexpr auto kRecheckStep = std::chrono::milliseconds(20);
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  return text;
-}
-
-template <typename F>
-void each_line(std::string_view text, F&& f) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t next = text.find('\n', pos);
-    const std::size_t end = next == std::string_view::npos ? text.size() : next;
-    f(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-}
 
 std::optional<std::string> read_text(const std::string& path) {
   std::string text;
@@ -40,7 +26,7 @@ std::optional<std::string> read_text(const std::string& path) {
 // included).
 bool v2_events_frozen(std::string_view events) {
   bool frozen = false;
-  each_line(events, [&frozen](std::string_view line) { frozen |= trim(line) == "frozen 1"; });
+  for_each_line(events, [&frozen](std::string_view line) { frozen |= trim(line) == "frozen 1"; });
   return frozen;
 }
 
@@ -78,7 +64,7 @@ std::optional<char> thread_state(int root_fd, Pid pid, Pid tid) {
 FreezerMounts parse_freezer_mounts(std::string_view mountinfo) {
   FreezerMounts mounts;
   mounts.v2 = parse_cgroup2_mount(mountinfo);
-  each_line(mountinfo, [&mounts](std::string_view line) {
+  for_each_line(mountinfo, [&mounts](std::string_view line) {
     if (mounts.v1_freezer) return;
     auto mount = parse_mountinfo_line(line);
     if (!mount || mount->fstype != "cgroup" || !comma_list_has(mount->super_options, "freezer")) {
@@ -91,7 +77,7 @@ FreezerMounts parse_freezer_mounts(std::string_view mountinfo) {
 
 std::optional<std::string> parse_cgroup_v1_freezer(std::string_view cgroup_file) {
   std::optional<std::string> found;
-  each_line(cgroup_file, [&found](std::string_view line) {
+  for_each_line(cgroup_file, [&found](std::string_view line) {
     // "ID:CONTROLLERS:PATH"; the path may itself hold ':'.
     const std::size_t first = line.find(':');
     if (found || first == std::string_view::npos) return;

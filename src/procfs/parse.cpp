@@ -33,6 +33,8 @@ std::vector<std::string_view> split_fields(std::string_view text) {
   return fields;
 }
 
+}  // namespace
+
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n')) {
@@ -40,20 +42,6 @@ std::string_view trim(std::string_view text) {
   }
   return text;
 }
-
-// Calls fn(line) for each '\n'-separated line.
-template <typename Fn>
-void for_each_line(std::string_view text, Fn fn) {
-  while (!text.empty()) {
-    std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    fn(line);
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-}
-
-}  // namespace
 
 Result<StatFields> parse_stat(std::string_view text) {
   const std::size_t open = text.find('(');

@@ -13,6 +13,20 @@
 
 namespace gpuclean::procfs {
 
+// `text` without leading blanks and tabs and trailing blanks, tabs and newlines.
+std::string_view trim(std::string_view text);
+
+// Calls fn(line) for each '\n'-separated line of `text` (a last line without '\n' too).
+template <typename Fn>
+void for_each_line(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    fn(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
 // The fields of /proc/PID/stat (or task/TID/stat) that gpuclean uses.
 struct StatFields {
   Pid pid = 0;

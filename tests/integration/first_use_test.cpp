@@ -183,6 +183,45 @@ TEST(FirstUse, AnUnquotedGlobIsNamedAsSuch) {
   EXPECT_EQ(quoted.exit_code, 0) << both(quoted);
 }
 
+TEST(FirstUse, AnUnquotedGlobIsNamedAsSuchWhereverTheFilesLand) {
+  // Issue 35: the hint existed only for the files landing after a subcommand's options; given
+  // before the subcommand, with none, or among kill's PIDs the old binary said CLI11's "The
+  // following argument was not expected", "'…' is not a command" and "'…' is not a PID"
+  // (4fe6045's shipping binary, 2026-12-04).
+  TempDir dir;
+  const std::string first = dir.file("dev0");
+  const std::string second = dir.file("dev1");
+  const std::string hint =
+      "the shell expanded a glob into several files; quote it "
+      "(--device-glob '/dev/nvidia*')\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string first_line;
+  };
+  const std::vector<Case> cases = {
+      {{"--device-glob", first, second, "status"},
+       "gpuclean: status: '" + second + "' is one argument too many: " + hint},
+      {{"--device-glob", first, second},
+       "gpuclean: '" + second + "' is one argument too many: " + hint},
+      {{"kill", "4242", "--device-glob", first, second},
+       "gpuclean: kill: '" + second + "' is a file, not a PID: " + hint},
+      {{"explain", "--device-glob", first, second},
+       "gpuclean: explain: '" + second + "' is a file, not a PID: " + hint},
+  };
+  for (const Case& c : cases) {
+    const CommandResult result = shipping(c.args);
+    EXPECT_EQ(result.exit_code, 2) << both(result);
+    EXPECT_EQ(result.err.substr(0, result.err.find('\n') + 1), c.first_line) << both(result);
+  }
+  // Negative control: a word that is no file is still what it was ("not a PID", "not a
+  // command"), glob or not.
+  const CommandResult not_pid = shipping({"kill", "4242", "--device-glob", first, "abc"});
+  EXPECT_EQ(not_pid.exit_code, 2) << both(not_pid);
+  EXPECT_NE(not_pid.err.find("'abc' is not a PID"), std::string::npos) << both(not_pid);
+  const CommandResult no_glob = shipping({"statu"});
+  EXPECT_NE(no_glob.err.find("'statu' is not a command"), std::string::npos) << both(no_glob);
+}
+
 // --- help ----------------------------------------------------------------------------------------
 
 std::vector<std::string> commands_in_help(const std::string& help) {

@@ -61,6 +61,35 @@ TEST(KillPlanText, HeadingSaysTheStepsAndChildrenAreIndentedUnderParents) {
   EXPECT_TRUE(contains(kill.str(), "(KILL; wait up to")) << kill.str();
 }
 
+// Issue 35: the plan's rows wrapped at the terminal's edge (a wrapped row reads as another
+// target) where status cuts; and an interpreter's path filled COMMAND. Both failed on 37cc416.
+TEST(KillPlanText, RowsAreCutToTheWidthAndCommandIsTheScript) {
+  KillPlan plan;
+  KillTarget server = target(10, 1, "python3");
+  server.process.cmdline = {
+      "/root/.pyenv/versions/3.11.9/bin/python3",   "serve.py", "--port", "8000", "--model",
+      "/models/a-very-long-model-name-for-the-test"};
+  plan.targets = {server};
+  std::ostringstream out;
+  render_kill_plan_text(out, plan, {.signal = 9, .signal_name = "KILL"}, 80);
+  std::istringstream lines(out.str());
+  std::string line;
+  std::size_t rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    if (line.rfind("Plan:", 0) == 0) continue;  // the heading is short
+    EXPECT_LE(display_columns(line), 80u) << line;
+  }
+  EXPECT_EQ(rows, 3u) << out.str();
+  EXPECT_TRUE(contains(out.str(), "python3 serve.py --port")) << out.str();
+  EXPECT_FALSE(contains(out.str(), "pyenv")) << out.str();
+  EXPECT_TRUE(contains(out.str(), "…\n")) << out.str();
+  // Negative control: with no width (not a terminal) the row stays whole.
+  std::ostringstream whole;
+  render_kill_plan_text(whole, plan, {.signal = 9, .signal_name = "KILL"});
+  EXPECT_TRUE(contains(whole.str(), "a-very-long-model-name-for-the-test\n")) << whole.str();
+}
+
 TEST(KillReportText, AllGoneVerifiedNotCheckedAndRemaining) {
   KillReport report;
   report.met = {gone(10, "server")};

@@ -1,0 +1,206 @@
+// The options, arguments and help of the commands that act, serve or print scripts: kill, run,
+// top, metrics and completion (cli/command_line.h).
+#include "cli/command_line.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cli/help.h"
+#include "cli/usage_checks.h"
+#include "completion/scripts.h"
+
+namespace gpuclean::cli {
+
+void add_kill_command(CLI::App& app, KillOptions& o) {
+  CLI::App* kill = app.add_subcommand(
+      "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
+  add_common_options(*kill, o.common, HookScope::kAct);
+  kill->add_option("pids", o.pids,
+                   "These processes and their descendants; PID@START: only while PID is still "
+                   "the process that started at START (clock ticks, start_ticks in --json)")
+      ->option_text("PID[@START]...")
+      ->check(pid_selector_check());
+  kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
+  kill->add_option("--session", o.sessions, "Every process of session SID")
+      ->option_text("SID")
+      ->check(pid_check(false, "session ID"));
+  kill->add_option("--pgid", o.pgids, "Every process of process group PGID")
+      ->option_text("PGID")
+      ->check(pid_check(false, "process group ID"));
+  kill->add_flag("--holders", o.holders, "Every process holding the selected device files");
+  kill->add_option("--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)")
+      ->option_text("N")
+      ->check(whole_number_check(0, 1023));
+  kill->add_option("--user", o.users, "Every process of user USER (name or uid)")
+      ->option_text("USER");
+  kill->add_option("--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it")
+      ->option_text("PATH");
+  kill->add_option("--job", o.jobs,
+                   "Every process of Slurm job ID on this node, by its cgroup (for an Epilog)")
+      ->option_text("ID")
+      ->check(job_id_check());
+  kill->add_option("--container", o.containers,
+                   "Every process of the container whose ID starts with ID")
+      ->option_text("ID")
+      ->check(container_id_check());
+  kill->add_flag("--leftovers", o.leftovers, "Holders classed orphan, heir, zombie-leader, stuck");
+  kill->add_flag("-y,--yes", o.yes,
+                 "Act without asking (needed for selectors other than PIDs, and for a PID whose "
+                 "tree reaches other users or sessions)");
+  kill->add_flag("--dry-run", o.dry_run, "Print the plan and stop");
+  kill->add_option("--signal", o.signal, "First signal: TERM, INT, KILL, 9 ... (default: TERM)")
+      ->option_text("SIG");
+  kill->add_option("--grace", o.grace, "Time between the signal and SIGKILL (default: 5s)")
+      ->option_text("DURATION");
+  kill->add_flag("--no-kill9", o.no_kill9, "Never escalate to SIGKILL");
+  kill->add_option("--wait", o.wait, "How long to wait for the exits and the memory (default: 30s)")
+      ->option_text("DURATION");
+  set_help_footer(
+      *kill,
+      {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
+       {"gpuclean kill --leftovers --yes", "every orphan, heir, zombie-led and stuck holder"},
+       {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
+       {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
+      {"0  every target gone and its memory released, or nothing to kill",
+       "1  a target or its memory remains, or the plan was not confirmed",
+       "2  usage error: no selector, a protected PID, selecting by GPU without NVML",
+       "3  NVML failed: the targets were signalled, their memory not verified"});
+}
+
+void add_run_command(CLI::App& app, RunOptions& o) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a workload so that nothing it starts outlives it, and check the GPUs after");
+  // No --json: the workload owns stdout (--record FILE is the machine-readable account).
+  add_diagnosis_options(*run, o.check, HookScope::kAct, {.json = false, .gpus = true});
+  run->add_option("--timeout", o.timeout, "End the run after DURATION, with exit 124")
+      ->option_text("DURATION");
+  run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown (default: 5s)")
+      ->option_text("DURATION");
+  run->add_option("--wait", o.wait,
+                  "How long to wait for exits and GPU memory at teardown (default: 30s)")
+      ->option_text("DURATION");
+  run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE")
+      ->option_text("FILE");
+  run->add_option("--sample-interval", o.sample_interval,
+                  "GPU memory sampling period for --record (default: 1s)")
+      ->option_text("DURATION");
+  run->add_flag("--require-clean", o.require_clean,
+                "Refuse to start, with exit 125, unless `gpuclean check` passes");
+  run->add_flag("--no-cgroup", o.no_cgroup,
+                "Do not use a cgroup: child subreaper and own session only");
+  run->add_flag("-q,--quiet", o.quiet, "Print only problems");
+  add_cgroup_parent_hook(*run, o.cgroup_parent);
+  // After "--" every word is the workload's, its own options included.
+  run->add_option("command", o.command, "The workload and its arguments, after --")
+      ->option_text("-- CMD [ARGS...]");
+  set_help_footer(
+      *run,
+      {{"gpuclean run -- python serve.py --port 8000", "serve; ^C tears down everything"},
+       {"gpuclean run --require-clean --timeout 2h -- ./bench.sh", "a guarded benchmark"},
+       {"gpuclean run --record run.json -- python train.py", "with a memory record to plot"}},
+      {"N  the workload's own exit status; 128+N when signal N ended it",
+       "1  the workload succeeded but something outlived it or a GPU is not back", "2  usage error",
+       "3  the workload succeeded but --record could not be written", "124  --timeout",
+       "125  not started (gpuclean failed, or --require-clean found dirt)", "126  not executable",
+       "127  not found"});
+}
+
+void add_top_command(CLI::App& app, TopOptions& options) {
+  CLI::App* top = app.add_subcommand(
+      "top", "Live view: GPU memory over the last minute, holders, problems; explain and kill");
+  add_diagnosis_options(*top, options.status, HookScope::kInspect, {.json = false, .gpus = true});
+  top->add_option("-d,--delay", options.delay, "Time between refreshes (default: 1s)")
+      ->option_text("DURATION");
+  top->add_option("--full-scan", options.full_scan,
+                  "Every process's files are re-read at least this often; new processes, "
+                  "holders and the PIDs NVML lists on every refresh. 0: all on every refresh "
+                  "(default: 60s)")
+      ->option_text("DURATION");
+  top->add_option("--iterations", options.iterations,
+                  "Quit after this many refreshes (default: run until q)")
+      ->option_text("N")
+      ->check(whole_number_check(0, 1000000000));
+  set_help_footer(
+      *top,
+      {{"gpuclean top", "every GPU, refreshed every second"},
+       {"gpuclean top -d 5 --gpus 0,1", "GPUs 0 and 1, every 5 seconds"},
+       {"gpuclean top --full-scan 0", "every process's files on every refresh"}},
+      {"0  quit (q, Ctrl-C, SIGTERM, SIGHUP, or --iterations reached)",
+       "2  usage error, or no terminal (use gpuclean status --json)", "3  /proc unreadable"});
+}
+
+#ifdef GPUCLEAN_METRICS
+void add_metrics_command(CLI::App& app, MetricsOptions& options) {
+  CLI::App* metrics = app.add_subcommand(
+      "metrics", "Prometheus metrics: print once, --textfile PATH, or --listen [ADDR:]PORT");
+  // No --json: the output is Prometheus's text format.
+  add_diagnosis_options(*metrics, options.status, HookScope::kInspect,
+                        {.json = false, .gpus = true});
+  CLI::Option* textfile =
+      metrics
+          ->add_option("--textfile", options.textfile,
+                       "Write the metrics to PATH atomically (node_exporter's textfile "
+                       "collector reads *.prom files)")
+          ->option_text("PATH");
+  metrics
+      ->add_option("--listen", options.listen,
+                   "Serve /metrics until SIGINT/SIGTERM; ADDR is 127.0.0.1 when left out. A "
+                   "scrape within 2 s of the last scan is served from it; a client has 2 s to "
+                   "send its request")
+      ->option_text("[ADDR:]PORT")
+      ->excludes(textfile);
+  set_help_footer(
+      *metrics,
+      {{"gpuclean metrics", "one scan, printed"},
+       {"gpuclean metrics --listen 9835", "serve 127.0.0.1:9835/metrics"},
+       {"gpuclean metrics --textfile /var/lib/node_exporter/gpuclean.prom", "for cron"}},
+      {"0  done (a dirty verdict is in the metrics, not the exit code)",
+       "2  usage error, or an address that cannot be listened on",
+       "3  the first scan failed, or the textfile could not be written"});
+}
+#endif
+
+namespace {
+
+// One of `words` (the shells, the kinds of --values), or an error naming them.
+CLI::Validator one_of(const std::vector<std::string>& words, const std::string& what) {
+  return CLI::Validator(
+      [words, what](std::string& text) -> std::string {
+        if (std::find(words.begin(), words.end(), text) != words.end()) return {};
+        return "'" + text + "' is not " + what + " (" + completion::join_words(words, ", ") + ")";
+      },
+      completion::join_words(words, "|"));
+}
+
+}  // namespace
+
+void add_completion_command(CLI::App& app, CompletionOptions& options) {
+  CLI::App* completion = app.add_subcommand(
+      "completion", "Print a bash, zsh or fish completion script generated from this parser");
+  // No --json (the output is a script, or lines for one), no --gpus (--values gpus lists all).
+  add_common_options(*completion, options.common, HookScope::kInspect,
+                     {.json = false, .gpus = false});
+  CLI::Option* shell =
+      completion->add_option("shell", options.shell, "The shell: bash, zsh or fish")
+          ->option_text("SHELL")
+          ->check(
+              one_of(completion::shell_words(completion::kShells), "a shell gpuclean completes"));
+  completion
+      ->add_option("--values", options.values,
+                   "Print what the scripts complete, one VALUE<TAB>DESCRIPTION a line: gpus "
+                   "(index and name) or pids (the device files' holders, with class and command)")
+      ->option_text("KIND")
+      ->check(one_of(completion::shell_words(completion::kValueSets), "a kind of value"))
+      ->excludes(shell);
+  set_help_footer(
+      *completion,
+      {{"source <(gpuclean completion bash)", "completion in this bash, without installing"},
+       {"gpuclean completion fish > ~/.config/fish/completions/gpuclean.fish",
+        "installed for one user"},
+       {"gpuclean completion --values pids", "the PIDs the scripts offer for kill and explain"}},
+      {"0  printed (no candidates is not an error)",
+       "2  usage error, or a --device-glob that matches nothing", "3  /proc cannot be opened"});
+}
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,312 @@
+// The options, arguments and help of the commands that look: the common and diagnosis options,
+// global options given before a command, status, check, explain, wait, who, snapshot, diff and
+// plot (cli/command_line.h).
+#include "cli/command_line.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/help.h"
+#include "cli/usage_checks.h"
+#include "core/duration.h"
+
+namespace gpuclean::cli {
+
+void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,
+                        OfferedGlobals offered) {
+  if (offered.json) {
+    command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
+  }
+  if (offered.gpus) {
+    command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3 (default: all)")
+        ->option_text("LIST");
+  }
+  command
+      .add_option("--device-glob", options.device_globs,
+                  "Device files to scan, repeatable; quote the glob (default: the NVIDIA "
+                  "device files: /dev/nvidia[0-9]*, nvidiactl, nvidia-uvm*, nvidia-caps/*)")
+      ->option_text("GLOB")
+      ->allow_extra_args(false);
+  command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");
+  command
+      .add_option("--threads", options.threads,
+                  "Threads for the /proc scan (default: one per core, at most 16)")
+      ->option_text("N")
+      ->check(whole_number_check(1, 256));
+  command
+      .add_option_function<std::string>(
+          "--nvml-timeout",
+          [&options](const std::string& text) {
+            auto timeout = parse_duration(text);
+            if (!timeout.ok())
+              throw CLI::ValidationError("--nvml-timeout", timeout.error().message());
+            if (timeout->count() <= 0) throw CLI::ValidationError("--nvml-timeout", "must be > 0");
+            options.nvml_timeout = *timeout;
+          },
+          "How long one NVML answer may take before NVML counts as failed (default: 5s)")
+      ->option_text("DURATION");
+  command
+      .add_option_function<std::string>(
+          "--proc-timeout",
+          [&options](const std::string& text) {
+            auto timeout = parse_duration(text);
+            if (!timeout.ok())
+              throw CLI::ValidationError("--proc-timeout", timeout.error().message());
+            if (timeout->count() < 0) throw CLI::ValidationError("--proc-timeout", "must be >= 0");
+            options.proc_timeout =
+                timeout->count() == 0 ? std::nullopt : std::optional<Duration>(*timeout);
+          },
+          "How long reading a process's command line or maps may take before its memory map "
+          "counts as locked, stuck; 0 for no limit (default: 1s)")
+      ->option_text("DURATION");
+  add_test_hooks(command, options, scope);
+}
+
+namespace {
+
+bool given_in(const CLI::App& app, const std::string& name) {
+  const CLI::Option* option = app.get_option_no_throw(name);
+  return option != nullptr && option->count() > 0;
+}
+
+}  // namespace
+
+Status apply_global_options(const CLI::App& top, const CommonOptions& given, const CLI::App& sub,
+                            CommonOptions* into) {
+  const std::string& command = sub.get_name();
+  struct Global {
+    const char* name;
+    std::function<bool()> merge;  // given in both places: merged, or false when they disagree
+    std::function<void()> copy;   // given only before the subcommand
+  };
+  const auto& g = given;
+  std::vector<Global> globals = {
+      {"--json", [] { return true; }, [&] { into->json = true; }},
+      {"--no-nvml", [] { return true; }, [&] { into->no_nvml = true; }},
+      {"--device-glob",
+       [&] {
+         into->device_globs.insert(into->device_globs.begin(), g.device_globs.begin(),
+                                   g.device_globs.end());
+         return true;
+       },
+       [&] { into->device_globs = g.device_globs; }},
+      {"--gpus", [&] { return into->gpus == g.gpus; }, [&] { into->gpus = g.gpus; }},
+      {"--threads", [&] { return into->threads == g.threads; }, [&] { into->threads = g.threads; }},
+      {"--nvml-timeout", [&] { return into->nvml_timeout == g.nvml_timeout; },
+       [&] { into->nvml_timeout = g.nvml_timeout; }},
+      {"--proc-timeout", [&] { return into->proc_timeout == g.proc_timeout; },
+       [&] { into->proc_timeout = g.proc_timeout; }},
+      {"--proc-root", [&] { return into->proc_root == g.proc_root; },
+       [&] { into->proc_root = g.proc_root; }},
+      {"--test-gpu-source", [&] { return into->test_gpu_source == g.test_gpu_source; },
+       [&] { into->test_gpu_source = g.test_gpu_source; }},
+  };
+  for (const Global& option : globals) {
+    if (!given_in(top, option.name)) continue;
+    if (into == nullptr || sub.get_option_no_throw(option.name) == nullptr) {
+      return Error{
+          0, std::string(option.name) + " is not an option of " + command + " (given before it)"};
+    }
+    if (!given_in(sub, option.name)) {
+      option.copy();
+    } else if (!option.merge()) {
+      return Error{0, std::string(option.name) + " given before and after " + command +
+                          " with different values"};
+    }
+  }
+  return Ok{};
+}
+
+void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
+                           OfferedGlobals offered) {
+  add_common_options(command, options.common, scope, offered);
+  command
+      .add_option("--max-used", options.max_used_mib,
+                  "Used MiB per GPU that no process accounts for and that still counts as "
+                  "clean (default: 1024)")
+      ->option_text("MIB")
+      ->check(mib_check());
+  command
+      .add_option("--allow-user", options.allow_users, "Holders of this user are fine (repeatable)")
+      ->option_text("USER");
+  command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine (repeatable)")
+      ->option_text("PID")
+      ->check(pid_check(false));
+  command.add_flag("--strict", options.strict,
+                   "Warnings (a stray CUDA context) are problems too: the GPUs are dirty");
+}
+
+namespace {
+
+void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
+  command
+      .add_option("--expect-gpus", options.expect_gpus,
+                  "A problem when NVML sees fewer GPUs than N, or no driver is loaded (Slurm "
+                  "health checks, readiness probes)")
+      ->option_text("N")
+      ->check(whole_number_check(1, 1024));
+}
+
+// --job / --container: status, check and wait about one job's or container's holders.
+void add_owner_filter_options(CLI::App& command, StatusOptions& options) {
+  command
+      .add_option("--job", options.owners.jobs,
+                  "Only the holders of Slurm job ID and their problems (repeatable)")
+      ->option_text("ID")
+      ->check(job_id_check());
+  command
+      .add_option("--container", options.owners.containers,
+                  "Only the holders of the container whose ID starts with ID (repeatable)")
+      ->option_text("ID")
+      ->check(container_id_check());
+}
+
+std::vector<std::string> status_exit_codes() {
+  return {"0  clean", "1  dirty: a problem is listed with its fix", "2  usage error",
+          "3  NVML failing or not answering (verdict UNKNOWN), or /proc unreadable"};
+}
+
+}  // namespace
+
+void add_status_command(CLI::App& app, StatusOptions& options) {
+  CLI::App* status = app.add_subcommand(
+      "status", "Per GPU: memory, who holds it and why, problems with fixes (the default)");
+  add_diagnosis_options(*status, options, HookScope::kInspect);
+  add_expect_gpus_option(*status, options);
+  add_owner_filter_options(*status, options);
+  set_help_footer(*status,
+                  {{"gpuclean", "the same as gpuclean status"},
+                   {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},
+                   {"gpuclean status --json | jq .verdict", "the verdict for a script"}},
+                  status_exit_codes());
+}
+
+void add_check_command(CLI::App& app, StatusOptions& options) {
+  CLI::App* check = app.add_subcommand(
+      "check", "Pre-flight: silent and exit 0 when clean; one line per problem and exit 1");
+  add_diagnosis_options(*check, options, HookScope::kInspect);
+  add_expect_gpus_option(*check, options);
+  add_owner_filter_options(*check, options);
+  check
+      ->add_option("--against", options.against,
+                   "Also fail on differences from this snapshot that can change a benchmark "
+                   "result (gpuclean snapshot -o FILE)")
+      ->option_text("FILE");
+  set_help_footer(
+      *check,
+      {{"gpuclean check && python train.py", "train only on clean GPUs"},
+       {"gpuclean check --expect-gpus 8", "also a problem when a GPU has fallen off the bus"},
+       {"gpuclean check --against before.json", "and nothing result-changing differs"}},
+      {"0  clean", "1  dirty (one line per problem), or --against found a difference",
+       "2  usage error, or an unreadable --against file",
+       "3  NVML failing or not answering, or /proc unreadable"});
+}
+
+void add_explain_command(CLI::App& app, ExplainOptions& options) {
+  CLI::App* explain =
+      app.add_subcommand("explain", "Everything known about one PID and why it holds GPU memory");
+  add_common_options(*explain, options.common, HookScope::kInspect);
+  explain
+      ->add_option("pid", options.pid,
+                   "The process (it may be one NVML names that is gone: its heirs are shown)")
+      ->option_text("PID")
+      ->required()
+      ->check(pid_check(false));
+  set_help_footer(
+      *explain,
+      {{"gpuclean explain 72309", "why pid 72309 holds memory, and the fix"},
+       {"gpuclean explain --json 72309", "the same as one JSON document"}},
+      {"0  the process was found (whether or not it is a problem)",
+       "1  neither /proc nor NVML has that PID (a dead owner's account is still printed)",
+       "2  usage error", "3  NVML failed"});
+}
+
+void add_wait_command(CLI::App& app, WaitOptions& options) {
+  CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
+  add_diagnosis_options(*wait, options.status, HookScope::kInspect);
+  add_owner_filter_options(*wait, options.status);
+  wait->add_option("--timeout", options.timeout,
+                   "Give up after this long, with exit 1 (default: wait for ever)")
+      ->option_text("DURATION")
+      ->each([&options](const std::string&) { options.has_timeout = true; });
+  set_help_footer(
+      *wait,
+      {{"gpuclean kill --leftovers -y && gpuclean wait --timeout 1m", "tear down, then wait"},
+       {"gpuclean wait --gpus 0 --timeout 30s", "GPU 0 only; exit 1 after 30 s"}},
+      {"0  clean", "1  timed out: the remaining problems are printed", "2  usage error",
+       "3  NVML failed"});
+}
+
+void add_who_command(CLI::App& app, WhoOptions& options) {
+  CLI::App* who = app.add_subcommand(
+      "who", "Every process holding the device files, including zombie-led thread groups");
+  // No --gpus: which GPU a process uses is NVML's to tell, not the device files' (every CUDA
+  // process holds every GPU's file); `gpuclean status --gpus` answers that.
+  add_common_options(*who, options.common, HookScope::kInspect, {.json = true, .gpus = false});
+  who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files")
+      ->option_text("PATH...");
+  set_help_footer(
+      *who,
+      {{"gpuclean who", "every holder of /dev/nvidia*, zombie-led ones included"},
+       {"gpuclean who /dev/nvidia3 --json", "one file, as JSON"}},
+      {"0  nobody holds the files", "1  somebody holds them",
+       "2  usage error, or a path or glob that matches nothing",
+       "3  /proc cannot be opened, or nobody is seen holding them but processes that could hold "
+       "them could not be read (as non-root: other users'; or past the read deadline)"});
+}
+
+void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
+  CLI::App* snapshot = app.add_subcommand(
+      "snapshot", "JSON fingerprint of what a GPU benchmark depends on (compare with diff)");
+  add_common_options(*snapshot, options.common, HookScope::kInspect);
+  snapshot->add_option("-o,--output", options.output, "Write to FILE instead of stdout")
+      ->option_text("FILE");
+  add_host_root_hooks(*snapshot, options.roots);
+  set_help_footer(*snapshot,
+                  {{"gpuclean snapshot -o before.json", "before a benchmark"},
+                   {"gpuclean diff before.json", "afterwards: what changed since"}},
+                  {"0  written", "2  usage error",
+                   "3  NVML failed (the snapshot is still written and says so), or FILE could "
+                   "not be written"});
+}
+
+void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
+  CLI::App* diff = app.add_subcommand(
+      "diff", "What changed between two snapshots (AFTER defaults to now), most relevant first");
+  add_common_options(*diff, options.common, HookScope::kInspect);
+  diff->add_option("before", options.before, "The earlier snapshot (gpuclean snapshot -o FILE)")
+      ->option_text("BEFORE")
+      ->required();
+  diff->add_option("after", options.after, "The later snapshot (default: the machine now)")
+      ->option_text("AFTER");
+  diff->add_option("--max-used", options.max_used_mib,
+                   "Used-memory growth per GPU, in MiB, not worth a line (default: 1024)")
+      ->option_text("MIB")
+      ->check(mib_check());
+  add_host_root_hooks(*diff, options.roots);
+  set_help_footer(*diff,
+                  {{"gpuclean diff before.json", "the machine now against before.json"},
+                   {"gpuclean diff a.json b.json --json", "two snapshots, as JSON"}},
+                  {"0  no result-changing difference", "1  some result-changing difference",
+                   "2  usage error, or a snapshot unreadable, malformed or of a newer schema",
+                   "3  NVML failed for \"now\""});
+}
+
+void add_plot_command(CLI::App& app, PlotOptions& o) {
+  CLI::App* plot = app.add_subcommand("plot", "Draw a run record (gpuclean run --record) as SVG");
+  plot->add_option("record", o.record_path, "The record file (gpuclean run --record FILE)")
+      ->option_text("RECORD")
+      ->required();
+  plot->add_option("-o,--output", o.output_path,
+                   "Write the SVG to FILE (default: stdout, when it is not a terminal)")
+      ->option_text("FILE");
+  set_help_footer(*plot,
+                  {{"gpuclean run --record run.json -- python train.py", "record a run"},
+                   {"gpuclean plot run.json -o run.svg", "then draw it"}},
+                  {"0  drawn", "2  usage error, or an unreadable or malformed record",
+                   "3  the SVG could not be written"});
+}
+
+}  // namespace gpuclean::cli
