@@ -4,6 +4,7 @@ fake libnvidia-ml.so.1; each checks the outcomes, the summary, and what is left 
 
 from __future__ import annotations
 
+import glob
 
 import pytest
 
@@ -286,6 +287,40 @@ def test_without_the_binary_the_plugin_says_how_to_get_it(suite, monkeypatch):
     assert suite("def test_x():\n    pass\n", "--collect-only").ret == pytest.ExitCode.OK
 
 
+def test_installed_without_a_binary_the_suite_runs_and_the_header_says_why(suite, monkeypatch,
+                                                                          tmp_path):
+    # Issue 35: with the package installed and no gpuclean on PATH, every pytest run in that
+    # environment stopped with a usage error (exit 4), GPU suites or not (the plugin of 4fa0535).
+    monkeypatch.delenv("GPUCLEAN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing named gpuclean there
+    source = "def test_plain():\n    pass\n\ndef test_gpu(gpu_clean):\n    pass\n"
+    result = suite(source)
+    # The test that asked for a clean GPU cannot have one checked: it errors; the other passes.
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["gpuclean: not checking the GPUs: gpuclean binary not found*",
+                                 "*the GPUs are not clean before the test*"])
+    # Asked for by name, the plugin still refuses to run without its binary.
+    explicit = suite(source, "--gpuclean=check")
+    assert explicit.ret == pytest.ExitCode.USAGE_ERROR
+    explicit.stderr.fnmatch_lines(["*gpuclean binary not found*"])
+
+
+@pytest.mark.skipif(bool(glob.glob("/dev/nvidia*")), reason="this machine has NVIDIA device files")
+def test_no_device_file_is_said_rather_than_clean(pytester, machine, monkeypatch):
+    # Issue 35: on a machine without /dev/nvidia* the plugin said "GPUs clean at the start".
+    for key in ("FAKE_NVML_CONFIG", "LD_LIBRARY_PATH"):
+        monkeypatch.setenv(key, machine.env[key])
+    pytester.makepyfile(test_suite="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["no device file to watch: nothing matched the NVIDIA device "
+                                 "files (/dev/nvidia*) (*)"])
+    # Negative control: given files, the same run has something to watch.
+    watched = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gpuclean-device-glob",
+                                            machine.glob, timeout=120)
+    watched.stdout.fnmatch_lines(["GPUs clean at the start (*)"])
+
+
 def test_a_leak_right_after_a_wider_fixtures_setup_is_the_tests(suite, machine):
     # tmp_path sets up the session-scoped tmp_path_factory first, within milliseconds of the
     # test's own start: a server started at once must still be the test's leftover, not the
@@ -328,6 +363,7 @@ def test_gpu_clean_does_not_count_the_pytest_process_itself(suite, machine):
     # and NVML counts 1 GiB for it. gpuclean calls that dirty (the control, asserted inside);
     # gpu_clean does not hold it against the next test.
     result = suite('''
+import glob
 import os
 import gpuclean
 from leakhelp import DEVICE, SCENARIO, BASE_USED

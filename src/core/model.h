@@ -267,6 +267,9 @@ struct Problem {
   std::optional<Bytes> bytes = std::nullopt;
   // An error unless said otherwise (last: the positional initialisers above stay as they were).
   Severity severity = Severity::kError;
+  // The holders of `pid`'s process tree this problem counts too (its fix, `gpuclean kill PID`,
+  // ends them with it): one problem per tree and GPU, not one per process (issue 35).
+  std::vector<Pid> descendants = {};
 };
 
 // How complete a /proc scan was: vanished and unreadable processes are normal and are

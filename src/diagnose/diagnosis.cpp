@@ -681,33 +681,133 @@ std::vector<GpuReport> gpu_reports(const GpuView& view, const Options& options,
   return reports;
 }
 
-// One problem per holder and GPU it holds memory on (a stray context's on the GPUs it strays
-// to), each figure taken from the GPU's used memory so that they never add up to more. Returns
-// the bytes so reported for holders this namespace cannot see (foreign), per GPU: they are part
-// of the unattributed rest too, and must not be reported a second time (issue 13 item 11).
+// Whether a holder's problem is about it at all: not a monitor, not excused, not a node service
+// at work, not a zombie NVML no longer counts memory for.
+bool has_problem(const Options& options, const Holder& h) {
+  return !(h.klass == HolderClass::kMonitor || excused(options, h) || service_at_work(h) ||
+           (h.klass == HolderClass::kZombie && h.gpu_memory.empty()));
+}
+
+// The process trees among the holders: for each holder that `gpuclean kill ROOT` ends with its
+// tree, the topmost holder ancestor ROOT whose problem it joins. A root is an orphan, heir,
+// zombie-led or active holder (its fix is `gpuclean kill ROOT`); a member is active, or of its
+// root's class (a server's workers, a leftover's children). A stuck, frozen, exiting or foreign
+// holder keeps its own problem: its fix is not the root's kill. Only holders link a tree: a
+// worker under a parent that holds nothing (a shell, say) is a root itself, since killing that
+// parent's tree could end more than the GPU's holders.
+std::map<Pid, Pid> tree_roots(const std::vector<Holder>& holders, const Options& options) {
+  const auto can_root = [](HolderClass c) {
+    return c == HolderClass::kOrphan || c == HolderClass::kHeir ||
+           c == HolderClass::kZombieLeader || c == HolderClass::kActive;
+  };
+  std::map<Pid, const Holder*> by_pid;
+  for (const Holder& h : holders) {
+    if (h.visible && has_problem(options, h) && can_root(h.klass)) by_pid[h.process.pid] = &h;
+  }
+  std::map<Pid, Pid> roots;
+  for (const auto& [pid, holder] : by_pid) {
+    std::optional<Pid> root;
+    // Bounded by the holders: a ppid loop (a PID reused while the scan ran) cannot spin.
+    Pid parent = holder->process.ppid;
+    for (std::size_t depth = 0; depth < by_pid.size(); ++depth) {
+      const auto it = by_pid.find(parent);
+      if (it == by_pid.end() || it->first == pid) break;
+      const HolderClass member = holder->klass;
+      if (member == HolderClass::kActive || member == it->second->klass) root = it->first;
+      parent = it->second->process.ppid;
+    }
+    if (root) roots[pid] = *root;
+  }
+  return roots;
+}
+
+// "pid 100 (python3 serve.py)" → "pid 100 (python3 serve.py) and 3 descendants (101, 102,
+// 103)": the members of its tree named in its problem's message, the first few PIDs of them.
+void name_members(Problem& p, const std::string& root_label, const std::vector<Pid>& members) {
+  if (members.empty()) return;
+  constexpr std::size_t kNamed = 4;
+  std::string pids;
+  for (std::size_t i = 0; i < members.size() && i < kNamed; ++i) {
+    pids += (i == 0 ? "" : ", ") + std::to_string(members[i]);
+  }
+  if (members.size() > kNamed) pids += ", …";
+  const std::string text = " and " + std::to_string(members.size()) +
+                           (members.size() == 1 ? " descendant (" : " descendants (") + pids + ")";
+  const std::size_t at = p.message.find(root_label);
+  if (at != std::string::npos) p.message.insert(at + root_label.size(), text);
+  p.descendants = members;
+}
+
+// One problem per process tree (tree_roots) and GPU it holds memory on (a stray context's on
+// the GPUs it strays to), each figure taken from the GPU's used memory so that they never add
+// up to more. A member holding memory on a GPU where its root holds none has a problem of its
+// own there. Returns the bytes so reported for holders this namespace cannot see (foreign), per
+// GPU: they are part of the unattributed rest too, and must not be reported a second time
+// (issue 13 item 11).
 std::map<unsigned, Bytes> holder_problems(const std::vector<Holder>& holders,
                                           const Options& options,
                                           std::optional<UsedMemoryBudget>& budget,
                                           std::vector<Problem>& problems) {
-  std::map<unsigned, Bytes> hidden_reported;
+  const std::map<Pid, Pid> roots = tree_roots(holders, options);
+  std::map<Pid, const Holder*> by_pid;
+  for (const Holder& h : holders) by_pid[h.process.pid] = &h;
+  // Whether `h`'s memory on `gpu` (nullopt: its device files, without NVML) is counted in its
+  // root's problem there; the members' bytes and PIDs each root's problem takes on.
+  const auto joins_root = [&](const Holder& h, std::optional<unsigned> gpu) -> const Holder* {
+    const auto it = roots.find(h.process.pid);
+    if (it == roots.end()) return nullptr;
+    const Holder& root = *by_pid.at(it->second);
+    if (!gpu) return &root;
+    const bool root_holds = root.gpu_memory.count(*gpu) > 0;
+    const bool stray =
+        stray_context_gpus(root).count(*gpu) > 0 || stray_context_gpus(h).count(*gpu) > 0;
+    return root_holds && !stray ? &root : nullptr;
+  };
+  std::map<std::pair<Pid, std::optional<unsigned>>, std::pair<Bytes, std::vector<Pid>>> members;
   for (const Holder& h : holders) {
-    // A zombie matters only while NVML still counts memory for it.
-    if (h.klass == HolderClass::kMonitor || excused(options, h) || service_at_work(h) ||
-        (h.klass == HolderClass::kZombie && h.gpu_memory.empty())) {
+    if (!has_problem(options, h)) continue;
+    if (!budget) {
+      if (const Holder* root = joins_root(h, std::nullopt)) {
+        members[{root->process.pid, std::nullopt}].second.push_back(h.process.pid);
+      }
       continue;
     }
+    for (const auto& [gpu, bytes] : h.gpu_memory) {
+      if (const Holder* root = selected(options, gpu) ? joins_root(h, gpu) : nullptr) {
+        auto& member = members[{root->process.pid, gpu}];
+        member.first += bytes;
+        member.second.push_back(h.process.pid);
+      }
+    }
+  }
+
+  std::map<unsigned, Bytes> hidden_reported;
+  for (const Holder& h : holders) {
+    if (!has_problem(options, h)) continue;
     if (!budget) {
-      problems.push_back(holder_problem(h, std::nullopt, std::nullopt));
+      if (joins_root(h, std::nullopt) != nullptr) continue;
+      Problem p = holder_problem(h, std::nullopt, std::nullopt);
+      if (auto it = members.find({h.process.pid, std::nullopt}); it != members.end()) {
+        name_members(p, holder_label(h), it->second.second);
+      }
+      problems.push_back(std::move(p));
       continue;
     }
     bool reported = false;
     const std::set<unsigned> stray = stray_context_gpus(h);
-    for (const auto& [gpu, bytes] : h.gpu_memory) {
+    for (const auto& [gpu, own_bytes] : h.gpu_memory) {
       if (!selected(options, gpu)) continue;
+      if (joins_root(h, gpu) != nullptr) {
+        reported = true;
+        continue;
+      }
+      const auto tree = members.find({h.process.pid, gpu});
+      const Bytes bytes = own_bytes + (tree != members.end() ? tree->second.first : 0);
       const auto [shown, note] = budget->take(gpu, bytes);
       if (!h.visible) hidden_reported[gpu] += shown;
       Problem p = stray.count(gpu) > 0 ? stray_problem(h, gpu, shown, stray, options)
                                        : holder_problem(h, gpu, shown);
+      if (tree != members.end()) name_members(p, holder_label(h), tree->second.second);
       p.message += note;
       p.bytes = shown;
       problems.push_back(std::move(p));

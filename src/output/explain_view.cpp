@@ -1,5 +1,6 @@
 #include "output/explain_view.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -155,8 +156,9 @@ std::string thread_text(Pid tid, const Holder* holder) {
   return fmt::format("{} (asked): shares the process's file table, which holds the files", tid);
 }
 
-// The problems of `pid` itself; for a dead owner, those of the heirs holding its memory; for a
-// candidate heir, those of the dead owners it may have inherited from.
+// The problems of `pid` itself, or of the process tree it is counted in (its root's); for a
+// dead owner, those of the heirs holding its memory; for a candidate heir, those of the dead
+// owners it may have inherited from.
 std::vector<Problem> problems_about(const Diagnosis& d, Pid pid) {
   std::set<Pid> about{pid};
   for (const Holder& h : d.holders) {
@@ -165,7 +167,9 @@ std::vector<Problem> problems_about(const Diagnosis& d, Pid pid) {
   for (const DeadOwner* owner : candidate_of(d, pid)) about.insert(owner->pid);
   std::vector<Problem> out;
   for (const Problem& p : d.problems) {
-    if (p.pid && about.count(*p.pid) > 0) out.push_back(p);
+    const bool in_tree =
+        std::find(p.descendants.begin(), p.descendants.end(), pid) != p.descendants.end();
+    if ((p.pid && about.count(*p.pid) > 0) || in_tree) out.push_back(p);
   }
   return out;
 }
@@ -201,7 +205,7 @@ void render_process(std::ostream& out, const StatusReport& report, const Explain
           fmt::format("pid {} inside its own PID namespace (NSpid {})", p->nspid.back(),
                       fmt::join(p->nspid, " ")));
     }
-    row(out, "command", command_label(*p, 400));
+    row(out, "command", full_command_label(*p, 400));
     if (holder != nullptr && holder->service) {
       row(out, "service",
           fmt::format("the node's {} ({}): holding the GPU is its job, never a problem while it "

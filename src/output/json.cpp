@@ -195,7 +195,7 @@ nlohmann::json to_json(const Problem& problem) {
   return {{"kind", to_string(problem.kind)}, {"severity", to_string(problem.severity)},
           {"gpu", or_null(problem.gpu)},     {"pid", or_null(problem.pid)},
           {"message", problem.message},      {"fix", problem.fix},
-          {"bytes", or_null(problem.bytes)}};
+          {"bytes", or_null(problem.bytes)}, {"descendants", problem.descendants}};
 }
 
 nlohmann::json to_json(const ScanStats& stats) {

@@ -121,19 +121,17 @@ std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
   // and GPU today; a later kind that made two must still give one series (two samples with the
   // same labels are an error to Prometheus), so they are added up.
   std::map<std::pair<unsigned, Pid>, std::size_t> index_of;
-  for (const Problem& problem : diagnosis.problems) {
-    if (!problem.pid || !problem.gpu || !problem.bytes || problem.kind == ProblemKind::kInUse)
-      continue;
-    const auto [at, added] = index_of.try_emplace({*problem.gpu, *problem.pid}, series.size());
+  const auto add_series = [&](const Problem& problem, Pid pid, Bytes bytes) {
+    const auto [at, added] = index_of.try_emplace({*problem.gpu, pid}, series.size());
     if (!added) {
-      series[at->second].bytes += *problem.bytes;
-      continue;
+      series[at->second].bytes += bytes;
+      return;
     }
     HolderSeries one;
     one.gpu = *problem.gpu;
-    one.pid = *problem.pid;
-    one.bytes = *problem.bytes;
-    const auto it = holder_of.find(*problem.pid);
+    one.pid = pid;
+    one.bytes = bytes;
+    const auto it = holder_of.find(pid);
     // A dead owner with several candidate heirs, a gone MPS client: no holder has this PID,
     // and an MPS server's leftover is not about the server's class: the kind says what it is.
     const bool by_kind = it == holder_of.end() || problem.kind == ProblemKind::kMpsLeftover ||
@@ -145,6 +143,27 @@ std::vector<HolderSeries> problem_holders(const Diagnosis& diagnosis) {
       if (process.owner) one.owner = label_value(owner_label(*process.owner));
     }
     series.push_back(std::move(one));
+  };
+  for (const Problem& problem : diagnosis.problems) {
+    if (!problem.pid || !problem.gpu || !problem.bytes || problem.kind == ProblemKind::kInUse)
+      continue;
+    if (problem.descendants.empty()) {
+      add_series(problem, *problem.pid, *problem.bytes);
+      continue;
+    }
+    // A process tree's problem (diagnose/diagnosis.h): still one series per process, each its
+    // own NVML figure, the root's first, within the problem's (cut) total.
+    Bytes left = *problem.bytes;
+    std::vector<Pid> members = {*problem.pid};
+    members.insert(members.end(), problem.descendants.begin(), problem.descendants.end());
+    for (Pid pid : members) {
+      const auto it = holder_of.find(pid);
+      if (it == holder_of.end()) continue;
+      const auto own = it->second->gpu_memory.find(*problem.gpu);
+      const Bytes bytes = std::min(left, own == it->second->gpu_memory.end() ? 0 : own->second);
+      left -= bytes;
+      add_series(problem, pid, bytes);
+    }
   }
   return series;
 }

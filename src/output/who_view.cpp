@@ -47,6 +47,16 @@ std::string state_label(const ProcessInfo& process) {
 
 std::string command_label(const ProcessInfo& process, std::size_t max_bytes) {
   if (process.cmdline.empty()) return "[" + escape_terminal(process.comm) + "]";
+  std::vector<std::string> argv = process.cmdline;
+  const std::size_t slash = argv.front().rfind('/');
+  if (slash != std::string::npos && slash + 1 < argv.front().size()) {
+    argv.front().erase(0, slash + 1);
+  }
+  return display_command(argv, max_bytes);
+}
+
+std::string full_command_label(const ProcessInfo& process, std::size_t max_bytes) {
+  if (process.cmdline.empty()) return "[" + escape_terminal(process.comm) + "]";
   return display_command(process.cmdline, max_bytes);
 }
 

@@ -37,8 +37,12 @@ std::string unreadable_summary(const ScanStats& stats, const std::string& unseen
 // "Sl": leader state, plus 'l' when the group has more than one thread (as ps prints it).
 std::string state_label(const ProcessInfo& process);
 
-// The command to show for a process: its argv, or "[comm]" when argv is empty (kernel threads,
-// zombie leaders), escaped for the terminal.
+// The COMMAND column of the tables (who, status, top, kill's plan): the argv with argv[0] cut to
+// its basename, since `python3 serve.py` is what identifies a job and an interpreter's path
+// (/root/.pyenv/versions/3.11.9/bin/python3) only fills the column; "[comm]" when argv is empty
+// (kernel threads, zombie leaders); escaped for the terminal.
 std::string command_label(const ProcessInfo& process, std::size_t max_bytes = 200);
+// The whole argv as run, argv[0]'s path included (explain), or "[comm]"; escaped.
+std::string full_command_label(const ProcessInfo& process, std::size_t max_bytes = 400);
 
 }  // namespace gpuclean::output

@@ -382,6 +382,88 @@ TEST(Diagnose, WithoutNvmlContextHoldersAreProblemsAndMonitorsAreNot) {
   EXPECT_EQ(find(d, 101)->klass, HolderClass::kMonitor);
 }
 
+// Issue 35: a server and its workers were one problem per process (4 lines, 4 fixes) where
+// `gpuclean kill ROOT` is the one fix; each expectation below failed on 37cc416 (4 problems).
+TEST(DiagnoseTree, AnOrphanedServerAndItsWorkersAreOneProblemWithTheRootsFix) {
+  Holder server = cuda_holder(100, 1);
+  server.klass = HolderClass::kOrphan;
+  std::vector<Holder> holders = {server};
+  std::vector<GpuProcess> entries = {entry(100, 4 * kGiB)};
+  for (Pid worker : {101, 102, 103}) {
+    holders.push_back(cuda_holder(worker, 100));  // active: its parent, the server, lives
+    entries.push_back(entry(worker, 2 * kGiB));
+  }
+  auto d = diagnose(input_with({gpu(0, 10 * kGiB, entries)}, holders), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  const Problem& p = d.problems[0];
+  EXPECT_EQ(p.kind, ProblemKind::kOrphan);
+  EXPECT_EQ(p.pid, std::optional<Pid>(100));
+  EXPECT_EQ(p.gpu, std::optional<unsigned>(0));
+  EXPECT_EQ(p.bytes, std::optional<Bytes>(10 * kGiB));
+  EXPECT_EQ(p.descendants, (std::vector<Pid>{101, 102, 103}));
+  EXPECT_EQ(p.message,
+            "GPU 0: 10.0 GiB held by orphan pid 100 (python3) and 3 descendants (101, 102, 103): "
+            "its parent is gone");
+  EXPECT_EQ(p.fix, "gpuclean kill 100");
+  // Negative control: the same workers under a parent that holds nothing are roots each.
+  holders.erase(holders.begin());
+  entries.erase(entries.begin());
+  auto apart = diagnose(input_with({gpu(0, 6 * kGiB, entries)}, holders), {});
+  EXPECT_EQ(apart.problems.size(), 3u);
+}
+
+TEST(DiagnoseTree, SeparateTreesStaySeparateAndAStuckMemberKeepsItsOwnFix) {
+  Holder a = cuda_holder(100, 1);
+  a.klass = HolderClass::kOrphan;
+  Holder b = cuda_holder(200, 1);
+  b.klass = HolderClass::kOrphan;
+  Holder stuck = cuda_holder(201, 200);
+  stuck.process.threads = {{201, 'D', "uvm_wait"}};
+  stuck.klass = HolderClass::kStuck;
+  auto d = diagnose(input_with({gpu(0, 7 * kGiB,
+                                    {entry(100, 2 * kGiB), entry(101, kGiB), entry(200, 2 * kGiB),
+                                     entry(201, 2 * kGiB)})},
+                               {a, cuda_holder(101, 100), b, stuck}),
+                    {});
+  ASSERT_EQ(d.problems.size(), 3u);
+  EXPECT_EQ(d.problems[0].pid, std::optional<Pid>(100));
+  EXPECT_EQ(d.problems[0].descendants, std::vector<Pid>{101});
+  EXPECT_EQ(d.problems[0].bytes, std::optional<Bytes>(3 * kGiB));
+  EXPECT_NE(d.problems[0].message.find("pid 100 (python3) and 1 descendant (101)"),
+            std::string::npos)
+      << d.problems[0].message;
+  EXPECT_EQ(d.problems[1].pid, std::optional<Pid>(200));
+  EXPECT_TRUE(d.problems[1].descendants.empty());
+  EXPECT_EQ(d.problems[2].kind, ProblemKind::kStuck);
+  EXPECT_NE(d.problems[2].fix.find("reset"), std::string::npos);
+}
+
+TEST(DiagnoseTree, AMemberOnAGpuWhereItsRootHoldsNothingIsAProblemThere) {
+  Holder server = cuda_holder(100, 1);
+  server.klass = HolderClass::kOrphan;
+  auto d = diagnose(input_with({gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(101, 2 * kGiB)}),
+                                gpu(1, 3 * kGiB, {entry(101, 3 * kGiB)})},
+                               {server, cuda_holder(101, 100)}),
+                    {});
+  ASSERT_EQ(d.problems.size(), 2u);
+  EXPECT_EQ(d.problems[0].gpu, std::optional<unsigned>(0));
+  EXPECT_EQ(d.problems[0].descendants, std::vector<Pid>{101});
+  EXPECT_EQ(d.problems[1].gpu, std::optional<unsigned>(1));
+  EXPECT_EQ(d.problems[1].pid, std::optional<Pid>(101));
+  EXPECT_EQ(d.problems[1].kind, ProblemKind::kInUse);
+}
+
+TEST(DiagnoseTree, WithoutNvmlATreeOfHoldersIsOneProblem) {
+  Input in;
+  in.holders = {cuda_holder(100, 1), cuda_holder(101, 100), cuda_holder(102, 101)};
+  auto d = diagnose(std::move(in), {});
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].pid, std::optional<Pid>(100));
+  EXPECT_EQ(d.problems[0].descendants, (std::vector<Pid>{101, 102}));
+  EXPECT_EQ(d.problems[0].message,
+            "device files held by pid 100 (python3) and 2 descendants (101, 102), user alice");
+}
+
 // Issue 13 item 3. Failed before the fix (the nearest-lower-PID guess named it heir):
 //   Expected equality of these values: h->klass Which is: 4-byte object <02-00 00-00> (heir)
 //   HolderClass::kActive … h->inherited_from Which is: (442) …

@@ -202,11 +202,15 @@ class Problem:
     message: str
     fix: Optional[str]
     bytes: Optional[int]
+    # The holders of ``pid``'s process tree counted in this problem (one problem per tree and
+    # GPU; its fix, ``gpuclean kill PID``, ends them too).
+    descendants: List[int] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Problem":
         return cls(d["kind"], d.get("severity", "error"), d.get("gpu"), d.get("pid"),
-                   d.get("message", ""), d.get("fix"), d.get("bytes"))
+                   d.get("message", ""), d.get("fix"), d.get("bytes"),
+                   list(d.get("descendants") or []))
 
 
 @dataclass(frozen=True)

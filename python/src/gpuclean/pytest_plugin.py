@@ -87,10 +87,34 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         find_binary(options["binary"])
     except GpucleanError as e:
-        raise pytest.UsageError(f"{e} (or turn the plugin off: --gpuclean=off, -p no:gpuclean)")
+        if _asked_for(config):
+            raise pytest.UsageError(f"{e} (or turn the plugin off: --gpuclean=off, "
+                                    "-p no:gpuclean)")
+        # Installed beside suites that never touch a GPU: they run, and the header says once
+        # why nothing is checked. gpu_clean, asked for by a test, still fails that test.
+        config.pluginmanager.register(_Inactive(str(e)), "gpuclean-inactive")
+        return
     grace = _setting(config, "gpuclean_grace")
     config.pluginmanager.register(
         GpucleanSession(config, mode, leftovers, float(grace), options), "gpuclean-session")
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    """Whether this run asked for gpuclean itself (--gpuclean, the ini key, a binary named by
+    --gpuclean-binary or $GPUCLEAN), rather than only having the package installed."""
+    return (config.getoption("gpuclean") is not None or "gpuclean" in config.inicfg
+            or bool(config.getoption("gpuclean_binary")) or bool(os.environ.get("GPUCLEAN")))
+
+
+class _Inactive:
+    """The plugin with no binary to run: one header line, nothing checked."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        return (f"gpuclean: not checking the GPUs: {self.why} (--gpuclean=check makes this an "
+                "error, --gpuclean=off silences it)")
 
 
 def describe_leak(leftovers: List[Leftover], cleaned: bool) -> str:
@@ -176,6 +200,11 @@ class GpucleanSession:
             pytest.exit(f"the GPUs are not clean, so no test ran (--gpuclean={self.mode}):\n"
                         f"{reason}", returncode=e.returncode or 3)
         warnings = "".join(f"; warning: {p.message}" for p in result.warnings)
+        if not result.raw.get("files"):
+            # Only the default globs can match nothing (a glob given must match: exit 2 above).
+            self.start_line = (f"{cleaned}no device file to watch: nothing matched the NVIDIA "
+                               f"device files (/dev/nvidia*) ({_gpu_count(result)}){warnings}")
+            return
         self.start_line = f"{cleaned}GPUs clean at the start ({_gpu_count(result)}){warnings}"
 
     # -- each test ----------------------------------------------------------------------------
