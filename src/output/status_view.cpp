@@ -58,7 +58,7 @@ std::size_t owner_column_width(const std::vector<Holder>& holders) {
   return output::owner_column_width(owners);
 }
 
-std::string owner_cell(const Holder& h, const Table& table) {
+std::string holder_owner_cell(const Holder& h, const Table& table) {
   return output::owner_cell(h.process.owner, table.owner_width, 2);
 }
 
@@ -120,7 +120,7 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
   const std::string klass = fmt::format("{:<13}", class_label(h));
   return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}", tree_indent(depth), p.pid,
                      cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
-                     table.paint(klass, class_colour(h.klass)), age, memory, owner_cell(h, table),
+                     table.paint(klass, class_colour(h.klass)), age, memory, holder_owner_cell(h, table),
                      command_cell(command, note, depth, table));
 }
 
