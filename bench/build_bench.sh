@@ -4,7 +4,8 @@
 # Each case is a commit and, optionally, extra cmake arguments, so each lever can be measured on
 # its own (issue 35: the goal is <= 90 s from clone to answer on the 2-core machine).
 #   bench/build_bench.sh [--jobs N] [--top N] CASE...
-#   CASE: REF or "REF -DFOO=BAR ..." (default: HEAD as gpuclean.sh builds it)
+#   CASE: REF or "REF -DFOO=BAR ..." (default: HEAD as gpuclean.sh builds it); quote a value
+#   with spaces inside the case: "HEAD -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1'"
 # Prints, per case: wall seconds (configure and build apart), CPU seconds of the build, the
 # compile steps, and the slowest steps from ninja's log. Run it on an otherwise idle machine:
 # the cases run one after another, never beside each other.
@@ -47,8 +48,9 @@ for spec in "${cases[@]}"; do
   read -r ref extra <<<"$spec"
   tree="$work/tree$n"
   git worktree add --detach --quiet "$tree" "$ref"
-  # shellcheck disable=SC2086  # the case's extra arguments, split as written
-  set -- ${extra:-}
+  # The case's extra arguments, split as the shell would (quotes keep a value with spaces
+  # whole: "HEAD -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1'"); the cases are the caller's own.
+  eval "set -- ${extra:-}"
   # bash's `time`: wall, and the user+sys CPU seconds of the command and its children.
   TIMEFORMAT='%R %U %S'
   { time cmake -S "$tree" -B "$tree/build" "${base_args[@]}" "$@" >"$work/config$n.log" 2>&1; } \

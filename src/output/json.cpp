@@ -13,11 +13,6 @@ std::string access_letters(const HeldFile& file) {
   return access;
 }
 
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
-}
-
 }  // namespace
 
 std::string rfc3339(double unix_seconds) {

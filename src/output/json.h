@@ -1,6 +1,7 @@
 // JSON renderings of the report model (docs/reference.md "JSON"), built with nlohmann::json.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,12 @@ constexpr int kSchemaVersion = 1;
 
 // "2026-11-30T12:43:18Z" (UTC, whole seconds).
 std::string rfc3339(double unix_seconds);
+
+// An optional fact as JSON: its value, or null when unknown.
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
 
 // A text fact the model keeps as "" when unknown (a driver version without NVML), as JSON's
 // null: unknown facts are null in every document (docs/reference.md "Conventions").

@@ -11,11 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T>
-json or_null(const std::optional<T>& value) {
-  return value ? json(*value) : json();
-}
-
 json clock_domain(std::optional<unsigned> current, std::optional<unsigned> application,
                   std::optional<unsigned> max) {
   return {

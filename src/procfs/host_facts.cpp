@@ -11,20 +11,13 @@
 #include <set>
 
 #include "core/unique_fd.h"
+#include "procfs/parse.h"
 #include "procfs/proc_fs.h"
 
 namespace gpuclean::procfs {
 namespace {
 
 constexpr std::string_view kXidMarker = "NVRM: Xid (";
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  return text;
-}
 
 std::optional<std::string> read_line(const std::string& path) {
   std::string text;
