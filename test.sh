@@ -136,6 +136,8 @@ tests/packaging/systemd_run.sh build
 stage "packaging: the .deb and the release tarball built from this build, installed, run, removed"
 scripts/package.sh --build-dir build --out build/dist
 tests/packaging/run.sh build/dist
+stage "first use: CMake's default generator (Make) builds and installs the binary, completions, manual"
+tests/default_generator/run.sh
 if [ $quick -eq 0 ]; then
   stage "fuzz, a few seconds per parser (bench/fuzz_bench.sh is the long run)"
   fuzz/ci.sh
