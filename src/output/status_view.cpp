@@ -120,8 +120,8 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
   const std::string klass = fmt::format("{:<13}", class_label(h));
   return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}", tree_indent(depth), p.pid,
                      cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
-                     table.paint(klass, class_colour(h.klass)), age, memory, holder_owner_cell(h, table),
-                     command_cell(command, note, depth, table));
+                     table.paint(klass, class_colour(h.klass)), age, memory,
+                     holder_owner_cell(h, table), command_cell(command, note, depth, table));
 }
 
 // A dead owner whose heir cannot be named: its memory stays its own, shown with the
