@@ -2,7 +2,7 @@
 // commands' own code (X_command.cpp) sees only the plain option structs of X_command.h: CLI11 is
 // header-only, and each file that includes it spent 9-20 s compiling (bench/build_bench.sh), so
 // only the files that build or read the parser include it: this header's two halves
-// (command_line_look.cpp, command_line_act.cpp), main.cpp, help, usage_checks and completion.
+// (command_line_look.cpp, command_line_act.cpp), app.cpp, help, usage_checks and completion.
 #pragma once
 
 #include <CLI/CLI.hpp>
