@@ -2,13 +2,16 @@
 
 namespace gpuclean::output {
 
-using json = nlohmann::json;
-
-const json* JsonReader::object(const json& parent, const char* key, const std::string& path) {
+// `json` is JsonReader's own alias: in the parameters, after `JsonReader::`; the return types
+// before it name it through the class (a namespace-wide alias clashed with another file's
+// `using nlohmann::json` in a unity batch: clang's -Wshadow, the sanitizer build of 1f963dd).
+const JsonReader::json* JsonReader::object(const json& parent, const char* key,
+                                           const std::string& path) {
   return typed(parent, key, path, json::value_t::object, "an object");
 }
 
-const json* JsonReader::array(const json& parent, const char* key, const std::string& path) {
+const JsonReader::json* JsonReader::array(const json& parent, const char* key,
+                                          const std::string& path) {
   return typed(parent, key, path, json::value_t::array, "an array");
 }
 
@@ -95,7 +98,7 @@ std::string JsonReader::join(const std::string& path, const char* key) {
   return path.empty() ? std::string(key) : path + "." + key;
 }
 
-const json* JsonReader::member(const json& parent, const char* key) {
+const JsonReader::json* JsonReader::member(const json& parent, const char* key) {
   if (!parent.is_object()) return nullptr;
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return nullptr;
@@ -107,8 +110,9 @@ void JsonReader::mistyped(const std::string& path, const char* key, const char* 
   report(join(path, key), std::string("expected ") + expected + ", found " + found.type_name());
 }
 
-const json* JsonReader::typed(const json& parent, const char* key, const std::string& path,
-                              json::value_t type, const char* expected) {
+const JsonReader::json* JsonReader::typed(const json& parent, const char* key,
+                                          const std::string& path, json::value_t type,
+                                          const char* expected) {
   const json* v = member(parent, key);
   if (v == nullptr) return nullptr;
   if (v->type() != type) {
