@@ -9,8 +9,8 @@
 
 #include "cli/common.h"
 
-namespace CLI {
-class App;  // CLI11's: only the files that build the parser include it (cli/command_line.h)
+namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
+class App;       // CLI11's: only the files that build the parser include it (cli/command_line.h)
 }  // namespace CLI
 
 namespace gpuclean::cli {
