@@ -694,7 +694,8 @@ bool has_problem(const Options& options, const Holder& h) {
 // root's class (a server's workers, a leftover's children). A stuck, frozen, exiting or foreign
 // holder keeps its own problem: its fix is not the root's kill. Only holders link a tree: a
 // worker under a parent that holds nothing (a shell, say) is a root itself, since killing that
-// parent's tree could end more than the GPU's holders.
+// parent's tree could end more than the GPU's holders. A link is a ppid whose holder started
+// before the child: a reused PID never joins an unrelated holder's problem.
 std::map<Pid, Pid> tree_roots(const std::vector<Holder>& holders, const Options& options) {
   const auto can_root = [](HolderClass c) {
     return c == HolderClass::kOrphan || c == HolderClass::kHeir ||
@@ -708,13 +709,16 @@ std::map<Pid, Pid> tree_roots(const std::vector<Holder>& holders, const Options&
   for (const auto& [pid, holder] : by_pid) {
     std::optional<Pid> root;
     // Bounded by the holders: a ppid loop (a PID reused while the scan ran) cannot spin.
-    Pid parent = holder->process.ppid;
+    const Holder* child = holder;
     for (std::size_t depth = 0; depth < by_pid.size(); ++depth) {
-      const auto it = by_pid.find(parent);
+      const auto it = by_pid.find(child->process.ppid);
       if (it == by_pid.end() || it->first == pid) break;
+      // A parent starts before its child. One that started later is another process that got
+      // the dead parent's PID while the scan ran: no tree of this holder's.
+      if (it->second->process.start_ticks > child->process.start_ticks) break;
       const HolderClass member = holder->klass;
       if (member == HolderClass::kActive || member == it->second->klass) root = it->first;
-      parent = it->second->process.ppid;
+      child = it->second;
     }
     if (root) roots[pid] = *root;
   }

@@ -453,6 +453,31 @@ TEST(DiagnoseTree, AMemberOnAGpuWhereItsRootHoldsNothingIsAProblemThere) {
   EXPECT_EQ(d.problems[1].kind, ProblemKind::kInUse);
 }
 
+// Review of 521d27e: a ppid alone linked a holder to whatever holder had that PID. A parent
+// that started after its "child" is another process that got the dead parent's PID while the
+// scan ran. Before the start-time check, 300 joined 200's problem (1 problem, not 2).
+TEST(DiagnoseTree, AHolderWithAReusedParentPidIsNoMemberOfItsTree) {
+  Holder reused = cuda_holder(200, 1);
+  reused.klass = HolderClass::kOrphan;
+  reused.process.start_ticks = 9000;  // started after 300, whose real parent had PID 200
+  Holder worker = cuda_holder(300, 200);
+  worker.klass = HolderClass::kOrphan;
+  worker.process.start_ticks = 5000;
+  auto d = diagnose(
+      input_with({gpu(0, 4 * kGiB, {entry(200, 2 * kGiB), entry(300, 2 * kGiB)})}, {reused, worker}),
+      {});
+  ASSERT_EQ(d.problems.size(), 2u);
+  EXPECT_TRUE(d.problems[0].descendants.empty());
+  EXPECT_EQ(d.problems[1].pid, std::optional<Pid>(300));
+  // Negative control: the parent that started first is the tree's root.
+  reused.process.start_ticks = 1000;
+  auto tree = diagnose(
+      input_with({gpu(0, 4 * kGiB, {entry(200, 2 * kGiB), entry(300, 2 * kGiB)})}, {reused, worker}),
+      {});
+  ASSERT_EQ(tree.problems.size(), 1u);
+  EXPECT_EQ(tree.problems[0].descendants, std::vector<Pid>{300});
+}
+
 TEST(DiagnoseTree, WithoutNvmlATreeOfHoldersIsOneProblem) {
   Input in;
   in.holders = {cuda_holder(100, 1), cuda_holder(101, 100), cuda_holder(102, 101)};

@@ -256,6 +256,43 @@ TEST(HolderMemory, TwoProblemsOfOneProcessOnOneGpuAreOneSeries) {
       << t;
 }
 
+// One problem for a process tree (diagnose's descendants): still one series per process, each
+// its own NVML figure, the root's first, never more in all than the problem's (cut) total.
+TEST(HolderMemory, AProcessTreesProblemIsOneSeriesPerMemberWithinItsTotal) {
+  MetricsReport m = report_with_holders();
+  Diagnosis& d = m.status->diagnosis;
+  for (auto [pid, bytes] : {std::pair<Pid, Bytes>{42, 2 * kGiB}, {43, 3 * kGiB}, {44, 2 * kGiB}}) {
+    Holder* h = nullptr;
+    for (Holder& each : d.holders) {
+      if (each.process.pid == pid) h = &each;
+    }
+    if (h == nullptr) {
+      d.holders.emplace_back();
+      h = &d.holders.back();
+      h->process.pid = pid;
+      h->process.user = "alice";
+      h->klass = HolderClass::kActive;  // a worker under the orphaned server
+    }
+    h->gpu_memory[0] = bytes;
+  }
+  d.problems[0].bytes = 6 * kGiB;  // the GPU's used memory cut the tree's 7 GiB
+  d.problems[0].descendants = {43, 44};
+  const std::string t = text(m);
+  const auto lines = samples(t, "gpuclean_holder_memory_bytes");
+  const std::vector<std::string> want = {
+      R"(gpuclean_holder_memory_bytes{gpu="0",pid="42",class="orphan",user="alice",owner="job 4211.0"} )" +
+          std::to_string(2 * kGiB),
+      R"(gpuclean_holder_memory_bytes{gpu="0",pid="43",class="active",user="alice",owner=""} )" +
+          std::to_string(3 * kGiB),
+      R"(gpuclean_holder_memory_bytes{gpu="0",pid="44",class="active",user="alice",owner=""} )" +
+          std::to_string(1 * kGiB),
+  };
+  for (const std::string& line : want) {
+    EXPECT_NE(std::find(lines.begin(), lines.end(), line), lines.end()) << line << "\n" << t;
+  }
+  EXPECT_EQ(lines.size(), 7u) << t;
+}
+
 // `count` orphans on GPU 0, pid 1000 + i holding (i + 1) MiB.
 MetricsReport many_orphans(std::size_t count) {
   MetricsReport m = report_with_orphan();
