@@ -380,6 +380,11 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   request.diagnose_options = before.diagnose_options;
   collect::KillLook look = collect::look_after_kill(*before.gatherer, request);
   live.clear();
+  std::vector<ProcessInfo> ended = rounds.found;
+  for (const KillTarget& target : plan.targets) ended.push_back(target.process);
+  for (const std::string& line : ops::remove_run_groups(kRealProc, ended)) {
+    io.err << "gpuclean: kill: " << line << '\n';
+  }
 
   report.host = host_name();
   report.time = unix_now();

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "core/escape.h"
 #include "diagnose/owner_match.h"
 #include "ops/signals.h"
 
@@ -32,16 +33,6 @@ std::string full_name(const CLI::App& command) {
     name.insert(0, name.empty() ? a->get_name() : a->get_name() + " ");
   }
   return name;
-}
-
-// An argument as the user would type it again: quoted when the shell would split or expand it.
-std::string shell_word(const std::string& word) {
-  if (!word.empty() && word.find_first_of(" \t\n'\"\\$`*?[]{}()<>|&;~#!") == std::string::npos) {
-    return word;
-  }
-  std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {

@@ -21,6 +21,10 @@ namespace gpuclean {
 // from Unicode's data by scripts/gen_unicode_table.py.
 std::string escape_terminal(std::string_view text);
 
+// `word` as one word of a shell command a user can paste: as it is when it has only characters
+// no shell acts on, else single-quoted (a group name or an argument is whoever's choice).
+std::string shell_word(const std::string& word);
+
 // Whether `code_point` is in the generated table above (escape_terminal shows it escaped).
 bool is_invisible_or_separator(std::uint32_t code_point);
 

@@ -1,5 +1,7 @@
 #include "core/model.h"
 
+#include "core/escape.h"
+
 #include <algorithm>
 #include <string_view>
 
@@ -8,19 +10,6 @@ namespace {
 
 bool is_dead_state(char state) {
   return state == 'Z' || state == 'X' || state == 'x';
-}
-
-// A path as one shell word: as it is when it has only safe characters, else single-quoted
-// (a group name is the choice of whoever made it).
-std::string shell_word(const std::string& path) {
-  const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           std::string_view("/._-+:@,=").find(c) != std::string_view::npos;
-  });
-  if (plain) return path;
-  std::string quoted = "'";
-  for (char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 }  // namespace
@@ -152,6 +141,8 @@ const char* to_string(Owner::Kind kind) {
       return "container";
     case Owner::Kind::kPod:
       return "pod";
+    case Owner::Kind::kRun:
+      return "gpuclean-run";
     case Owner::Kind::kSystemdUnit:
       return "systemd-unit";
     case Owner::Kind::kCgroup:
@@ -162,7 +153,7 @@ const char* to_string(Owner::Kind kind) {
 
 std::optional<Owner::Kind> owner_kind_from_string(std::string_view text) {
   for (Owner::Kind kind : {Owner::Kind::kSlurmJob, Owner::Kind::kContainer, Owner::Kind::kPod,
-                           Owner::Kind::kSystemdUnit, Owner::Kind::kCgroup}) {
+                           Owner::Kind::kRun, Owner::Kind::kSystemdUnit, Owner::Kind::kCgroup}) {
     if (text == to_string(kind)) return kind;
   }
   return std::nullopt;

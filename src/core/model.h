@@ -36,24 +36,28 @@ struct Owner {
     kSlurmJob,     // a Slurm job (step): slurmstepd's cgroup layout, v1 or v2
     kContainer,    // a Docker / containerd / CRI-O / Podman container (in a pod when pod_uid)
     kPod,          // a Kubernetes pod's own group, outside any one container
+    kRun,          // the group `gpuclean run` made for its workload, where root made it
     kSystemdUnit,  // a systemd service or scope that is none of the above
     kCgroup,       // a layout gpuclean does not know: the raw path is the id
   };
   Kind kind = Kind::kCgroup;
   // Slurm: the job ID; container: the short ID (12 hex digits); pod: the pod UID (with
-  // dashes); systemd: the unit name; cgroup: the path.
+  // dashes); run: gpuclean run's PID (the group's name); systemd: the unit name; cgroup: the
+  // path.
   std::string id;
   std::optional<std::string> step;     // Slurm: "0", "batch", "extern", "interactive", …
   std::optional<std::string> unit;     // the systemd unit the group sits in, when there is one
   std::optional<std::string> pod_uid;  // Kubernetes: the pod UID (with dashes)
   std::optional<std::string> qos;      // Kubernetes: "guaranteed", "burstable", "besteffort"
   std::optional<std::string> runtime;  // container: "docker", "containerd", "cri-o", "podman"
-  std::string full_id;                 // container: the full 64-digit ID; else empty
+  // container: the full 64-digit ID; run: the group's path (`kill --cgroup` takes it); else
+  // empty.
+  std::string full_id;
 
   bool operator==(const Owner& other) const = default;
 };
 
-// JSON's spelling: "slurm-job", "container", "pod", "systemd-unit", "cgroup".
+// JSON's spelling: "slurm-job", "container", "pod", "gpuclean-run", "systemd-unit", "cgroup".
 const char* to_string(Owner::Kind kind);
 std::optional<Owner::Kind> owner_kind_from_string(std::string_view text);
 

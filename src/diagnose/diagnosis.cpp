@@ -67,6 +67,17 @@ const ThreadInfo* live_thread(const ProcessInfo& p) {
   return nullptr;
 }
 
+// The fix for a leftover: its kill, or, in a run's group (gpuclean run was killed before its
+// teardown), the kill of everything the run left there, which also removes the emptied group.
+std::string leftover_fix(const Holder& h) {
+  const std::optional<Owner>& owner = h.process.owner;
+  if (owner && owner->kind == Owner::Kind::kRun) {
+    return "gpuclean kill --cgroup " + shell_word(owner->full_id) +
+           " (what gpuclean run " + owner->id + " left in its group)";
+  }
+  return "gpuclean kill " + std::to_string(h.process.pid);
+}
+
 // The problem for one holder on one GPU (gpu/bytes absent: no NVML view).
 Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::optional<Bytes> bytes) {
   Problem p;
@@ -122,7 +133,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
                   " keeps the files (invisible to fuser and lsof)";
       // SIGKILL to the leader's PID ends the whole group (docs/facts.md); gpuclean kill escalates
       // to it and verifies.
-      p.fix = "gpuclean kill " + pid;
+      p.fix = leftover_fix(h);
       return p;
     }
     case HolderClass::kHeir:
@@ -130,12 +141,12 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.message = where + amount + "heir " + label + ": it inherited the CUDA context of pid " +
                   std::to_string(h.inherited_from.value_or(0)) +
                   ", which is gone (nvidia-smi shows that pid as [Not Found])";
-      p.fix = "gpuclean kill " + pid;
+      p.fix = leftover_fix(h);
       return p;
     case HolderClass::kOrphan:
       p.kind = ProblemKind::kOrphan;
       p.message = where + amount + "orphan " + label + ": its parent is gone";
-      p.fix = "gpuclean kill " + pid;
+      p.fix = leftover_fix(h);
       return p;
     case HolderClass::kForeign:
       p.kind = ProblemKind::kForeign;

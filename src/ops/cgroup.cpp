@@ -4,8 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <vector>
 
+#include "core/escape.h"
 #include "procfs/parse.h"
 #include "procfs/proc_fs.h"
 
@@ -36,6 +42,44 @@ Result<CgroupLocation> own_cgroup(const std::string& proc_root) {
   }
   if (relative == "/") relative.clear();
   return CgroupLocation{mount->mount_point + relative, *path};
+}
+
+Status remove_empty_group(const std::string& directory) {
+  std::vector<std::string> groups = {directory};
+  std::error_code error;
+  // Bounded by the groups there are; a group made meanwhile makes its parent's rmdir fail.
+  for (std::filesystem::recursive_directory_iterator it(directory, error), end;
+       !error && it != end; it.increment(error)) {
+    if (it->is_directory(error) && !it->is_symlink(error)) groups.push_back(it->path().string());
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return Error{error.value(), "look into cgroup " + directory + ": " + error.message()};
+  }
+  // Children come after their parents in a walk from the top: remove from the end.
+  for (auto group = groups.rbegin(); group != groups.rend(); ++group) {
+    if (::rmdir(group->c_str()) != 0 && errno != ENOENT) {
+      return errno_error("remove cgroup " + *group);
+    }
+  }
+  return Ok{};
+}
+
+std::vector<std::string> remove_run_groups(const std::string& proc_root,
+                                           const std::vector<ProcessInfo>& processes) {
+  std::map<std::string, std::string> groups;  // path -> gpuclean run's PID
+  for (const ProcessInfo& p : processes) {
+    if (p.owner && p.owner->kind == Owner::Kind::kRun) groups[p.owner->full_id] = p.owner->id;
+  }
+  std::vector<std::string> lines;
+  for (const auto& [path, run] : groups) {
+    const std::string whose = "gpuclean run " + run + "'s group " + escape_terminal(path);
+    auto location = find_cgroup(proc_root, path);
+    Status removed =
+        location.ok() ? remove_empty_group(location->directory) : Status(location.error());
+    lines.push_back(removed.ok() ? "removed " + whose + ", empty now"
+                                 : "left " + whose + ": " + escape_terminal(removed.error().message()));
+  }
+  return lines;
 }
 
 Result<CgroupLocation> find_cgroup(const std::string& proc_root, const std::string& path) {
@@ -121,7 +165,7 @@ Status CgroupGroup::kill_all() const {
 }
 
 Status CgroupGroup::remove() {
-  if (::rmdir(location_.directory.c_str()) != 0) {
+  if (::rmdir(location_.directory.c_str()) != 0 && errno != ENOENT) {
     return errno_error("remove cgroup " + location_.directory);
   }
   removed_ = true;

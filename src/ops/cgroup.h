@@ -26,6 +26,18 @@ Result<CgroupLocation> own_cgroup(const std::string& proc_root);
 // nothing).
 Result<CgroupLocation> find_cgroup(const std::string& proc_root, const std::string& path);
 
+// Removes the group at `directory` and the groups below it, the deepest first (a workload may
+// have made its own). Only empty groups can go: the error of the first that does not (EBUSY
+// while a process is in it), or nothing when the group is already gone.
+Status remove_empty_group(const std::string& directory);
+
+// After a kill: the groups `gpuclean run` made that these processes were in (owner kind run,
+// which procfs/owner.h grants only where root made the group), each removed with the groups
+// below it once empty. A run whose gpuclean was killed leaves its group; nothing else would
+// remove it. One line for each: removed, or left and why.
+std::vector<std::string> remove_run_groups(const std::string& proc_root,
+                                           const std::vector<ProcessInfo>& processes);
+
 class CgroupGroup {
  public:
   // Creates the group `name` under `parent` (must be a cgroup v2 directory: a directory
@@ -54,7 +66,8 @@ class CgroupGroup {
   // SIGKILL to every process of the group and its descendants, atomically (cgroup.kill).
   // ENOENT on kernels before 5.14, where the caller signals members() one by one.
   [[nodiscard]] Status kill_all() const;
-  // rmdir; EBUSY while populated.
+  // rmdir; EBUSY while populated. A group already gone (`gpuclean kill` removes a run's emptied
+  // group) is no error.
   Status remove();
 
  private:

@@ -26,6 +26,8 @@ std::string owner_label(const Owner& owner) {
       return owner.runtime.value_or("container") + " " + owner.id;
     case Owner::Kind::kPod:
       return "pod " + owner.id;
+    case Owner::Kind::kRun:
+      return "gpuclean run " + owner.id;
     case Owner::Kind::kSystemdUnit:
     case Owner::Kind::kCgroup:
       return owner.id;
@@ -51,6 +53,8 @@ std::string owner_description(const Owner& owner) {
     case Owner::Kind::kPod:
       return "Kubernetes pod " + owner.id + " (outside its containers), QoS " +
              owner.qos.value_or("?");
+    case Owner::Kind::kRun:
+      return "gpuclean run " + owner.id + ", its group " + owner.full_id + unit;
     case Owner::Kind::kSystemdUnit:
       return "systemd unit " + owner.id;
     case Owner::Kind::kCgroup:

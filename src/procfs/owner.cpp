@@ -189,9 +189,35 @@ bool is_user_manager(std::string_view part) {
   return starts_with(part, "user@") && ends_with(part, ".service");
 }
 
-}  // namespace
+// `gpuclean run`'s group for its workload: "gpuclean-run.PID" (ops/run_session.cpp).
+std::optional<std::string> run_supervisor(std::string_view part) {
+  return after(part, "gpuclean-run.", all_digits);
+}
 
-std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
+// The innermost run group of `parts`, the owner of what is in it or below it; `path` is the text
+// they were split from, of which the owner keeps the group's part (its full_id).
+std::optional<Owner> run_owner(std::string_view path, const std::vector<std::string_view>& parts,
+                               std::size_t first) {
+  for (std::size_t i = parts.size(); i-- > first;) {
+    auto supervisor = run_supervisor(parts[i]);
+    if (!supervisor) continue;
+    Owner owner;
+    owner.kind = Owner::Kind::kRun;
+    owner.id = std::move(*supervisor);
+    const std::size_t end = static_cast<std::size_t>(parts[i].data() - path.data()) + parts[i].size();
+    owner.full_id = std::string(path.substr(0, end));
+    for (std::size_t u = i; u-- > first;) {
+      if (is_unit(parts[u])) {
+        owner.unit = std::string(parts[u]);
+        break;
+      }
+    }
+    return owner;
+  }
+  return std::nullopt;
+}
+
+std::optional<Owner> owner_of_path(std::string_view path, bool runs) {
   std::vector<std::string_view> parts = components(path);
   // A cgroup namespace's view of groups outside it.
   std::size_t first = 0;
@@ -226,6 +252,9 @@ std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
       }
     }
   }
+  if (runs) {
+    if (auto run = run_owner(path, parts, first)) return run;
+  }
   for (std::size_t i = parts.size(); i-- > first;) {
     if (!is_unit(parts[i])) continue;
     Owner owner;
@@ -240,6 +269,12 @@ std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
   return raw;
 }
 
+}  // namespace
+
+std::optional<Owner> owner_from_cgroup_path(std::string_view path) {
+  return owner_of_path(path, true);
+}
+
 namespace {
 
 bool names_work(const std::optional<Owner>& owner) {
@@ -251,6 +286,14 @@ bool names_work(const std::optional<Owner>& owner) {
 std::optional<Owner> line_owner(std::string_view controllers, std::string_view path,
                                 const TrustedPrefix& trusted) {
   std::optional<Owner> owner = owner_from_cgroup_path(path);
+  if (owner && owner->kind == Owner::Kind::kRun) {
+    // A run's group counts only on the v2 line and where root is seen to have made it: its name
+    // is no manager's layout, and any user who can make groups can choose it.
+    const std::optional<std::string> prefix =
+        trusted && controllers.empty() ? trusted(controllers, path) : std::nullopt;
+    if (!prefix) return owner_of_path(path, false);
+    return *prefix == path ? owner : owner_from_cgroup_path(*prefix);
+  }
   if (!names_work(owner) || !trusted) return owner;
   // A job, container or pod is a claim worth checking: are its groups root's?
   if (auto prefix = trusted(controllers, path); prefix && *prefix != path) {

@@ -13,6 +13,8 @@
 //   cri-containerd-ID.scope, crio-ID.scope (systemd driver); /docker/ID, /libpod_parent/
 //   libpod-ID (cgroupfs driver). The outermost container is the owner (a host sees Docker's
 //   container, not what runs inside it).
+// - `gpuclean run`'s group, gpuclean-run.PID (the innermost), outside the layouts above: the run.
+//   A job's or container's own run stays theirs (`kill --job` must take it).
 // - Anything else in a systemd unit (NAME.service or NAME.scope, the innermost): that unit.
 // - Any other path: the raw path (kind cgroup). The root group ("/") has no owner.
 // A cgroup namespace shows paths outside it as "/../…" (a pod's view of the host's processes):
@@ -26,7 +28,8 @@
 // unit owns everything under it); and where the caller can look at the cgroup file system
 // (TrustedPrefix), no name below the first group directory a non-root user owns counts either.
 // Without that view (a container with its own cgroup namespace and no host cgroupfs) only the
-// user@ rule applies.
+// user@ rule applies to jobs, containers and pods; a run's group, a name no manager's layout
+// anchors, counts only where that view shows root made it (on the v2 line).
 #pragma once
 
 #include <functional>

@@ -382,6 +382,23 @@ TEST_F(OwnerTest, LookAlikesInADelegatedGroupOwnNothing) {
   for (pid_t pid : {fake_job, fake_container, real_job, real_container}) {
     EXPECT_TRUE(alive(pid)) << pid;
   }
+
+  // Issue 35: a run's group counts only where root made it. The user's own "gpuclean-run.N" is
+  // not a run (its fix is no `kill --cgroup` of it), and killing what is in it leaves the
+  // user's group alone. (The run's group that root's gpuclean makes is RunTest's.)
+  const pid_t fake_run = users_holder_in("gpuclean-run." + job_id);
+  const json later = status_json();
+  const json* run_holder = find_holder(later, fake_run);
+  ASSERT_NE(run_holder, nullptr) << later.dump(1);
+  EXPECT_EQ(run_holder->at("owner")["kind"], "cgroup") << run_holder->dump();
+  auto explain = gpuclean({"explain", str(fake_run), "--no-nvml", "--device-glob", held_});
+  EXPECT_FALSE(contains(explain.out, "--cgroup")) << explain.out;
+  const std::string fake_run_group = deleg + "/gpuclean-run." + job_id;
+  auto killed = kill({str(fake_run), "--yes"});
+  EXPECT_EQ(killed.exit_code, 0) << both(killed);
+  EXPECT_FALSE(alive(fake_run));
+  EXPECT_FALSE(contains(killed.err, "removed")) << both(killed);
+  EXPECT_TRUE(fs::is_directory(fake_run_group)) << fake_run_group;
 }
 
 }  // namespace

@@ -52,20 +52,14 @@ std::string cgroup_of(pid_t pid) {
   return "";
 }
 
+bool run_group_exists(const std::string& group) {
+  return std::filesystem::is_directory(cgroup2_mount() + group);
+}
+
 // Removes a run's cgroup v2 group (hierarchy path `group`) that its gpuclean could not: it was
 // killed, or something in the group outlived it. Waits (bounded) for the group to empty.
 bool remove_run_group(const std::string& group) {
-  std::string mount;
-  std::istringstream mounts(slurp("/proc/self/mountinfo"));
-  std::string line;
-  while (std::getline(mounts, line)) {
-    if (contains(line, " - cgroup2 ")) {
-      std::istringstream fields(line);
-      std::string f;
-      for (int i = 0; i < 5 && fields >> f; ++i) mount = f;
-      break;
-    }
-  }
+  const std::string mount = cgroup2_mount();
   const bool removed = wait_until([&] { return ::rmdir((mount + group).c_str()) == 0; }, 5s);
   if (!removed) ADD_FAILURE() << "cannot remove " << mount + group;
   return removed;
@@ -317,12 +311,28 @@ TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
   // Documented limit: the daemon lives on, in the run's group, where kill --cgroup finds it.
   EXPECT_FALSE(gone(daemon[0]));
   EXPECT_EQ(cgroup_of(daemon[0]), group);
+  // Issue 35: the leftover is the run's (before: owner kind "cgroup", "a layout gpuclean does
+  // not know", and the fix a kill of its PID), and its fix ends all the run left.
+  auto status = gpuclean({"status", "--json", "--no-nvml", "--device-glob", held_});
+  const auto doc = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << status.out << status.err;
+  const nlohmann::json* holder = find_holder(doc, daemon[0]);
+  ASSERT_NE(holder, nullptr) << status.out;
+  EXPECT_EQ(holder->at("owner").value("kind", ""), "gpuclean-run") << holder->dump();
+  EXPECT_EQ(holder->at("owner").value("id", ""), std::to_string(run)) << holder->dump();
+  EXPECT_EQ(holder->at("owner").value("full_id", ""), group) << holder->dump();
+  auto explain = gpuclean({"explain", std::to_string(daemon[0]), "--no-nvml", "--device-glob", held_});
+  EXPECT_TRUE(contains(explain.out, "gpuclean run " + std::to_string(run))) << explain.out;
+  EXPECT_TRUE(contains(explain.out, "gpuclean kill --cgroup " + group)) << explain.out;
   auto kill = gpuclean(
       {"kill", "--cgroup", group, "--yes", "--no-nvml", "--device-glob", held_, "--grace", "1s"});
   EXPECT_EQ(kill.exit_code, 0) << kill.out << kill.err;
   EXPECT_TRUE(gone(daemon[0]));
-  // The group itself is the test's to remove now (its gpuclean is gone).
-  EXPECT_TRUE(remove_run_group(group));
+  // Before issue 35 the emptied group stayed, the test's to remove.
+  EXPECT_TRUE(contains(kill.err, "removed gpuclean run " + std::to_string(run) + "'s group"))
+      << kill.err;
+  EXPECT_FALSE(run_group_exists(group));
+  if (run_group_exists(group)) remove_run_group(group);
 }
 
 TEST_F(RunTest, ALeftoverNothingCanKillIsReportedWithinItsBoundsAndFailsTheRun) {

@@ -274,5 +274,57 @@ TEST(OwnerTest, OnAHybridHostAV2LookAlikeJobDoesNotHideTheV1Job) {
   EXPECT_EQ(v2_only->id, "999");
 }
 
+// Issue 35: `gpuclean run`'s group (gpuclean-run.PID, where root made it) is the run's: its
+// holders showed the raw path (kind cgroup, "a layout gpuclean does not know") before.
+TEST(OwnerTest, ARunsGroupWhereRootMadeItIsTheRun) {
+  TrustedPrefix all_root = [](std::string_view, std::string_view path) {
+    return std::optional<std::string>(path);
+  };
+  const std::string group = "/system.slice/ssh.service/gpuclean-run.4242";
+  for (const std::string& path : {group, group + "/inner"}) {
+    auto o = owner_from_cgroup_file("0::" + path + "\n", all_root);
+    ASSERT_TRUE(o) << path;
+    EXPECT_EQ(o->kind, Owner::Kind::kRun) << path;
+    EXPECT_EQ(o->id, "4242");
+    EXPECT_EQ(o->full_id, group);  // what `kill --cgroup` is given
+    EXPECT_EQ(o->unit, "ssh.service");
+  }
+  // A run in a job or container stays theirs: `kill --job` takes it.
+  auto in_job = owner_from_cgroup_file(
+      "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0/gpuclean-run.9\n", all_root);
+  ASSERT_TRUE(in_job);
+  EXPECT_EQ(in_job->kind, Owner::Kind::kSlurmJob);
+  // Not a run: another name, no PID, a v1 hierarchy's line.
+  EXPECT_EQ(owner_from_cgroup_file("0::/gpuclean-run.x\n", all_root)->kind, Owner::Kind::kCgroup);
+  EXPECT_EQ(owner_from_cgroup_file("0::/gpuclean-run.\n", all_root)->kind, Owner::Kind::kCgroup);
+  EXPECT_FALSE(owner_from_cgroup_file("4:freezer:/gpuclean-run.5\n0::/\n", all_root));
+}
+
+// The run's group is a name anyone who can make groups may choose: it counts only where the
+// hierarchy shows root made it. Below a user's manager, below a directory a user owns, or where
+// gpuclean cannot look (no view of the hierarchy), it is not a run.
+TEST(OwnerTest, ARunsGroupNamedByAUserOrUnseenIsNoRun) {
+  const std::string file = "0::/gpuclean-test/deleg/gpuclean-run.77\n";
+  TrustedPrefix delegated = [](std::string_view, std::string_view path) {
+    return std::optional<std::string>(std::string(path.substr(0, path.find("/gpuclean-run"))));
+  };
+  TrustedPrefix cannot_tell = [](std::string_view, std::string_view) {
+    return std::optional<std::string>();
+  };
+  for (const auto& trusted : {delegated, cannot_tell, TrustedPrefix()}) {
+    auto o = owner_from_cgroup_file(file, trusted);
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->kind, Owner::Kind::kCgroup);
+  }
+  EXPECT_EQ(owner_from_cgroup_file(file, delegated)->id, "/gpuclean-test/deleg");
+  EXPECT_EQ(owner_from_cgroup_file(file, cannot_tell)->id, "/gpuclean-test/deleg/gpuclean-run.77");
+  auto user = owner_from_cgroup_file(
+      "0::/user.slice/user-1000.slice/user@1000.service/app.slice/gpuclean-run.5\n",
+      [](std::string_view, std::string_view path) { return std::optional<std::string>(path); });
+  ASSERT_TRUE(user);
+  EXPECT_EQ(user->kind, Owner::Kind::kSystemdUnit);
+  EXPECT_EQ(user->id, "user@1000.service");
+}
+
 }  // namespace
 }  // namespace gpuclean::procfs
