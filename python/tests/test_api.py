@@ -32,6 +32,9 @@ def test_status_is_typed_and_names_the_orphan_with_its_memory(machine: Machine):
     assert holder.cmdline == ["sleep", "300"]
     assert holder.gpu_memory == {0: 4 << 30} and holder.memory == 4 << 30
     assert holder.devices[0].path == str(machine.device)
+    # Issue 35: without NVML a holder's memory is unknown (None), not 0 (what it was before).
+    blind = gpuclean.status(no_nvml=True, **machine.options()).holder(orphan)
+    assert blind.gpu_memory == {} and blind.memory is None and not blind.memory_known
     [problem] = s.errors
     assert (problem.kind, problem.pid, problem.gpu, problem.bytes) == ("orphan", orphan, 0, 4 << 30)
     assert problem.fix == f"gpuclean kill {orphan}"
@@ -75,6 +78,7 @@ def test_kill_ends_the_named_tree_verifies_and_leaves_the_rest(machine: Machine)
     bystander = machine.holder(detach=True)
     result = gpuclean.kill(target, grace=1, wait=5, **machine.options())
     assert [(t.pid, t.outcome) for t in result.targets] == [(target, "gone")]
+    assert all(isinstance(line, str) for line in result.still_held_by)
     # The bystander still holds the device: the selection is not clean, and kill says so
     # rather than "clean" (issue 32: kill's verdict never says clean while holders remain; the
     # fresh-clone CI run of 0f1c11d failed this test, which still expected "clean").
@@ -144,7 +148,11 @@ def test_run_tears_down_what_the_command_left_and_records_it(machine: Machine):
     assert gone(daemon)
     assert result.record is not None and result.record.end == "exited"
     assert result.record.exit_code == 3
-    assert daemon in [l["pid"] for l in result.record.leftovers]
+    # Issue 35: the record's parts are typed (a dict each before, l["pid"]).
+    [leftover] = [l for l in result.record.leftovers if l.pid == daemon]
+    assert isinstance(leftover, gpuclean.RunLeftover)
+    assert leftover.outcome == "gone" and leftover.cmdline[0] == "sleep" and leftover.signals
+    assert all(isinstance(e, str) for e in result.record.escaped)
     with pytest.raises(gpuclean.GpucleanError) as caught:
         gpuclean.run(["sh", "-c", "exit 4"], check=True, **machine.options())
     assert caught.value.returncode == 4

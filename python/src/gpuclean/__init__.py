@@ -13,8 +13,8 @@ The binary is found through ``$GPUCLEAN`` or PATH; see the package's README.md.
 from ._binary import GpucleanError, find_binary
 from .api import check, diff, kill, run, snapshot, status, who
 from .model import (HOLDER_CLASSES, Diff, Difference, Frozen, Gpu, GpuProcess, Holder, KillResult,
-                    KillTarget, Memory, Nvml, Owner, Problem, RunRecord, RunResult, Snapshot,
-                    Status, format_bytes)
+                    KillTarget, Memory, Nvml, Owner, Problem, RunLeftover, RunRecord, RunResult,
+                    Skipped, Snapshot, Status, format_bytes)
 from .scope import Containment, Leftover, contained
 
 __version__ = "0.1.0"
@@ -23,5 +23,5 @@ __all__ = [
     "GpucleanError", "find_binary", "status", "check", "who", "kill", "snapshot", "diff", "run",
     "contained", "Containment", "Leftover", "Status", "Gpu", "GpuProcess", "Memory", "Holder",
     "Owner", "Problem", "Nvml", "KillResult", "KillTarget", "Snapshot", "Diff", "Difference",
-    "RunRecord", "RunResult", "format_bytes", "Frozen", "HOLDER_CLASSES",
+    "RunRecord", "RunLeftover", "RunResult", "Skipped", "format_bytes", "Frozen", "HOLDER_CLASSES",
 ]

@@ -79,7 +79,8 @@ class Gpu:
 
 @dataclass(frozen=True)
 class Owner:
-    """Who a process belongs to, from its cgroup: a Slurm job, container, pod, unit or group."""
+    """Who a process belongs to, from its cgroup: a Slurm job, container, pod, gpuclean run,
+    unit or group (``kind``: slurm-job, container, pod, gpuclean-run, systemd-unit, cgroup)."""
 
     kind: str
     id: Optional[str]
@@ -87,13 +88,16 @@ class Owner:
     unit: Optional[str] = None
     runtime: Optional[str] = None
     pod_uid: Optional[str] = None
+    qos: Optional[str] = None
+    # A container's full 64-digit ID; a gpuclean run's group path (``gpuclean kill --cgroup``).
+    full_id: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Optional[Dict[str, Any]]) -> Optional["Owner"]:
         if not d:
             return None
         return cls(d["kind"], d.get("id"), d.get("step"), d.get("unit"), d.get("runtime"),
-                   d.get("pod_uid"))
+                   d.get("pod_uid"), d.get("qos"), d.get("full_id"))
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,8 @@ class Holder:
     start_ticks: Optional[int]  # clock ticks since boot: with pid, the process's identity
     raw: Dict[str, Any] = field(repr=False, compare=False)
     frozen: Optional[Frozen] = None  # class "frozen": its group and the thaw command
+    # Whether NVML's view was there to count its memory (the document's nvml.state "present").
+    memory_known: bool = True
 
     @property
     def selector(self) -> str:
@@ -166,16 +172,17 @@ class Holder:
         return f"{self.pid}@{self.start_ticks}" if self.start_ticks else str(self.pid)
 
     @property
-    def memory(self) -> int:
-        """GPU memory NVML counts for it, over every GPU (0 without NVML)."""
-        return sum(self.gpu_memory.values())
+    def memory(self) -> Optional[int]:
+        """GPU memory NVML counts for it, over every GPU; None when NVML was not asked or
+        failed (unknown, not none)."""
+        return sum(self.gpu_memory.values()) if self.memory_known else None
 
     @property
     def command(self) -> str:
         return " ".join(self.cmdline) if self.cmdline else self.comm
 
     @classmethod
-    def from_json(cls, d: Dict[str, Any]) -> "Holder":
+    def from_json(cls, d: Dict[str, Any], memory_known: bool = True) -> "Holder":
         return cls(
             d["pid"], d.get("ppid", 0), d.get("pgid", 0), d.get("sid", 0), d.get("user"),
             d.get("uid"), d.get("state", "?"), d.get("comm", ""), list(d.get("cmdline") or []),
@@ -188,7 +195,7 @@ class Holder:
             [Thread(t["tid"], t.get("state", "?"), t.get("wchan"), bool(t.get("stays_in_d")))
              for t in d.get("threads") or []],
             d.get("role"), d.get("inherited_from"), d.get("start_ticks"), d,
-            Frozen.from_json(d.get("frozen")))
+            Frozen.from_json(d.get("frozen")), memory_known)
 
 
 @dataclass(frozen=True)
@@ -230,8 +237,9 @@ class Nvml:
 def _report_parts(d: Dict[str, Any]) -> tuple:
     """The parts status, check, who and snapshot documents share: nvml, gpus, holders,
     problems."""
-    return (Nvml.from_json(d.get("nvml")), [Gpu.from_json(g) for g in d.get("gpus") or []],
-            [Holder.from_json(h) for h in d.get("holders") or []],
+    nvml = Nvml.from_json(d.get("nvml"))
+    return (nvml, [Gpu.from_json(g) for g in d.get("gpus") or []],
+            [Holder.from_json(h, nvml.state == "present") for h in d.get("holders") or []],
             [Problem.from_json(p) for p in d.get("problems") or []])
 
 
@@ -291,14 +299,22 @@ class KillTarget:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A process the kill's plan left alone, and why (a node service, another user's…)."""
+
+    pid: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class KillResult:
     """``gpuclean kill --json``: each target's outcome and whether the GPUs were verified."""
 
     verdict: Optional[str]
     dry_run: bool
     targets: List[KillTarget]
-    skipped: List[Dict[str, Any]]
-    still_held_by: List[Any]
+    skipped: List[Skipped]
+    still_held_by: List[str]  # what the selection still has: the problems' messages
     not_found: List[int]  # named PIDs gone (or, given as PID@START, another process now)
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
@@ -313,8 +329,10 @@ class KillResult:
                               t.get("outcome"), t.get("reason"), list(t.get("signals") or []),
                               t.get("seconds"))
                    for t in d.get("targets") or []]
-        return cls(d.get("verdict"), bool(d.get("dry_run")), targets, list(d.get("skipped") or []),
-                   list(d.get("still_held_by") or []), list(d.get("not_found") or []), d)
+        skipped = [Skipped(s["pid"], s.get("reason", "")) for s in d.get("skipped") or []]
+        return cls(d.get("verdict"), bool(d.get("dry_run")), targets, skipped,
+                   [str(x) for x in d.get("still_held_by") or []],
+                   list(d.get("not_found") or []), d)
 
 
 @dataclass(frozen=True)
@@ -371,6 +389,26 @@ class Diff:
 
 
 @dataclass(frozen=True)
+class RunLeftover:
+    """A process of the run still there when its workload ended, and what the teardown did."""
+
+    pid: int
+    ppid: Optional[int]
+    comm: str
+    cmdline: List[str]
+    signals: List[str]
+    outcome: str  # "gone", "remaining" or "skipped"
+    reason: Optional[str]
+    t: Optional[float]  # seconds from the run's start
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "RunLeftover":
+        return cls(d["pid"], d.get("ppid"), d.get("comm", ""), list(d.get("cmdline") or []),
+                   list(d.get("signals") or []), d.get("outcome", ""), d.get("reason") or None,
+                   d.get("t"))
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """``gpuclean run --record``: how the workload ended and what its teardown found."""
 
@@ -378,8 +416,8 @@ class RunRecord:
     exit_code: Optional[int]
     clean: Optional[bool]
     gpu_check: Optional[str]
-    leftovers: List[Dict[str, Any]]
-    escaped: List[Any]
+    leftovers: List[RunLeftover]
+    escaped: List[str]  # holders that began during the run outside it, left alone
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
@@ -387,8 +425,8 @@ class RunRecord:
         _check_schema(d, "run record")
         escaped = d.get("escaped")
         return cls(d.get("end"), d.get("exit_code"), d.get("clean"), d.get("gpu_check"),
-                   list(d.get("leftovers") or []),
-                   list(escaped) if isinstance(escaped, list) else [], d)
+                   [RunLeftover.from_json(x) for x in d.get("leftovers") or []],
+                   [str(x) for x in escaped] if isinstance(escaped, list) else [], d)
 
 
 @dataclass(frozen=True)

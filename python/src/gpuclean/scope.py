@@ -159,7 +159,7 @@ class Scope:
                 leftover.outcome = f"remains: gpuclean kill refused: {e}"
             return None
         outcome = {t.pid: t for t in result.targets}
-        skipped = {int(s.get("pid", -1)): s.get("reason", "skipped") for s in result.skipped}
+        skipped = {s.pid: s.reason or "skipped" for s in result.skipped}
         for leftover in targets:
             target = outcome.get(leftover.pid)
             if leftover.pid in skipped:
