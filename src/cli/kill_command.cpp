@@ -346,6 +346,16 @@ class LiveLine {
   bool shown_ = false;
 };
 
+// The groups of `gpuclean run`s whose gpuclean was killed, emptied by this kill: removed, and
+// said on stderr (ops::remove_run_groups).
+void remove_run_groups(const KillPlan& plan, const ops::RoundsOutcome& rounds, const Io& io) {
+  std::vector<ProcessInfo> ended = rounds.found;
+  for (const KillTarget& target : plan.targets) ended.push_back(target.process);
+  for (const std::string& line : ops::remove_run_groups(kRealProc, ended)) {
+    io.err << "gpuclean: kill: " << line << '\n';
+  }
+}
+
 // Tears the plan down, looks after it, and reports. The exit code is the targets'
 // (docs/reference.md "kill"); the verdict speaks of the selection.
 int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
@@ -380,11 +390,7 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   request.diagnose_options = before.diagnose_options;
   collect::KillLook look = collect::look_after_kill(*before.gatherer, request);
   live.clear();
-  std::vector<ProcessInfo> ended = rounds.found;
-  for (const KillTarget& target : plan.targets) ended.push_back(target.process);
-  for (const std::string& line : ops::remove_run_groups(kRealProc, ended)) {
-    io.err << "gpuclean: kill: " << line << '\n';
-  }
+  remove_run_groups(plan, rounds, io);
 
   report.host = host_name();
   report.time = unix_now();

@@ -316,23 +316,76 @@ ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width
   return line;
 }
 
-// Columns before COMMAND: "  " PID(8) "  " USER(10) " " CLASS(13) " " AGE(6) " " MEMORY(9) "  "
-std::string row_prefix(const std::string& pid, const std::string& user, const std::string& klass,
-                       const std::string& age, const std::string& memory) {
-  return fmt::format("  {:>8}  {:<10} {:<13} {:>6} {:>9}  ", pid, user, klass, age, memory);
+// The holder table's columns for a terminal `width` wide. In full: "  " PID(8) "  " USER(10) " "
+// CLASS(13) " " AGE(6) " " MEMORY(9) "  " [OWNER "  "] COMMAND. Where COMMAND would get fewer
+// than kCommandRoom columns, OWNER goes first, then AGE, then USER, then the margins narrow and
+// CLASS is cut at 10: PID, CLASS, MEMORY and the start of COMMAND are what one acts on (at 40
+// columns COMMAND keeps 10; it had none, and CLASS was cut off, before).
+struct TableLayout {
+  bool narrow = false;  // one-column margins, CLASS cut at 10
+  bool user = true;
+  bool age = true;
+  std::size_t owner_width = 0;
+
+  [[nodiscard]] std::size_t class_width() const { return narrow ? 10 : 13; }
+  [[nodiscard]] std::size_t prefix_width() const {
+    const std::size_t gap = narrow ? 1 : 2;
+    std::size_t total = gap + 8 + gap + class_width() + 1 + 9 + gap;
+    if (user) total += 11;
+    if (age) total += 7;
+    if (owner_width > 0) total += owner_width + 2;
+    return total;
+  }
+};
+
+constexpr std::size_t kCommandRoom = 20;
+
+TableLayout table_layout(std::size_t width, std::size_t owner_width) {
+  TableLayout layout;
+  layout.owner_width = owner_width;
+  const auto fits = [&] { return layout.prefix_width() + kCommandRoom <= width; };
+  if (!fits()) layout.owner_width = 0;
+  if (!fits()) layout.age = false;
+  if (!fits()) layout.user = false;
+  if (!fits()) layout.narrow = true;
+  return layout;
 }
 
-ScreenLine table_header(const TopViewState& state, std::size_t owner_width) {
-  std::string text = row_prefix("PID", "USER", "CLASS", "AGE", "MEMORY");
-  if (owner_width > 0) text += fmt::format("{:<{}}  ", "OWNER", owner_width);
-  text += "COMMAND";
+// The cells before COMMAND, as three parts: before CLASS, CLASS (padded: it has its own colour),
+// after it.
+struct RowParts {
+  std::string before;
+  std::string klass;
+  std::string after;
+};
+
+RowParts row_parts(const TableLayout& layout, const std::string& pid, const std::string& user,
+                   const std::string& klass, const std::string& age, const std::string& memory,
+                   const std::string& owner_cell) {
+  const std::string gap(layout.narrow ? 1 : 2, ' ');
+  RowParts parts;
+  parts.before = gap + fmt::format("{:>8}", pid) + gap;
+  if (layout.user) parts.before += fmt::format("{:<10} ", cut_to_columns(user, 10));
+  const std::string cut = cut_to_columns(klass, layout.class_width());
+  parts.klass = cut + std::string(layout.class_width() - display_columns(cut), ' ');
+  parts.after = " ";
+  if (layout.age) parts.after += fmt::format("{:>6} ", age);
+  parts.after += fmt::format("{:>9}", memory) + gap + owner_cell;
+  return parts;
+}
+
+ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
+  const std::string owner =
+      layout.owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", layout.owner_width) : "";
+  const RowParts parts = row_parts(layout, "PID", "USER", "CLASS", "AGE", "MEMORY", owner);
+  std::string text = parts.before + parts.klass + parts.after + "COMMAND";
   std::string how =
       fmt::format("  [sort: {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
                   state.filter.empty() ? "" : ", filter: " + state.filter);
   return {{text, Style::kBold}, {escape_terminal(how), Style::kDim}};
 }
 
-ScreenLine holder_line(const TopRow& row, double now, std::size_t owner_width, bool selected) {
+ScreenLine holder_line(const TopRow& row, double now, const TableLayout& layout, bool selected) {
   const Holder& h = *row.holder;
   const ProcessInfo& p = h.process;
   const Bytes memory = total_memory(h);
@@ -343,21 +396,78 @@ ScreenLine holder_line(const TopRow& row, double now, std::size_t owner_width, b
   if (h.inherited_from)
     command = fmt::format("(heir of dead pid {}) ", *h.inherited_from) + command;
   const std::string indent = tree_indent(row.depth) + depth_mark(row.depth);
-  const std::string user = cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10);
-  const std::string label = class_label(h);
   const std::string mem = memory > 0 ? format_bytes(memory) : "-";
   const std::string owner =
-      owner_width > 0 ? output::owner_cell(p.owner, owner_width, 2) : std::string();
+      layout.owner_width > 0 ? output::owner_cell(p.owner, layout.owner_width, 2) : std::string();
+  const RowParts parts =
+      row_parts(layout, std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"),
+                class_label(h), age, mem, "");
   if (selected) {
-    return {{row_prefix(std::to_string(p.pid), user, label, age, mem) + owner + indent + command,
+    return {{parts.before + parts.klass + parts.after + owner + indent + command,
              Style::kSelected}};
   }
-  ScreenLine line{{fmt::format("  {:>8}  {:<10} ", p.pid, user), Style::kNormal},
-                  {fmt::format("{:<13}", label), class_style(h.klass)},
-                  {fmt::format(" {:>6} {:>9}  ", age, mem), Style::kNormal}};
+  ScreenLine line{{parts.before, Style::kNormal},
+                  {parts.klass, class_style(h.klass)},
+                  {parts.after, Style::kNormal}};
   if (!owner.empty()) line.push_back({owner, Style::kDim});
   line.push_back({indent + command, Style::kNormal});
   return line;
+}
+
+// A pane's lines wrapped to `width` (a narrow terminal cut the help's descriptions off). A line
+// "  KEY      description" (its widest run of spaces marks the description's column) keeps that
+// column while the description gets kDescriptionRoom columns there; else KEY stands alone and
+// the description, and the lines continuing it, follow 4 columns in. Other lines wrap at their
+// own indent. Lines that fit are left as they are.
+std::vector<std::string> wrap_pane_lines(const std::vector<std::string>& lines, std::size_t width) {
+  constexpr std::size_t kDescriptionRoom = 24;
+  std::vector<std::string> out;
+  std::size_t moved_from = 0;  // the description column a key line gave up, and where it went
+  std::size_t moved_to = 0;
+  for (const std::string& line : lines) {
+    const std::size_t indent = std::min(line.find_first_not_of(' '), line.size());
+    if (display_columns(line) <= width) {
+      out.push_back(line);
+      moved_from = 0;
+      continue;
+    }
+    // The widest run of two or more spaces after the indent.
+    std::size_t gap = std::string::npos;
+    std::size_t gap_length = 1;
+    for (std::size_t at = line.find("  ", indent); at != std::string::npos;) {
+      const std::size_t end = std::min(line.find_first_not_of(' ', at), line.size());
+      if (end - at > gap_length && end < line.size()) {
+        gap = at;
+        gap_length = end - at;
+      }
+      at = line.find("  ", end);
+    }
+    std::string first_prefix(indent, ' ');
+    std::size_t column = display_columns(line.substr(0, indent));
+    std::string_view body = std::string_view(line).substr(indent);
+    if (indent == moved_from && gap == std::string::npos) column = moved_to;  // a continuation
+    if (gap != std::string::npos) {
+      const std::size_t description = gap + gap_length;
+      column = display_columns(line.substr(0, description));
+      first_prefix = line.substr(0, description);
+      body = std::string_view(line).substr(description);
+      moved_from = 0;
+      if (column + kDescriptionRoom > width) {
+        out.push_back(line.substr(0, gap));
+        moved_from = column;
+        column = width > indent + 4 + kDescriptionRoom / 2 ? indent + 4 : 0;
+        moved_to = column;
+        first_prefix = std::string(column, ' ');
+      }
+    }
+    if (column != display_columns(first_prefix)) first_prefix = std::string(column, ' ');
+    bool first = true;
+    for (const std::string& part : wrap_words(body, width > column ? width - column : 1)) {
+      out.push_back((first ? first_prefix : std::string(column, ' ')) + part);
+      first = false;
+    }
+  }
+  return out;
 }
 
 std::string key_help(const TopViewState& state) {
@@ -454,24 +564,25 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
 
   std::vector<const std::optional<Owner>*> owners;
   for (const Holder& h : d.holders) owners.push_back(&h.process.owner);
-  const std::size_t owner_width = owner_column_width(owners);
+  const TableLayout layout = table_layout(width, owner_column_width(owners));
   screen.rows = top_rows(d, state.sort, state.tree, state.filter);
   const std::size_t area = height > lines.size() + 2 ? height - lines.size() - 2 : 0;
 
   if (state.pane) {
     TopPane& pane = *state.pane;
     add({{" " + pane.title + " ", Style::kSelected}}, true);
+    const std::vector<std::string> wrapped = wrap_pane_lines(pane.lines, width);
     const std::size_t shown = area;
-    if (pane.lines.size() > shown && pane.scroll > pane.lines.size() - shown) {
-      pane.scroll = pane.lines.size() - shown;
+    if (wrapped.size() > shown && pane.scroll > wrapped.size() - shown) {
+      pane.scroll = wrapped.size() - shown;
     }
-    if (pane.lines.size() <= shown) pane.scroll = 0;
+    if (wrapped.size() <= shown) pane.scroll = 0;
     for (std::size_t i = 0; i < shown; ++i) {
       const std::size_t at = pane.scroll + i;
-      add({{at < pane.lines.size() ? pane.lines[at] : "", Style::kNormal}});
+      add({{at < wrapped.size() ? wrapped[at] : "", Style::kNormal}});
     }
   } else {
-    add(table_header(state, owner_width));
+    add(table_header(state, layout));
     screen.table_height = area;
     // The selection: the same PID as before, else the first row.
     std::size_t selected = 0;
@@ -496,7 +607,7 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
       const std::size_t at = state.scroll + i;
       if (at < screen.rows.size()) {
         const bool is_selected = state.selected && at == selected;
-        add(holder_line(screen.rows[at], frame.now, owner_width, is_selected), is_selected);
+        add(holder_line(screen.rows[at], frame.now, layout, is_selected), is_selected);
       } else if (i == 0 && screen.rows.empty()) {
         add({{state.filter.empty() ? "  (no process holds a selected device)"
                                    : "  (no holder matches the filter)",

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -221,6 +222,64 @@ TEST(TopScreen, PaneReplacesTheTableAndNvmlTroubleIsNamed) {
   // Another failure is a failure, not a hang.
   r.nvml_message = "nvmlDeviceGetMemoryInfo: GPU is lost";
   EXPECT_EQ(nvml_status_line(r), "NVML failed: nvmlDeviceGetMemoryInfo: GPU is lost");
+}
+
+// Issue 35: at 40 columns the table showed PID and USER only (CLASS, MEMORY and COMMAND were cut
+// off). Narrow, it drops OWNER, AGE and USER, in that order, before the columns one acts on.
+TEST(TopScreen, ANarrowTerminalKeepsPidClassMemoryAndCommand) {
+  const StatusReport r = report_with_tree();
+  TopViewState state;
+  state.tree = false;
+  TopFrame frame{&r, nullptr, r.time, 1, "", true};
+  const std::string narrow = screen_text(compose_top(frame, state, 40, 24));
+  for (const char* column : {"PID", "CLASS", "MEMORY", "COMMAND"}) {
+    EXPECT_NE(narrow.find(column), std::string::npos) << column << "\n" << narrow;
+  }
+  EXPECT_EQ(narrow.find("USER"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("101 active "), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find(" 8.0 GiB worker-a"), std::string::npos) << narrow;
+  // Negative control: wide, every column is there.
+  const std::string wide = screen_text(compose_top(frame, state, 120, 24));
+  for (const char* column : {"USER", "AGE", "alice"}) {
+    EXPECT_NE(wide.find(column), std::string::npos) << column << "\n" << wide;
+  }
+  // Between the two: AGE goes before USER.
+  const std::string middle = screen_text(compose_top(frame, state, 70, 24));
+  EXPECT_NE(middle.find("USER"), std::string::npos) << middle;
+  EXPECT_EQ(middle.find("AGE"), std::string::npos) << middle;
+}
+
+// Issue 35: the `?` help was cut at the terminal's edge; narrow, it wraps, every word kept.
+TEST(TopScreen, TheHelpWrapsToANarrowTerminalAndLosesNoWord) {
+  const StatusReport r = report_with_tree();
+  const std::vector<std::string> help = top_help_lines();
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) out.push_back(word);
+    return out;
+  };
+  std::string original;
+  for (const std::string& line : help) original += line + "\n";
+  for (int width : {40, 60, 100}) {
+    TopViewState state;
+    state.pane = TopPane{"Help", help, 0, "Esc close"};
+    TopFrame frame{&r, nullptr, r.time, 1, "", true};
+    const TopScreen screen = compose_top(frame, state, width, 200);
+    std::string shown;
+    bool in_pane = false;
+    for (std::size_t i = 0; i + 1 < screen.lines.size(); ++i) {
+      const std::string line = text_of(screen.lines[i]);
+      if (!in_pane) {
+        in_pane = line.rfind(" Help ", 0) == 0;
+        continue;
+      }
+      EXPECT_LE(display_columns(line), static_cast<std::size_t>(width)) << line;
+      EXPECT_EQ(line.find("…"), std::string::npos) << "cut: " << line;
+      shown += line + "\n";
+    }
+    EXPECT_EQ(words(shown), words(original)) << width << "\n" << shown;
+  }
 }
 
 TEST(Sparkline, PlacesSamplesInTheirSecondAndScalesToEightLevels) {
