@@ -72,8 +72,8 @@ const ThreadInfo* live_thread(const ProcessInfo& p) {
 std::string leftover_fix(const Holder& h) {
   const std::optional<Owner>& owner = h.process.owner;
   if (owner && owner->kind == Owner::Kind::kRun) {
-    return "gpuclean kill --cgroup " + shell_word(owner->full_id) +
-           " (what gpuclean run " + owner->id + " left in its group)";
+    return "gpuclean kill --cgroup " + shell_word(owner->full_id) + " (what gpuclean run " +
+           owner->id + " left in its group)";
   }
   return "gpuclean kill " + std::to_string(h.process.pid);
 }

@@ -48,8 +48,8 @@ Status remove_empty_group(const std::string& directory) {
   std::vector<std::string> groups = {directory};
   std::error_code error;
   // Bounded by the groups there are; a group made meanwhile makes its parent's rmdir fail.
-  for (std::filesystem::recursive_directory_iterator it(directory, error), end;
-       !error && it != end; it.increment(error)) {
+  for (std::filesystem::recursive_directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
     if (it->is_directory(error) && !it->is_symlink(error)) groups.push_back(it->path().string());
   }
   if (error && error != std::errc::no_such_file_or_directory) {
@@ -76,8 +76,9 @@ std::vector<std::string> remove_run_groups(const std::string& proc_root,
     auto location = find_cgroup(proc_root, path);
     Status removed =
         location.ok() ? remove_empty_group(location->directory) : Status(location.error());
-    lines.push_back(removed.ok() ? "removed " + whose + ", empty now"
-                                 : "left " + whose + ": " + escape_terminal(removed.error().message()));
+    lines.push_back(removed.ok()
+                        ? "removed " + whose + ", empty now"
+                        : "left " + whose + ": " + escape_terminal(removed.error().message()));
   }
   return lines;
 }

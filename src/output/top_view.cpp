@@ -403,8 +403,8 @@ ScreenLine holder_line(const TopRow& row, double now, const TableLayout& layout,
       row_parts(layout, std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"),
                 class_label(h), age, mem, "");
   if (selected) {
-    return {{parts.before + parts.klass + parts.after + owner + indent + command,
-             Style::kSelected}};
+    return {
+        {parts.before + parts.klass + parts.after + owner + indent + command, Style::kSelected}};
   }
   ScreenLine line{{parts.before, Style::kNormal},
                   {parts.klass, class_style(h.klass)},

@@ -204,7 +204,8 @@ std::optional<Owner> run_owner(std::string_view path, const std::vector<std::str
     Owner owner;
     owner.kind = Owner::Kind::kRun;
     owner.id = std::move(*supervisor);
-    const std::size_t end = static_cast<std::size_t>(parts[i].data() - path.data()) + parts[i].size();
+    const std::size_t end =
+        static_cast<std::size_t>(parts[i].data() - path.data()) + parts[i].size();
     owner.full_id = std::string(path.substr(0, end));
     for (std::size_t u = i; u-- > first;) {
       if (is_unit(parts[u])) {

@@ -321,7 +321,8 @@ TEST_F(RunTest, IfGpucleanIsKilledTheChildDiesAndTheGroupIsFoundByKillCgroup) {
   EXPECT_EQ(holder->at("owner").value("kind", ""), "gpuclean-run") << holder->dump();
   EXPECT_EQ(holder->at("owner").value("id", ""), std::to_string(run)) << holder->dump();
   EXPECT_EQ(holder->at("owner").value("full_id", ""), group) << holder->dump();
-  auto explain = gpuclean({"explain", std::to_string(daemon[0]), "--no-nvml", "--device-glob", held_});
+  auto explain =
+      gpuclean({"explain", std::to_string(daemon[0]), "--no-nvml", "--device-glob", held_});
   EXPECT_TRUE(contains(explain.out, "gpuclean run " + std::to_string(run))) << explain.out;
   EXPECT_TRUE(contains(explain.out, "gpuclean kill --cgroup " + group)) << explain.out;
   auto kill = gpuclean(

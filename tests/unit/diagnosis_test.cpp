@@ -463,17 +463,17 @@ TEST(DiagnoseTree, AHolderWithAReusedParentPidIsNoMemberOfItsTree) {
   Holder worker = cuda_holder(300, 200);
   worker.klass = HolderClass::kOrphan;
   worker.process.start_ticks = 5000;
-  auto d = diagnose(
-      input_with({gpu(0, 4 * kGiB, {entry(200, 2 * kGiB), entry(300, 2 * kGiB)})}, {reused, worker}),
-      {});
+  auto d = diagnose(input_with({gpu(0, 4 * kGiB, {entry(200, 2 * kGiB), entry(300, 2 * kGiB)})},
+                               {reused, worker}),
+                    {});
   ASSERT_EQ(d.problems.size(), 2u);
   EXPECT_TRUE(d.problems[0].descendants.empty());
   EXPECT_EQ(d.problems[1].pid, std::optional<Pid>(300));
   // Negative control: the parent that started first is the tree's root.
   reused.process.start_ticks = 1000;
-  auto tree = diagnose(
-      input_with({gpu(0, 4 * kGiB, {entry(200, 2 * kGiB), entry(300, 2 * kGiB)})}, {reused, worker}),
-      {});
+  auto tree = diagnose(input_with({gpu(0, 4 * kGiB, {entry(200, 2 * kGiB), entry(300, 2 * kGiB)})},
+                                  {reused, worker}),
+                       {});
   ASSERT_EQ(tree.problems.size(), 1u);
   EXPECT_EQ(tree.problems[0].descendants, std::vector<Pid>{300});
 }
