@@ -938,6 +938,62 @@ scenario_run_server() {
   keep "$work/run-server.svg"
 }
 
+# Issue 35: gpuclean run itself SIGKILLed. The server (its workload's main process) follows it
+# (PR_SET_PDEATHSIG); its CUDA workers stay, orphans in the run's group. They are named as the
+# run's (owner gpuclean-run, the run's PID), their fix is `gpuclean kill --cgroup GROUP`, and
+# that kill ends them, verifies the memory back and removes the emptied group.
+scenario_run_killed() {
+  local n=2 mib=2048 ready=$work/run-killed.ready gpid parent workers worker group out rc mount
+  PIDS_FILE=$ready.pids
+  "$GPUCLEAN" run --sample-interval 100ms --grace 2s -- \
+    "$SCENARIOS" server "$n" "$mib" "$ready" </dev/null >>"$work/scenario.log" \
+    2>"$work/run-killed.err" 3>&- 4>&- &
+  gpid=$!
+  track "$gpid"
+  wait_ready "$ready" "$gpid" || return
+  parent=${READY[0]}
+  workers=("${READY[@]:1}")
+  for worker in "${workers[@]}"; do wait_nvml "$worker" "$mib" "worker" || return; done
+  group=$(sed -n 's/^0:://p' "/proc/${workers[0]}/cgroup")
+  echo "  SIGKILL gpuclean run $gpid (workers ${workers[*]} in $group)"
+  kill_ours KILL "$gpid"
+  wait "$gpid" 2>/dev/null
+  expect "run-killed: the server $parent followed gpuclean run" wait_until 5 0.05 is_gone "$parent"
+  expect "run-killed: the workers live on in the run's group" \
+    bash -c "! kill -0 ${workers[0]} 2>/dev/null || grep -q 'gpuclean-run.$gpid\$' /proc/${workers[0]}/cgroup"
+  gc status --json >"$work/run-killed.status.json" 2>/dev/null
+  keep "$work/run-killed.status.json"
+  expect "run-killed: status --json names each worker's owner: gpuclean run $gpid, group $group" \
+    "$PY" - "$work/run-killed.status.json" "$gpid" "$group" "${workers[@]}" <<'PYRUN'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+run, group, workers = sys.argv[2], sys.argv[3], [int(w) for w in sys.argv[4:]]
+ok = True
+for w in workers:
+    h = [h for h in doc["holders"] if h["pid"] == w]
+    o = h[0].get("owner") if h else None
+    fixes = [p["fix"] for p in doc["problems"] if p.get("pid") == w]
+    print("  worker", w, "owner:", o, "fixes:", fixes)
+    ok = ok and bool(o) and o["kind"] == "gpuclean-run" and o["id"] == run and o["full_id"] == group
+    ok = ok and any(f.startswith("gpuclean kill --cgroup " + group) for f in fixes)
+sys.exit(0 if ok else 1)
+PYRUN
+  out=$(gc status 2>&1)
+  keep_text run-killed.status.txt "$out"
+  expect "run-killed: the status screen's OWNER column shows 'gpuclean run $gpid'" \
+    grep -q "gpuclean run $gpid" <<<"$out"
+  out=$(gc kill --cgroup "$group" --yes --grace 2s --wait 20s 2>&1)
+  rc=$?
+  keep_text run-killed.kill.txt "$out"
+  indent <<<"$out"
+  expect "run-killed: kill --cgroup exits 0 (got $rc)" test "$rc" -eq 0
+  expect "run-killed: the workers' memory was verified released" grep -q "GPU memory of the targets released" <<<"$out"
+  expect "run-killed: the workers are gone" all_gone "${workers[@]}"
+  expect "run-killed: kill says it removed the run's group" grep -q "removed gpuclean run $gpid's group" <<<"$out"
+  mount=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+  expect "run-killed: the group is gone ($mount$group)" test ! -d "$mount$group"
+}
+
 # ---- run ----------------------------------------------------------------------------------------
 
 watchdog=
@@ -1097,5 +1153,6 @@ run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
 run_scenario ipc "CUDA IPC importer after the exporter died" scenario_ipc
 run_scenario server "orphaned server workers (problem 4)" scenario_server
 run_scenario run-server "the same server under gpuclean run, parent SIGKILLed" scenario_run_server
+run_scenario run-killed "gpuclean run itself SIGKILLed: its leftovers are the run's (issue 35)" scenario_run_killed
 run_scenario second-node "a holder of the GPU's device through a second node (issue 32)" scenario_second_node
 finish
