@@ -136,3 +136,73 @@ def machine(tmp_path: Path) -> Machine:
     m = Machine(tmp_path)
     yield m
     m.end_all()
+
+
+# Written next to each example suite: how its tests leak, recorded in the ledger so that the
+# outer test can check (and end) exactly those processes.
+HELPERS = '''
+import os, subprocess, sys, time
+
+DEVICE = os.environ["TEST_DEVICE"]
+SCENARIO = os.environ["FAKE_NVML_CONFIG"]
+BASE_USED = 641728512
+
+
+def _ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    return int(text[text.rfind(")") + 2:].split()[19])
+
+
+def _held(pid, gib):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/0") == DEVICE:
+                break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    with open(os.environ["TEST_LEDGER"], "a") as f:
+        f.write(f"{pid} {_ticks(pid)}\\n")
+    if gib:
+        with open(SCENARIO) as f:
+            lines = f.read().splitlines()
+        held = sum(int(l.split()[4]) for l in lines if l.startswith("process 0 "))
+        lines += [f"process 0 compute {pid} {gib << 30}", f"used 0 {BASE_USED + held + (gib << 30)}"]
+        with open(SCENARIO, "w") as f:
+            f.write("\\n".join(lines) + "\\n")
+    return pid
+
+
+def leak_daemon(gib=0):
+    """A server that daemonizes: setsid, its parent exits, it holds the device."""
+    out = subprocess.run(["sh", "-c", f"setsid sh -c 'exec sleep 300 < {DEVICE}' >/dev/null 2>&1 & echo $!"],
+                         capture_output=True, text=True, check=True)
+    return _held(int(out.stdout), gib)
+
+
+def leak_child(gib=0):
+    """A worker started and forgotten: still this process's child when the test ends."""
+    with open(DEVICE) as device:
+        return _held(subprocess.Popen(["sleep", "300"], stdin=device).pid, gib)
+'''
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, machine: Machine, monkeypatch: pytest.MonkeyPatch):
+    for key in ("FAKE_NVML_CONFIG", "LD_LIBRARY_PATH", "TEST_DEVICE", "TEST_LEDGER"):
+        monkeypatch.setenv(key, machine.env[key])
+    pytester.makepyfile(leakhelp=HELPERS)
+
+    def run(source: str, *args: str) -> pytest.RunResult:
+        pytester.makepyfile(test_suite=source)
+        # Without the plugin its options are unknown: the device glob then goes unsaid.
+        glob = [] if "no:gpuclean" in args else ["--gpuclean-device-glob", machine.glob]
+        # The leaks here never exit on their own: a short grace (the default is 2 s a leaking
+        # test) keeps the suite fast; the grace test sets its own.
+        if glob and not any(a.startswith("--gpuclean-grace") for a in args):
+            glob.append("--gpuclean-grace=0.3")
+        return pytester.runpytest_subprocess(*glob, "-p", "no:cacheprovider", *args, timeout=120)
+
+    return run

@@ -247,10 +247,19 @@ void add_who_command(CLI::App& app, WhoOptions& options) {
   add_common_options(*who, options.common, HookScope::kInspect, {.json = true, .gpus = false});
   who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files")
       ->option_text("PATH...");
+  who->add_option("--pid", options.pids,
+                  "Only these processes (repeatable, or comma-separated); PID@START: only while "
+                  "PID is still the process that started at START (clock ticks, start_ticks in "
+                  "--json)")
+      ->option_text("PID[@START]")
+      ->allow_extra_args(false)  // `--pid 4242 /dev/nvidia0`: the path stays a path
+      ->delimiter(',')
+      ->check(pid_selector_check());
   set_help_footer(
       *who,
       {{"gpuclean who", "every holder of /dev/nvidia*, zombie-led ones included"},
-       {"gpuclean who /dev/nvidia3 --json", "one file, as JSON"}},
+       {"gpuclean who /dev/nvidia3 --json", "one file, as JSON"},
+       {"gpuclean who --pid 4242 --pid 4250@812345", "only these processes"}},
       {"0  nobody holds the files", "1  somebody holds them",
        "2  usage error, or a path or glob that matches nothing",
        "3  /proc cannot be opened, or nobody is seen holding them but processes that could hold "

@@ -1,7 +1,10 @@
 #include "cli/who_command.h"
 
+#include <algorithm>
+#include <map>
 #include <ostream>
 
+#include "cli/usage_error.h"
 #include "collect/gather.h"
 #include "core/duration.h"
 #include "diagnose/unseen.h"
@@ -13,6 +16,51 @@ namespace gpuclean::cli {
 
 using collect::read_holders;
 using collect::select_device_files;
+
+namespace {
+
+// What --pid names: the processes to scan, and the start time each must have where one was given.
+struct NamedProcesses {
+  std::vector<Pid> pids;                     // thread-group leaders, ascending
+  std::map<Pid, std::uint64_t> start_ticks;  // PID@START
+  std::string error;                         // a usage error, or empty
+};
+
+NamedProcesses usage(std::string error) {
+  NamedProcesses failed;
+  failed.error = std::move(error);
+  return failed;
+}
+
+NamedProcesses named_processes(const procfs::ProcFs& proc, const std::vector<std::string>& texts) {
+  NamedProcesses named;
+  for (const std::string& text : texts) {
+    const auto selector = parse_pid_selector(text);  // pid_selector_check let only these in
+    if (!selector) return usage("'" + text + "' is not a PID");
+    // /proc/TID answers for a thread too, with the whole group's descriptors: a thread's ID
+    // (a range of new PIDs holds threads as well) is not a process of its own.
+    if (proc.thread_group_of(selector->pid)) continue;
+    named.pids.push_back(selector->pid);
+    if (!selector->start_ticks) continue;
+    const auto [at, added] = named.start_ticks.emplace(selector->pid, *selector->start_ticks);
+    if (!added && at->second != *selector->start_ticks) {
+      return usage("pid " + std::to_string(selector->pid) + " is given with two start times");
+    }
+  }
+  std::sort(named.pids.begin(), named.pids.end());
+  named.pids.erase(std::unique(named.pids.begin(), named.pids.end()), named.pids.end());
+  return named;
+}
+
+// PID@START names that process only: a holder whose PID was reused since is another process.
+void keep_named_starts(std::vector<Holder>& holders, const NamedProcesses& named) {
+  std::erase_if(holders, [&named](const Holder& holder) {
+    const auto start = named.start_ticks.find(holder.process.pid);
+    return start != named.start_ticks.end() && start->second != holder.process.start_ticks;
+  });
+}
+
+}  // namespace
 
 int run_who(const WhoOptions& options, const Io& io) {
   auto files = select_device_files(options.common, options.paths);
@@ -29,14 +77,25 @@ int run_who(const WhoOptions& options, const Io& io) {
     io.err << "gpuclean: no NVIDIA device files (/dev/nvidia*) on this machine\n";
   }
 
-  procfs::HolderScan scan =
-      procfs::scan_holders(*proc, *files, {.threads = options.common.threads});
+  procfs::ScanOptions scan_options{.threads = options.common.threads};
+  NamedProcesses named;
+  if (!options.pids.empty()) {
+    named = named_processes(*proc, options.pids);
+    if (!named.error.empty()) {
+      io.err << "gpuclean: who: " << named.error << '\n';
+      return kExitUsage;
+    }
+    scan_options.only = named.pids;
+  }
+  procfs::HolderScan scan = procfs::scan_holders(*proc, *files, scan_options);
 
   output::WhoReport report;
   report.host = host_name();
   report.time = unix_now();
   report.files = *files;
   report.holders = read_holders(*proc, scan);
+  keep_named_starts(report.holders, named);
+  if (!options.pids.empty()) report.named_pids = named.pids;
   report.stats = scan.stats;
   // `who` never asks NVML: its answer rests on /proc alone.
   const diagnose::Unseen unseen = diagnose::unseen_processes(report.stats, false);

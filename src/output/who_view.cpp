@@ -116,6 +116,7 @@ void render_who_json(std::ostream& out, const WhoReport& report) {
   doc["verdict"] = who_verdict(report);
   doc["files"] = to_json_array(report.files);
   doc["holders"] = to_json_array(report.holders);
+  if (report.named_pids) doc["pids"] = *report.named_pids;
   doc["scan"] = to_json(report.stats);
   write_json(out, doc);
 }

@@ -1,6 +1,7 @@
 // `gpuclean who`: the holders of a set of files, as text (like a well-made `fuser -v`) or JSON.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@ struct WhoReport {
   double time = 0;                // seconds since the epoch
   std::vector<DeviceFile> files;  // the selection that was scanned
   std::vector<Holder> holders;    // ascending by pid
+  // `who --pid`: the processes named (thread-group leaders; a thread's ID is dropped), the
+  // only ones scanned. nullopt: every process.
+  std::optional<std::vector<Pid>> named_pids;
   ScanStats stats;
   // What the scan could not read (diagnose/unseen.h): with `unseen_decides`, no holder seen
   // is not "nobody holds them" (verdict unknown).

@@ -221,5 +221,69 @@ TEST(WhoBadInput, UsageErrorsExitTwo) {
   EXPECT_EQ(subcommand.exit_code, 2);
 }
 
+// `who --pid` (issue 38: the pytest plugin names the processes a test created instead of
+// scanning the host). Only the named processes are looked at; PID@START names that process
+// only; a thread's ID is not a process of its own, though /proc/TID answers with the group's
+// descriptors.
+TEST_F(WhoTest, APidFilterLooksAtTheNamedProcessesOnly) {
+  const pid_t first = start("hold", held_).at(0);
+  const pid_t second = start("hold", held_).at(0);
+
+  // Negative control: unfiltered, both are found.
+  json all = who_json(held_);
+  ASSERT_NE(find_holder(all, first), nullptr) << all.dump();
+  ASSERT_NE(find_holder(all, second), nullptr) << all.dump();
+  EXPECT_FALSE(all.contains("pids")) << "an unfiltered scan names no PIDs";
+  const std::uint64_t first_start = find_holder(all, first)->at("start_ticks");
+
+  auto named = who({"--json", "--device-glob", held_, "--pid", std::to_string(first)});
+  EXPECT_EQ(named.exit_code, 1) << named.err;
+  json doc = json::parse(named.out);
+  EXPECT_NE(find_holder(doc, first), nullptr) << named.out;
+  EXPECT_EQ(find_holder(doc, second), nullptr) << "a holder not named was scanned";
+  EXPECT_EQ(doc["pids"], json::array({first}));
+  EXPECT_EQ(doc["scan"]["processes"], 1) << named.out;
+
+  // PID@START: the right start names the holder; another start is another process.
+  const std::string pid_text = std::to_string(first);
+  auto right = who(
+      {"--json", "--device-glob", held_, "--pid", pid_text + "@" + std::to_string(first_start)});
+  EXPECT_NE(find_holder(json::parse(right.out), first), nullptr) << right.out;
+  auto wrong = who({"--json", "--device-glob", held_, "--pid",
+                    pid_text + "@" + std::to_string(first_start + 1)});
+  EXPECT_EQ(wrong.exit_code, 0) << wrong.out;
+  EXPECT_EQ(json::parse(wrong.out)["holders"].size(), 0u) << wrong.out;
+
+  // Comma-separated and repeated forms name both.
+  auto both =
+      who({"--json", "--device-glob", held_, "--pid", pid_text + "," + std::to_string(second)});
+  EXPECT_EQ(json::parse(both.out)["holders"].size(), 2u) << both.out;
+
+  auto bad = who({"--device-glob", held_, "--pid", "nonsense"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+}
+
+TEST_F(WhoTest, APidFilterDropsAThreadsId) {
+  const pid_t leader = start("zombie-leader", held_).at(0);
+  pid_t thread = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(leader) + "/task")) {
+    const pid_t tid = std::stoi(entry.path().filename().string());
+    if (tid != leader) thread = tid;
+  }
+  ASSERT_NE(thread, 0) << "the zombie-led helper has a live thread";
+  // Negative control: the thread's /proc entry does show the group's descriptors.
+  EXPECT_FALSE(std::filesystem::is_empty("/proc/" + std::to_string(thread) + "/fd"));
+
+  auto by_thread = who({"--json", "--device-glob", held_, "--pid", std::to_string(thread)});
+  EXPECT_EQ(by_thread.exit_code, 0) << by_thread.out;
+  json doc = json::parse(by_thread.out);
+  EXPECT_EQ(doc["holders"].size(), 0u) << "a thread reported as a process: " << by_thread.out;
+  EXPECT_EQ(doc["pids"].size(), 0u) << by_thread.out;
+
+  auto by_leader = who({"--json", "--device-glob", held_, "--pid", std::to_string(leader)});
+  EXPECT_NE(find_holder(json::parse(by_leader.out), leader), nullptr) << by_leader.out;
+}
+
 }  // namespace
 }  // namespace gpuclean::testing

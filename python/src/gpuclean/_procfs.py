@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -31,6 +32,129 @@ def fresh_tick() -> int:
     while now_ticks() < threshold:
         time.sleep(0.001)
     return threshold
+
+
+# The kernel numbers new processes (and threads) in order, in each PID namespace: its last
+# number, read at a scope's start and again at its end, brackets what was created in between.
+NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+PID_MAX = "/proc/sys/kernel/pid_max"
+
+# Whether the bracket went round the PID space (then a new process can lie outside it). The
+# allocator skips PIDs in use, so a round takes fewer than pid_max new PIDs: half of pid_max is
+# taken as the space. Two guards: where pid_max is large (4194304, the 64-bit default systemd
+# sets), the time: a scope shorter than (pid_max / 2) / MAX_FORK_RATE seconds (10 s) cannot have
+# taken that many PIDs, since a fork and exit costs tens of microseconds of a core and PIDs are
+# handed out under one lock; a longer one is judged by a full scan. Where pid_max is small
+# (32768: that bound would be 0.08 s), the kernel's count of forks since boot (/proc/stat
+# "processes", every thread and every namespace: never fewer than this namespace's PIDs), read
+# at both ends: two more reads a scope, exact.
+MAX_FORK_RATE = 200_000
+COUNT_FORKS_BELOW_SECONDS = 5.0
+# After reaching pid_max the kernel starts again above RESERVED_PIDS (300); 1 is on the safe side.
+LOWEST_PID = 1
+# A range wider than this is read from /proc's listing instead of one PID at a time.
+PROBE_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class PidMark:
+    """The PID namespace's last allocated PID at one moment, when (CLOCK_MONOTONIC), and the
+    kernel's fork count then (only where pid_max is small: see MAX_FORK_RATE)."""
+
+    last_pid: int
+    time: float
+    forks: Optional[int] = None
+
+
+def _read_int(path: str) -> Optional[int]:
+    try:
+        with open(path, "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+_bracket_usable: Optional[bool] = None
+_pid_max: Optional[int] = None
+
+
+def _usable() -> bool:
+    """Whether ns_last_pid can bracket new processes here: readable, and /proc shows this
+    process's own PID namespace (a /proc mounted for another namespace numbers differently)."""
+    global _bracket_usable, _pid_max
+    if _bracket_usable is None:
+        try:
+            same_namespace = os.readlink("/proc/self") == str(os.getpid())
+        except OSError:
+            same_namespace = False
+        _pid_max = _read_int(PID_MAX)
+        _bracket_usable = (same_namespace and _pid_max is not None
+                           and _read_int(NS_LAST_PID) is not None)
+    return _bracket_usable
+
+
+def _forks() -> Optional[int]:
+    """Processes and threads created since boot (/proc/stat "processes")."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"processes "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _time_bound() -> float:
+    """How long a bracket is trusted on time alone (see MAX_FORK_RATE)."""
+    return _space() / MAX_FORK_RATE
+
+
+def _space() -> int:
+    return (_pid_max or 0) // 2
+
+
+def pid_mark() -> Optional[PidMark]:
+    """Where PID numbering stands now, or None when it cannot be read here (then scopes are
+    judged by a scan of every process)."""
+    if not _usable():
+        return None
+    forks = _forks() if _time_bound() < COUNT_FORKS_BELOW_SECONDS else None
+    last = _read_int(NS_LAST_PID)
+    return PidMark(last, time.monotonic(), forks) if last is not None else None
+
+
+def _went_round(mark: PidMark, now: PidMark) -> bool:
+    """Whether more PIDs than the PID space holds may have been handed out from MARK to NOW."""
+    if now.time - mark.time < _time_bound():
+        return False
+    if mark.forks is None or now.forks is None:
+        return True
+    return now.forks - mark.forks >= _space()
+
+
+def new_pids(mark: PidMark) -> Optional[List[int]]:
+    """The PIDs (and thread IDs) allocated since MARK that exist now, ascending within each
+    stretch of the range; None when the bracket cannot tell (ns_last_pid unreadable, or MARK so
+    old that the numbering may have gone round more than once): scan everything then.
+
+    Some of them may be threads, or processes of other jobs that forked meanwhile: the caller
+    judges each (start time, ancestry, token), and gpuclean's ``who --pid`` drops threads."""
+    now = pid_mark()
+    if now is None or _pid_max is None or _went_round(mark, now):
+        return None
+    if now.last_pid >= mark.last_pid:
+        stretches = [(mark.last_pid + 1, now.last_pid)]
+    else:  # the numbering reached pid_max and started again from the bottom
+        stretches = [(mark.last_pid + 1, _pid_max - 1), (LOWEST_PID, now.last_pid)]
+    width = sum(hi - lo + 1 for lo, hi in stretches if hi >= lo)
+    if width == 0:
+        return []
+    if width > PROBE_LIMIT:
+        listed = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
+        return [p for p in listed if any(lo <= p <= hi for lo, hi in stretches)]
+    return [p for lo, hi in stretches for p in range(lo, hi + 1)
+            if os.path.exists(f"/proc/{p}")]
 
 
 def stat(pid: int) -> Optional[Tuple[str, int, int]]:

@@ -91,12 +91,22 @@ def check(*, max_used: Optional[int] = None, allow_users: Iterable[str] = (),
     return result
 
 
-def who(paths: Sequence[str] = (), **global_options: Any) -> Status:
+def who(paths: Sequence[str] = (), *, pids: Optional[Iterable[Union[int, str]]] = None,
+        **global_options: Any) -> Status:
     """Every process holding the device files (or PATHS), from /proc alone: fast, no NVML.
     ``.verdict`` is "unknown" when nobody was seen holding but processes that could hold the
-    files were not read (another user's, run as non-root): the holders seen are still listed."""
+    files were not read (another user's, run as non-root): the holders seen are still listed.
+
+    ``pids``: only these processes (``who --pid``; ``"PID@START"`` names that process only, never
+    one that reused its PID; a thread's ID is not a process and is dropped)."""
     options = _options(**global_options)
-    done = invoke(options, ["who", "--json"] + options.global_args(with_gpus=False) + list(paths))
+    args = ["who", "--json"] + options.global_args(with_gpus=False)
+    if pids is not None:
+        named = [str(p) for p in pids]
+        if not named:
+            raise ValueError("who(pids=[]): name at least one process, or pids=None for all")
+        args += ["--pid", ",".join(named)]
+    done = invoke(options, args + list(paths))
     document = parse_document(done)
     # 3 with a document: the unknown verdict (an answer); 3 without one: /proc unreadable.
     if document is None or done.returncode not in (0, 1, 3):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -218,6 +218,8 @@ class GpucleanSession:
         # then. One that opened a device only later would be named here: the session's leak,
         # one test late. contained() blocks do wait (scope.py).
         item.stash[_since_key] = _procfs.now_ticks()
+        # What the test creates is numbered after this: its check looks at those alone.
+        item.stash[_mark_key] = _procfs.pid_mark()
         yield
 
     @pytest.hookimpl(hookwrapper=True)
@@ -250,10 +252,11 @@ class GpucleanSession:
             if mode == "off":
                 # Not judged, but claimed: the session's end must not report them either.
                 found = self.scope.candidates(since=item.stash[_since_key],
-                                              deferred=self._windows())
+                                              deferred=self._windows(),
+                                              mark=item.stash[_mark_key])
                 self.reported.update((l.pid, l.start_ticks) for l in found)
                 return
-            leftovers = self._find(since=item.stash[_since_key])
+            leftovers = self._find(since=item.stash[_since_key], mark=item.stash[_mark_key])
         except GpucleanError as e:
             # The session goes on; this test's teardown says what could not be checked.
             if report.passed:
@@ -300,9 +303,11 @@ class GpucleanSession:
     def _windows(self) -> List[Tuple[int, int]]:
         return [(a, b) for a, b, _ in self.fixture_windows]
 
-    def _find(self, since: int, *, defer_fixtures: bool = True) -> List[Leftover]:
+    def _find(self, since: int, *, defer_fixtures: bool = True,
+              mark: Optional[_procfs.PidMark] = None) -> List[Leftover]:
         found = self.scope.candidates(since=since,
-                                      deferred=self._windows() if defer_fixtures else [])
+                                      deferred=self._windows() if defer_fixtures else [],
+                                      mark=mark)
         found = [l for l in found if (l.pid, l.start_ticks) not in self.reported]
         alive = self.scope.settle(found, self.grace)
         self.scope.measure(alive)
@@ -364,6 +369,7 @@ def _gpu_count(result: Any) -> str:
 
 
 _since_key = pytest.StashKey[int]()
+_mark_key = pytest.StashKey[Optional[_procfs.PidMark]]()
 
 
 def _this_session_pids(config: pytest.Config) -> List[int]:

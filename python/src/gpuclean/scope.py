@@ -71,35 +71,61 @@ class Scope:
         self.root_pid = root_pid if root_pid is not None else os.getpid()
         self.token = token or secrets.token_hex(8)
         self.since = since if since is not None else _procfs.fresh_tick()
+        # Where PID numbering stood at the start: what the scope created is numbered after it.
+        self.mark = _procfs.pid_mark()
 
-    def candidates(self, since: Optional[int] = None,
-                   deferred: Sequence[Window] = ()) -> List[Leftover]:
+    def candidates(self, since: Optional[int] = None, deferred: Sequence[Window] = (),
+                   mark: Optional[_procfs.PidMark] = None) -> List[Leftover]:
         """Holders now that started since SINCE (default: the scope's start) and are this scope's;
         those that started inside a DEFERRED window (a wider fixture's setup) are left out, and
         so are those started by a process of the scope's own that is older than SINCE or was
         started in such a window (a session-scoped server's worker, started on the first
-        request during a test, is the server's: judged with it, not with the test)."""
+        request during a test, is the server's: judged with it, not with the test).
+
+        With MARK (where PID numbering stood at SINCE) only the processes created since are
+        looked at, and gpuclean is asked about those alone (``who --pid``), or not run at all
+        when none of them is the scope's: the cost follows what the scope started, not the
+        size of the host. Without it, or where the bracket cannot tell, every process."""
         since = self.since if since is None else since
-        found: List[Leftover] = []
-        me = os.getpid()
+        new = _procfs.new_pids(mark) if mark is not None else None
+        if new is None:
+            found = []
+            for holder in who(**self.options).holders:
+                judged = self._judge(holder.pid, since, deferred)
+                if judged is not None:
+                    found.append(Leftover(holder, judged[0], judged[1]))
+            return found
+        ours = {}
+        for pid in new:
+            judged = self._judge(pid, since, deferred)
+            if judged is not None:
+                ours[pid] = judged
+        if not ours:
+            return []
+        # PID@START: a process that exited and whose PID was taken since is not asked about.
+        named = [f"{pid}@{start}" for pid, (start, _) in ours.items()]
+        return [Leftover(holder, *ours[holder.pid])
+                for holder in who(pids=named, **self.options).holders if holder.pid in ours]
+
+    def _judge(self, pid: int, since: int,
+               deferred: Sequence[Window]) -> Optional[Tuple[int, str]]:
+        """(start ticks, why) when PID is this scope's and started since SINCE, else None."""
+        entry = _procfs.stat(pid)
 
         def earlier(ticks: int) -> bool:
             return ticks < since or any(a <= ticks <= b for a, b in deferred)
 
-        for holder in who(**self.options).holders:
-            entry = _procfs.stat(holder.pid)
-            if entry is None or holder.pid in (me, self.root_pid) or earlier(entry[2]):
-                continue
-            if _procfs.descends_from(holder.pid, self.root_pid):
-                why, descendant = f"started under pid {self.root_pid}", True
-            elif _procfs.carries_token(holder.pid, self.token):
-                why, descendant = "started inside (escaped the process tree)", False
-            else:
-                continue
-            if self._older_parent(entry[1], earlier, descendant):
-                continue
-            found.append(Leftover(holder, entry[2], why))
-        return found
+        if entry is None or pid in (os.getpid(), self.root_pid) or earlier(entry[2]):
+            return None
+        if _procfs.descends_from(pid, self.root_pid):
+            why, descendant = f"started under pid {self.root_pid}", True
+        elif _procfs.carries_token(pid, self.token):
+            why, descendant = "started inside (escaped the process tree)", False
+        else:
+            return None
+        if self._older_parent(entry[1], earlier, descendant):
+            return None
+        return entry[2], why
 
     def _older_parent(self, parent: int, earlier: Any, descendant: bool) -> bool:
         """Whether a process of this scope's own between the holder and the root (or, for one
@@ -248,7 +274,7 @@ def contained(*, grace: float = 5.0, wait: float = 30.0, settle: float = 0.5,
 def _tear_down(box: Containment, grace: float, wait: float, settle: float,
                tolerance_mib: int) -> Optional[str]:
     scope = box.scope
-    leftovers = scope.settle(scope.candidates(), settle)
+    leftovers = scope.settle(scope.candidates(mark=scope.mark), settle)
     scope.measure(leftovers)
     box.leftovers = leftovers
     box.kill_result = scope.clean(leftovers, grace=grace, wait=wait)

@@ -1,0 +1,235 @@
+"""The check after each test looks only at the processes the test created (issue 38): the PID
+namespace's last PID read at the test's start and at its end brackets them, and gpuclean is
+asked about those alone (``who --pid``), or not run at all when none is the test's. Leaks must
+still be caught: a setsid daemon, a double fork, a PID numbering that wraps mid-test.
+
+Safety: the processes signalled are the ledger's (conftest.Machine), or die with the PID
+namespace they were started in."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from conftest import HELPERS
+from gpuclean import _procfs
+
+BRACKETED = '''
+import os, subprocess, sys
+from leakhelp import DEVICE, _held, leak_child, leak_daemon
+
+
+def test_starts_nothing():
+    pass
+
+
+def test_starts_and_ends_a_process():
+    subprocess.run(["true"], check=True)
+
+
+def test_leaks_daemon():
+    leak_daemon(gib=4)
+
+
+def test_leaks_a_double_fork():
+    # fork, setsid, fork again: the holder's parent is gone and it is in a session of its own.
+    read, write = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.dup2(os.open(DEVICE, os.O_RDONLY), 0)  # stdin, kept across exec
+            os.write(write, f"{os.getpid()}\\n".encode())
+            os.execvp("sleep", ["sleep", "300"])
+        os._exit(0)
+    os.waitpid(first, 0)
+    _held(int(os.read(read, 32)), 0)
+
+
+def test_leaks_child():
+    leak_child(gib=2)
+'''
+
+NO_BRACKET = '''
+# ns_last_pid unreadable: every check scans all processes (the fallback).
+import gpuclean._procfs
+gpuclean._procfs.NS_LAST_PID = "/nonexistent/ns_last_pid"
+'''
+
+
+def logging_binary(tmp_path: Path) -> Path:
+    """A gpuclean that appends each command line it runs to calls.log, then runs the real one."""
+    wrapper = tmp_path / "gpuclean-logged"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "calls.log"}\n'
+                       f'exec {os.environ["GPUCLEAN"]} "$@"\n')
+    wrapper.chmod(0o755)
+    return tmp_path / "calls.log"
+
+
+def who_calls(log: Path) -> List[str]:
+    return [line for line in log.read_text().splitlines() if line.startswith("who ")]
+
+
+def pid_list(call: str) -> List[str]:
+    match = re.search(r"--pid (\S+)", call)
+    return match.group(1).split(",") if match else []
+
+
+def test_a_test_that_starts_nothing_runs_no_gpuclean_and_leaks_are_still_caught(
+        suite, machine, tmp_path, monkeypatch):
+    log = logging_binary(tmp_path)
+    monkeypatch.setenv("GPUCLEAN", str(tmp_path / "gpuclean-logged"))
+    result = suite(BRACKETED)
+    result.assert_outcomes(passed=5, errors=3)
+    result.stdout.fnmatch_lines([
+        "test_suite.py::test_leaks_daemon: 1 device holder left behind, 4.0 GiB*",
+        "test_suite.py::test_leaks_a_double_fork: 1 device holder left behind*",
+        "test_suite.py::test_leaks_child: 1 device holder left behind, 2.0 GiB*",
+    ])
+    assert len(machine.living()) == 3
+    calls = who_calls(log)
+    named = [c for c in calls if "--pid" in c]
+    # One `who --pid` per leaking test, naming the few processes that test made (the sh, setsid
+    # and sleep of the daemon): the two tests that left nothing ran no gpuclean at all.
+    assert len(named) == 3, calls
+    for call in named:
+        assert 1 <= len(pid_list(call)) <= 4, call
+        assert all("@" in p for p in pid_list(call)), call  # PID@START
+    # The session's end still looks at every process, once.
+    assert len(calls) - len(named) == 1, calls
+
+
+def test_without_the_bracket_every_test_scans_every_process(suite, machine, tmp_path,
+                                                            monkeypatch, pytester):
+    # Negative control of the test above: the log does tell a bracketed check from a full one,
+    # and the fallback catches the same leaks.
+    log = logging_binary(tmp_path)
+    monkeypatch.setenv("GPUCLEAN", str(tmp_path / "gpuclean-logged"))
+    pytester.makeconftest(NO_BRACKET)
+    result = suite(BRACKETED)
+    result.assert_outcomes(passed=5, errors=3)
+    calls = who_calls(log)
+    assert not [c for c in calls if "--pid" in c], calls
+    assert len(calls) == 6, calls  # after each of the 5 tests, and at the session's end
+
+
+def _can_unshare_pid() -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+WRAPS = '''
+import subprocess
+from leakhelp import leak_daemon
+
+PID_MAX = int(open("/proc/sys/kernel/pid_max").read())
+
+
+def test_a_moves_the_numbering_near_its_end():
+    # The next PIDs handed out in this namespace are PID_MAX - 20 and up: the next test's mark.
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(PID_MAX - 40))
+
+
+def test_b_wraps_and_leaks():
+    with open("numbering-at-start.txt", "w") as f:
+        f.write(open("/proc/sys/kernel/ns_last_pid").read())
+    for _ in range(50):  # past pid_max: the numbering starts again from the bottom
+        subprocess.run(["true"], check=True)
+    leak_daemon(gib=1)
+'''
+
+
+@pytest.mark.skipif(not _can_unshare_pid(), reason="needs root and unshare --pid --mount-proc")
+def test_a_leak_after_the_pid_numbering_wrapped_is_caught(pytester, machine, monkeypatch,
+                                                          tmp_path):
+    # In a PID namespace of its own (sh as its init, so an orphan goes to sh, not to pytest),
+    # where writing ns_last_pid is allowed: the leaking test starts near pid_max and ends with
+    # PIDs from the bottom of the range. Everything in the namespace dies with its init.
+    ledger = tmp_path / "inner-ledger.txt"
+    ledger.touch()
+    for key in ("FAKE_NVML_CONFIG", "LD_LIBRARY_PATH", "TEST_DEVICE"):
+        monkeypatch.setenv(key, machine.env[key])
+    monkeypatch.setenv("TEST_LEDGER", str(ledger))  # namespace PIDs: never the outer ledger's
+    pytester.makepyfile(leakhelp=HELPERS, test_suite=WRAPS)
+    result = pytester.run(
+        "unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", '"$@"; exit $?', "sh",
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--gpuclean-device-glob",
+        machine.glob, "--gpuclean-grace=0.3", timeout=120)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["test_suite.py::test_b_wraps_and_leaks: 1 device holder left "
+                                 "behind, 1.0 GiB*"])
+    leaked = [int(line.split()[0]) for line in ledger.read_text().splitlines()]
+    at_start = int((pytester.path / "numbering-at-start.txt").read_text())
+    # The scenario did wrap: the test's numbering started near pid_max (the namespace's own,
+    # which need not be the host's), and the leak's PID is below where it started.
+    assert at_start > 1000 and leaked and leaked[0] < at_start, (at_start, leaked)
+    assert f"pid {leaked[0]} (sleep 300)" in result.stdout.str()
+
+
+def test_new_pids_are_what_was_created_since_the_mark():
+    before = subprocess.Popen(["sleep", "30"])
+    mark = _procfs.pid_mark()
+    if mark is None:
+        before.kill()
+        before.wait()
+        pytest.skip("ns_last_pid cannot be read here")
+    after = subprocess.Popen(["sleep", "30"])
+    try:
+        new = _procfs.new_pids(mark)
+        assert new is not None
+        assert after.pid in new
+        assert before.pid not in new  # negative control: it exists, but is older than the mark
+    finally:
+        for p in (before, after):
+            p.kill()
+            p.wait()
+
+
+def test_a_mark_too_old_to_trust_falls_back_to_a_full_scan():
+    mark = _procfs.pid_mark()
+    if mark is None:
+        pytest.skip("ns_last_pid cannot be read here")
+    long_ago = time.monotonic() - 10 * _procfs._time_bound() - 1
+    # Old, with no fork count to tell: the numbering may have gone round; None means scan all.
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, long_ago, None)) is None
+    # Old, but the kernel's fork count shows few PIDs were handed out: the bracket holds.
+    forks = _procfs._forks()
+    assert forks is not None
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, long_ago, forks)) is not None
+    # And a fork count that grew by the PID space: not trusted.
+    assert _procfs.new_pids(
+        _procfs.PidMark(mark.last_pid, long_ago, forks - _procfs._space())) is None
+
+
+def test_the_bracket_wraps_at_pid_max(monkeypatch):
+    # A mark near pid_max and a last PID near the bottom: both stretches are looked at.
+    if _procfs.pid_mark() is None:
+        pytest.skip("ns_last_pid cannot be read here")
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        pid_max = _procfs._pid_max
+        assert pid_max is not None
+        monkeypatch.setattr(_procfs, "_read_int",
+                            lambda path: child.pid if path == _procfs.NS_LAST_PID else pid_max)
+        wrapped = _procfs.PidMark(pid_max - 5, time.monotonic(), _procfs._forks())
+        new = _procfs.new_pids(wrapped)
+        assert new is not None and child.pid in new
+        # Negative control: a mark just after the child's PID, no wrap: not in it.
+        plain = _procfs.PidMark(child.pid, time.monotonic(), _procfs._forks())
+        since_child = _procfs.new_pids(plain)
+        assert since_child is not None and child.pid not in since_child
+    finally:
+        child.kill()
+        child.wait()
