@@ -4,7 +4,11 @@
 #   gpuclean-<version>-linux-<machine>.tar.gz    a relocatable tree for any glibc Linux: bin/,
 #                                                lib/ (prometheus-cpp's core library, found
 #                                                through an $ORIGIN run path), share/
-#   gpuclean-<version>-py3-none-any.whl          the Python package and pytest plugin (python/)
+#   gpuclean-<version>-py3-none-any.whl          the Python package and pytest plugin (python/),
+#                                                for a gpuclean installed another way
+#   gpuclean-<version>-py3-none-manylinux_2_NN_<machine>.whl
+#                                                the same with the tarball's gpuclean in it
+#                                                (scripts/lib/platform_wheel.py)
 #   SHA256SUMS
 #
 #   scripts/package.sh [--build-dir DIR] [--out DIR]
@@ -97,9 +101,21 @@ rm -f "$out"/gpuclean-*-py3-none-any.whl
 wheel=$(find "$out" -maxdepth 1 -name "gpuclean-${version}-py3-none-any.whl")
 [ -n "$wheel" ] || { echo "package: pip wrote no gpuclean-${version}-py3-none-any.whl" >&2; exit 1; }
 
-(cd "$out" && sha256sum "$(basename "$deb")" "$name.tar.gz" "$(basename "$wheel")" >SHA256SUMS)
+# --- the platform wheel: the same package, with the tarball's gpuclean as its script (pip puts it
+# in the environment's bin/) and the bundled libraries as data in lib/gpuclean/; tagged with the
+# tarball's glibc floor, so pip on an older glibc takes the pure wheel instead.
+rm -f "$out"/gpuclean-*-manylinux_*.whl
+manylinux=manylinux_$(tr . _ <<<"${glibc_floor#GLIBC_}")_$(uname -m)
+cp "$tree/bin/gpuclean" "$work/gpuclean-wheel"
+patchelf --force-rpath --set-rpath "\$ORIGIN/../lib/gpuclean" "$work/gpuclean-wheel"
+platform_wheel=$(/usr/bin/python3 scripts/lib/platform_wheel.py "$wheel" "$work/gpuclean-wheel" \
+  "$out" "py3-none-$manylinux" "${bundled[@]/#/$tree/lib/}")
+
+(cd "$out" && sha256sum "$(basename "$deb")" "$name.tar.gz" "$(basename "$wheel")" \
+  "$(basename "$platform_wheel")" >SHA256SUMS)
 echo "package: $out/$(basename "$deb")"
 echo "package: $out/$name.tar.gz (bundles ${bundled[*]:-nothing}; needs $glibc_floor" \
   "and, for the bundled libraries, $glibcxx_floor)"
-echo "package: $wheel (the Python package and pytest plugin)"
+echo "package: $wheel (the Python package and pytest plugin; gpuclean installed another way)"
+echo "package: $platform_wheel (the same, with gpuclean itself: pip install is the whole install)"
 echo "package: $out/SHA256SUMS"

@@ -10,6 +10,10 @@
 #     without its run path cannot start there, so the hiding is real.
 #   - the wheel: installed offline into a fresh virtual environment, its pytest plugin loads
 #     from the entry point and its API answers through the tarball's gpuclean;
+#   - the platform wheel: installed offline into a fresh virtual environment, it puts gpuclean
+#     on the environment's PATH; that binary runs with the system's prometheus-cpp hidden, its
+#     tag is its glibc floor, and the API and the plugin find it with no GPUCLEAN and nothing on
+#     PATH. Negative control: the pure wheel there finds none;
 #   - SHA256SUMS matches every file.
 #
 #   tests/packaging/run.sh [DIST_DIR]     (default dist)
@@ -29,9 +33,10 @@ source tests/lib/checks.sh
 deb=$(find "$dist" -maxdepth 1 -name 'gpuclean_*.deb' | head -n 1)
 tarball=$(find "$dist" -maxdepth 1 -name 'gpuclean-*-linux-*.tar.gz' | head -n 1)
 wheel=$(find "$dist" -maxdepth 1 -name 'gpuclean-*-py3-none-any.whl' | head -n 1)
-if [ -z "$deb" ] || [ -z "$tarball" ] || [ -z "$wheel" ]; then
-  echo "FAIL: no gpuclean_*.deb, gpuclean-*-linux-*.tar.gz or gpuclean-*.whl in $dist" \
-    "(scripts/package.sh)"
+platform_wheel=$(find "$dist" -maxdepth 1 -name 'gpuclean-*-py3-none-manylinux_*.whl' | head -n 1)
+if [ -z "$deb" ] || [ -z "$tarball" ] || [ -z "$wheel" ] || [ -z "$platform_wheel" ]; then
+  echo "FAIL: no gpuclean_*.deb, gpuclean-*-linux-*.tar.gz, gpuclean-*-any.whl or" \
+    "gpuclean-*-manylinux_*.whl in $dist (scripts/package.sh)"
   exit 1
 fi
 work=$(mktemp -d)
@@ -46,7 +51,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== SHA256SUMS"
-check "SHA256SUMS matches the .deb, the tarball and the wheel" \
+check "SHA256SUMS matches the .deb, the tarball and the wheels" \
   bash -c "cd '$dist' && sha256sum --quiet -c SHA256SUMS"
 
 echo "== the .deb: $(basename "$deb")"
@@ -200,5 +205,46 @@ check "gpuclean.status() answers through the tarball's gpuclean" \
   env GPUCLEAN="$binary" "$work/venv/bin/python" -c "import gpuclean, sys
 s = gpuclean.status(device_globs=[sys.argv[1]], no_nvml=True)
 assert s.clean and s.nvml.state == 'disabled', s" "$fake_device"
+
+echo "== the platform wheel: $(basename "$platform_wheel")"
+# Nothing else to find: no GPUCLEAN, a PATH without the venv's bin/ (the API must find the
+# wheel's binary itself), and the system's prometheus-cpp hidden as for the tarball.
+plain_path=/usr/bin:/bin
+/usr/bin/python3 -m venv --system-site-packages "$work/platform-venv"
+check "the platform wheel installs offline into a fresh virtual environment" \
+  "$work/platform-venv/bin/pip" install --quiet --no-index "$platform_wheel"
+check "pip put gpuclean on the environment's PATH" \
+  env -u GPUCLEAN PATH="$work/platform-venv/bin:$plain_path" bash -c \
+  "[ \"\$(command -v gpuclean)\" = '$work/platform-venv/bin/gpuclean' ]"
+without_system_libraries "$work/platform-venv/bin/gpuclean" --version >"$work/wheel-version" 2>&1
+check "its gpuclean runs with the system's prometheus-cpp hidden (the run path finds lib/gpuclean)" \
+  grep -q '^metrics: built in' "$work/wheel-version"
+wheel_floor=$(objdump -T "$work/platform-venv/bin/gpuclean" "$work/platform-venv/lib/gpuclean/"*.so* |
+  grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+wheel_tag=$(basename "$platform_wheel" | sed -n 's/.*-manylinux_\([0-9]*\)_\([0-9]*\)_.*/GLIBC_\1.\2/p')
+check "the wheel's tag is its binary's glibc floor ($wheel_tag, $wheel_floor)" \
+  test "$wheel_tag" = "$wheel_floor"
+check "the API finds the wheel's gpuclean with no GPUCLEAN and nothing on PATH" \
+  env -u GPUCLEAN PATH="$plain_path" "$work/platform-venv/bin/python" -c "import gpuclean, sys
+from gpuclean._binary import find_binary
+assert find_binary() == sys.argv[1], find_binary()
+s = gpuclean.status(device_globs=[sys.argv[2]], no_nvml=True)
+assert s.clean, s" "$work/platform-venv/bin/gpuclean" "$fake_device"
+check "pytest's plugin from the platform wheel runs a session on it" \
+  bash -c "cd '$work' && printf 'def test_x():\n    pass\n' >test_wheel_session.py &&
+    env -u GPUCLEAN PATH='$plain_path' '$work/platform-venv/bin/python' -m pytest -q \
+    -p no:cacheprovider --gpuclean-no-nvml --gpuclean-device-glob '$fake_device' \
+    test_wheel_session.py | grep -q 'GPUs clean at the start'"
+# Negative control: the pure wheel in the same conditions has no gpuclean to run.
+/usr/bin/python3 -m venv --system-site-packages "$work/pure-venv"
+"$work/pure-venv/bin/pip" install --quiet --no-index "$wheel"
+check "negative control: the pure wheel alone finds no gpuclean there" \
+  env -u GPUCLEAN PATH="$plain_path" "$work/pure-venv/bin/python" -c "
+from gpuclean._binary import find_binary, GpucleanError
+try:
+    find_binary()
+except GpucleanError:
+    raise SystemExit(0)
+raise SystemExit('found ' + find_binary())"
 
 finish "packaging test"

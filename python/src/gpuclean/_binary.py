@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import json
 import os
 import shutil
@@ -28,7 +30,8 @@ class GpucleanError(Exception):
 
 
 def find_binary(explicit: Optional[str] = None) -> str:
-    """The gpuclean to run: ``explicit``, else ``$GPUCLEAN``, else ``gpuclean`` on PATH."""
+    """The gpuclean to run: ``explicit``, else ``$GPUCLEAN``, else the one this package was
+    installed with (the platform wheel's), else ``gpuclean`` on PATH."""
     candidate = explicit or os.environ.get("GPUCLEAN")
     if candidate:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -37,11 +40,28 @@ def find_binary(explicit: Optional[str] = None) -> str:
         if found:
             return found
         raise GpucleanError(f"gpuclean binary {candidate!r} is not an executable file")
-    found = shutil.which("gpuclean")
+    found = installed_with_package() or shutil.which("gpuclean")
     if found:
         return found
     raise GpucleanError("gpuclean binary not found: install gpuclean, put it on PATH, "
                         "or set $GPUCLEAN to its path")
+
+
+@functools.lru_cache(maxsize=None)
+def installed_with_package() -> Optional[str]:
+    """The gpuclean the platform wheel installed beside this package (its RECORD names the
+    script, e.g. ../../../bin/gpuclean), or None (the pure wheel, a source checkout): the
+    binary of the same release as this package, whatever else PATH holds."""
+    try:
+        files = importlib.metadata.distribution("gpuclean").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for entry in files:
+        if entry.parts[-2:] == ("bin", "gpuclean"):
+            path = os.path.normpath(str(entry.locate()))
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
 
 
 @dataclass
