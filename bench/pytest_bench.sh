@@ -89,7 +89,8 @@ per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.2f", (a - b) / n }'
 # One host's rows: the same suites, the plugin's cost per test against the fuser fixture's.
 measure() {
   local procs none fuser_ms fuser_base session full plugin fixture
-  procs=$(ls /proc | grep -c '^[0-9]')  # (find fails on a PID that vanishes meanwhile)
+  local entries=(/proc/[0-9]*) # (find fails on a PID that vanishes meanwhile)
+  procs=${#entries[@]}
   none=$(best plain -p no:gpuclean)
   fuser_base=$(best plain-f -p no:gpuclean)
   fuser_ms=$(best fuser -p no:gpuclean)
