@@ -121,6 +121,21 @@ def test_without_the_bracket_every_test_scans_every_process(suite, machine, tmp_
     assert len(calls) == 6, calls  # after each of the 5 tests, and at the session's end
 
 
+def test_more_new_processes_than_one_argument_holds_are_judged_by_a_full_scan(
+        suite, machine, tmp_path, monkeypatch, pytester):
+    # Past WHO_PID_LIMIT the PIDs would not fit in `who --pid`'s one argument: the check scans
+    # every process instead, only after the tests that left processes of their own, and still
+    # names only those.
+    log = logging_binary(tmp_path)
+    monkeypatch.setenv("GPUCLEAN", str(tmp_path / "gpuclean-logged"))
+    pytester.makeconftest("import gpuclean.scope\ngpuclean.scope.WHO_PID_LIMIT = 0\n")
+    result = suite(BRACKETED)
+    result.assert_outcomes(passed=5, errors=3)
+    calls = who_calls(log)
+    assert not [c for c in calls if "--pid" in c], calls
+    assert len(calls) == 4, calls  # after each of the 3 leaking tests, and at the session's end
+
+
 def _can_unshare_pid() -> bool:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         return False

@@ -28,6 +28,10 @@ from .model import Holder, KillResult, format_bytes
 
 Window = Tuple[int, int]
 
+# At most this many PIDs are named to `gpuclean who --pid` (a comma-separated argument of about
+# 14 bytes each, within Linux's 128 KiB for one argument); more, and every process is scanned.
+WHO_PID_LIMIT = 4000
+
 
 @dataclass
 class Leftover:
@@ -102,10 +106,15 @@ class Scope:
                 ours[pid] = judged
         if not ours:
             return []
-        # PID@START: a process that exited and whose PID was taken since is not asked about.
-        named = [f"{pid}@{start}" for pid, (start, _) in ours.items()]
-        return [Leftover(holder, *ours[holder.pid])
-                for holder in who(pids=named, **self.options).holders if holder.pid in ours]
+        if len(ours) > WHO_PID_LIMIT:
+            # One argument of the command line holds at most 128 KiB: scan everything instead.
+            holders = who(**self.options).holders
+        else:
+            # PID@START: a process that exited and whose PID was taken since is not asked about.
+            named = [f"{pid}@{start}" for pid, (start, _) in ours.items()]
+            holders = who(pids=named, **self.options).holders
+        return [Leftover(holder, *ours[holder.pid]) for holder in holders
+                if holder.pid in ours and holder.start_ticks in (None, ours[holder.pid][0])]
 
     def _judge(self, pid: int, since: int,
                deferred: Sequence[Window]) -> Optional[Tuple[int, str]]:
