@@ -13,6 +13,7 @@ binary_packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   prometheus-cpp-dev   # gpuclean metrics is part of the binary users run
   libncurses-dev       # gpuclean top, linked statically (libncursesw.a, libtinfo.a)
+  libsqlite3-dev       # the flight recorder's database (src/history/)
 )
 package_packages=("${binary_packages[@]}"
   scdoc                    # the man page's source format (docs/man/gpuclean.1.scd)

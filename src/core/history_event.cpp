@@ -1,0 +1,37 @@
+#include "core/history_event.h"
+
+#include <array>
+#include <utility>
+
+namespace gpuclean {
+namespace {
+
+// One table for both directions, so a kind written is always a kind read back.
+constexpr std::array<std::pair<HistoryEventKind, const char*>, 8> kKindNames = {{
+    {HistoryEventKind::kAppeared, "appeared"},
+    {HistoryEventKind::kLeft, "left"},
+    {HistoryEventKind::kClassChanged, "class_changed"},
+    {HistoryEventKind::kMemoryChanged, "memory_changed"},
+    {HistoryEventKind::kUnattributedAppeared, "unattributed_appeared"},
+    {HistoryEventKind::kUnattributedCleared, "unattributed_cleared"},
+    {HistoryEventKind::kNvmlFailed, "nvml_failed"},
+    {HistoryEventKind::kAction, "action"},
+}};
+
+}  // namespace
+
+const char* to_string(HistoryEventKind kind) {
+  for (const auto& [value, name] : kKindNames) {
+    if (value == kind) return name;
+  }
+  return "unknown";
+}
+
+std::optional<HistoryEventKind> history_event_kind_from_string(const std::string& text) {
+  for (const auto& [value, name] : kKindNames) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpuclean

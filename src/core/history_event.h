@@ -1,0 +1,57 @@
+// What the flight recorder writes (issue 36): events about device holders and GPUs, each with
+// the process's identity as the kernel gives it. A PID alone names nobody across time: PIDs are
+// reused, and start ticks restart at every boot, so a process is its boot ID + PID + start ticks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace gpuclean {
+
+// One process as the recorder first saw it holding a device; its parent is captured then,
+// while it lives (/proc forgets a dead parent at once).
+struct RecordedProcess {
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id
+  Pid pid = 0;
+  std::uint64_t start_ticks = 0;
+  std::string user;
+  std::string exe;                // the command's argv[0] as run (untrusted text)
+  std::vector<std::string> argv;  // untrusted
+  std::string owner;              // "slurm job 4242", "gpuclean run 77", or empty
+  std::optional<Pid> parent_pid;
+  std::optional<std::uint64_t> parent_start_ticks;
+  std::vector<std::string> parent_argv;
+};
+
+enum class HistoryEventKind {
+  kAppeared,              // a process holds a device file (bytes: its GPU memory, all GPUs)
+  kLeft,                  // it holds none any more (bytes: its memory at last sight)
+  kClassChanged,          // class: the new one; detail: the previous one
+  kMemoryChanged,         // gpu, bytes: its memory on that GPU now
+  kUnattributedAppeared,  // gpu, bytes: used memory no live process accounts for
+  kUnattributedCleared,   // gpu
+  kNvmlFailed,            // detail: what failed (a hang is a failure with its deadline)
+  kAction,                // detail: what gpuclean did (kill, run's teardown, top's kill)
+};
+
+// "appeared", "left", … (the database's `kind` column and `history --json`).
+const char* to_string(HistoryEventKind kind);
+// The inverse of to_string; nullopt for a kind this gpuclean does not write.
+std::optional<HistoryEventKind> history_event_kind_from_string(const std::string& text);
+
+struct HistoryEvent {
+  HistoryEventKind kind = HistoryEventKind::kAppeared;
+  double time = 0;  // seconds since the epoch
+  // Holder events (appeared, left, class and memory changes): the process.
+  std::optional<RecordedProcess> process;
+  std::optional<unsigned> gpu;
+  std::optional<Bytes> bytes;
+  std::string klass;  // a HolderClass's name, for appeared and class_changed
+  std::string detail;
+};
+
+}  // namespace gpuclean

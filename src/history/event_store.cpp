@@ -1,0 +1,457 @@
+#include "history/event_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "core/unique_fd.h"
+
+namespace gpuclean::history {
+namespace {
+
+// The writer waits this long for a lock before an append fails (and is retried by its caller):
+// a reader holding the file never delays the recorder more. Readers wait longer.
+constexpr int kWriterBusyMs = 100;
+constexpr int kReaderBusyMs = 2000;
+// Size pruning deletes the oldest events, at least this many at a time, until under the limit.
+constexpr std::int64_t kMinPruneBatch = 100;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE processes (
+  id INTEGER PRIMARY KEY,
+  boot_id TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  exe TEXT NOT NULL,
+  argv BLOB NOT NULL,
+  owner TEXT NOT NULL,
+  parent_pid INTEGER,
+  parent_start_ticks INTEGER,
+  parent_argv BLOB NOT NULL,
+  UNIQUE (boot_id, pid, start_ticks)
+);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  time REAL NOT NULL,
+  kind TEXT NOT NULL,
+  process INTEGER REFERENCES processes(id),
+  gpu INTEGER,
+  bytes INTEGER,
+  class TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX events_by_time ON events(time);
+CREATE INDEX events_by_process ON events(process);
+)sql";
+
+Error sqlite_error(sqlite3* db, const std::string& what) {
+  return Error{0, what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory")};
+}
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string joined;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i > 0) joined += '\0';
+    joined += argv[i];
+  }
+  return joined;
+}
+
+std::vector<std::string> split_argv(std::string_view joined) {
+  std::vector<std::string> argv;
+  if (joined.empty()) return argv;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t nul = joined.find('\0', start);
+    argv.emplace_back(joined.substr(start, nul - start));
+    if (nul == std::string_view::npos) break;
+    start = nul + 1;
+  }
+  return argv;
+}
+
+// One prepared statement; bind and read by 1-based (bind) and 0-based (column) index.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() { sqlite3_finalize(stmt_); }
+
+  [[nodiscard]] bool ok() const { return stmt_ != nullptr; }
+  void bind(int i, std::int64_t value) { sqlite3_bind_int64(stmt_, i, value); }
+  void bind(int i, double value) { sqlite3_bind_double(stmt_, i, value); }
+  void bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void bind_blob(int i, const std::string& bytes) {
+    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  }
+  template <typename T>
+  void bind_optional(int i, const std::optional<T>& value) {
+    if (value) {
+      bind(i, static_cast<std::int64_t>(*value));
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+  [[nodiscard]] bool is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+  [[nodiscard]] std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+  [[nodiscard]] double real(int i) const { return sqlite3_column_double(stmt_, i); }
+  [[nodiscard]] std::string text(int i) const {
+    const auto* data = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
+    return data == nullptr
+               ? std::string()
+               : std::string(data, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)));
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+Status exec(sqlite3* db, const char* sql, const std::string& what) {
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) return sqlite_error(db, what);
+  return Ok{};
+}
+
+// Processes whose every event was pruned.
+Status delete_orphan_processes(sqlite3* db) {
+  return exec(db,
+              "DELETE FROM processes WHERE id NOT IN (SELECT process FROM events WHERE process IS "
+              "NOT NULL)",
+              "prune processes without events");
+}
+
+Result<std::int64_t> single_integer(sqlite3* db, const char* sql) {
+  Statement statement(db, sql);
+  if (!statement.ok() || statement.step() != SQLITE_ROW) return sqlite_error(db, sql);
+  return statement.integer(0);
+}
+
+// The writer's file: its directory made 0700 when missing, the file created 0600 here (SQLite
+// would create it 0644 less the umask), never through a symlink.
+Status prepare_file(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    const std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return errno_error("create the history directory " + dir);
+    }
+    struct stat dir_stat {};
+    if (::stat(dir.c_str(), &dir_stat) != 0)
+      return errno_error("stat the history directory " + dir);
+    if (!S_ISDIR(dir_stat.st_mode)) {
+      return Error{ENOTDIR, "the history directory " + dir + " is not a directory"};
+    }
+  }
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return errno_error("open the history database " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return errno_error("stat the history database " + path);
+  if (!S_ISREG(st.st_mode)) return Error{0, path + " is not a regular file"};
+  return Ok{};
+}
+
+RecordedProcess process_from_row(const Statement& row, int first) {
+  RecordedProcess process;
+  process.boot_id = row.text(first);
+  process.pid = static_cast<Pid>(row.integer(first + 1));
+  process.start_ticks = static_cast<std::uint64_t>(row.integer(first + 2));
+  process.user = row.text(first + 3);
+  process.exe = row.text(first + 4);
+  process.argv = split_argv(row.text(first + 5));
+  process.owner = row.text(first + 6);
+  if (!row.is_null(first + 7)) process.parent_pid = static_cast<Pid>(row.integer(first + 7));
+  if (!row.is_null(first + 8)) {
+    process.parent_start_ticks = static_cast<std::uint64_t>(row.integer(first + 8));
+  }
+  process.parent_argv = split_argv(row.text(first + 9));
+  return process;
+}
+
+constexpr const char* kProcessColumns =
+    "p.boot_id, p.pid, p.start_ticks, p.user, p.exe, p.argv, p.owner, p.parent_pid, "
+    "p.parent_start_ticks, p.parent_argv";
+
+}  // namespace
+
+struct EventStore::Impl {
+  sqlite3* db = nullptr;
+  ~Impl() { sqlite3_close_v2(db); }
+
+  [[nodiscard]] Result<std::int64_t> process_row(const RecordedProcess& process) const;
+  Result<std::vector<HeldAt>> open_processes(double time, const std::string* boot_id) const;
+};
+
+EventStore::EventStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EventStore::EventStore(EventStore&&) noexcept = default;
+EventStore& EventStore::operator=(EventStore&&) noexcept = default;
+EventStore::~EventStore() = default;
+
+Result<EventStore> EventStore::open(const std::string& path, bool read_only) {
+  if (!read_only) {
+    if (Status made = prepare_file(path); !made.ok()) return made.error();
+  }
+  auto impl = std::make_unique<Impl>();
+  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+                    SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
+    return sqlite_error(impl->db, "open the history database " + path);
+  }
+  sqlite3_busy_timeout(impl->db, read_only ? kReaderBusyMs : kWriterBusyMs);
+  // The first read of the file: a file that is not a database fails here.
+  auto version = single_integer(impl->db, "PRAGMA user_version");
+  if (!version.ok()) {
+    return Error{0, path + " is not a gpuclean history database: " + version.error().context};
+  }
+  if (*version > kSchemaVersion) {
+    return Error{0, path + " has schema version " + std::to_string(*version) +
+                        ", newer than this gpuclean's " + std::to_string(kSchemaVersion)};
+  }
+  if (*version == 0 && read_only) return Error{0, path + " holds no history yet"};
+  if (*version == 0) {
+    // auto_vacuum must be set before the first table exists.
+    const std::string create = std::string("PRAGMA auto_vacuum = INCREMENTAL; BEGIN;") + kSchema +
+                               "PRAGMA user_version = " + std::to_string(kSchemaVersion) +
+                               "; COMMIT;";
+    if (Status made = exec(impl->db, create.c_str(), "create the schema of " + path); !made.ok()) {
+      return made.error();
+    }
+  }
+  if (!read_only) {
+    if (Status wal = exec(impl->db, "PRAGMA journal_mode = WAL", "set WAL mode on " + path);
+        !wal.ok()) {
+      return wal.error();
+    }
+  }
+  return EventStore(std::move(impl));
+}
+
+Result<std::int64_t> EventStore::Impl::process_row(const RecordedProcess& process) const {
+  Statement insert(db,
+                   "INSERT OR IGNORE INTO processes (boot_id, pid, start_ticks, user, exe, argv, "
+                   "owner, parent_pid, parent_start_ticks, parent_argv) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!insert.ok()) return sqlite_error(db, "prepare a process row");
+  insert.bind(1, process.boot_id);
+  insert.bind(2, static_cast<std::int64_t>(process.pid));
+  insert.bind(3, static_cast<std::int64_t>(process.start_ticks));
+  insert.bind(4, process.user);
+  insert.bind(5, process.exe);
+  insert.bind_blob(6, join_argv(process.argv));
+  insert.bind(7, process.owner);
+  insert.bind_optional(8, process.parent_pid);
+  insert.bind_optional(9, process.parent_start_ticks);
+  insert.bind_blob(10, join_argv(process.parent_argv));
+  if (insert.step() != SQLITE_DONE) return sqlite_error(db, "write a process row");
+  Statement find(db, "SELECT id FROM processes WHERE boot_id = ? AND pid = ? AND start_ticks = ?");
+  if (!find.ok()) return sqlite_error(db, "prepare a process lookup");
+  find.bind(1, process.boot_id);
+  find.bind(2, static_cast<std::int64_t>(process.pid));
+  find.bind(3, static_cast<std::int64_t>(process.start_ticks));
+  if (find.step() != SQLITE_ROW) return sqlite_error(db, "find a process row");
+  return find.integer(0);
+}
+
+Status EventStore::append(const std::vector<HistoryEvent>& events) {
+  sqlite3* db = impl_->db;
+  if (Status begun = exec(db, "BEGIN IMMEDIATE", "begin writing events"); !begun.ok()) {
+    return begun;
+  }
+  Statement insert(db,
+                   "INSERT INTO events (time, kind, process, gpu, bytes, class, detail) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  bool written = insert.ok();
+  for (const HistoryEvent& event : events) {
+    if (!written) break;
+    std::optional<std::int64_t> process;
+    if (event.process) {
+      auto row = impl_->process_row(*event.process);
+      if (!row.ok()) {
+        written = false;
+        break;
+      }
+      process = *row;
+    }
+    insert.bind(1, event.time);
+    insert.bind(2, std::string(to_string(event.kind)));
+    insert.bind_optional(3, process);
+    insert.bind_optional(4, event.gpu);
+    insert.bind_optional(5, event.bytes);
+    insert.bind(6, event.klass);
+    insert.bind(7, event.detail);
+    written = insert.step() == SQLITE_DONE;
+    insert.reset();
+  }
+  if (!written) {
+    Error error = sqlite_error(db, "write events");
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return error;
+  }
+  return exec(db, "COMMIT", "commit events");
+}
+
+Result<std::vector<HistoryEvent>> EventStore::events(const EventQuery& query) const {
+  sqlite3* db = impl_->db;
+  const std::string sql =
+      std::string("SELECT e.time, e.kind, e.gpu, e.bytes, e.class, e.detail, ") +
+      "e.process IS NOT NULL, " + kProcessColumns +
+      " FROM events e LEFT JOIN processes p ON p.id = e.process"
+      " WHERE (?1 IS NULL OR e.time >= ?1) AND (?2 IS NULL OR e.time < ?2)"
+      " AND (?3 IS NULL OR p.pid = ?3)"
+      " AND (?4 IS NULL OR e.gpu = ?4 OR e.gpu IS NULL)"
+      " ORDER BY e.time, e.id LIMIT ?5";
+  Statement select(db, sql.c_str());
+  if (!select.ok()) return sqlite_error(db, "prepare the timeline query");
+  if (query.since) select.bind(1, *query.since);
+  if (query.until) select.bind(2, *query.until);
+  select.bind_optional(3, query.pid);
+  select.bind_optional(4, query.gpu);
+  select.bind(5, static_cast<std::int64_t>(query.limit));
+  std::vector<HistoryEvent> events;
+  int step = 0;
+  while ((step = select.step()) == SQLITE_ROW) {
+    HistoryEvent event;
+    event.time = select.real(0);
+    const auto kind = history_event_kind_from_string(select.text(1));
+    if (!kind)
+      return Error{0, "the history database has an event of unknown kind '" + select.text(1) + "'"};
+    event.kind = *kind;
+    if (!select.is_null(2)) event.gpu = static_cast<unsigned>(select.integer(2));
+    if (!select.is_null(3)) event.bytes = static_cast<Bytes>(select.integer(3));
+    event.klass = select.text(4);
+    event.detail = select.text(5);
+    if (select.integer(6) != 0) event.process = process_from_row(select, 7);
+    events.push_back(std::move(event));
+  }
+  if (step != SQLITE_DONE) return sqlite_error(db, "read the timeline");
+  return events;
+}
+
+Result<std::vector<HeldAt>> EventStore::Impl::open_processes(double time,
+                                                             const std::string* boot_id) const {
+  // A process is open at TIME when it appeared by then and has not left by then; its class is
+  // its latest appeared/class_changed event, its memory its latest memory_changed per GPU.
+  const std::string sql =
+      std::string("SELECT p.id, ") + kProcessColumns +
+      " FROM processes p WHERE EXISTS (SELECT 1 FROM events e WHERE e.process = p.id"
+      " AND e.kind = 'appeared' AND e.time <= ?1)"
+      " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.process = p.id AND e.kind = 'left'"
+      " AND e.time <= ?1) AND (?2 IS NULL OR p.boot_id = ?2) ORDER BY p.pid";
+  Statement select(db, sql.c_str());
+  Statement klass(db,
+                  "SELECT class FROM events WHERE process = ? AND time <= ? AND kind IN "
+                  "('appeared', 'class_changed') ORDER BY time DESC, id DESC LIMIT 1");
+  Statement memory(db,
+                   "SELECT gpu, bytes FROM events e WHERE process = ?1 AND kind = "
+                   "'memory_changed' AND time <= ?2 AND id = (SELECT MAX(id) FROM events f WHERE "
+                   "f.process = ?1 AND f.kind = 'memory_changed' AND f.gpu = e.gpu AND f.time <= "
+                   "?2) ORDER BY gpu");
+  if (!select.ok() || !klass.ok() || !memory.ok()) {
+    return sqlite_error(db, "prepare the holders query");
+  }
+  select.bind(1, time);
+  if (boot_id != nullptr) select.bind(2, *boot_id);
+  std::vector<HeldAt> held;
+  int step = 0;
+  while ((step = select.step()) == SQLITE_ROW) {
+    HeldAt entry;
+    entry.process = process_from_row(select, 1);
+    const std::int64_t id = select.integer(0);
+    klass.bind(1, id);
+    klass.bind(2, time);
+    if (klass.step() == SQLITE_ROW) entry.klass = klass.text(0);
+    klass.reset();
+    memory.bind(1, id);
+    memory.bind(2, time);
+    while (memory.step() == SQLITE_ROW) {
+      if (memory.is_null(0) || memory.is_null(1)) continue;
+      entry.gpu_memory[static_cast<unsigned>(memory.integer(0))] =
+          static_cast<Bytes>(memory.integer(1));
+    }
+    memory.reset();
+    held.push_back(std::move(entry));
+  }
+  if (step != SQLITE_DONE) return sqlite_error(db, "read the holders");
+  return held;
+}
+
+Result<std::vector<HeldAt>> EventStore::held_at(double time) const {
+  return impl_->open_processes(time, nullptr);
+}
+
+Result<std::vector<HeldAt>> EventStore::still_open(const std::string& boot_id) const {
+  return impl_->open_processes(std::numeric_limits<double>::max(), &boot_id);
+}
+
+Result<std::uint64_t> EventStore::data_bytes() const {
+  auto pages = single_integer(impl_->db, "PRAGMA page_count");
+  auto free_pages = single_integer(impl_->db, "PRAGMA freelist_count");
+  auto page_size = single_integer(impl_->db, "PRAGMA page_size");
+  if (!pages.ok()) return pages.error();
+  if (!free_pages.ok()) return free_pages.error();
+  if (!page_size.ok()) return page_size.error();
+  return static_cast<std::uint64_t>((*pages - *free_pages) * *page_size);
+}
+
+Result<std::uint64_t> EventStore::prune(double before, std::uint64_t max_bytes) {
+  sqlite3* db = impl_->db;
+  std::uint64_t deleted = 0;
+  Statement by_age(db, "DELETE FROM events WHERE time < ?");
+  if (!by_age.ok()) return sqlite_error(db, "prepare pruning");
+  by_age.bind(1, before);
+  if (by_age.step() != SQLITE_DONE) return sqlite_error(db, "prune old events");
+  deleted += static_cast<std::uint64_t>(sqlite3_changes64(db));
+  while (true) {
+    auto size = data_bytes();
+    if (!size.ok()) return size.error();
+    if (*size <= max_bytes) break;
+    auto count = single_integer(db, "SELECT COUNT(*) FROM events");
+    if (!count.ok()) return count.error();
+    // The share of the events that is over the limit, at least a small batch: a fixed large
+    // batch overshoots (deleting 5,000 of 15,000 events to get 4% under would lose a third).
+    const auto over = static_cast<double>(*size - max_bytes) / static_cast<double>(*size);
+    const auto batch = std::max<std::int64_t>(
+        kMinPruneBatch, static_cast<std::int64_t>(over * static_cast<double>(*count)) + 1);
+    const std::string oldest =
+        "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY "
+        "time, id LIMIT " +
+        std::to_string(batch) + ")";
+    if (Status cut = exec(db, oldest.c_str(), "prune the oldest events"); !cut.ok()) {
+      return cut.error();
+    }
+    const auto changed = static_cast<std::uint64_t>(sqlite3_changes64(db));
+    deleted += changed;
+    // A process row goes with its last event: the size counts both tables.
+    if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
+    if (changed == 0) break;  // nothing left to delete: the schema alone is over the limit
+  }
+  if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
+  // The freed pages leave the file, and the WAL's copy of them is folded in and emptied: only
+  // then is the space the file system's again.
+  if (Status vacuum = exec(db, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)",
+                           "give pruned space back");
+      !vacuum.ok()) {
+    return vacuum.error();
+  }
+  return deleted;
+}
+
+}  // namespace gpuclean::history

@@ -1,0 +1,90 @@
+// The flight recorder's database (issue 36): an SQLite file of events (core/history_event.h).
+// Only the recorder writes it; `history`, `explain` and `status` read it. Schema version 1
+// (PRAGMA user_version), docs/design.md "The flight recorder":
+//
+//   processes(id, boot_id, pid, start_ticks, user, exe, argv, owner,
+//             parent_pid, parent_start_ticks, parent_argv)      UNIQUE(boot_id, pid, start_ticks)
+//   events(id, time, kind, process → processes.id, gpu, bytes, class, detail)
+//
+// argv columns are BLOBs of the arguments joined by NUL (an argument cannot hold one). The file
+// is the recorder's alone: created 0600 in a directory made 0700, never through a symlink; WAL
+// mode, so a reader never blocks the writer; auto_vacuum incremental, so pruning gives space
+// back while running. Errors (a corrupt or locked file, a full disk, a read-only file system)
+// come back as Error with SQLite's own words; nothing here retries or exits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/history_event.h"
+#include "core/result.h"
+
+namespace gpuclean::history {
+
+inline constexpr int kSchemaVersion = 1;
+
+// What a timeline asks for; every field narrows it.
+struct EventQuery {
+  // (Each with its initializer: GCC's -Wmissing-field-initializers asks for them in designated
+  // initializers that leave a member out.)
+  std::optional<double> since = std::nullopt;  // seconds since the epoch, inclusive
+  std::optional<double> until = std::nullopt;  // exclusive
+  std::optional<Pid> pid = std::nullopt;       // that PID's events (any boot, any start)
+  std::optional<unsigned> gpu =
+      std::nullopt;  // events about that GPU, and holder events without one
+  std::size_t limit = 100000;
+};
+
+// A process that held a device at a moment, with its memory per GPU as last recorded then.
+struct HeldAt {
+  RecordedProcess process;
+  std::string klass;
+  std::map<unsigned, Bytes> gpu_memory;
+};
+
+class EventStore {
+ public:
+  // Opens (and, for the writer, creates) the database at `path`. The writer makes the parent
+  // directory 0700 when missing and the file 0600; a symlink at `path` is refused, and so is a
+  // database of a newer schema. `read_only`: for the readers, which never create anything.
+  static Result<EventStore> open(const std::string& path, bool read_only);
+
+  EventStore(EventStore&&) noexcept;
+  EventStore& operator=(EventStore&&) noexcept;
+  ~EventStore();
+
+  // Appends events in one transaction. A holder event's process is stored once per identity
+  // (boot ID, PID, start ticks): appending its later events refers to the first row.
+  Status append(const std::vector<HistoryEvent>& events);
+
+  // Events in time order (then in the order appended).
+  [[nodiscard]] Result<std::vector<HistoryEvent>> events(const EventQuery& query) const;
+
+  // Who held a device at `time`: processes that had appeared and not yet left, with their class
+  // and memory per GPU as last recorded by then.
+  [[nodiscard]] Result<std::vector<HeldAt>> held_at(double time) const;
+
+  // Processes of this boot that appeared and never left: what a restarted recorder must not
+  // record as appearing again.
+  [[nodiscard]] Result<std::vector<HeldAt>> still_open(const std::string& boot_id) const;
+
+  // Deletes events older than `before` and, while the data is over `max_bytes`, the oldest
+  // events in batches; processes left without events go too; the space is given back to the
+  // file system. Returns the number of events deleted.
+  Result<std::uint64_t> prune(double before, std::uint64_t max_bytes);
+
+  // Bytes the database's live pages take (page_count − freelist_count, times page_size).
+  [[nodiscard]] Result<std::uint64_t> data_bytes() const;
+
+  struct Impl;
+
+ private:
+  explicit EventStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuclean::history

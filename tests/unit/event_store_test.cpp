@@ -1,0 +1,244 @@
+// The flight recorder's database (src/history/event_store.h) on real SQLite files in a scratch
+// directory: events round-trip with their process identities, "who held it at T", a restart's
+// view of what is still open, retention by age and by size, and the files it must refuse or
+// survive (a symlink, a non-database, a newer schema, a read-only directory).
+#include "history/event_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../integration/spawn.h"
+
+namespace gpuclean::history {
+namespace {
+
+using gpuclean::testing::TempDir;
+
+RecordedProcess server(Pid pid, std::uint64_t start) {
+  RecordedProcess process;
+  process.boot_id = "boot-a";
+  process.pid = pid;
+  process.start_ticks = start;
+  process.user = "alice";
+  process.exe = "python3";
+  process.argv = {"python3", "serve.py", "--tp", "8", ""};  // an empty argument survives too
+  process.parent_pid = 100;
+  process.parent_start_ticks = 50;
+  process.parent_argv = {"bash", "run_server.sh", "--tp 8"};
+  return process;
+}
+
+HistoryEvent holder_event(HistoryEventKind kind, double time, const RecordedProcess& process) {
+  HistoryEvent event;
+  event.kind = kind;
+  event.time = time;
+  event.process = process;
+  return event;
+}
+
+HistoryEvent memory_event(double time, const RecordedProcess& process, unsigned gpu, Bytes bytes) {
+  HistoryEvent event = holder_event(HistoryEventKind::kMemoryChanged, time, process);
+  event.gpu = gpu;
+  event.bytes = bytes;
+  return event;
+}
+
+class EventStoreTest : public ::testing::Test {
+ protected:
+  EventStore writer() {
+    auto store = EventStore::open(path_, false);
+    EXPECT_TRUE(store.ok()) << store.error().message();
+    return std::move(store).value();
+  }
+  TempDir dir_;
+  std::string path_ = dir_.path() + "/var/history.db";
+};
+
+TEST_F(EventStoreTest, EventsRoundTripWithTheProcessAndItsParent) {
+  EventStore store = writer();
+  const RecordedProcess p = server(4242, 9000);
+  HistoryEvent appeared = holder_event(HistoryEventKind::kAppeared, 1000.5, p);
+  appeared.klass = "active";
+  HistoryEvent orphaned = holder_event(HistoryEventKind::kClassChanged, 1010, p);
+  orphaned.klass = "orphan";
+  orphaned.detail = "active";
+  ASSERT_TRUE(store.append({appeared, memory_event(1000.5, p, 3, 76ULL << 30), orphaned}).ok());
+
+  auto events = store.events({});
+  ASSERT_TRUE(events.ok()) << events.error().message();
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ(events->at(0).kind, HistoryEventKind::kAppeared);
+  EXPECT_EQ(events->at(0).klass, "active");
+  ASSERT_TRUE(events->at(0).process.has_value());
+  const RecordedProcess& back = *events->at(0).process;
+  EXPECT_EQ(back.pid, 4242);
+  EXPECT_EQ(back.start_ticks, 9000u);
+  EXPECT_EQ(back.argv, p.argv);
+  EXPECT_EQ(back.parent_pid, 100);
+  EXPECT_EQ(back.parent_start_ticks, 50u);
+  EXPECT_EQ(back.parent_argv, p.parent_argv);
+  EXPECT_EQ(events->at(1).gpu, 3u);
+  EXPECT_EQ(events->at(1).bytes, 76ULL << 30);
+  EXPECT_EQ(events->at(2).detail, "active");
+
+  // The process was stored once, however many of its events there are.
+  auto one_process = EventStore::open(path_, true);
+  ASSERT_TRUE(one_process.ok());
+  EXPECT_EQ(one_process->events({.pid = 4242})->size(), 3u);
+  EXPECT_EQ(one_process->events({.pid = 4243})->size(), 0u) << "another PID has no events";
+}
+
+TEST_F(EventStoreTest, TheTimelineIsNarrowedByTimeAndGpu) {
+  EventStore store = writer();
+  const RecordedProcess p = server(10, 1);
+  ASSERT_TRUE(store
+                  .append({holder_event(HistoryEventKind::kAppeared, 100, p),
+                           memory_event(100, p, 0, 1 << 20), memory_event(200, p, 1, 2 << 20),
+                           holder_event(HistoryEventKind::kLeft, 300, p)})
+                  .ok());
+  EXPECT_EQ(store.events({.since = 150})->size(), 2u);
+  EXPECT_EQ(store.events({.since = 100, .until = 300})->size(), 3u) << "until is exclusive";
+  // GPU 1: its memory event, and the holder events that name no GPU.
+  auto gpu1 = store.events({.gpu = 1});
+  ASSERT_EQ(gpu1->size(), 3u);
+  EXPECT_EQ(gpu1->at(1).bytes, 2u << 20);
+}
+
+TEST_F(EventStoreTest, WhoHeldAGpuAtAMomentAndWhatIsStillOpenAfterARestart) {
+  const RecordedProcess early = server(10, 1);
+  RecordedProcess late = server(20, 2);
+  RecordedProcess other_boot = server(30, 3);
+  other_boot.boot_id = "boot-b";
+  {
+    EventStore store = writer();
+    HistoryEvent appeared = holder_event(HistoryEventKind::kAppeared, 100, early);
+    appeared.klass = "active";
+    HistoryEvent orphaned = holder_event(HistoryEventKind::kClassChanged, 150, early);
+    orphaned.klass = "orphan";
+    ASSERT_TRUE(store
+                    .append({appeared, memory_event(100, early, 0, 4 << 20),
+                             memory_event(140, early, 0, 8 << 20), orphaned,
+                             holder_event(HistoryEventKind::kAppeared, 200, late),
+                             holder_event(HistoryEventKind::kLeft, 250, early),
+                             holder_event(HistoryEventKind::kAppeared, 260, other_boot)})
+                    .ok());
+  }
+  // Reopened, as a restarted recorder would.
+  EventStore store = writer();
+  auto at_145 = store.held_at(145);
+  ASSERT_TRUE(at_145.ok()) << at_145.error().message();
+  ASSERT_EQ(at_145->size(), 1u);
+  EXPECT_EQ(at_145->at(0).process.pid, 10);
+  EXPECT_EQ(at_145->at(0).klass, "active") << "the orphaning came at 150";
+  EXPECT_EQ(at_145->at(0).gpu_memory.at(0), 8u << 20) << "its latest memory by then";
+  EXPECT_EQ(store.held_at(160)->at(0).klass, "orphan");
+  ASSERT_EQ(store.held_at(220)->size(), 2u);
+  ASSERT_EQ(store.held_at(255)->size(), 1u) << "pid 10 left at 250";
+
+  auto open_a = store.still_open("boot-a");
+  ASSERT_TRUE(open_a.ok());
+  ASSERT_EQ(open_a->size(), 1u);
+  EXPECT_EQ(open_a->at(0).process.pid, 20);
+  EXPECT_EQ(store.still_open("boot-b")->size(), 1u) << "another boot's own";
+
+  // Appending the same identity again refers to the same process row.
+  ASSERT_TRUE(store.append({memory_event(300, late, 0, 1 << 20)}).ok());
+  EXPECT_EQ(store.events({.pid = 20})->size(), 2u);
+}
+
+TEST_F(EventStoreTest, PruningByAgeAndBySizeKeepsTheNewest) {
+  EventStore store = writer();
+  std::vector<HistoryEvent> batch;
+  for (int i = 0; i < 20000; ++i) {
+    HistoryEvent event =
+        holder_event(HistoryEventKind::kAppeared, i, server(1000 + i, static_cast<unsigned>(i)));
+    event.detail = std::string(64, 'x');
+    batch.push_back(event);
+  }
+  ASSERT_TRUE(store.append(batch).ok());
+  auto deleted = store.prune(5000, 1ULL << 40);
+  ASSERT_TRUE(deleted.ok()) << deleted.error().message();
+  EXPECT_EQ(*deleted, 5000u);
+  EXPECT_EQ(store.events({})->front().time, 5000);
+  EXPECT_EQ(store.events({.until = 5000})->size(), 0u);
+
+  auto before = store.data_bytes();
+  ASSERT_TRUE(before.ok());
+  const std::uint64_t limit = *before / 3;
+  ASSERT_TRUE(store.prune(0, limit).ok());
+  EXPECT_LE(*store.data_bytes(), limit);
+  auto kept = store.events({});
+  ASSERT_FALSE(kept->empty());
+  EXPECT_EQ(kept->back().time, 19999) << "the newest event stays";
+  EXPECT_GT(kept->front().time, 5000) << "the oldest went first";
+  // The file itself shrank: pruned pages are given back (auto_vacuum incremental).
+  EXPECT_LT(std::filesystem::file_size(path_), *before);
+}
+
+TEST_F(EventStoreTest, TheFileIsTheRecordersAlone) {
+  EventStore store = writer();
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((dir_.path() + "/var").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(EventStoreTest, ASymlinkIsRefusedAndItsTargetUntouched) {
+  const std::string target = dir_.file("elsewhere");
+  const std::string link = dir_.path() + "/history.db";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  auto store = EventStore::open(link, false);
+  EXPECT_FALSE(store.ok());
+  EXPECT_EQ(std::filesystem::file_size(target), 0u) << "nothing was written through the link";
+  EXPECT_FALSE(EventStore::open(link, true).ok()) << "readers do not follow it either";
+  // Negative control: the same open on a plain path works.
+  EXPECT_TRUE(EventStore::open(dir_.path() + "/plain.db", false).ok());
+}
+
+TEST_F(EventStoreTest, ANonDatabaseOrANewerSchemaIsSaidAndLeftAlone) {
+  const std::string junk = dir_.path() + "/junk.db";
+  {
+    std::ofstream out(junk);
+    out << std::string(8192, 'j');
+  }
+  auto store = EventStore::open(junk, false);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message().find("is not a gpuclean history database"), std::string::npos)
+      << store.error().message();
+  EXPECT_EQ(std::filesystem::file_size(junk), 8192u) << "the file was left as it was";
+
+  { EventStore fresh = writer(); }
+  // A later gpuclean's file: its version written behind the store's back.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA user_version = 2", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  auto newer = EventStore::open(path_, true);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.error().message().find("newer than this gpuclean's"), std::string::npos)
+      << newer.error().message();
+}
+
+TEST_F(EventStoreTest, ADatabaseThatCannotBeMadeOrIsMissingIsAnError) {
+  // Its directory cannot be made (a file is in the way): an error that says so, root or not.
+  const std::string blocked = dir_.file("not-a-directory") + "/history.db";
+  auto store = EventStore::open(blocked, false);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message().find("history directory"), std::string::npos)
+      << store.error().message();
+  // A reader creates nothing: a missing database is said.
+  auto missing = EventStore::open(dir_.path() + "/none.db", true);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/none.db"));
+}
+
+}  // namespace
+}  // namespace gpuclean::history
