@@ -1,0 +1,166 @@
+#include "diagnose/history_diff.h"
+
+#include <set>
+
+namespace gpuclean::diagnose {
+namespace {
+
+Bytes total(const std::map<unsigned, Bytes>& gpu_memory) {
+  Bytes sum = 0;
+  for (const auto& [gpu, bytes] : gpu_memory) sum += bytes;
+  return sum;
+}
+
+// "slurm-job:4242", "gpuclean-run:77": the owner as the kind and id JSON gives (the history's
+// reader renders it), or empty outside any known group.
+std::string owner_text(const std::optional<Owner>& owner) {
+  if (!owner) return "";
+  return std::string(to_string(owner->kind)) + ":" + owner->id;
+}
+
+RecordedProcess first_sight(const ProcessInfo& process, const std::map<Pid, ProcessInfo>& parents,
+                            const std::string& boot_id) {
+  RecordedProcess recorded;
+  recorded.boot_id = boot_id;
+  recorded.pid = process.pid;
+  recorded.start_ticks = process.start_ticks;
+  recorded.user = process.user;
+  recorded.exe = process.cmdline.empty() ? process.comm : process.cmdline.front();
+  recorded.argv = process.cmdline;
+  recorded.owner = owner_text(process.owner);
+  if (process.ppid > 0) {
+    recorded.parent_pid = process.ppid;
+    // The parent as /proc showed it in the same look; one that started after its child is a
+    // PID reused since the child was forked, not its parent.
+    if (const auto parent = parents.find(process.ppid);
+        parent != parents.end() && parent->second.start_ticks <= process.start_ticks) {
+      recorded.parent_start_ticks = parent->second.start_ticks;
+      recorded.parent_argv = parent->second.cmdline;
+    }
+  }
+  return recorded;
+}
+
+HistoryEvent holder_event(HistoryEventKind kind, double time, const RecordedHolder& holder) {
+  HistoryEvent event;
+  event.kind = kind;
+  event.time = time;
+  event.process = holder.process;
+  return event;
+}
+
+bool memory_moved(Bytes before, Bytes now, Bytes step) {
+  if (before == now) return false;
+  if (before == 0 || now == 0) return true;
+  return (now > before ? now - before : before - now) >= step;
+}
+
+void memory_events(const RecordedHolder* before, const RecordedHolder& now, double time,
+                   const DiffOptions& options, std::vector<HistoryEvent>& out) {
+  std::set<unsigned> gpus;
+  for (const auto& [gpu, bytes] : now.gpu_memory) gpus.insert(gpu);
+  if (before != nullptr) {
+    for (const auto& [gpu, bytes] : before->gpu_memory) gpus.insert(gpu);
+  }
+  for (unsigned gpu : gpus) {
+    const auto at = now.gpu_memory.find(gpu);
+    const Bytes current = at == now.gpu_memory.end() ? 0 : at->second;
+    Bytes previous = 0;
+    if (before != nullptr) {
+      const auto was = before->gpu_memory.find(gpu);
+      previous = was == before->gpu_memory.end() ? 0 : was->second;
+    }
+    if (!memory_moved(previous, current, options.memory_step)) continue;
+    HistoryEvent event = holder_event(HistoryEventKind::kMemoryChanged, time, now);
+    event.gpu = gpu;
+    event.bytes = current;
+    out.push_back(std::move(event));
+  }
+}
+
+void unattributed_events(const RecorderState& before, const RecorderState& now, double time,
+                         const DiffOptions& options, std::vector<HistoryEvent>& out) {
+  std::set<unsigned> gpus;
+  for (const auto& [gpu, bytes] : now.unattributed) gpus.insert(gpu);
+  for (const auto& [gpu, bytes] : before.unattributed) gpus.insert(gpu);
+  for (unsigned gpu : gpus) {
+    const auto at = now.unattributed.find(gpu);
+    const auto was = before.unattributed.find(gpu);
+    const bool over_now = at != now.unattributed.end() && at->second > options.unattributed_floor;
+    const bool over_before =
+        was != before.unattributed.end() && was->second > options.unattributed_floor;
+    if (over_now == over_before) continue;
+    HistoryEvent event;
+    event.kind =
+        over_now ? HistoryEventKind::kUnattributedAppeared : HistoryEventKind::kUnattributedCleared;
+    event.time = time;
+    event.gpu = gpu;
+    if (over_now) event.bytes = at->second;
+    out.push_back(std::move(event));
+  }
+}
+
+}  // namespace
+
+RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& before,
+                             const std::map<Pid, ProcessInfo>& parents,
+                             const std::string& boot_id) {
+  RecorderState state;
+  for (const Holder& holder : diagnosis.holders) {
+    if (!holder.visible) continue;  // known only from NVML: no identity to record
+    const ProcessKey key{holder.process.pid, holder.process.start_ticks};
+    RecordedHolder recorded;
+    const auto known = before.holders.find(key);
+    recorded.process = known != before.holders.end()
+                           ? known->second.process
+                           : first_sight(holder.process, parents, boot_id);
+    recorded.klass = holder.klass;
+    recorded.gpu_memory = holder.gpu_memory;
+    state.holders.emplace(key, std::move(recorded));
+  }
+  for (const GpuReport& gpu : diagnosis.gpus) state.unattributed[gpu.gpu.index] = gpu.unattributed;
+  return state;
+}
+
+std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
+                                         double time, const DiffOptions& options) {
+  std::vector<HistoryEvent> events;
+  // Both maps are ordered by (PID, start): walk them together.
+  auto was = before.holders.begin();
+  auto is = now.holders.begin();
+  while (was != before.holders.end() || is != now.holders.end()) {
+    const bool left =
+        is == now.holders.end() || (was != before.holders.end() && was->first < is->first);
+    const bool appeared = !left && (was == before.holders.end() || is->first < was->first);
+    if (left) {
+      HistoryEvent event = holder_event(HistoryEventKind::kLeft, time, was->second);
+      event.bytes = total(was->second.gpu_memory);
+      event.klass = to_string(was->second.klass);
+      events.push_back(std::move(event));
+      ++was;
+      continue;
+    }
+    if (appeared) {
+      HistoryEvent event = holder_event(HistoryEventKind::kAppeared, time, is->second);
+      event.bytes = total(is->second.gpu_memory);
+      event.klass = to_string(is->second.klass);
+      events.push_back(std::move(event));
+      memory_events(nullptr, is->second, time, options, events);
+      ++is;
+      continue;
+    }
+    if (was->second.klass != is->second.klass) {
+      HistoryEvent event = holder_event(HistoryEventKind::kClassChanged, time, is->second);
+      event.klass = to_string(is->second.klass);
+      event.detail = to_string(was->second.klass);
+      events.push_back(std::move(event));
+    }
+    memory_events(&was->second, is->second, time, options, events);
+    ++was;
+    ++is;
+  }
+  unattributed_events(before, now, time, options, events);
+  return events;
+}
+
+}  // namespace gpuclean::diagnose

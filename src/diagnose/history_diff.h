@@ -1,0 +1,54 @@
+// What the flight recorder writes between two looks (issue 36): the change from one recorder
+// state to the next, as events (core/history_event.h). Pure: the recorder hands in what it saw,
+// this decides what is worth a row.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/history_event.h"
+#include "core/model.h"
+
+namespace gpuclean::diagnose {
+
+// One holder as the recorder knows it: its identity and parent as first seen, its class and
+// memory now.
+struct RecordedHolder {
+  RecordedProcess process;
+  HolderClass klass = HolderClass::kActive;
+  std::map<unsigned, Bytes> gpu_memory;
+};
+
+// A process is its PID and start ticks (within one boot: the recorder's state never spans two).
+using ProcessKey = std::pair<Pid, std::uint64_t>;
+
+struct RecorderState {
+  std::map<ProcessKey, RecordedHolder> holders;
+  std::map<unsigned, Bytes> unattributed;  // GPU index → used memory no live process accounts for
+};
+
+struct DiffOptions {
+  // A holder's memory on a GPU is recorded again when it moved by at least this much (and
+  // always when it goes to or from 0): allocator churn is not history.
+  Bytes memory_step = Bytes{64} << 20;
+  // Unattributed memory counts as appeared above this (the driver's own reserve is below it).
+  Bytes unattributed_floor = Bytes{256} << 20;
+};
+
+// The recorder's state from one diagnosis: every visible holder with its class and memory. A
+// holder already in `before` keeps the identity and parent recorded then (a parent that died
+// since is still named); a new one takes its parent from `parents` (PID → what /proc showed of
+// it in the same look), when that parent was there.
+RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& before,
+                             const std::map<Pid, ProcessInfo>& parents, const std::string& boot_id);
+
+// The events from `before` to `now`, stamped `time`: appeared (with a memory_changed per GPU it
+// holds memory on), class_changed, memory_changed, left (with its memory at last sight), and
+// unattributed memory appeared or cleared per GPU. Ordered: per process by PID, then per GPU.
+std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
+                                         double time, const DiffOptions& options = {});
+
+}  // namespace gpuclean::diagnose

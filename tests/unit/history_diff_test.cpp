@@ -1,0 +1,157 @@
+// What the flight recorder writes between two looks (src/diagnose/history_diff.h), from plain
+// diagnoses: a server appears with its parent, is orphaned when the parent dies (and still
+// names that parent), its memory moves, it leaves; a PID reused by another process is another
+// holder; unattributed memory appears and clears.
+#include "diagnose/history_diff.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace gpuclean::diagnose {
+namespace {
+
+constexpr Bytes kGiB = Bytes{1} << 30;
+
+ProcessInfo process(Pid pid, Pid ppid, std::uint64_t start, std::vector<std::string> argv) {
+  ProcessInfo info;
+  info.pid = pid;
+  info.ppid = ppid;
+  info.start_ticks = start;
+  info.user = "alice";
+  info.comm = argv.empty() ? "?" : argv.front();
+  info.cmdline = std::move(argv);
+  return info;
+}
+
+Holder holder(const ProcessInfo& info, HolderClass klass, std::map<unsigned, Bytes> memory) {
+  Holder h;
+  h.process = info;
+  h.klass = klass;
+  h.gpu_memory = std::move(memory);
+  return h;
+}
+
+Diagnosis diagnosis(std::vector<Holder> holders, Bytes unattributed_gpu0 = 0) {
+  Diagnosis d;
+  d.holders = std::move(holders);
+  GpuReport gpu;
+  gpu.gpu.index = 0;
+  gpu.unattributed = unattributed_gpu0;
+  d.gpus.push_back(gpu);
+  return d;
+}
+
+std::vector<HistoryEventKind> kinds(const std::vector<HistoryEvent>& events) {
+  std::vector<HistoryEventKind> out;
+  for (const HistoryEvent& e : events) out.push_back(e.kind);
+  return out;
+}
+
+const ProcessInfo kLauncher = process(100, 1, 10, {"bash", "run_server.sh", "--tp", "8"});
+const ProcessInfo kServer = process(200, 100, 20, {"python3", "serve.py"});
+
+TEST(HistoryDiff, AServerAppearsIsOrphanedAndLeavesNamingItsDeadParent) {
+  const std::map<Pid, ProcessInfo> parents = {{100, kLauncher}};
+  RecorderState empty;
+  RecorderState first = recorder_state(
+      diagnosis({holder(kServer, HolderClass::kActive, {{0, 76 * kGiB}})}), empty, parents, "b1");
+  auto appeared = history_events(empty, first, 1000);
+  ASSERT_EQ(kinds(appeared),
+            (std::vector{HistoryEventKind::kAppeared, HistoryEventKind::kMemoryChanged}));
+  ASSERT_TRUE(appeared[0].process);
+  EXPECT_EQ(appeared[0].process->boot_id, "b1");
+  EXPECT_EQ(appeared[0].process->parent_pid, 100);
+  EXPECT_EQ(appeared[0].process->parent_argv, kLauncher.cmdline);
+  EXPECT_EQ(appeared[0].klass, "active");
+  EXPECT_EQ(appeared[0].bytes, 76 * kGiB);
+  EXPECT_EQ(appeared[1].gpu, 0u);
+
+  // The launcher dies: the server is re-parented to init and is an orphan. /proc no longer
+  // has the launcher (no parents given), yet the recorded parent stays.
+  ProcessInfo orphaned = kServer;
+  orphaned.ppid = 1;
+  RecorderState second = recorder_state(
+      diagnosis({holder(orphaned, HolderClass::kOrphan, {{0, 76 * kGiB}})}), first, {}, "b1");
+  auto changed = history_events(first, second, 1010);
+  ASSERT_EQ(kinds(changed), std::vector{HistoryEventKind::kClassChanged});
+  EXPECT_EQ(changed[0].klass, "orphan");
+  EXPECT_EQ(changed[0].detail, "active");
+  EXPECT_EQ(changed[0].process->parent_argv, kLauncher.cmdline) << "the dead parent is named";
+
+  // Killed: it leaves, with its memory at last sight.
+  RecorderState third = recorder_state(diagnosis({}), second, {}, "b1");
+  auto left = history_events(second, third, 1020);
+  ASSERT_EQ(kinds(left), std::vector{HistoryEventKind::kLeft});
+  EXPECT_EQ(left[0].bytes, 76 * kGiB);
+  EXPECT_EQ(left[0].klass, "orphan");
+
+  // Negative control: the same look twice is no event.
+  EXPECT_TRUE(history_events(second, second, 1015).empty());
+}
+
+TEST(HistoryDiff, MemoryIsRecordedWhenItMovesByAStepOrToAndFromZero) {
+  RecorderState empty;
+  auto look = [&](const RecorderState& before, std::map<unsigned, Bytes> memory) {
+    return recorder_state(diagnosis({holder(kServer, HolderClass::kActive, std::move(memory))}),
+                          before, {}, "b1");
+  };
+  RecorderState a = look(empty, {{0, 10 * kGiB}});
+  RecorderState churn = look(a, {{0, 10 * kGiB + (Bytes{8} << 20)}});
+  EXPECT_TRUE(history_events(a, churn, 1).empty()) << "8 MiB of allocator churn is not history";
+  RecorderState grown = look(a, {{0, 11 * kGiB}, {1, Bytes{4} << 20}});
+  auto events = history_events(a, grown, 2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].gpu, 0u);
+  EXPECT_EQ(events[0].bytes, 11 * kGiB);
+  EXPECT_EQ(events[1].gpu, 1u) << "4 MiB, but from nothing: recorded";
+  RecorderState freed = look(grown, {{0, 11 * kGiB}});
+  auto gone = history_events(grown, freed, 3);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].gpu, 1u);
+  EXPECT_EQ(gone[0].bytes, 0u);
+}
+
+TEST(HistoryDiff, AReusedPidIsAnotherHolderAndAYoungerParentIsNoParent) {
+  RecorderState empty;
+  RecorderState first = recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {})}),
+                                       empty, {{100, kLauncher}}, "b1");
+  // Same PID, later start: the first left and a new process appeared.
+  const ProcessInfo reused = process(200, 100, 99, {"sleep", "300"});
+  // Its "parent" 100 is now a process that started after it: a PID reused, not its parent.
+  const ProcessInfo impostor = process(100, 1, 500, {"evil"});
+  RecorderState second = recorder_state(diagnosis({holder(reused, HolderClass::kActive, {})}),
+                                        first, {{100, impostor}}, "b1");
+  auto events = history_events(first, second, 5);
+  ASSERT_EQ(kinds(events), (std::vector{HistoryEventKind::kLeft, HistoryEventKind::kAppeared}));
+  EXPECT_EQ(events[0].process->start_ticks, 20u);
+  EXPECT_EQ(events[1].process->start_ticks, 99u);
+  EXPECT_EQ(events[1].process->parent_pid, 100);
+  EXPECT_FALSE(events[1].process->parent_start_ticks) << "the impostor is not its parent";
+  EXPECT_TRUE(events[1].process->parent_argv.empty());
+}
+
+TEST(HistoryDiff, UnattributedMemoryAppearsAboveTheFloorAndClears) {
+  RecorderState empty;
+  RecorderState reserve = recorder_state(diagnosis({}, Bytes{200} << 20), empty, {}, "b1");
+  EXPECT_TRUE(history_events(empty, reserve, 1).empty()) << "the driver's reserve is no event";
+  RecorderState stranded = recorder_state(diagnosis({}, 40 * kGiB), reserve, {}, "b1");
+  auto appeared = history_events(reserve, stranded, 2);
+  ASSERT_EQ(kinds(appeared), std::vector{HistoryEventKind::kUnattributedAppeared});
+  EXPECT_EQ(appeared[0].bytes, 40 * kGiB);
+  EXPECT_FALSE(appeared[0].process);
+  RecorderState back = recorder_state(diagnosis({}, 0), stranded, {}, "b1");
+  EXPECT_EQ(kinds(history_events(stranded, back, 3)),
+            std::vector{HistoryEventKind::kUnattributedCleared});
+}
+
+TEST(HistoryDiff, AHolderKnownOnlyFromNvmlHasNoIdentityToRecord) {
+  Holder foreign = holder(process(300, 0, 0, {}), HolderClass::kForeign, {{0, kGiB}});
+  foreign.visible = false;
+  RecorderState state = recorder_state(diagnosis({foreign}), {}, {}, "b1");
+  EXPECT_TRUE(state.holders.empty());
+}
+
+}  // namespace
+}  // namespace gpuclean::diagnose
