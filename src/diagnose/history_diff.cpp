@@ -56,7 +56,7 @@ bool memory_moved(Bytes before, Bytes now, Bytes step) {
 }
 
 void memory_events(const RecordedHolder* before, const RecordedHolder& now, double time,
-                   const DiffOptions& options, std::vector<HistoryEvent>& out) {
+                   const HistoryDiffOptions& options, std::vector<HistoryEvent>& out) {
   std::set<unsigned> gpus;
   for (const auto& [gpu, bytes] : now.gpu_memory) gpus.insert(gpu);
   if (before != nullptr) {
@@ -79,7 +79,7 @@ void memory_events(const RecordedHolder* before, const RecordedHolder& now, doub
 }
 
 void unattributed_events(const RecorderState& before, const RecorderState& now, double time,
-                         const DiffOptions& options, std::vector<HistoryEvent>& out) {
+                         const HistoryDiffOptions& options, std::vector<HistoryEvent>& out) {
   std::set<unsigned> gpus;
   for (const auto& [gpu, bytes] : now.unattributed) gpus.insert(gpu);
   for (const auto& [gpu, bytes] : before.unattributed) gpus.insert(gpu);
@@ -123,7 +123,7 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
 }
 
 std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
-                                         double time, const DiffOptions& options) {
+                                         double time, const HistoryDiffOptions& options) {
   std::vector<HistoryEvent> events;
   // Both maps are ordered by (PID, start): walk them together.
   auto was = before.holders.begin();

@@ -30,7 +30,7 @@ struct RecorderState {
   std::map<unsigned, Bytes> unattributed;  // GPU index → used memory no live process accounts for
 };
 
-struct DiffOptions {
+struct HistoryDiffOptions {
   // A holder's memory on a GPU is recorded again when it moved by at least this much (and
   // always when it goes to or from 0): allocator churn is not history.
   Bytes memory_step = Bytes{64} << 20;
@@ -49,6 +49,6 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
 // holds memory on), class_changed, memory_changed, left (with its memory at last sight), and
 // unattributed memory appeared or cleared per GPU. Ordered: per process by PID, then per GPU.
 std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
-                                         double time, const DiffOptions& options = {});
+                                         double time, const HistoryDiffOptions& options = {});
 
 }  // namespace gpuclean::diagnose

@@ -12,7 +12,7 @@
 namespace gpuclean::diagnose {
 namespace {
 
-constexpr Bytes kGiB = Bytes{1} << 30;
+constexpr Bytes kOneGiB = Bytes{1} << 30;
 
 ProcessInfo process(Pid pid, Pid ppid, std::uint64_t start, std::vector<std::string> argv) {
   ProcessInfo info;
@@ -55,8 +55,9 @@ const ProcessInfo kServer = process(200, 100, 20, {"python3", "serve.py"});
 TEST(HistoryDiff, AServerAppearsIsOrphanedAndLeavesNamingItsDeadParent) {
   const std::map<Pid, ProcessInfo> parents = {{100, kLauncher}};
   RecorderState empty;
-  RecorderState first = recorder_state(
-      diagnosis({holder(kServer, HolderClass::kActive, {{0, 76 * kGiB}})}), empty, parents, "b1");
+  RecorderState first =
+      recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {{0, 76 * kOneGiB}})}), empty,
+                     parents, "b1");
   auto appeared = history_events(empty, first, 1000);
   ASSERT_EQ(kinds(appeared),
             (std::vector{HistoryEventKind::kAppeared, HistoryEventKind::kMemoryChanged}));
@@ -65,7 +66,7 @@ TEST(HistoryDiff, AServerAppearsIsOrphanedAndLeavesNamingItsDeadParent) {
   EXPECT_EQ(appeared[0].process->parent_pid, 100);
   EXPECT_EQ(appeared[0].process->parent_argv, kLauncher.cmdline);
   EXPECT_EQ(appeared[0].klass, "active");
-  EXPECT_EQ(appeared[0].bytes, 76 * kGiB);
+  EXPECT_EQ(appeared[0].bytes, 76 * kOneGiB);
   EXPECT_EQ(appeared[1].gpu, 0u);
 
   // The launcher dies: the server is re-parented to init and is an orphan. /proc no longer
@@ -73,7 +74,7 @@ TEST(HistoryDiff, AServerAppearsIsOrphanedAndLeavesNamingItsDeadParent) {
   ProcessInfo orphaned = kServer;
   orphaned.ppid = 1;
   RecorderState second = recorder_state(
-      diagnosis({holder(orphaned, HolderClass::kOrphan, {{0, 76 * kGiB}})}), first, {}, "b1");
+      diagnosis({holder(orphaned, HolderClass::kOrphan, {{0, 76 * kOneGiB}})}), first, {}, "b1");
   auto changed = history_events(first, second, 1010);
   ASSERT_EQ(kinds(changed), std::vector{HistoryEventKind::kClassChanged});
   EXPECT_EQ(changed[0].klass, "orphan");
@@ -84,7 +85,7 @@ TEST(HistoryDiff, AServerAppearsIsOrphanedAndLeavesNamingItsDeadParent) {
   RecorderState third = recorder_state(diagnosis({}), second, {}, "b1");
   auto left = history_events(second, third, 1020);
   ASSERT_EQ(kinds(left), std::vector{HistoryEventKind::kLeft});
-  EXPECT_EQ(left[0].bytes, 76 * kGiB);
+  EXPECT_EQ(left[0].bytes, 76 * kOneGiB);
   EXPECT_EQ(left[0].klass, "orphan");
 
   // Negative control: the same look twice is no event.
@@ -97,16 +98,16 @@ TEST(HistoryDiff, MemoryIsRecordedWhenItMovesByAStepOrToAndFromZero) {
     return recorder_state(diagnosis({holder(kServer, HolderClass::kActive, std::move(memory))}),
                           before, {}, "b1");
   };
-  RecorderState a = look(empty, {{0, 10 * kGiB}});
-  RecorderState churn = look(a, {{0, 10 * kGiB + (Bytes{8} << 20)}});
+  RecorderState a = look(empty, {{0, 10 * kOneGiB}});
+  RecorderState churn = look(a, {{0, 10 * kOneGiB + (Bytes{8} << 20)}});
   EXPECT_TRUE(history_events(a, churn, 1).empty()) << "8 MiB of allocator churn is not history";
-  RecorderState grown = look(a, {{0, 11 * kGiB}, {1, Bytes{4} << 20}});
+  RecorderState grown = look(a, {{0, 11 * kOneGiB}, {1, Bytes{4} << 20}});
   auto events = history_events(a, grown, 2);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].gpu, 0u);
-  EXPECT_EQ(events[0].bytes, 11 * kGiB);
+  EXPECT_EQ(events[0].bytes, 11 * kOneGiB);
   EXPECT_EQ(events[1].gpu, 1u) << "4 MiB, but from nothing: recorded";
-  RecorderState freed = look(grown, {{0, 11 * kGiB}});
+  RecorderState freed = look(grown, {{0, 11 * kOneGiB}});
   auto gone = history_events(grown, freed, 3);
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_EQ(gone[0].gpu, 1u);
@@ -136,10 +137,10 @@ TEST(HistoryDiff, UnattributedMemoryAppearsAboveTheFloorAndClears) {
   RecorderState empty;
   RecorderState reserve = recorder_state(diagnosis({}, Bytes{200} << 20), empty, {}, "b1");
   EXPECT_TRUE(history_events(empty, reserve, 1).empty()) << "the driver's reserve is no event";
-  RecorderState stranded = recorder_state(diagnosis({}, 40 * kGiB), reserve, {}, "b1");
+  RecorderState stranded = recorder_state(diagnosis({}, 40 * kOneGiB), reserve, {}, "b1");
   auto appeared = history_events(reserve, stranded, 2);
   ASSERT_EQ(kinds(appeared), std::vector{HistoryEventKind::kUnattributedAppeared});
-  EXPECT_EQ(appeared[0].bytes, 40 * kGiB);
+  EXPECT_EQ(appeared[0].bytes, 40 * kOneGiB);
   EXPECT_FALSE(appeared[0].process);
   RecorderState back = recorder_state(diagnosis({}, 0), stranded, {}, "b1");
   EXPECT_EQ(kinds(history_events(stranded, back, 3)),
@@ -147,7 +148,7 @@ TEST(HistoryDiff, UnattributedMemoryAppearsAboveTheFloorAndClears) {
 }
 
 TEST(HistoryDiff, AHolderKnownOnlyFromNvmlHasNoIdentityToRecord) {
-  Holder foreign = holder(process(300, 0, 0, {}), HolderClass::kForeign, {{0, kGiB}});
+  Holder foreign = holder(process(300, 0, 0, {}), HolderClass::kForeign, {{0, kOneGiB}});
   foreign.visible = false;
   RecorderState state = recorder_state(diagnosis({foreign}), {}, {}, "b1");
   EXPECT_TRUE(state.holders.empty());
