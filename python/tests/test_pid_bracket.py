@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import List
 
@@ -212,20 +211,27 @@ def test_new_pids_are_what_was_created_since_the_mark():
             p.wait()
 
 
-def test_a_mark_too_old_to_trust_falls_back_to_a_full_scan():
+def test_when_the_numbering_may_have_gone_round_every_process_is_scanned():
     mark = _procfs.pid_mark()
     if mark is None:
         pytest.skip("ns_last_pid cannot be read here")
-    long_ago = time.monotonic() - 10 * _procfs._time_bound() - 1
-    # Old, with no fork count to tell: the numbering may have gone round; None means scan all.
-    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, long_ago, None)) is None
-    # Old, but the kernel's fork count shows few PIDs were handed out: the bracket holds.
-    forks = _procfs._forks()
-    assert forks is not None
-    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, long_ago, forks)) is not None
-    # And a fork count that grew by the PID space: not trusted.
-    assert _procfs.new_pids(
-        _procfs.PidMark(mark.last_pid, long_ago, forks - _procfs._space())) is None
+    forks, tasks = _procfs._forks(), _procfs._tasks()
+    assert forks is not None and tasks is not None
+    pid_max = _procfs._pid_max
+    assert pid_max is not None
+    # Few forks since, few tasks: the bracket holds.
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, forks, tasks)) is not None
+    # No fork count to tell: it may have gone round; None means scan all.
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, None, tasks)) is None
+    # As many forks as half the PID space: not trusted.
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, forks - pid_max // 2, tasks)) is None
+    # A host with almost every PID in use: a round takes only the few free ones, so 200 forks
+    # may have gone round (review: with pid_max/2 taken as the round whatever the tasks, a host
+    # with more than pid_max/2 tasks could wrap unseen).
+    crowded = pid_max - _procfs.RESERVED_PIDS - 300
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, forks - 200, crowded)) is None
+    # Negative control: the same 200 forks with the host's real task count hold.
+    assert _procfs.new_pids(_procfs.PidMark(mark.last_pid, forks - 200, tasks)) is not None
 
 
 def test_the_bracket_wraps_at_pid_max(monkeypatch):
@@ -238,11 +244,11 @@ def test_the_bracket_wraps_at_pid_max(monkeypatch):
         assert pid_max is not None
         monkeypatch.setattr(_procfs, "_read_int",
                             lambda path: child.pid if path == _procfs.NS_LAST_PID else pid_max)
-        wrapped = _procfs.PidMark(pid_max - 5, time.monotonic(), _procfs._forks())
+        wrapped = _procfs.PidMark(pid_max - 5, _procfs._forks(), _procfs._tasks())
         new = _procfs.new_pids(wrapped)
         assert new is not None and child.pid in new
         # Negative control: a mark just after the child's PID, no wrap: not in it.
-        plain = _procfs.PidMark(child.pid, time.monotonic(), _procfs._forks())
+        plain = _procfs.PidMark(child.pid, _procfs._forks(), _procfs._tasks())
         since_child = _procfs.new_pids(plain)
         assert since_child is not None and child.pid not in since_child
     finally:

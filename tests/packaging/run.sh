@@ -235,6 +235,22 @@ check "pytest's plugin from the platform wheel runs a session on it" \
     env -u GPUCLEAN PATH='$plain_path' '$work/platform-venv/bin/python' -m pytest -q \
     -p no:cacheprovider --gpuclean-no-nvml --gpuclean-device-glob '$fake_device' \
     test_wheel_session.py | grep -q 'GPUs clean at the start'"
+# A checkout's package on PYTHONPATH in that environment is not the wheel's release: it must
+# not take the wheel's binary (found through the wheel's RECORD) as its own.
+# (A copy of the package alone: python/src may hold pip's egg-info, which would be found first.)
+mkdir -p "$work/checkout"
+cp -r python/src/gpuclean "$work/checkout/"
+check "a checkout's package on PYTHONPATH there does not run the wheel's binary" \
+  env -u GPUCLEAN PYTHONPATH="$work/checkout" PATH="$plain_path" \
+  "$work/platform-venv/bin/python" -c "
+import sys, gpuclean
+from gpuclean._binary import find_binary, GpucleanError
+assert gpuclean.__file__.startswith(sys.argv[1]), gpuclean.__file__
+try:
+    found = find_binary()
+except GpucleanError:
+    raise SystemExit(0)
+raise SystemExit('took ' + found)" "$work/checkout"
 # Negative control: the pure wheel in the same conditions has no gpuclean to run.
 /usr/bin/python3 -m venv --system-site-packages "$work/pure-venv"
 "$work/pure-venv/bin/pip" install --quiet --no-index "$wheel"

@@ -53,10 +53,18 @@ def installed_with_package() -> Optional[str]:
     script, e.g. ../../../bin/gpuclean), or None (the pure wheel, a source checkout): the
     binary of the same release as this package, whatever else PATH holds."""
     try:
-        files = importlib.metadata.distribution("gpuclean").files or []
+        distribution = importlib.metadata.distribution("gpuclean")
     except importlib.metadata.PackageNotFoundError:
         return None
-    for entry in files:
+    # The distribution found along sys.path must be the one this module was imported from: a
+    # checkout on PYTHONPATH beside an older wheel in the venv must not run that wheel's binary.
+    here = distribution.locate_file("gpuclean/_binary.py")
+    try:
+        if not os.path.samefile(str(here), __file__):
+            return None
+    except OSError:
+        return None
+    for entry in distribution.files or []:
         if entry.parts[-2:] == ("bin", "gpuclean"):
             path = os.path.normpath(str(entry.locate()))
             if os.path.isfile(path) and os.access(path, os.X_OK):

@@ -39,18 +39,16 @@ def fresh_tick() -> int:
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
 PID_MAX = "/proc/sys/kernel/pid_max"
 
-# Whether the bracket went round the PID space (then a new process can lie outside it). The
-# allocator skips PIDs in use, so a round takes fewer than pid_max new PIDs: half of pid_max is
-# taken as the space. Two guards: where pid_max is large (4194304, the 64-bit default systemd
-# sets), the time: a scope shorter than (pid_max / 2) / MAX_FORK_RATE seconds (10 s) cannot have
-# taken that many PIDs, since a fork and exit costs tens of microseconds of a core and PIDs are
-# handed out under one lock; a longer one is judged by a full scan. Where pid_max is small
-# (32768: that bound would be 0.08 s), the kernel's count of forks since boot (/proc/stat
-# "processes", every thread and every namespace: never fewer than this namespace's PIDs), read
-# at both ends: two more reads a scope, exact.
-MAX_FORK_RATE = 200_000
-COUNT_FORKS_BELOW_SECONDS = 5.0
-# After reaching pid_max the kernel starts again above RESERVED_PIDS (300); 1 is on the safe side.
+# Whether the bracket went round the PID space (then a new process can lie outside it). A round
+# takes as many new PIDs as there are free ones: pid_max less the 300 the kernel reserves less
+# the tasks alive (processes and threads), which the allocator skips. Both counts come from the
+# kernel at both ends: the forks since boot (/proc/stat "processes": every thread of every
+# namespace, never fewer than this namespace's new PIDs) and the tasks alive (/proc/loadavg's
+# fourth field, host-wide, never fewer than this namespace's). The tasks may have peaked in
+# between, so half of the free space so counted is taken as the round. No count, no bracket:
+# a full scan.
+RESERVED_PIDS = 300
+# After reaching pid_max the kernel starts again above RESERVED_PIDS; 1 is on the safe side.
 LOWEST_PID = 1
 # A range wider than this is read from /proc's listing instead of one PID at a time.
 PROBE_LIMIT = 4096
@@ -58,12 +56,12 @@ PROBE_LIMIT = 4096
 
 @dataclass(frozen=True)
 class PidMark:
-    """The PID namespace's last allocated PID at one moment, when (CLOCK_MONOTONIC), and the
-    kernel's fork count then (only where pid_max is small: see MAX_FORK_RATE)."""
+    """Where the PID namespace's numbering stood at one moment: its last allocated PID, the
+    kernel's count of forks since boot and of tasks alive then."""
 
     last_pid: int
-    time: float
-    forks: Optional[int] = None
+    forks: Optional[int]
+    tasks: Optional[int]
 
 
 def _read_int(path: str) -> Optional[int]:
@@ -80,7 +78,8 @@ _pid_max: Optional[int] = None
 
 def _usable() -> bool:
     """Whether ns_last_pid can bracket new processes here: readable, and /proc shows this
-    process's own PID namespace (a /proc mounted for another namespace numbers differently)."""
+    process's own PID namespace (a /proc mounted for another namespace numbers differently).
+    pid_max is read once: an administrator raising it during a session is not seen."""
     global _bracket_usable, _pid_max
     if _bracket_usable is None:
         try:
@@ -105,13 +104,13 @@ def _forks() -> Optional[int]:
     return None
 
 
-def _time_bound() -> float:
-    """How long a bracket is trusted on time alone (see MAX_FORK_RATE)."""
-    return _space() / MAX_FORK_RATE
-
-
-def _space() -> int:
-    return (_pid_max or 0) // 2
+def _tasks() -> Optional[int]:
+    """Tasks (processes and threads) alive on the host: /proc/loadavg's "running/total"."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[3].split(b"/")[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def pid_mark() -> Optional[PidMark]:
@@ -119,24 +118,34 @@ def pid_mark() -> Optional[PidMark]:
     judged by a scan of every process)."""
     if not _usable():
         return None
-    forks = _forks() if _time_bound() < COUNT_FORKS_BELOW_SECONDS else None
+    forks, tasks = _forks(), _tasks()
     last = _read_int(NS_LAST_PID)
-    return PidMark(last, time.monotonic(), forks) if last is not None else None
+    return PidMark(last, forks, tasks) if last is not None else None
+
+
+def _round(mark: PidMark, now: PidMark) -> Optional[int]:
+    """The fewest new PIDs that can take the numbering all the way round (see RESERVED_PIDS),
+    or None when a count is missing."""
+    if _pid_max is None or mark.tasks is None or now.tasks is None:
+        return None
+    free = _pid_max - RESERVED_PIDS - max(mark.tasks, now.tasks)
+    return max(0, free // 2)
 
 
 def _went_round(mark: PidMark, now: PidMark) -> bool:
-    """Whether more PIDs than the PID space holds may have been handed out from MARK to NOW."""
-    if now.time - mark.time < _time_bound():
-        return False
-    if mark.forks is None or now.forks is None:
+    """Whether the numbering may have gone all the way round from MARK to NOW."""
+    space = _round(mark, now)
+    if space is None or mark.forks is None or now.forks is None:
         return True
-    return now.forks - mark.forks >= _space()
+    return now.forks - mark.forks >= space
 
 
 def new_pids(mark: PidMark) -> Optional[List[int]]:
     """The PIDs (and thread IDs) allocated since MARK that exist now, ascending within each
-    stretch of the range; None when the bracket cannot tell (ns_last_pid unreadable, or MARK so
-    old that the numbering may have gone round more than once): scan everything then.
+    stretch of the range; None when the bracket cannot tell (ns_last_pid or the kernel's counts
+    unreadable, or so many PIDs handed out since MARK that the numbering may have gone all the
+    way round): scan everything then. Not seen: PIDs given out without moving the counter
+    (clone3 with set_tid, as CRIU does; a write to ns_last_pid).
 
     Some of them may be threads, or processes of other jobs that forked meanwhile: the caller
     judges each (start time, ancestry, token), and gpuclean's ``who --pid`` drops threads."""

@@ -56,7 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "count as left behind (default: 2)")
     parser.addini("gpuclean_grace", "see --gpuclean-grace", default="2")
     group.addoption("--gpuclean-binary", default=None, metavar="PATH",
-                    help="the gpuclean binary (default: $GPUCLEAN, else PATH)")
+                    help="the gpuclean binary (default: $GPUCLEAN, else the one installed "
+                         "with this package, else PATH)")
 
 
 def _setting(config: pytest.Config, name: str) -> Any:
@@ -215,8 +216,9 @@ class GpucleanSession:
         # wait cost 10 ms a test): between the previous test's check and this test's start
         # only reporting hooks run, so a process of the session that started in this same tick
         # before the test is the previous test's, which its check saw if it held a device file
-        # then. One that opened a device only later would be named here: the session's leak,
-        # one test late. contained() blocks do wait (scope.py).
+        # then. One that opened a device only later is numbered before this test's bracket: the
+        # session's end names it (or this check, when it falls back to a full scan).
+        # contained() blocks do wait (scope.py).
         item.stash[_since_key] = _procfs.now_ticks()
         # What the test creates is numbered after this: its check looks at those alone.
         item.stash[_mark_key] = _procfs.pid_mark()
