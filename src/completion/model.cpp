@@ -45,7 +45,7 @@ namespace {
 // What completes the value of each option that takes one, by its long name (a positional
 // argument: by its name), whichever command has it. A new value-taking option needs a line
 // here: without one its kind is "unknown" in every script, and tests/completion/run.sh fails.
-constexpr std::array<std::pair<std::string_view, Kind>, 40> kValueKinds{{
+constexpr std::array<std::pair<std::string_view, Kind>, 41> kValueKinds{{
     // The global options (cli/common.cpp).
     {"--gpus", Kind::kGpus},
     {"--device-glob", Kind::kFile},
@@ -56,6 +56,7 @@ constexpr std::array<std::pair<std::string_view, Kind>, 40> kValueKinds{{
     {"--max-used", Kind::kNone},
     {"--allow-user", Kind::kUser},
     {"--ignore-pid", Kind::kPids},
+    {"--pid", Kind::kPids},  // who --pid: the holders are what one asks about
     {"--expect-gpus", Kind::kNone},
     {"--against", Kind::kFile},
     {"--timeout", Kind::kNone},
