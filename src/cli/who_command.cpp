@@ -40,6 +40,12 @@ NamedProcesses named_processes(const procfs::ProcFs& proc, const std::vector<std
     // /proc/TID answers for a thread too, with the whole group's descriptors: a thread's ID
     // (a range of new PIDs holds threads as well) is not a process of its own.
     if (proc.thread_group_of(selector->pid)) continue;
+    // PID@START of a process that is gone, or whose PID another process took: not scanned at
+    // all (scanned, an unreadable newcomer would count as unseen and could turn the verdict
+    // unknown over a process nobody named).
+    if (selector->start_ticks && proc.start_ticks(selector->pid) != selector->start_ticks) {
+      continue;
+    }
     named.pids.push_back(selector->pid);
     if (!selector->start_ticks) continue;
     const auto [at, added] = named.start_ticks.emplace(selector->pid, *selector->start_ticks);

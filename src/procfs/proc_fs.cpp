@@ -367,6 +367,10 @@ bool ProcFs::note_memory_map_locked(Pid pid, std::shared_ptr<std::atomic<bool>> 
   return true;
 }
 
+std::optional<std::uint64_t> ProcFs::start_ticks(Pid pid) const {
+  return start_ticks_of(*state_, pid);
+}
+
 std::optional<Pid> ProcFs::thread_group_of(Pid id) const {
   std::string text;
   if (!read_file_at(root_fd(), (std::to_string(id) + "/status").c_str(), text)) {

@@ -71,6 +71,10 @@ class ProcFs {
   // /proc cannot say.
   [[nodiscard]] std::optional<Pid> thread_group_of(Pid id) const;
 
+  // pid's start time in clock ticks since boot (stat field 22), or nullopt when it is gone or
+  // its stat cannot be read: one small read, for checking a PID@START before anything else.
+  [[nodiscard]] std::optional<std::uint64_t> start_ticks(Pid pid) const;
+
   // System boot time in seconds since the epoch (from stat's btime), cached at open().
   [[nodiscard]] std::optional<std::int64_t> boot_time() const;
 

@@ -253,6 +253,10 @@ TEST_F(WhoTest, APidFilterLooksAtTheNamedProcessesOnly) {
                     pid_text + "@" + std::to_string(first_start + 1)});
   EXPECT_EQ(wrong.exit_code, 0) << wrong.out;
   EXPECT_EQ(json::parse(wrong.out)["holders"].size(), 0u) << wrong.out;
+  // ... and is not scanned at all (the review of 05b545f: it was scanned and dropped after,
+  // so a newcomer that could not be read made the verdict unknown; processes was 1 there).
+  EXPECT_EQ(json::parse(wrong.out)["scan"]["processes"], 0) << wrong.out;
+  EXPECT_EQ(json::parse(wrong.out)["pids"].size(), 0u) << wrong.out;
 
   // Comma-separated and repeated forms name both.
   auto both =
