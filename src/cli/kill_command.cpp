@@ -79,16 +79,10 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   parsed.teardown = {*signal, *grace, !o.no_kill9, *wait, {}};
 
   diagnose::KillSelectors& s = parsed.selectors;
-  for (const std::string& text : o.pids) {
-    const auto selector = parse_pid_selector(text);  // pid_selector_check let only these in
-    if (!selector) return fail("'" + text + "' is not a PID");
-    s.pids.push_back(selector->pid);
-    if (!selector->start_ticks) continue;
-    const auto [at, added] = s.start_ticks.emplace(selector->pid, *selector->start_ticks);
-    if (!added && at->second != *selector->start_ticks) {
-      return fail("pid " + std::to_string(selector->pid) + " is given with two start times");
-    }
-  }
+  auto pids = parse_pid_selectors(o.pids);
+  if (!pids.ok()) return fail(pids.error().context);
+  s.pids = std::move(pids->pids);
+  s.start_ticks = std::move(pids->start_ticks);
   s.tree = !o.no_tree;
   s.sessions = o.sessions;
   s.pgids = o.pgids;

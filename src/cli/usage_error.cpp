@@ -237,6 +237,21 @@ CLI::Validator pid_selector_check() {
       "PID[@START]");
 }
 
+Result<PidSelectors> parse_pid_selectors(const std::vector<std::string>& texts) {
+  PidSelectors selectors;
+  for (const std::string& text : texts) {
+    const auto selector = parse_pid_selector(text);
+    if (!selector) return Error{0, "'" + text + "' is not a PID"};
+    selectors.pids.push_back(selector->pid);
+    if (!selector->start_ticks) continue;
+    const auto [at, added] = selectors.start_ticks.emplace(selector->pid, *selector->start_ticks);
+    if (!added && at->second != *selector->start_ticks) {
+      return Error{0, "pid " + std::to_string(selector->pid) + " is given with two start times"};
+    }
+  }
+  return selectors;
+}
+
 std::optional<PidSelector> parse_pid_selector(const std::string& text) {
   const std::size_t at = text.find('@');
   const auto pid = whole_pid(std::string_view(text).substr(0, at));

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/model.h"
+#include "core/result.h"
 
 namespace gpuclean::cli {
 
@@ -31,6 +33,15 @@ struct PidSelector {
 };
 // nullopt when `text` is neither form (pid_selector_check says why).
 std::optional<PidSelector> parse_pid_selector(const std::string& text);
+
+// A list of PID arguments (kill's, who --pid's): the PIDs in the order given, and the start
+// time of each given as PID@START.
+struct PidSelectors {
+  std::vector<Pid> pids;
+  std::map<Pid, std::uint64_t> start_ticks;
+};
+// The usage error's text when an argument is neither form or a PID comes with two start times.
+Result<PidSelectors> parse_pid_selectors(const std::vector<std::string>& texts);
 
 // The lines to print for a UsageError or any message of gpuclean's own about `command` (""
 // for none): "gpuclean: CMD: what was wrong" and which `gpuclean CMD --help` to read.

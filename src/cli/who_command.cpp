@@ -1,7 +1,6 @@
 #include "cli/who_command.h"
 
 #include <algorithm>
-#include <map>
 #include <ostream>
 
 #include "cli/usage_error.h"
@@ -19,47 +18,28 @@ using collect::select_device_files;
 
 namespace {
 
-// What --pid names: the processes to scan, and the start time each must have where one was given.
-struct NamedProcesses {
-  std::vector<Pid> pids;                     // thread-group leaders, ascending
-  std::map<Pid, std::uint64_t> start_ticks;  // PID@START
-  std::string error;                         // a usage error, or empty
-};
-
-NamedProcesses usage(std::string error) {
-  NamedProcesses failed;
-  failed.error = std::move(error);
-  return failed;
-}
-
-NamedProcesses named_processes(const procfs::ProcFs& proc, const std::vector<std::string>& texts) {
-  NamedProcesses named;
-  for (const std::string& text : texts) {
-    const auto selector = parse_pid_selector(text);  // pid_selector_check let only these in
-    if (!selector) return usage("'" + text + "' is not a PID");
+// The processes `who --pid` scans: thread-group leaders that are still the process each
+// PID@START names, ascending.
+std::vector<Pid> named_processes(const procfs::ProcFs& proc, const PidSelectors& named) {
+  std::vector<Pid> pids;
+  for (const Pid pid : named.pids) {
     // /proc/TID answers for a thread too, with the whole group's descriptors: a thread's ID
     // (a range of new PIDs holds threads as well) is not a process of its own.
-    if (proc.thread_group_of(selector->pid)) continue;
+    if (proc.thread_group_of(pid)) continue;
     // PID@START of a process that is gone, or whose PID another process took: not scanned at
     // all (scanned, an unreadable newcomer would count as unseen and could turn the verdict
     // unknown over a process nobody named).
-    if (selector->start_ticks && proc.start_ticks(selector->pid) != selector->start_ticks) {
-      continue;
-    }
-    named.pids.push_back(selector->pid);
-    if (!selector->start_ticks) continue;
-    const auto [at, added] = named.start_ticks.emplace(selector->pid, *selector->start_ticks);
-    if (!added && at->second != *selector->start_ticks) {
-      return usage("pid " + std::to_string(selector->pid) + " is given with two start times");
-    }
+    const auto start = named.start_ticks.find(pid);
+    if (start != named.start_ticks.end() && proc.start_ticks(pid) != start->second) continue;
+    pids.push_back(pid);
   }
-  std::sort(named.pids.begin(), named.pids.end());
-  named.pids.erase(std::unique(named.pids.begin(), named.pids.end()), named.pids.end());
-  return named;
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
 }
 
 // PID@START names that process only: a holder whose PID was reused since is another process.
-void keep_named_starts(std::vector<Holder>& holders, const NamedProcesses& named) {
+void keep_named_starts(std::vector<Holder>& holders, const PidSelectors& named) {
   std::erase_if(holders, [&named](const Holder& holder) {
     const auto start = named.start_ticks.find(holder.process.pid);
     return start != named.start_ticks.end() && start->second != holder.process.start_ticks;
@@ -84,14 +64,15 @@ int run_who(const WhoOptions& options, const Io& io) {
   }
 
   procfs::ScanOptions scan_options{.threads = options.common.threads};
-  NamedProcesses named;
+  PidSelectors named;
   if (!options.pids.empty()) {
-    named = named_processes(*proc, options.pids);
-    if (!named.error.empty()) {
-      io.err << "gpuclean: who: " << named.error << '\n';
+    auto parsed = parse_pid_selectors(options.pids);
+    if (!parsed.ok()) {
+      io.err << "gpuclean: who: " << parsed.error().context << '\n';
       return kExitUsage;
     }
-    scan_options.only = named.pids;
+    named = std::move(parsed).value();
+    scan_options.only = named_processes(*proc, named);
   }
   procfs::HolderScan scan = procfs::scan_holders(*proc, *files, scan_options);
 
@@ -101,7 +82,7 @@ int run_who(const WhoOptions& options, const Io& io) {
   report.files = *files;
   report.holders = read_holders(*proc, scan);
   keep_named_starts(report.holders, named);
-  if (!options.pids.empty()) report.named_pids = named.pids;
+  if (scan_options.only) report.named_pids = *scan_options.only;
   report.stats = scan.stats;
   // `who` never asks NVML: its answer rests on /proc alone.
   const diagnose::Unseen unseen = diagnose::unseen_processes(report.stats, false);

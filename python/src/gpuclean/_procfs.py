@@ -141,8 +141,8 @@ def _went_round(mark: PidMark, now: PidMark) -> bool:
 
 
 def new_pids(mark: PidMark) -> Optional[List[int]]:
-    """The PIDs (and thread IDs) allocated since MARK that exist now, ascending within each
-    stretch of the range; None when the bracket cannot tell (ns_last_pid or the kernel's counts
+    """The PIDs (and thread IDs) allocated since MARK, ascending within each stretch of the
+    range (a wide range: those that exist now; a narrow one: every number in it, gone or not); None when the bracket cannot tell (ns_last_pid or the kernel's counts
     unreadable, or so many PIDs handed out since MARK that the numbering may have gone all the
     way round): scan everything then. Not seen: PIDs given out without moving the counter
     (clone3 with set_tid, as CRIU does; a write to ns_last_pid).
@@ -162,8 +162,8 @@ def new_pids(mark: PidMark) -> Optional[List[int]]:
     if width > PROBE_LIMIT:
         listed = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
         return [p for p in listed if any(lo <= p <= hi for lo, hi in stretches)]
-    return [p for lo, hi in stretches for p in range(lo, hi + 1)
-            if os.path.exists(f"/proc/{p}")]
+    # Not probed here: the caller reads each one's stat anyway, which says whether it exists.
+    return [p for lo, hi in stretches for p in range(lo, hi + 1)]
 
 
 def stat(pid: int) -> Optional[Tuple[str, int, int]]:
