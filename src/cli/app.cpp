@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -87,6 +88,8 @@ struct Commands {
   MetricsOptions metrics;
 #endif
   TopOptions top;
+  RecorderOptions recorder;
+  HistoryOptions history;
   CompletionOptions completion;
   StatusOptions bare;   // the global options given before a command
   std::string version;  // the release, for gpuclean_build_info
@@ -107,6 +110,8 @@ struct Commands {
     add_metrics_command(app, metrics);
 #endif
     add_top_command(app, top);
+    add_recorder_command(app, recorder);
+    add_history_command(app, history);
     add_completion_command(app, completion);
     add_common_options(app, bare.common, HookScope::kInspect);
   }
@@ -126,6 +131,8 @@ struct Commands {
         {"diff", &diff.common},
         {"completion", &completion.common},
         {"top", &top.status.common},
+        {"recorder", &recorder.common},
+        {"history", &history.common},
 #ifdef GPUCLEAN_METRICS
         {"metrics", &metrics.status.common},
 #endif
@@ -138,6 +145,8 @@ struct Commands {
     if (app.got_subcommand("completion")) return run_completion(app, completion, io);
     if (app.got_subcommand("who")) return run_who(who, io);
     if (app.got_subcommand("top")) return run_top(top, io);
+    if (app.got_subcommand("recorder")) return run_recorder_command(recorder, io);
+    if (app.got_subcommand("history")) return run_history(history, io);
     if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
     if (app.got_subcommand("diff")) return run_diff(diff, io);
 #ifdef GPUCLEAN_METRICS
@@ -176,6 +185,10 @@ int run_command_line(int argc, char** argv, const std::string& version,
       {"0  clean or done", "1  dirty, or something remains", "2  usage error",
        "3  NVML failing or /proc unreadable", "124+  gpuclean run only (gpuclean run --help)"});
   if (auto exit_code = parse(app, args)) return *exit_code;
+  if (app.got_subcommand("kill")) {
+    const auto at = std::find(args.begin(), args.end(), "kill");
+    if (at != args.end()) commands.kill.args.assign(at + 1, args.end());
+  }
   const auto common_of = commands.common_of();
   for (const CLI::App* sub : app.get_subcommands()) {
     auto applied =

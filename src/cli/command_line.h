@@ -12,6 +12,7 @@
 #include "cli/kill_command.h"
 #include "cli/metrics_command.h"
 #include "cli/plot_command.h"
+#include "cli/recorder_command.h"
 #include "cli/run_command.h"
 #include "cli/snapshot_command.h"
 #include "cli/status_command.h"
@@ -56,11 +57,13 @@ void add_who_command(CLI::App& app, WhoOptions& options);
 void add_snapshot_command(CLI::App& app, SnapshotOptions& options);
 void add_diff_command(CLI::App& app, DiffCommandOptions& options);
 void add_plot_command(CLI::App& app, PlotOptions& options);
+void add_history_command(CLI::App& app, HistoryOptions& options);
 
 // The commands that act, serve or print scripts (command_line_act.cpp).
 void add_kill_command(CLI::App& app, KillOptions& options);
 void add_run_command(CLI::App& app, RunOptions& options);
 void add_top_command(CLI::App& app, TopOptions& options);
+void add_recorder_command(CLI::App& app, RecorderOptions& options);
 void add_metrics_command(CLI::App& app, MetricsOptions& options);  // builds with metrics only
 void add_completion_command(CLI::App& app, CompletionOptions& options);
 

@@ -130,6 +130,53 @@ void add_top_command(CLI::App& app, TopOptions& options) {
        "2  usage error, or no terminal (use gpuclean status --json)", "3  /proc unreadable"});
 }
 
+void add_recorder_command(CLI::App& app, RecorderOptions& o) {
+  CLI::App* recorder = app.add_subcommand(
+      "recorder", "The flight recorder: watch the holders and write what changes to a database");
+  add_common_options(*recorder, o.common, HookScope::kInspect, {.json = false, .gpus = false});
+  recorder
+      ->add_option("--db", o.db,
+                   "The database (default: /var/lib/gpuclean/history.db; created 0600 in a 0700 "
+                   "directory)")
+      ->option_text("PATH");
+  recorder->add_option("--interval", o.interval, "Time between looks (default: 1s)")
+      ->option_text("DURATION");
+  recorder->add_option("--retention", o.retention, "Events older than this go (default: 7d)")
+      ->option_text("DURATION");
+  recorder
+      ->add_option("--max-size", o.max_size,
+                   "The oldest events go while the database is larger (default: 256MiB)")
+      ->option_text("SIZE");
+  recorder
+      ->add_option("--full-scan", o.full_scan,
+                   "Every process's files are re-read at least this often; new processes and "
+                   "holders at every look (default: 60s)")
+      ->option_text("DURATION");
+  recorder
+      ->add_option("--socket", o.socket,
+                   "Where other commands report their actions (default: "
+                   "/run/gpuclean/recorder.sock; off: none)")
+      ->option_text("PATH");
+  recorder
+      ->add_option("--journal", o.journal,
+                   "journald's socket for the events as structured fields (default: "
+                   "/run/systemd/journal/socket; off: none)")
+      ->option_text("PATH");
+  recorder
+      ->add_option("--textfile", o.textfile,
+                   "Write the recorder's health (gpuclean_recorder_*) here every 10 s, for "
+                   "node_exporter")
+      ->option_text("PATH");
+  recorder->add_flag("--no-proc-events", o.no_proc_events,
+                     "Do not read the kernel's process events (then a parent that exits within "
+                     "one interval is not named)");
+  set_help_footer(
+      *recorder,
+      {{"systemctl enable --now gpuclean-recorder.service", "run it as a service"},
+       {"gpuclean recorder --db /tmp/h.db --interval 2s", "by hand, elsewhere"}},
+      {"0  stopped by SIGINT, SIGTERM or SIGHUP", "2  usage error", "3  /proc unreadable"});
+}
+
 #ifdef GPUCLEAN_METRICS
 void add_metrics_command(CLI::App& app, MetricsOptions& options) {
   CLI::App* metrics = app.add_subcommand(

@@ -214,6 +214,11 @@ void add_explain_command(CLI::App& app, ExplainOptions& options) {
       ->option_text("PID")
       ->required()
       ->check(pid_check(false));
+  explain
+      ->add_option("--db", options.db,
+                   "The flight recorder's database, for a parent that is gone (default: "
+                   "/var/lib/gpuclean/history.db, when readable)")
+      ->option_text("PATH");
   set_help_footer(
       *explain,
       {{"gpuclean explain 72309", "why pid 72309 holds memory, and the fix"},
@@ -316,6 +321,42 @@ void add_plot_command(CLI::App& app, PlotOptions& o) {
                    {"gpuclean plot run.json -o run.svg", "then draw it"}},
                   {"0  drawn", "2  usage error, or an unreadable or malformed record",
                    "3  the SVG could not be written"});
+}
+
+void add_history_command(CLI::App& app, HistoryOptions& o) {
+  CLI::App* history = app.add_subcommand(
+      "history", "What held the GPUs in the past: the flight recorder's timeline, or --at TIME");
+  history->add_flag("--json", o.common.json, "Print JSON (docs/reference.md, \"history\")");
+  history
+      ->add_option("--db", o.db, "The recorder's database (default: /var/lib/gpuclean/history.db)")
+      ->option_text("PATH");
+  history
+      ->add_option("--since", o.since,
+                   "Events from this moment: a duration ago (2h, 7d), a local time "
+                   "(2026-12-04 10:07, 10:07) or @UNIX-SECONDS (default: 24h)")
+      ->option_text("TIME");
+  history->add_option("--until", o.until, "Events before this moment (default: now)")
+      ->option_text("TIME");
+  history
+      ->add_option("--at", o.at,
+                   "Instead of a timeline: which processes held a device at that moment, with "
+                   "their memory per GPU and parent")
+      ->option_text("TIME");
+  history->add_option("--gpu", o.gpu, "Only events about this GPU (and holders' own events)")
+      ->option_text("N");
+  history->add_option("--pid", o.pid, "Only this PID's events (every process that had it)")
+      ->option_text("PID");
+  history->add_option("--job", o.job, "Only the events of processes of this Slurm job")
+      ->option_text("ID");
+  history->add_option("--limit", o.limit, "At most this many events (default: 100000)")
+      ->option_text("N")
+      ->check(whole_number_check(1, 100000000));
+  set_help_footer(*history,
+                  {{"gpuclean history --since 2h", "the last two hours"},
+                   {"gpuclean history --at 03:12 --gpu 3", "what held GPU 3 at 03:12 today"},
+                   {"gpuclean history --pid 114812 --json", "one PID's story, as JSON"}},
+                  {"0  shown (also when nothing matched)", "2  usage error",
+                   "3  the database cannot be read (none yet, not root's to read, damaged)"});
 }
 
 }  // namespace gpuclean::cli

@@ -30,6 +30,7 @@
 #include "output/text_width.h"
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
+#include "record/action_socket.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -411,8 +412,14 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   } else {
     output::render_kill_report_text(io.out, report);
   }
-  if (report.remaining > 0 || !report.left.memory.empty()) return kExitDirty;
-  return unverified ? kExitRuntime : kExitClean;
+  const int exit_code = report.remaining > 0 || !report.left.memory.empty() ? kExitDirty
+                        : unverified                                        ? kExitRuntime
+                                                                            : kExitClean;
+  // Told to the flight recorder, if one listens; never waited on.
+  record::send_action(record::action_socket_path(),
+                      output::kill_action_json(report, o.args, exit_code)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return exit_code;
 }
 
 }  // namespace

@@ -11,6 +11,8 @@ namespace gpuclean::cli {
 
 struct KillOptions {
   CommonOptions common;
+  // The command line after `kill`, as given: what the flight recorder is told was run.
+  std::vector<std::string> args;
   std::vector<std::string> pids;  // PID or PID@START (usage_error.h: PidSelector)
   bool no_tree = false;
   std::vector<Pid> sessions;

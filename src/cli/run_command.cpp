@@ -20,6 +20,7 @@
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/run_record.h"
+#include "record/action_socket.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -301,7 +302,12 @@ int run_run(const RunOptions& o, const Io& io) {
   }
   log.event(RunEventKind::kVerified, std::string(to_string(log.record().gpu_check)));
   session.finish();
-  return report(o, log, r.record_file, io);
+  const int exit_code = report(o, log, r.record_file, io);
+  // Told to the flight recorder, if one listens; never waited on.
+  record::send_action(record::action_socket_path(),
+                      output::run_action_json(log.record(), exit_code)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return exit_code;
 }
 
 }  // namespace gpuclean::cli

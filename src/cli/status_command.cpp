@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/recorder_command.h"
 #include "collect/gather.h"
 #include "core/duration.h"
 #include "core/units.h"
@@ -352,8 +353,14 @@ int run_explain(const ExplainOptions& options, const Io& io) {
   Prepared prepared = prepare(status, io);
   if (!prepared.usable) return prepared.exit_code;
 
-  const output::ExplainSubject subject =
+  output::ExplainSubject subject =
       read_explain_subject(prepared.report, options.pid, options.common);
+  const ProcessInfo* info = subject.holder    ? &subject.holder->process
+                            : subject.process ? &*subject.process
+                                              : nullptr;
+  if (info != nullptr) {
+    subject.recorded_parent = recorded_parent_of(options.db, *info, options.common.proc_root);
+  }
   const bool known = subject.holder || subject.process;
   if (options.common.json) {
     output::render_explain_json(io.out, prepared.report, subject);

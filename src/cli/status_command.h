@@ -41,6 +41,7 @@ struct WaitOptions {
 struct ExplainOptions {
   CommonOptions common;
   Pid pid = 0;
+  std::string db;  // the flight recorder's database (empty: its default)
 };
 
 // The diagnosis of gathered inputs as status/check report it, for commands that gather

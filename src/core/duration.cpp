@@ -26,8 +26,10 @@ Result<Duration> parse_duration(std::string_view text) {
     ms_per_unit = 60'000;
   } else if (unit == "h") {
     ms_per_unit = 3'600'000;
+  } else if (unit == "d") {
+    ms_per_unit = 86'400'000;
   } else {
-    return Error{0, "'" + input + "': unknown unit '" + unit + "' (use ms, s, m or h)"};
+    return Error{0, "'" + input + "': unknown unit '" + unit + "' (use ms, s, m, h or d)"};
   }
   if (value < 0) return Error{0, "'" + input + "': a duration cannot be negative"};
   const double ms = value * ms_per_unit;

@@ -1,4 +1,5 @@
-// Durations as users type them on the command line: "30s", "250ms", "1.5m", "2h", "5" (seconds).
+// Durations as users type them on the command line: "30s", "250ms", "1.5m", "2h", "7d", "5"
+// (seconds).
 #pragma once
 
 #include <chrono>

@@ -7,15 +7,19 @@ namespace gpuclean {
 namespace {
 
 // One table for both directions, so a kind written is always a kind read back.
-constexpr std::array<std::pair<HistoryEventKind, const char*>, 8> kKindNames = {{
+constexpr std::array<std::pair<HistoryEventKind, const char*>, 12> kKindNames = {{
     {HistoryEventKind::kAppeared, "appeared"},
     {HistoryEventKind::kLeft, "left"},
+    {HistoryEventKind::kMemoryReturned, "memory_returned"},
     {HistoryEventKind::kClassChanged, "class_changed"},
     {HistoryEventKind::kMemoryChanged, "memory_changed"},
     {HistoryEventKind::kUnattributedAppeared, "unattributed_appeared"},
     {HistoryEventKind::kUnattributedCleared, "unattributed_cleared"},
     {HistoryEventKind::kNvmlFailed, "nvml_failed"},
+    {HistoryEventKind::kNvmlRecovered, "nvml_recovered"},
     {HistoryEventKind::kAction, "action"},
+    {HistoryEventKind::kRecorderStarted, "recorder_started"},
+    {HistoryEventKind::kRecorderStopped, "recorder_stopped"},
 }};
 
 }  // namespace

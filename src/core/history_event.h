@@ -27,15 +27,28 @@ struct RecordedProcess {
   std::vector<std::string> parent_argv;
 };
 
+// A process's parent as the recorder captured it, for `explain` (its parent in /proc is init
+// or a subreaper once the real one is gone).
+struct RecordedParent {
+  Pid pid = 0;
+  std::vector<std::string> argv;
+  // When the recorder saw its child orphaned: the parent was gone by then.
+  std::optional<double> gone_by;
+};
+
 enum class HistoryEventKind {
   kAppeared,              // a process holds a device file (bytes: its GPU memory, all GPUs)
   kLeft,                  // it holds none any more (bytes: its memory at last sight)
+  kMemoryReturned,        // gpu, bytes: a left holder's memory is free again; detail: seconds
   kClassChanged,          // class: the new one; detail: the previous one
   kMemoryChanged,         // gpu, bytes: its memory on that GPU now
   kUnattributedAppeared,  // gpu, bytes: used memory no live process accounts for
   kUnattributedCleared,   // gpu
   kNvmlFailed,            // detail: what failed (a hang is a failure with its deadline)
-  kAction,                // detail: what gpuclean did (kill, run's teardown, top's kill)
+  kNvmlRecovered,         // NVML answers again after kNvmlFailed
+  kAction,                // detail: what gpuclean did (kill, run's teardown), a JSON object
+  kRecorderStarted,       // the recorder (re)started: what it missed while down is not known
+  kRecorderStopped,       // the recorder stopped on a signal
 };
 
 // "appeared", "left", … (the database's `kind` column and `history --json`).

@@ -1,5 +1,8 @@
 #include "core/units.h"
 
+#include <cmath>
+#include <cstdlib>
+
 namespace gpuclean {
 namespace {
 
@@ -25,6 +28,36 @@ std::string format_age(double seconds) {
   if (s < 3600) return std::to_string(s / 60) + "m";
   if (s < 86400) return std::to_string(s / 3600) + "h " + std::to_string((s % 3600) / 60) + "m";
   return std::to_string(s / 86400) + "d " + std::to_string((s % 86400) / 3600) + "h";
+}
+
+Result<Bytes> parse_size(std::string_view text) {
+  const std::string input(text);
+  char* end = nullptr;
+  const double value = std::strtod(input.c_str(), &end);
+  if (input.empty() || end == input.c_str() || !std::isfinite(value) || value < 0 ||
+      input[0] == '+' || input.find_first_of("xXnN") != std::string::npos) {
+    return Error{0, "'" + input + "' is not a size (use e.g. 256MiB, 1GiB)"};
+  }
+  std::string unit(end);
+  if (unit.size() == 3 && unit.substr(1) == "iB") unit = unit.substr(0, 1);
+  double scale = 0;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "K") {
+    scale = 1024.0;
+  } else if (unit == "M") {
+    scale = static_cast<double>(kMiB);
+  } else if (unit == "G") {
+    scale = static_cast<double>(kGiB);
+  } else if (unit == "T") {
+    scale = static_cast<double>(kGiB) * 1024.0;
+  } else {
+    return Error{
+        0, "'" + input + "': unknown unit '" + std::string(end) + "' (use KiB, MiB, GiB, TiB)"};
+  }
+  const double bytes = value * scale;
+  if (bytes >= 1.8e19) return Error{0, "'" + input + "' is too large"};
+  return static_cast<Bytes>(bytes);
 }
 
 }  // namespace gpuclean

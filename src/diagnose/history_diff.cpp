@@ -1,5 +1,6 @@
 #include "diagnose/history_diff.h"
 
+#include <cstdio>
 #include <set>
 
 namespace gpuclean::diagnose {
@@ -118,7 +119,11 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
     recorded.gpu_memory = holder.gpu_memory;
     state.holders.emplace(key, std::move(recorded));
   }
-  for (const GpuReport& gpu : diagnosis.gpus) state.unattributed[gpu.gpu.index] = gpu.unattributed;
+  for (const GpuReport& gpu : diagnosis.gpus) {
+    state.unattributed[gpu.gpu.index] = gpu.unattributed;
+    if (gpu.gpu.memory) state.used[gpu.gpu.index] = gpu.gpu.memory->used;
+  }
+  state.awaited = before.awaited;
   return state;
 }
 
@@ -160,6 +165,41 @@ std::vector<HistoryEvent> history_events(const RecorderState& before, const Reco
     ++is;
   }
   unattributed_events(before, now, time, options, events);
+  return events;
+}
+
+std::vector<HistoryEvent> memory_returns(const RecorderState& before, RecorderState& now,
+                                         double time, const HistoryDiffOptions& options) {
+  for (const auto& [key, holder] : before.holders) {
+    if (now.holders.count(key) != 0) continue;
+    for (const auto& [gpu, bytes] : holder.gpu_memory) {
+      const auto used = before.used.find(gpu);
+      if (bytes == 0 || used == before.used.end()) continue;
+      now.awaited.push_back(AwaitedReturn{holder.process, gpu, bytes, used->second, time});
+    }
+  }
+  std::vector<HistoryEvent> events;
+  std::vector<AwaitedReturn> still;
+  for (AwaitedReturn& awaited : now.awaited) {
+    const auto used = now.used.find(awaited.gpu);
+    const Bytes target =
+        awaited.used_before > awaited.bytes ? awaited.used_before - awaited.bytes : 0;
+    if (used != now.used.end() && used->second <= target + options.return_slack) {
+      HistoryEvent event;
+      event.kind = HistoryEventKind::kMemoryReturned;
+      event.time = time;
+      event.process = awaited.process;
+      event.gpu = awaited.gpu;
+      event.bytes = awaited.bytes;
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.3f", time - awaited.left_time);
+      event.detail = seconds;
+      events.push_back(std::move(event));
+    } else if (time - awaited.left_time < options.return_patience_s) {
+      still.push_back(std::move(awaited));
+    }
+  }
+  now.awaited = std::move(still);
   return events;
 }
 

@@ -25,9 +25,20 @@ struct RecordedHolder {
 // A process is its PID and start ticks (within one boot: the recorder's state never spans two).
 using ProcessKey = std::pair<Pid, std::uint64_t>;
 
+// A holder that left with memory on a GPU, until that memory is free again.
+struct AwaitedReturn {
+  RecordedProcess process;
+  unsigned gpu = 0;
+  Bytes bytes = 0;        // what it held there at last sight
+  Bytes used_before = 0;  // the GPU's used memory at that sight
+  double left_time = 0;
+};
+
 struct RecorderState {
   std::map<ProcessKey, RecordedHolder> holders;
   std::map<unsigned, Bytes> unattributed;  // GPU index → used memory no live process accounts for
+  std::map<unsigned, Bytes> used;          // GPU index → used memory, as NVML gave it
+  std::vector<AwaitedReturn> awaited;
 };
 
 struct HistoryDiffOptions {
@@ -36,6 +47,11 @@ struct HistoryDiffOptions {
   Bytes memory_step = Bytes{64} << 20;
   // Unattributed memory counts as appeared above this (the driver's own reserve is below it).
   Bytes unattributed_floor = Bytes{256} << 20;
+  // A left holder's memory counts as returned when the GPU's used memory is this close to
+  // what it was less what the holder held (other processes allocate meanwhile) ...
+  Bytes return_slack = Bytes{64} << 20;
+  // ... and is no longer awaited after this long (unattributed memory says the rest).
+  double return_patience_s = 600;
 };
 
 // The recorder's state from one diagnosis: every visible holder with its class and memory. A
@@ -49,6 +65,13 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
 // holds memory on), class_changed, memory_changed, left (with its memory at last sight), and
 // unattributed memory appeared or cleared per GPU. Ordered: per process by PID, then per GPU.
 std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
+                                         double time, const HistoryDiffOptions& options = {});
+
+// Memory coming back: each holder that left between `before` and `now` with memory on a GPU
+// is awaited (in now.awaited) until that GPU's used memory has dropped by what it held (less
+// return_slack), then a memory_returned event says after how long (detail: the seconds). Needs
+// NVML's used figures in both states; awaited entries past return_patience_s are dropped.
+std::vector<HistoryEvent> memory_returns(const RecorderState& before, RecorderState& now,
                                          double time, const HistoryDiffOptions& options = {});
 
 }  // namespace gpuclean::diagnose

@@ -52,8 +52,32 @@ CREATE INDEX events_by_time ON events(time);
 CREATE INDEX events_by_process ON events(process);
 )sql";
 
+// SQLite's failure in its own words, with the errno a caller decides on (event_store.h):
+// EBADMSG for a file that is not (or no longer) a sound database, ENOSPC, EROFS, EBUSY.
+int errno_of(sqlite3* db, int code) {
+  switch (code & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_PERM:
+      return sqlite3_system_errno(db);  // the OS's own: ENOENT, EACCES, EIO, …
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return EBADMSG;
+    case SQLITE_FULL:
+      return ENOSPC;
+    case SQLITE_READONLY:
+      return EROFS;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return EBUSY;
+    default:
+      return 0;
+  }
+}
+
 Error sqlite_error(sqlite3* db, const std::string& what) {
-  return Error{0, what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory")};
+  if (db == nullptr) return Error{ENOMEM, what};
+  return Error{errno_of(db, sqlite3_extended_errcode(db)), what + ": " + sqlite3_errmsg(db)};
 }
 
 std::string join_argv(const std::vector<std::string>& argv) {
@@ -219,7 +243,8 @@ Result<EventStore> EventStore::open(const std::string& path, bool read_only) {
   // The first read of the file: a file that is not a database fails here.
   auto version = single_integer(impl->db, "PRAGMA user_version");
   if (!version.ok()) {
-    return Error{0, path + " is not a gpuclean history database: " + version.error().context};
+    return Error{version.error().errnum,
+                 path + " is not a gpuclean history database: " + version.error().context};
   }
   if (*version > kSchemaVersion) {
     return Error{0, path + " has schema version " + std::to_string(*version) +
@@ -317,6 +342,7 @@ Result<std::vector<HistoryEvent>> EventStore::events(const EventQuery& query) co
       " WHERE (?1 IS NULL OR e.time >= ?1) AND (?2 IS NULL OR e.time < ?2)"
       " AND (?3 IS NULL OR p.pid = ?3)"
       " AND (?4 IS NULL OR e.gpu = ?4 OR e.gpu IS NULL)"
+      " AND (?6 IS NULL OR p.owner = ?6)"
       " ORDER BY e.time, e.id LIMIT ?5";
   Statement select(db, sql.c_str());
   if (!select.ok()) return sqlite_error(db, "prepare the timeline query");
@@ -325,6 +351,7 @@ Result<std::vector<HistoryEvent>> EventStore::events(const EventQuery& query) co
   select.bind_optional(3, query.pid);
   select.bind_optional(4, query.gpu);
   select.bind(5, static_cast<std::int64_t>(query.limit));
+  if (query.owner) select.bind(6, *query.owner);
   std::vector<HistoryEvent> events;
   int step = 0;
   while ((step = select.step()) == SQLITE_ROW) {

@@ -10,7 +10,9 @@
 // is the recorder's alone: created 0600 in a directory made 0700, never through a symlink; WAL
 // mode, so a reader never blocks the writer; auto_vacuum incremental, so pruning gives space
 // back while running. Errors (a corrupt or locked file, a full disk, a read-only file system)
-// come back as Error with SQLite's own words; nothing here retries or exits.
+// come back as Error with SQLite's own words and an errno to decide on: EBADMSG (the file is
+// not, or no longer, a sound database), ENOSPC (full), EROFS (read-only), EBUSY (locked);
+// nothing here retries or exits.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,7 @@ struct EventQuery {
   std::optional<Pid> pid = std::nullopt;       // that PID's events (any boot, any start)
   std::optional<unsigned> gpu =
       std::nullopt;  // events about that GPU, and holder events without one
+  std::optional<std::string> owner = std::nullopt;  // holder events of processes of that owner
   std::size_t limit = 100000;
 };
 

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "core/wall_time.h"
 #include "output/escape.h"
+#include "output/history_view.h"
 #include "output/json.h"
 #include "output/owner_text.h"
 #include "output/who_view.h"
@@ -71,6 +73,13 @@ std::string parent_text(const ProcessInfo& p, const std::optional<ProcessInfo>& 
     text += " — re-parented to init: its original parent is gone";
   }
   return text;
+}
+
+// "114800 bash run_server.sh --tp 8 (gone by 10:05:12)": what the flight recorder captured.
+std::string recorded_parent_text(const RecordedParent& parent) {
+  std::string text = fmt::format("{} {}", parent.pid, argv_text(parent.argv, 100));
+  if (parent.gone_by) text += fmt::format(" (gone by {})", format_local_time(*parent.gone_by));
+  return text + " — from gpuclean history";
 }
 
 std::string files_text(const HeldFile& f) {
@@ -191,6 +200,9 @@ void render_process(std::ostream& out, const StatusReport& report, const Explain
     row(out, "state", state_meaning(*p, klass));
     row(out, "threads", thread_list(*p));
     row(out, "parent", parent_text(*p, subject.parent, klass));
+    if (subject.recorded_parent && subject.recorded_parent->pid != p->ppid) {
+      row(out, "recorded parent", recorded_parent_text(*subject.recorded_parent));
+    }
     row(out, "session", fmt::format("sid {}, pgid {}", p->sid, p->pgid));
     row(out, "user", escape_terminal(p->user.empty() ? "?" : p->user));
     if (p->start_time) {
@@ -378,6 +390,14 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
     if (h.inherited_from == subject.pid) doc["heirs"].push_back(h.process.pid);
   }
   const DeadOwner* owner = dead_owner_of(report.diagnosis, subject.pid);
+  doc["recorded_parent"] = nullptr;
+  if (subject.recorded_parent) {
+    const RecordedParent& parent = *subject.recorded_parent;
+    doc["recorded_parent"] = {
+        {"pid", parent.pid},
+        {"argv", parent.argv},
+        {"gone_by", parent.gone_by ? nlohmann::json(*parent.gone_by) : nlohmann::json()}};
+  }
   doc["dead_owner"] = owner != nullptr ? to_json(*owner) : nlohmann::json();
   doc["candidate_of"] = nlohmann::json::array();
   for (const DeadOwner* of : candidate_of(report.diagnosis, subject.pid)) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 
+#include "core/history_event.h"
 #include "core/model.h"
 #include "output/status_view.h"
 
@@ -17,6 +18,8 @@ struct ExplainSubject {
   std::optional<Holder> holder;        // when the diagnosis has it (holders, NVML's dead pids)
   std::optional<ProcessInfo> process;  // when /proc has it but it holds nothing
   std::optional<ProcessInfo> parent;   // its parent, when readable
+  // Its parent as the flight recorder captured it (`history`), when the recorder has it.
+  std::optional<RecordedParent> recorded_parent;
 };
 
 void render_explain_text(std::ostream& out, const StatusReport& report,

@@ -249,6 +249,37 @@ nlohmann::json kill_report_json(const KillReport& report) {
   return doc;
 }
 
+nlohmann::json kill_action_json(const KillReport& report, const std::vector<std::string>& args,
+                                int exit_code) {
+  nlohmann::json targets = nlohmann::json::array();
+  std::size_t ended = 0;
+  for (const KillMet& m : report.met) {
+    if (m.outcome.state == TargetOutcome::State::kGone) ++ended;
+    if (targets.size() == kMaxActionTargets) continue;
+    targets.push_back({{"pid", m.outcome.pid},
+                       {"start_ticks", m.target.process.start_ticks},
+                       {"comm", m.target.process.comm},
+                       {"class", to_string(m.target.klass)},
+                       {"outcome", to_string(m.outcome.state)}});
+  }
+  std::string summary = fmt::format("{} of {} targets gone", ended, report.met.size());
+  if (report.remaining > 0) summary += fmt::format(", {} remain", report.remaining);
+  if (report.left.memory_back_seconds) {
+    summary += fmt::format(", GPU memory back in {:.2f} s", *report.left.memory_back_seconds);
+  } else if (!report.left.memory.empty()) {
+    summary += ", GPU memory still held";
+  }
+  return {{"command", "kill"},
+          {"args", args},
+          {"exit", exit_code},
+          {"verdict", to_string(report.verdict)},
+          {"summary", summary},
+          {"targets", targets},
+          {"memory_back_seconds", report.left.memory_back_seconds
+                                      ? nlohmann::json(*report.left.memory_back_seconds)
+                                      : nlohmann::json()}};
+}
+
 std::string not_verified_text(MemoryCheck memory, NvmlState nvml_state,
                               const std::string& message) {
   switch (memory) {

@@ -41,6 +41,12 @@ void render_kill_report_text(std::ostream& out, const KillReport& report);
 
 nlohmann::json kill_report_json(const KillReport& report);
 
+// What `kill` hands the flight recorder (record/action_socket.h): its arguments, exit code,
+// verdict and, per target met (at most kMaxActionTargets), PID, start, class and outcome.
+inline constexpr std::size_t kMaxActionTargets = 64;
+nlohmann::json kill_action_json(const KillReport& report, const std::vector<std::string>& args,
+                                int exit_code);
+
 // Why the GPU memory was not verified, for gpu_not_verified; empty when it was. `message`:
 // NVML's own message (for kFailed: the failure that left it unverified).
 std::string not_verified_text(MemoryCheck memory, NvmlState nvml_state, const std::string& message);

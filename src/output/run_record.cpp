@@ -238,4 +238,22 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
   return lines;
 }
 
+nlohmann::json run_action_json(const RunRecord& record, int exit_code) {
+  std::vector<std::string> args(
+      record.command.begin(),
+      record.command.begin() +
+          static_cast<std::ptrdiff_t>(std::min<std::size_t>(record.command.size(), 64)));
+  args.insert(args.begin(), "--");
+  std::string summary = std::to_string(record.leftovers.size()) + " leftovers torn down";
+  summary += ", GPU check: " + std::string(to_string(record.gpu_check));
+  if (!record.escaped.empty()) summary += ", " + std::to_string(record.escaped.size()) + " escaped";
+  return {{"command", "run"},
+          {"args", args},
+          {"exit", exit_code},
+          {"pid", record.pid ? nlohmann::json(*record.pid) : nlohmann::json()},
+          {"cgroup", record.cgroup},
+          {"clean", record.clean},
+          {"summary", summary}};
+}
+
 }  // namespace gpuclean::output

@@ -15,6 +15,10 @@ namespace gpuclean::output {
 
 nlohmann::json to_json(const RunRecord& record, const std::string& host);
 
+// What `run` hands the flight recorder when it is done (record/action_socket.h): the workload's
+// command (at most 64 arguments), how it ended, the leftovers torn down and the GPU check.
+nlohmann::json run_action_json(const RunRecord& record, int exit_code);
+
 // Parses a record written by to_json. Errors (errnum 0) say what is wrong: not JSON, a
 // schema this build does not know, a missing or mistyped field. Fields a record may lack
 // (no GPUs, no samples) come back empty.

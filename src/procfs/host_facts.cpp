@@ -61,11 +61,15 @@ bool is_relevant_variable(std::string_view name) {
   return false;
 }
 
+std::optional<std::string> read_boot_id(const std::string& proc_root) {
+  return read_line(proc_root + "/sys/kernel/random/boot_id");
+}
+
 HostFacts read_host_facts(const HostRoots& roots, const std::vector<std::string>& environment) {
   HostFacts facts;
   facts.kernel_release = read_line(roots.proc + "/sys/kernel/osrelease");
   facts.kernel_version = read_line(roots.proc + "/sys/kernel/version");
-  facts.boot_id = read_line(roots.proc + "/sys/kernel/random/boot_id");
+  facts.boot_id = read_boot_id(roots.proc);
   facts.cpu_governor = cpu_governors(roots.sys);
   for (const std::string& entry : environment) {
     const std::size_t eq = entry.find('=');

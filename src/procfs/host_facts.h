@@ -25,6 +25,10 @@ struct HostRoots {
 bool is_relevant_variable(std::string_view name);
 
 // Reads the host facts; what cannot be read stays empty (never an error).
+// This boot's ID (/proc/sys/kernel/random/boot_id): new at every boot, so it tells one boot's
+// PIDs and start ticks from another's.
+std::optional<std::string> read_boot_id(const std::string& proc_root);
+
 HostFacts read_host_facts(const HostRoots& roots, const std::vector<std::string>& environment);
 
 // One kernel-log record in /dev/kmsg's format ("PRIO,SEQ,USEC,FLAGS;TEXT"), or a bare

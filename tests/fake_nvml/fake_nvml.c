@@ -46,6 +46,9 @@
  *                            thread is gone) leaves every list and its bytes leave "used", at
  *                            each query, as the real driver frees an exited process's memory.
  *                            Without it the lists are static: a dead owner stays listed
+ *   reload 1                 re-read this file whenever it changes (a new inode, size or
+ *                            mtime; write it elsewhere and rename it over): a scenario that
+ *                            changes while one process keeps NVML open (the recorder)
  *   crash FUNCTION           FUNCTION dies of SIGSEGV, as a driver bug would. Its default
  *                            action, as in a release build: a sanitizer's handler (ASan build)
  *                            would spend seconds on a report first. Core dumps off, so a test
@@ -67,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,6 +144,8 @@ static struct {
   int rule_count;
   int init_count;
   int release_exited;
+  int reload;
+  struct stat file; /* the scenario file as last read (reload) */
 } g;
 
 static void set_defaults(void) {
@@ -204,6 +210,8 @@ static void parse_line(char* line) {
     g.gpu_count = n > kMaxGpus ? kMaxGpus : (unsigned int)n;
   } else if (strcmp(key, "release_exited") == 0) {
     g.release_exited = atoi(a);
+  } else if (strcmp(key, "reload") == 0) {
+    g.reload = atoi(a);
   } else if (strcmp(key, "records") == 0) {
     g.stride = strcmp(a, "garbage") == 0 ? kStrideGarbage : atoi(a);
   } else if (strcmp(key, "fail") == 0 || strcmp(key, "hang") == 0 || strcmp(key, "slow") == 0 ||
@@ -267,11 +275,23 @@ static void parse_line(char* line) {
 
 /* Not thread-safe, like the rest of this fake: gpuclean calls NVML from one thread at a time. */
 static void load(void) {
-  if (g.loaded) return;
+  const char* path = getenv("FAKE_NVML_CONFIG");
+  if (g.loaded) {
+    struct stat now;
+    if (!g.reload || stat(path, &now) != 0) return;
+    if (now.st_ino == g.file.st_ino && now.st_size == g.file.st_size &&
+        now.st_mtim.tv_sec == g.file.st_mtim.tv_sec &&
+        now.st_mtim.tv_nsec == g.file.st_mtim.tv_nsec) {
+      return;
+    }
+    const int init_count = g.init_count;
+    memset(&g, 0, sizeof g);
+    g.init_count = init_count;
+  }
   g.loaded = 1;
   set_defaults();
-  const char* path = getenv("FAKE_NVML_CONFIG");
   if (path == NULL || *path == '\0') return;
+  if (stat(path, &g.file) != 0) memset(&g.file, 0, sizeof g.file);
   FILE* f = fopen(path, "r");
   if (f == NULL) {
     fprintf(stderr, "fake_nvml: cannot open %s\n", path);

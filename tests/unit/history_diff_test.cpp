@@ -154,5 +154,36 @@ TEST(HistoryDiff, AHolderKnownOnlyFromNvmlHasNoIdentityToRecord) {
   EXPECT_TRUE(state.holders.empty());
 }
 
+// Memory coming back after its holder left: awaited until the GPU's used memory has dropped by
+// what the holder held, then said with how long it took; never said while it has not.
+TEST(HistoryDiff, AHoldersMemoryIsSaidReturnedOnlyOnceTheGpuFreedIt) {
+  auto look = [](const RecorderState& before, std::vector<Holder> holders, Bytes used) {
+    Diagnosis d = diagnosis(std::move(holders));
+    d.gpus[0].gpu.memory = GpuMemory{};
+    d.gpus[0].gpu.memory->used = used;
+    return recorder_state(d, before, {}, "b1");
+  };
+  RecorderState holding =
+      look({}, {holder(kServer, HolderClass::kOrphan, {{0, 76 * kOneGiB}})}, 77 * kOneGiB);
+  // It left, but the driver still holds its memory (a Zl leader's threads, say).
+  RecorderState left = look(holding, {}, 77 * kOneGiB);
+  EXPECT_EQ(kinds(history_events(holding, left, 100)), std::vector{HistoryEventKind::kLeft});
+  EXPECT_TRUE(memory_returns(holding, left, 100).empty()) << "nothing came back yet";
+  ASSERT_EQ(left.awaited.size(), 1u);
+  // Someone else allocates 20 MiB meanwhile; the 76 GiB come back 2.5 s after it left.
+  RecorderState back = look(left, {}, kOneGiB + (Bytes{20} << 20));
+  auto returned = memory_returns(left, back, 102.5);
+  ASSERT_EQ(kinds(returned), std::vector{HistoryEventKind::kMemoryReturned});
+  EXPECT_EQ(returned[0].bytes, 76 * kOneGiB);
+  EXPECT_EQ(returned[0].gpu, 0u);
+  EXPECT_EQ(returned[0].detail, "2.500");
+  EXPECT_EQ(returned[0].process->pid, kServer.pid);
+  EXPECT_TRUE(back.awaited.empty());
+  // Never back: dropped after the patience, unsaid (unattributed memory tells that story).
+  RecorderState stuck = look(left, {}, 77 * kOneGiB);
+  EXPECT_TRUE(memory_returns(left, stuck, 100 + 601).empty());
+  EXPECT_TRUE(stuck.awaited.empty());
+}
+
 }  // namespace
 }  // namespace gpuclean::diagnose

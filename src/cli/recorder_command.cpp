@@ -1,0 +1,195 @@
+#include "cli/recorder_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+#include <memory>
+#include <variant>
+
+#include "core/duration.h"
+#include "core/units.h"
+#include "core/wall_time.h"
+#include "history/event_store.h"
+#include "output/history_view.h"
+#include "procfs/host_facts.h"
+#include "record/action_socket.h"
+#include "record/journal.h"
+#include "record/recorder.h"
+
+namespace gpuclean::cli {
+namespace {
+
+// The settings from the options, or the usage error to print.
+Result<record::RecorderSettings> settings_of(const RecorderOptions& options) {
+  record::RecorderSettings settings;
+  if (!options.db.empty()) settings.db_path = options.db;
+  auto interval = parse_duration(options.interval);
+  if (!interval.ok() || interval->count() < 100) {
+    return Error{0, "--interval " + (interval.ok() ? std::string("must be at least 100ms")
+                                                   : interval.error().message())};
+  }
+  settings.interval = *interval;
+  auto retention = parse_duration(options.retention);
+  if (!retention.ok() || retention->count() < 60'000) {
+    return Error{0, "--retention " + (retention.ok() ? std::string("must be at least 1m")
+                                                     : retention.error().message())};
+  }
+  settings.retention = *retention;
+  auto size = parse_size(options.max_size);
+  if (!size.ok() || *size < (Bytes{1} << 20)) {
+    return Error{0, "--max-size " + (size.ok() ? std::string("must be at least 1MiB")
+                                               : size.error().message())};
+  }
+  settings.max_bytes = *size;
+  settings.socket_path = options.socket.empty() ? record::kDefaultActionSocket : options.socket;
+  if (options.socket == "off") settings.socket_path.clear();
+  settings.journal_socket = options.journal.empty() ? record::kJournalSocket : options.journal;
+  if (options.journal == "off") settings.journal_socket.clear();
+  settings.textfile = options.textfile;
+  settings.proc_events = !options.no_proc_events;
+  settings.proc_root = options.common.proc_root;
+  return settings;
+}
+
+// A moment from --since/--until/--at, or the usage error.
+Result<std::optional<double>> moment(const std::string& flag, const std::string& text, double now) {
+  if (text.empty()) return std::optional<double>();
+  auto parsed = parse_time_point(text, now);
+  if (!parsed.ok()) return Error{0, flag + " " + parsed.error().message()};
+  return std::optional<double>(*parsed);
+}
+
+Result<history::EventQuery> query_of(const HistoryOptions& options, double now) {
+  history::EventQuery query;
+  auto since = moment("--since", options.since, now);
+  if (!since.ok()) return since.error();
+  auto until = moment("--until", options.until, now);
+  if (!until.ok()) return until.error();
+  query.since = *since;
+  query.until = *until;
+  query.limit = options.limit;
+  if (!options.gpu.empty()) {
+    auto gpus = parse_gpu_list(options.gpu);
+    if (!gpus.ok() || !*gpus || (*gpus)->size() != 1) {
+      return Error{0, "--gpu takes one GPU index (e.g. --gpu 3)"};
+    }
+    query.gpu = *(*gpus)->begin();
+  }
+  if (!options.pid.empty()) {
+    char* end = nullptr;
+    const long pid = std::strtol(options.pid.c_str(), &end, 10);
+    if (end == options.pid.c_str() || *end != '\0' || pid <= 0 || pid > 4194304) {
+      return Error{0, "--pid '" + options.pid + "' is not a PID"};
+    }
+    query.pid = static_cast<Pid>(pid);
+  }
+  if (!options.job.empty()) query.owner = "slurm-job:" + options.job;
+  return query;
+}
+
+std::string db_path_of(const std::string& given) {
+  return given.empty() ? record::kDefaultDatabase : given;
+}
+
+}  // namespace
+
+int run_recorder_command(const RecorderOptions& options, const Io& io) {
+  auto settings = settings_of(options);
+  if (!settings.ok()) {
+    io.err << "gpuclean: recorder: " << settings.error().message() << '\n';
+    return kExitUsage;
+  }
+  auto full_scan = parse_duration(options.full_scan);
+  if (!full_scan.ok()) {
+    io.err << "gpuclean: recorder: --full-scan " << full_scan.error().message() << '\n';
+    return kExitUsage;
+  }
+  auto opened = collect::Gatherer::open(options.common);
+  if (auto* error = std::get_if<collect::GatherError>(&opened)) {
+    io.err << "gpuclean: " << error->message << '\n';
+    return exit_code_of(*error);
+  }
+  std::unique_ptr<collect::Gatherer> gatherer = std::move(std::get<0>(opened));
+  gatherer->scan_in_turns(*full_scan);
+  gatherer->start_nvml_helper();  // before any thread: it forks
+  return record::run_recorder(*settings, *gatherer, io.err);
+}
+
+std::optional<RecordedParent> recorded_parent_of(const std::string& db, const ProcessInfo& process,
+                                                 const std::string& proc_root) {
+  const std::string path = db_path_of(db);
+  if (::access(path.c_str(), R_OK) != 0) return std::nullopt;  // no recorder, or not root
+  const std::optional<std::string> boot_id = procfs::read_boot_id(proc_root);
+  auto store = history::EventStore::open(path, true);
+  if (!boot_id || !store.ok()) return std::nullopt;
+  auto events = store->events({.pid = process.pid});
+  if (!events.ok()) return std::nullopt;
+  std::optional<RecordedParent> parent;
+  for (const HistoryEvent& event : *events) {
+    if (!event.process || event.process->boot_id != *boot_id ||
+        event.process->start_ticks != process.start_ticks || !event.process->parent_pid) {
+      continue;
+    }
+    if (!parent)
+      parent = RecordedParent{*event.process->parent_pid, event.process->parent_argv, {}};
+    if (event.kind == HistoryEventKind::kClassChanged && event.klass == "orphan" &&
+        !parent->gone_by) {
+      parent->gone_by = event.time;
+    }
+  }
+  return parent;
+}
+
+int run_history(const HistoryOptions& options, const Io& io) {
+  const double now = unix_now();
+  auto at = moment("--at", options.at, now);
+  auto query = query_of(options, now);
+  if (!at.ok() || !query.ok()) {
+    io.err << "gpuclean: history: " << (at.ok() ? query.error() : at.error()).message() << '\n';
+    return kExitUsage;
+  }
+  const std::string path = db_path_of(options.db);
+  auto store = history::EventStore::open(path, true);
+  if (!store.ok()) {
+    io.err << "gpuclean: history: " << store.error().message();
+    if (store.error().errnum == ENOENT) {
+      io.err << " (no history there: is gpuclean recorder running? systemctl enable --now "
+                "gpuclean-recorder.service)";
+    } else if (store.error().errnum == EACCES) {
+      io.err << " (the history is root's: run as root)";
+    }
+    io.err << '\n';
+    return kExitRuntime;
+  }
+  if (*at) {
+    auto held = store->held_at(**at);
+    if (!held.ok()) {
+      io.err << "gpuclean: history: " << held.error().message() << '\n';
+      return kExitRuntime;
+    }
+    std::vector<output::HistoryHolder> holders;
+    for (history::HeldAt& h : *held) {
+      holders.push_back({std::move(h.process), std::move(h.klass), std::move(h.gpu_memory)});
+    }
+    if (options.common.json) {
+      output::render_held_at_json(io.out, **at, holders);
+    } else {
+      output::render_held_at_text(io.out, **at, holders);
+    }
+    return kExitClean;
+  }
+  auto events = store->events(*query);
+  if (!events.ok()) {
+    io.err << "gpuclean: history: " << events.error().message() << '\n';
+    return kExitRuntime;
+  }
+  if (options.common.json) {
+    output::render_history_json(io.out, *events);
+  } else {
+    output::render_history_text(io.out, *events);
+  }
+  return kExitClean;
+}
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,48 @@
+// `gpuclean recorder` (the flight recorder's service) and `gpuclean history` (its reader).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cli/common.h"
+#include "core/history_event.h"
+
+namespace gpuclean::cli {
+
+struct RecorderOptions {
+  CommonOptions common;
+  std::string db;  // empty: record::kDefaultDatabase
+  std::string interval = "1s";
+  std::string retention = "7d";
+  std::string max_size = "256MiB";
+  std::string full_scan = "60s";
+  std::string socket;   // empty: record::kDefaultActionSocket; "off": none
+  std::string journal;  // empty: journald's socket; "off": none
+  std::string textfile;
+  bool no_proc_events = false;
+};
+
+struct HistoryOptions {
+  CommonOptions common;  // --json only
+  std::string db;
+  std::string since = "24h";
+  std::string until;
+  std::string at;
+  std::string gpu;
+  std::string pid;
+  std::string job;
+  unsigned long limit = 100000;
+};
+
+// The parent the recorder captured for `process` (this boot, its PID and start), from the
+// database at `db` (empty: the default); nullopt when there is none to read (no recorder, not
+// root) or it did not record this process.
+std::optional<RecordedParent> recorded_parent_of(const std::string& db, const ProcessInfo& process,
+                                                 const std::string& proc_root);
+
+// Runs until a signal; 0 then, 2 for a bad option, 3 when it cannot start (/proc unreadable).
+int run_recorder_command(const RecorderOptions& options, const Io& io);
+// 0 shown (also when empty), 2 a bad option, 3 the database cannot be read.
+int run_history(const HistoryOptions& options, const Io& io);
+
+}  // namespace gpuclean::cli

@@ -1,0 +1,33 @@
+// `gpuclean history`: the recorder's events as a timeline (one line each, or JSON), and who
+// held each GPU at a moment (--at). Every command line and name in them is untrusted text,
+// escaped before a terminal sees it.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/history_event.h"
+
+namespace gpuclean::output {
+
+// A process at a moment, as history --at shows it (history::HeldAt without the store).
+struct HistoryHolder {
+  RecordedProcess process;
+  std::string klass;
+  std::map<unsigned, Bytes> gpu_memory;
+};
+
+// "python serve.py --tp 8": the argv escaped, cut at `max_chars` shown characters.
+std::string argv_text(const std::vector<std::string>& argv, std::size_t max_chars = 120);
+
+// "slurm job 4242", "gpuclean run 77", or the stored owner as it is.
+std::string recorded_owner_text(const std::string& owner);
+
+void render_history_text(std::ostream& out, const std::vector<HistoryEvent>& events);
+void render_history_json(std::ostream& out, const std::vector<HistoryEvent>& events);
+void render_held_at_text(std::ostream& out, double time, const std::vector<HistoryHolder>& held);
+void render_held_at_json(std::ostream& out, double time, const std::vector<HistoryHolder>& held);
+
+}  // namespace gpuclean::output

@@ -1,0 +1,193 @@
+#include "record/proc_events.h"
+
+#include <fcntl.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "procfs/parse.h"
+#include "procfs/proc_fs.h"
+
+namespace gpuclean::record {
+namespace {
+
+// The receive queue: bursts of forks while the thread waits for the CPU are held here.
+constexpr int kReceiveBuffer = 4 << 20;
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::uint64_t ticks_of(std::uint64_t timestamp_ns) {
+  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  return timestamp_ns / (1000000000ULL / static_cast<std::uint64_t>(ticks_per_second));
+}
+
+// One connector message: the netlink header, the connector header, then the operation.
+Status send_control(int fd, proc_cn_mcast_op op) {
+  constexpr std::size_t kSize = sizeof(nlmsghdr) + sizeof(cn_msg) + sizeof(op);
+  alignas(nlmsghdr) unsigned char request[kSize] = {};
+  nlmsghdr header{};
+  header.nlmsg_len = kSize;
+  header.nlmsg_type = NLMSG_DONE;
+  header.nlmsg_pid = static_cast<__u32>(::getpid());
+  cn_msg message{};
+  message.id.idx = CN_IDX_PROC;
+  message.id.val = CN_VAL_PROC;
+  message.len = sizeof(op);
+  std::memcpy(request, &header, sizeof(header));
+  std::memcpy(request + sizeof(header), &message, sizeof(message));
+  std::memcpy(request + sizeof(header) + sizeof(message), &op, sizeof(op));
+  if (::send(fd, request, kSize, 0) != static_cast<ssize_t>(kSize)) {
+    return errno_error("subscribe to process events");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProcEvents>> ProcEvents::start(const std::string& proc_root) {
+  // The kernel takes a subscription only from CAP_NET_ADMIN in the initial namespaces, and
+  // from anyone else sends nothing without saying so: ask only as root.
+  if (::geteuid() != 0) return Error{EPERM, "process events (netlink CN_PROC) need root"};
+  UniqueFd socket(::socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR));
+  if (!socket) return errno_error("open the process events connector");
+  const int size = kReceiveBuffer;
+  // SO_RCVBUFFORCE passes the system's limit (root); the plain one is the fallback.
+  if (::setsockopt(socket.get(), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0) {
+    ::setsockopt(socket.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+  }
+  sockaddr_nl address{};
+  address.nl_family = AF_NETLINK;
+  address.nl_groups = CN_IDX_PROC;
+  address.nl_pid = 0;  // the kernel assigns one
+  if (::bind(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    return errno_error("bind the process events connector");
+  }
+  if (Status subscribed = send_control(socket.get(), PROC_CN_MCAST_LISTEN); !subscribed.ok()) {
+    return subscribed.error();
+  }
+  UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop) return errno_error("create an eventfd");
+  std::unique_ptr<ProcEvents> events(new ProcEvents(std::move(socket), std::move(stop), proc_root));
+  events->thread_ = std::thread([raw = events.get()] { raw->loop(); });
+  return events;
+}
+
+ProcEvents::~ProcEvents() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(stop_.get(), &one, sizeof(one));
+  if (thread_.joinable()) thread_.join();
+  [[maybe_unused]] const Status ignored = send_control(socket_.get(), PROC_CN_MCAST_IGNORE);
+}
+
+void ProcEvents::loop() {
+  alignas(nlmsghdr) char buffer[16384];
+  while (true) {
+    pollfd fds[2] = {{socket_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if ((fds[1].revents & POLLIN) != 0) return;
+    const ssize_t got = ::recv(socket_.get(), buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (got < 0) {
+      if (errno == ENOBUFS) {
+        std::lock_guard lock(mutex_);
+        ++overruns_;
+      }
+      continue;
+    }
+    // Netlink messages, each aligned to 4 bytes: a header, a connector message, an event.
+    std::size_t offset = 0;
+    const auto size = static_cast<std::size_t>(got);
+    while (offset + sizeof(nlmsghdr) <= size) {
+      nlmsghdr header{};
+      std::memcpy(&header, buffer + offset, sizeof(header));
+      if (header.nlmsg_len < sizeof(header) || offset + header.nlmsg_len > size) break;
+      const std::size_t body = offset + NLMSG_HDRLEN;
+      if (header.nlmsg_type != NLMSG_ERROR && header.nlmsg_type != NLMSG_NOOP &&
+          header.nlmsg_len >= NLMSG_HDRLEN + sizeof(cn_msg) + sizeof(proc_event)) {
+        cn_msg message{};
+        std::memcpy(&message, buffer + body, sizeof(message));
+        if (message.id.idx == CN_IDX_PROC && message.id.val == CN_VAL_PROC) {
+          handle(buffer + body + sizeof(cn_msg));
+        }
+      }
+      offset += (header.nlmsg_len + 3U) & ~std::size_t{3};
+    }
+  }
+}
+
+void ProcEvents::learn(Pid pid) {
+  const std::string dir = proc_root_ + "/" + std::to_string(pid);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return;
+  std::string stat;
+  std::string cmdline;
+  if (!procfs::read_file_at(fd.get(), "stat", stat)) return;
+  auto fields = procfs::parse_stat(stat);
+  if (!fields.ok()) return;
+  procfs::read_file_at(fd.get(), "cmdline", cmdline, 1 << 16);
+  lineage_.known(pid, fields->start_ticks, procfs::parse_cmdline(cmdline));
+}
+
+void ProcEvents::handle(const void* data) {
+  proc_event event{};
+  std::memcpy(&event, data, sizeof(event));
+  std::lock_guard lock(mutex_);
+  ++events_;
+  switch (event.what) {
+    case proc_event::PROC_EVENT_FORK: {
+      const auto& fork = event.event_data.fork;
+      if (fork.child_pid != fork.child_tgid) return;  // a thread
+      const auto parent = static_cast<Pid>(fork.parent_tgid);
+      if (!lineage_.has(parent)) learn(parent);
+      lineage_.forked(static_cast<Pid>(fork.child_tgid), parent, ticks_of(event.timestamp_ns));
+      return;
+    }
+    case proc_event::PROC_EVENT_EXEC: {
+      const auto pid = static_cast<Pid>(event.event_data.exec.process_tgid);
+      if (!lineage_.has(pid)) {
+        learn(pid);
+        return;
+      }
+      std::string cmdline;
+      const std::string dir = proc_root_ + "/" + std::to_string(pid);
+      UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (fd && procfs::read_file_at(fd.get(), "cmdline", cmdline, 1 << 16)) {
+        lineage_.execed(pid, procfs::parse_cmdline(cmdline));
+      }
+      return;
+    }
+    case proc_event::PROC_EVENT_EXIT: {
+      const auto& exit = event.event_data.exit;
+      if (exit.process_pid != exit.process_tgid) return;  // a thread
+      lineage_.exited(static_cast<Pid>(exit.process_tgid), wall_now());
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+std::optional<SeenParent> ProcEvents::parent_of(Pid child, std::uint64_t start_ticks) const {
+  std::lock_guard lock(mutex_);
+  return lineage_.parent_of(child, start_ticks);
+}
+
+ProcEvents::Counts ProcEvents::counts() const {
+  std::lock_guard lock(mutex_);
+  return Counts{events_, overruns_, lineage_.size(), lineage_.dropped()};
+}
+
+}  // namespace gpuclean::record

@@ -1,0 +1,53 @@
+// The kernel's process events connector (netlink CN_PROC: fork, exec, exit), read on a thread
+// of its own into a Lineage (record/lineage.h), so that a parent living less than one of the
+// recorder's looks is still named. Root only (CAP_NET_ADMIN), and a kernel built with
+// CONFIG_PROC_EVENTS: where it cannot be had, start() says why and the recorder polls alone.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/result.h"
+#include "core/unique_fd.h"
+#include "record/lineage.h"
+
+namespace gpuclean::record {
+
+class ProcEvents {
+ public:
+  static Result<std::unique_ptr<ProcEvents>> start(const std::string& proc_root);
+  ProcEvents(const ProcEvents&) = delete;
+  ProcEvents& operator=(const ProcEvents&) = delete;
+  ~ProcEvents();
+
+  [[nodiscard]] std::optional<SeenParent> parent_of(Pid child, std::uint64_t start_ticks) const;
+
+  struct Counts {
+    std::uint64_t events = 0;
+    std::uint64_t overruns = 0;  // the socket's queue overflowed: events lost (ENOBUFS)
+    std::size_t entries = 0;
+    std::uint64_t dropped = 0;  // Lineage entries dropped for its bound
+  };
+  [[nodiscard]] Counts counts() const;
+
+ private:
+  ProcEvents(UniqueFd socket, UniqueFd stop, std::string proc_root)
+      : socket_(std::move(socket)), stop_(std::move(stop)), proc_root_(std::move(proc_root)) {}
+  void loop();
+  void handle(const void* event);
+  void learn(Pid pid);  // what /proc says of a process the events had not shown
+
+  UniqueFd socket_;
+  UniqueFd stop_;  // an eventfd: written to end the thread
+  std::string proc_root_;
+  mutable std::mutex mutex_;
+  Lineage lineage_;
+  std::uint64_t events_ = 0;
+  std::uint64_t overruns_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace gpuclean::record

@@ -1,0 +1,450 @@
+#include "record/recorder.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "core/atomic_file.h"
+#include "core/exit_code.h"
+#include "core/unique_fd.h"
+#include "history/event_store.h"
+#include "procfs/host_facts.h"
+#include "procfs/proc_fs.h"
+#include "procfs/user_names.h"
+#include "record/action_socket.h"
+#include "record/journal.h"
+#include "record/proc_events.h"
+
+namespace gpuclean::record {
+namespace {
+
+// Events kept in memory while the database cannot take them; the oldest go beyond this.
+constexpr std::size_t kMaxPending = 100000;
+// Actions taken from the socket per look: a flood from a local user is counted, not stored.
+constexpr std::size_t kMaxActionsPerLook = 256;
+// How often events older than the retention are deleted (size is checked after every write).
+constexpr auto kPruneEvery = std::chrono::minutes(10);
+constexpr auto kHealthEvery = std::chrono::seconds(10);
+// Where an action's own text is cut when it is not a JSON object.
+constexpr std::size_t kMaxRawActionText = 1024;
+
+using Clock = std::chrono::steady_clock;
+
+// What a restarted recorder knew: the holders of this boot that never left.
+diagnose::RecorderState resumed(const std::vector<history::HeldAt>& open) {
+  diagnose::RecorderState state;
+  for (const history::HeldAt& held : open) {
+    diagnose::RecordedHolder holder;
+    holder.process = held.process;
+    holder.klass = holder_class_from_string(held.klass).value_or(HolderClass::kActive);
+    holder.gpu_memory = held.gpu_memory;
+    state.holders.emplace(diagnose::ProcessKey{held.process.pid, held.process.start_ticks},
+                          std::move(holder));
+  }
+  return state;
+}
+
+class Recorder {
+ public:
+  Recorder(const RecorderSettings& settings, collect::Gatherer& gatherer, std::ostream& log)
+      : settings_(settings), gatherer_(gatherer), log_(log), journal_(settings.journal_socket) {}
+  int run(int signal_fd);
+
+ private:
+  void start();
+  void look();
+  void take_actions();
+  void keep(std::vector<HistoryEvent> events);
+  void flush();
+  bool open_store();
+  void store_failed(const Error& error);
+  void prune(bool by_age);
+  void write_health();
+  void say(const std::string& line) { log_ << "gpuclean recorder: " << line << '\n' << std::flush; }
+  void add_parents(diagnose::RecorderState& now) const;
+  std::map<Pid, ProcessInfo> parents_of_new(const Diagnosis& diagnosis) const;
+
+  const RecorderSettings& settings_;
+  collect::Gatherer& gatherer_;
+  std::ostream& log_;
+  JournalSink journal_;
+  std::optional<history::EventStore> store_;
+  std::optional<ActionListener> listener_;
+  std::unique_ptr<ProcEvents> proc_events_;
+  procfs::UserNames user_names_;
+  std::string boot_id_;
+  diagnose::RecorderState state_;
+  std::deque<HistoryEvent> pending_;
+  RecorderHealth health_;
+  std::optional<NvmlState> nvml_state_;
+  std::string store_problem_;  // what was last said about the database; empty: it works
+  Clock::time_point last_prune_{};
+  Clock::time_point last_health_{};
+  std::size_t actions_this_look_ = 0;
+};
+
+bool Recorder::open_store() {
+  if (store_) return true;
+  auto opened = history::EventStore::open(settings_.db_path, false);
+  if (opened.ok()) {
+    store_ = std::move(*opened);
+    return true;
+  }
+  store_failed(opened.error());
+  return false;
+}
+
+void Recorder::store_failed(const Error& error) {
+  ++health_.write_errors;
+  if (error.errnum == EBADMSG) {
+    // Not a database, or a damaged one: kept aside for whoever wants to look, and begun anew
+    // (a recorder that records nothing until someone notices helps no one).
+    store_.reset();
+    const std::string aside =
+        settings_.db_path + ".corrupt-" + std::to_string(static_cast<long long>(unix_now()));
+    if (::rename(settings_.db_path.c_str(), aside.c_str()) == 0) {
+      for (const char* suffix : {"-wal", "-shm"}) {
+        ::unlink((settings_.db_path + suffix).c_str());
+      }
+      say(error.message() + "; moved aside to " + aside + ", starting a new database");
+      store_problem_.clear();
+      return;
+    }
+  }
+  if (error.message() != store_problem_) {
+    store_problem_ = error.message();
+    say("database: " + store_problem_ + "; keeping events in memory (at most " +
+        std::to_string(kMaxPending) + ") and trying again at every look");
+  }
+  if (error.errnum != EBUSY) store_.reset();  // reopened next time (a remount, a new file)
+}
+
+void Recorder::flush() {
+  health_.pending = pending_.size();
+  if (pending_.empty() || !open_store()) return;
+  const std::vector<HistoryEvent> batch(pending_.begin(), pending_.end());
+  if (Status written = store_->append(batch); !written.ok()) {
+    store_failed(written.error());
+    return;
+  }
+  health_.events_written += batch.size();
+  health_.last_write = unix_now();
+  pending_.clear();
+  health_.pending = 0;
+  if (!store_problem_.empty()) {
+    say("database: writing again");
+    store_problem_.clear();
+  }
+  if (auto size = store_->data_bytes(); size.ok()) {
+    health_.database_bytes = *size;
+    if (*size > settings_.max_bytes) prune(false);
+  }
+}
+
+void Recorder::keep(std::vector<HistoryEvent> events) {
+  for (HistoryEvent& event : events) {
+    if (journal_.connected() && !journal_.send(journal_fields(event))) ++health_.journal_dropped;
+    pending_.push_back(std::move(event));
+  }
+  while (pending_.size() > kMaxPending) {
+    pending_.pop_front();
+    ++health_.events_dropped;
+  }
+  flush();
+}
+
+void Recorder::prune(bool by_age) {
+  if (!store_) return;
+  const double before =
+      by_age ? unix_now() - static_cast<double>(settings_.retention.count()) / 1000.0 : 0;
+  if (auto pruned = store_->prune(before, settings_.max_bytes); !pruned.ok()) {
+    store_failed(pruned.error());
+  }
+  if (store_) {
+    if (auto size = store_->data_bytes(); size.ok()) health_.database_bytes = *size;
+  }
+}
+
+void Recorder::start() {
+  boot_id_ = procfs::read_boot_id(settings_.proc_root).value_or("");
+  std::vector<HistoryEvent> events;
+  const double now = unix_now();
+  if (open_store()) {
+    // Holders of an earlier boot that never left: that boot ended, so did they.
+    if (auto open = store_->held_at(now); open.ok()) {
+      for (const history::HeldAt& held : *open) {
+        if (held.process.boot_id == boot_id_) continue;
+        HistoryEvent left;
+        left.kind = HistoryEventKind::kLeft;
+        left.time = now;
+        left.process = held.process;
+        left.klass = held.klass;
+        left.detail = "its boot ended while the recorder was down";
+        events.push_back(std::move(left));
+      }
+    }
+    if (auto open = store_->still_open(boot_id_); open.ok()) state_ = resumed(*open);
+    prune(true);
+    last_prune_ = Clock::now();
+  }
+  std::string watching = "process events: ";
+  if (settings_.proc_events) {
+    auto started = ProcEvents::start(settings_.proc_root);
+    if (started.ok()) {
+      proc_events_ = std::move(*started);
+      health_.proc_events = true;
+      watching += "on";
+    } else {
+      watching += "off (" + started.error().message() +
+                  "): a parent that exits within one interval of its child's start is not named";
+    }
+  } else {
+    watching += "off (--no-proc-events)";
+  }
+  if (!settings_.socket_path.empty()) {
+    auto listening = ActionListener::open(settings_.socket_path);
+    if (listening.ok()) {
+      listener_ = std::move(*listening);
+    } else {
+      say("actions of other commands are not recorded: " + listening.error().message());
+    }
+  }
+  say("recording to " + settings_.db_path + " every " + format_duration(settings_.interval) + "; " +
+      watching + (journal_.connected() ? "; journal: on" : "; journal: off") +
+      (state_.holders.empty() ? ""
+                              : "; resumed with " + std::to_string(state_.holders.size()) +
+                                    " holders already recorded"));
+  HistoryEvent started;
+  started.kind = HistoryEventKind::kRecorderStarted;
+  started.time = now;
+  started.detail = watching;
+  events.push_back(std::move(started));
+  keep(std::move(events));
+}
+
+std::map<Pid, ProcessInfo> Recorder::parents_of_new(const Diagnosis& diagnosis) const {
+  std::map<Pid, ProcessInfo> parents;
+  for (const Holder& holder : diagnosis.holders) {
+    const ProcessInfo& p = holder.process;
+    if (!holder.visible || p.ppid <= 0 || parents.count(p.ppid) != 0) continue;
+    if (state_.holders.count({p.pid, p.start_ticks}) != 0) continue;  // recorded already
+    if (auto parent = gatherer_.proc().read_process(p.ppid); parent.ok()) {
+      parents.emplace(p.ppid, std::move(*parent));
+    }
+  }
+  return parents;
+}
+
+// A new holder's parent from the process events, where /proc no longer has the one that forked
+// it: it exited (the child now has init or a subreaper as its parent) before this look.
+void Recorder::add_parents(diagnose::RecorderState& now) const {
+  if (!proc_events_) return;
+  for (auto& [key, holder] : now.holders) {
+    if (state_.holders.count(key) != 0) continue;
+    auto seen = proc_events_->parent_of(key.first, key.second);
+    if (!seen || (holder.process.parent_pid == seen->pid && !holder.process.parent_argv.empty())) {
+      continue;
+    }
+    holder.process.parent_pid = seen->pid;
+    holder.process.parent_start_ticks = seen->start_ticks;
+    holder.process.parent_argv = seen->argv;
+  }
+}
+
+void Recorder::look() {
+  ++health_.looks;
+  actions_this_look_ = 0;
+  collect::Gathered gathered = gatherer_.collect();
+  const double now = unix_now();
+  std::vector<HistoryEvent> events;
+  const bool nvml_failed = gathered.nvml_state == NvmlState::kFailed;
+  if (nvml_state_ && *nvml_state_ != gathered.nvml_state &&
+      (nvml_failed || *nvml_state_ == NvmlState::kFailed)) {
+    HistoryEvent changed;
+    changed.kind = nvml_failed ? HistoryEventKind::kNvmlFailed : HistoryEventKind::kNvmlRecovered;
+    changed.time = now;
+    changed.detail = gathered.nvml_message;
+    events.push_back(std::move(changed));
+  }
+  nvml_state_ = gathered.nvml_state;
+  Diagnosis diagnosis = diagnose::diagnose(std::move(gathered.input), settings_.diagnose);
+  // Its own NVML helper (a child of this process) is no holder worth a history.
+  const Pid self = ::getpid();
+  std::erase_if(diagnosis.holders, [self](const Holder& h) { return h.process.ppid == self; });
+  diagnose::RecorderState now_state =
+      diagnose::recorder_state(diagnosis, state_, parents_of_new(diagnosis), boot_id_);
+  add_parents(now_state);
+  if (nvml_failed) {
+    // No memory figures this look: what was known stands (a failed query is not memory back).
+    now_state.unattributed = state_.unattributed;
+    now_state.used = state_.used;
+    for (auto& [key, holder] : now_state.holders) {
+      if (auto was = state_.holders.find(key); was != state_.holders.end()) {
+        holder.gpu_memory = was->second.gpu_memory;
+      }
+    }
+  }
+  std::vector<HistoryEvent> changes =
+      diagnose::history_events(state_, now_state, now, settings_.diff);
+  events.insert(events.end(), std::make_move_iterator(changes.begin()),
+                std::make_move_iterator(changes.end()));
+  std::vector<HistoryEvent> returns =
+      diagnose::memory_returns(state_, now_state, now, settings_.diff);
+  events.insert(events.end(), std::make_move_iterator(returns.begin()),
+                std::make_move_iterator(returns.end()));
+  state_ = std::move(now_state);
+  keep(std::move(events));
+  if (Clock::now() - last_prune_ >= kPruneEvery) {
+    prune(true);
+    last_prune_ = Clock::now();
+  }
+}
+
+void Recorder::take_actions() {
+  if (!listener_) return;
+  const std::size_t room =
+      actions_this_look_ < kMaxActionsPerLook ? kMaxActionsPerLook - actions_this_look_ : 0;
+  std::vector<ReceivedAction> received = listener_->receive(room == 0 ? 64 : room);
+  if (room == 0) {
+    health_.actions_dropped += received.size();
+    return;
+  }
+  actions_this_look_ += received.size();
+  std::vector<HistoryEvent> events;
+  for (const ReceivedAction& action : received) {
+    nlohmann::json detail = nlohmann::json::parse(action.text, nullptr, false);
+    if (!detail.is_object()) {
+      detail = nlohmann::json::object();
+      detail["text"] = action.text.substr(0, kMaxRawActionText);
+    }
+    // Who sent it is the kernel's word (SO_PASSCRED), whatever the text claims.
+    detail["uid"] = action.uid;
+    detail["user"] = user_names_.name(action.uid);
+    detail["sender_pid"] = action.pid;
+    if (action.cut) detail["cut"] = true;
+    HistoryEvent event;
+    event.kind = HistoryEventKind::kAction;
+    event.time = unix_now();
+    event.detail = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    events.push_back(std::move(event));
+  }
+  health_.actions += events.size();
+  if (!events.empty()) keep(std::move(events));
+}
+
+void Recorder::write_health() {
+  if (settings_.textfile.empty() || Clock::now() - last_health_ < kHealthEvery) return;
+  last_health_ = Clock::now();
+  if (proc_events_) health_.proc_event_overruns = proc_events_->counts().overruns;
+  if (Status written = write_file_atomically(settings_.textfile, render_health(health_));
+      !written.ok()) {
+    say("--textfile: " + written.error().message());
+  }
+}
+
+int Recorder::run(int signal_fd) {
+  start();
+  auto next = Clock::now();
+  while (true) {
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    pollfd fds[2] = {{signal_fd, POLLIN, 0}, {listener_ ? listener_->fd() : -1, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, wait.count() > 0 ? static_cast<int>(wait.count()) : 0);
+    if (ready < 0 && errno != EINTR) {
+      say(std::string("poll: ") + std::strerror(errno));
+      return kExitRuntime;
+    }
+    if ((fds[0].revents & POLLIN) != 0) break;
+    if ((fds[1].revents & POLLIN) != 0) take_actions();
+    if (Clock::now() >= next) {
+      look();
+      write_health();
+      next += settings_.interval;
+      // A look slower than the interval (a hung NVML answered at its deadline) is not caught
+      // up with a burst: the next one is an interval from now.
+      if (next < Clock::now()) next = Clock::now() + settings_.interval;
+    }
+  }
+  take_actions();
+  HistoryEvent stopped;
+  stopped.kind = HistoryEventKind::kRecorderStopped;
+  stopped.time = unix_now();
+  keep({std::move(stopped)});
+  last_health_ = {};
+  write_health();
+  if (!pending_.empty()) {
+    say("stopping with " + std::to_string(pending_.size()) +
+        " events the database did not take: they are lost");
+  }
+  return kExitClean;
+}
+
+void metric(std::ostringstream& out, const char* name, const char* type, const char* help,
+            double value) {
+  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
+      << name << ' ' << value << '\n';
+}
+
+}  // namespace
+
+std::string render_health(const RecorderHealth& h) {
+  std::ostringstream out;
+  out.precision(17);
+  metric(out, "gpuclean_recorder_events_written_total", "counter",
+         "Events the recorder wrote to its database.", static_cast<double>(h.events_written));
+  metric(out, "gpuclean_recorder_events_dropped_total", "counter",
+         "Events lost because the database failed longer than the memory queue holds.",
+         static_cast<double>(h.events_dropped));
+  metric(out, "gpuclean_recorder_pending_events", "gauge",
+         "Events waiting in memory for the database.", static_cast<double>(h.pending));
+  metric(out, "gpuclean_recorder_write_errors_total", "counter",
+         "Failed opens and writes of the database.", static_cast<double>(h.write_errors));
+  metric(out, "gpuclean_recorder_actions_total", "counter",
+         "Actions of other gpuclean commands recorded.", static_cast<double>(h.actions));
+  metric(out, "gpuclean_recorder_actions_dropped_total", "counter",
+         "Actions not recorded: more than the per-look cap arrived.",
+         static_cast<double>(h.actions_dropped));
+  metric(out, "gpuclean_recorder_journal_dropped_total", "counter",
+         "Events the journal did not take.", static_cast<double>(h.journal_dropped));
+  metric(out, "gpuclean_recorder_looks_total", "counter", "Looks at the holders.",
+         static_cast<double>(h.looks));
+  metric(out, "gpuclean_recorder_database_bytes", "gauge", "Bytes the database's live pages take.",
+         static_cast<double>(h.database_bytes));
+  metric(out, "gpuclean_recorder_last_write_timestamp_seconds", "gauge",
+         "When the database last took events (0: never).", h.last_write);
+  metric(out, "gpuclean_recorder_proc_events", "gauge",
+         "1 when the kernel's process events are read (short-lived parents are named).",
+         h.proc_events ? 1 : 0);
+  metric(out, "gpuclean_recorder_proc_event_overruns_total", "counter",
+         "Times the process events queue overflowed (events lost).",
+         static_cast<double>(h.proc_event_overruns));
+  return out.str();
+}
+
+int run_recorder(const RecorderSettings& settings, collect::Gatherer& gatherer, std::ostream& log) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, signo);
+  // Blocked before any thread starts, so every thread inherits it and the signalfd gets them.
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  UniqueFd signal_fd(::signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd) {
+    log << "gpuclean recorder: signalfd: " << std::strerror(errno) << '\n';
+    return kExitRuntime;
+  }
+  Recorder recorder(settings, gatherer, log);
+  return recorder.run(signal_fd.get());
+}
+
+}  // namespace gpuclean::record

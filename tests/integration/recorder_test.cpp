@@ -1,0 +1,423 @@
+// `gpuclean recorder` and `gpuclean history` (issue 36) against real processes this test starts
+// (holding its own temp files: --device-glob), the fake NVML library (memory that changes, a
+// hang), and real databases on real file systems (a corrupt file, a full and a read-only
+// tmpfs). The recorder is the shipping binary, run as a service is: until SIGTERM.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "fake_nvml_fixture.h"
+#include "test_user.h"
+
+namespace gpuclean::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr const char* kMarker = "recorder-test-parent-marker";
+
+// Field N (1-based, after the command name's closing parenthesis: state is 3) of /proc/PID/stat.
+unsigned long long stat_field(pid_t pid, int n) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= n && rest >> field; ++i) {
+  }
+  return std::stoull(field);
+}
+pid_t proc_ppid(pid_t pid) {
+  return static_cast<pid_t>(stat_field(pid, 4));
+}
+unsigned long long proc_start_ticks(pid_t pid) {
+  return stat_field(pid, 22);
+}
+
+class RecorderTest : public FakeNvmlTest {
+ protected:
+  std::string db_ = dir_.path() + "/history/h.db";
+  std::string socket_ = dir_.path() + "/run/recorder.sock";
+  std::string log_ = dir_.path() + "/recorder.log";
+  pid_t recorder_ = 0;
+
+  // Starts the recorder with `extra` options, under `env` (NAME=VALUE each: the fake NVML);
+  // without env it runs with --no-nvml. Ready once its socket exists.
+  void start_recorder(const std::vector<std::string>& extra = {},
+                      const std::vector<std::string>& env = {}) {
+    std::filesystem::remove(socket_);
+    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" 2>>\"$0\"", log_,
+                                     "/usr/bin/env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {GPUCLEAN_SHIPPING_BINARY, "recorder", "--db", db_, "--socket", socket_,
+                             "--interval", "200ms", "--device-glob", held_});
+    if (env.empty()) argv.emplace_back("--no-nvml");
+    if (std::find(extra.begin(), extra.end(), "--journal") == extra.end()) {
+      argv.insert(argv.end(), {"--journal", "off"});
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    recorder_ = reaper_.adopt(spawn(argv));
+    ASSERT_GT(recorder_, 0);
+    ASSERT_TRUE(wait_until([this] { return std::filesystem::exists(socket_); })) << slurp(log_);
+  }
+  // SIGTERM, as systemd stops it; its exit code.
+  int stop_recorder() {
+    if (recorder_ <= 0) return -1;
+    ::kill(recorder_, SIGTERM);
+    const int code = reap(recorder_);
+    recorder_ = 0;
+    return code;
+  }
+  void TearDown() override {
+    if (recorder_ > 0) stop_recorder();
+    FakeNvmlTest::TearDown();
+  }
+
+  json history(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {
+        GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "--json", "--since", "1h"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const CommandResult result = run_command(argv);
+    if (result.exit_code != 0) return json::object({{"events", json::array()}});
+    return json::parse(result.out);
+  }
+  // The events of `kind` (about `pid`, when given).
+  std::vector<json> events(const std::string& kind, pid_t pid = 0) {
+    std::vector<json> found;
+    const json doc = history();  // kept: a range-for over history()["events"] would dangle
+    for (const json& e : doc["events"]) {
+      if (e["kind"] != kind) continue;
+      if (pid != 0 && (e["process"].is_null() || e["process"]["pid"] != pid)) continue;
+      found.push_back(e);
+    }
+    return found;
+  }
+  bool has_event(const std::string& kind, pid_t pid = 0) { return !events(kind, pid).empty(); }
+  static std::string joined(const json& argv) {
+    std::string text;
+    for (const json& arg : argv) text += arg.get<std::string>() + " ";
+    return text;
+  }
+  // gpuclean kill of one of our own holders, reporting to this test's recorder.
+  CommandResult kill_holder(pid_t pid) {
+    return run_command({GPUCLEAN_SHIPPING_BINARY, "kill", std::to_string(pid), "--yes", "--no-nvml",
+                        "--device-glob", held_},
+                       {"GPUCLEAN_RECORDER_SOCKET=" + socket_});
+  }
+  // A parent (sh, with kMarker in its argv) that starts a holder of held_ and lives on.
+  pid_t start_parent_with_holder(pid_t& holder) {
+    std::filesystem::remove(ready_);
+    const pid_t parent = reaper_.adopt(spawn({"/bin/sh", "-c", "\"$1\" hold \"$2\" \"$3\" & wait",
+                                              kMarker, HOLDER_HELPER, held_, ready_}));
+    launchers_.push_back(parent);
+    holder = reaper_.adopt(wait_for_pids(ready_).at(0));
+    return parent;
+  }
+};
+
+TEST_F(RecorderTest, AnOrphansHistoryNamesItsDeadParentAndTheKillIsRecorded) {
+  start_recorder();
+  pid_t holder = 0;
+  const pid_t parent = start_parent_with_holder(holder);
+  ASSERT_TRUE(wait_until([&] { return has_event("appeared", holder); })) << slurp(log_);
+
+  ::kill(parent, SIGKILL);
+  reap_launcher(parent);
+  ASSERT_TRUE(wait_until([&] {
+    for (const json& e : events("class_changed", holder)) {
+      if (e["class"] == "orphan") return true;
+    }
+    return false;
+  })) << history().dump(1);
+  // Negative control: /proc no longer knows the parent: the holder has been re-parented.
+  EXPECT_NE(proc_ppid(holder), parent);
+
+  const json appeared = events("appeared", holder).at(0);
+  EXPECT_EQ(appeared["process"]["parent"]["pid"], parent);
+  EXPECT_NE(joined(appeared["process"]["parent"]["argv"]).find(kMarker), std::string::npos)
+      << appeared.dump(1);
+  EXPECT_EQ(appeared["process"]["start_ticks"], proc_start_ticks(holder));
+
+  // explain reads the parent back from the history.
+  const CommandResult explained =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "explain", std::to_string(holder), "--db", db_,
+                   "--no-nvml", "--device-glob", held_});
+  EXPECT_NE(explained.out.find("recorded parent"), std::string::npos) << explained.out;
+  EXPECT_NE(explained.out.find(kMarker), std::string::npos) << explained.out;
+
+  const CommandResult killed = kill_holder(holder);
+  EXPECT_EQ(killed.exit_code, 0) << killed.err;
+  ASSERT_TRUE(wait_until([&] { return has_event("left", holder) && has_event("action"); }))
+      << history().dump(1);
+  const json action = events("action").at(0)["detail"];
+  EXPECT_EQ(action["command"], "kill");
+  EXPECT_EQ(action["exit"], 0);
+  EXPECT_EQ(action["uid"], ::geteuid());
+  EXPECT_EQ(action["targets"][0]["pid"], holder);
+  EXPECT_EQ(action["targets"][0]["outcome"], "gone");
+
+  // The text timeline says the same, escaped, in order.
+  const CommandResult text = run_command(
+      {GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "--pid", std::to_string(holder)});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  const auto at_appeared = text.out.find("appeared");
+  const auto at_orphan = text.out.find("-> orphan");
+  const auto at_left = text.out.find(" left");
+  EXPECT_LT(at_appeared, at_orphan) << text.out;
+  EXPECT_LT(at_orphan, at_left) << text.out;
+  EXPECT_EQ(stop_recorder(), 0) << slurp(log_);
+}
+
+// A parent that exits before its child holds anything: by the child's first look /proc says
+// init (or a subreaper) is its parent. Only the kernel's process events name the real one.
+TEST_F(RecorderTest, AParentGoneBeforeItsChildHeldIsNamedOnlyThroughProcessEvents) {
+  if (::geteuid() != 0) GTEST_SKIP() << "process events need root";
+  for (const bool proc_events : {true, false}) {
+    SCOPED_TRACE(proc_events ? "with process events" : "polling alone (negative control)");
+    start_recorder(proc_events ? std::vector<std::string>{}
+                               : std::vector<std::string>{"--no-proc-events"});
+    // The child waits until its parent (the sh) is reaped, then becomes a holder.
+    std::filesystem::remove(ready_);
+    const pid_t parent =
+        spawn({"/bin/sh", "-c",
+               "(while kill -0 $$ 2>/dev/null; do sleep 0.05; done; exec \"$1\" hold "
+               "\"$2\" \"$3\") & sleep 0.3",
+               kMarker, HOLDER_HELPER, held_, ready_});
+    reap(parent);
+    const pid_t holder = reaper_.adopt(wait_for_pids(ready_).at(0));
+    ASSERT_TRUE(wait_until([&] { return has_event("appeared", holder); })) << slurp(log_);
+    const json appeared = events("appeared", holder).at(0);
+    const bool named =
+        joined(appeared["process"]["parent"]["argv"]).find(kMarker) != std::string::npos;
+    EXPECT_EQ(named, proc_events) << appeared.dump(1);
+    if (proc_events) {
+      EXPECT_EQ(appeared["process"]["parent"]["pid"], parent);
+    }
+    EXPECT_NE(slurp(log_).find(proc_events ? "process events: on" : "--no-proc-events"),
+              std::string::npos)
+        << slurp(log_);
+    EXPECT_EQ(stop_recorder(), 0);
+  }
+}
+
+TEST_F(RecorderTest, AZombieLedHolderIsRecordedWithItsClass) {
+  start_recorder();
+  const pid_t leader = start("zombie-leader", held_).at(0);
+  ASSERT_TRUE(wait_until([&] { return has_event("appeared", leader); }))
+      << history().dump(1) << slurp(log_);
+  EXPECT_EQ(events("appeared", leader).at(0)["class"], "zombie-leader");
+}
+
+TEST_F(RecorderTest, ARestartedRecorderRecordsNoHolderTwiceAndSeesWhatLeftMeanwhile) {
+  start_recorder();
+  const pid_t stays = start("hold", held_).at(0);
+  const pid_t goes = start("hold", held_).at(0);
+  ASSERT_TRUE(
+      wait_until([&] { return has_event("appeared", stays) && has_event("appeared", goes); }));
+  EXPECT_EQ(stop_recorder(), 0);
+  EXPECT_TRUE(has_event("recorder_stopped"));
+
+  ASSERT_EQ(kill_holder(goes).exit_code, 0);  // while the recorder is down
+  start_recorder();
+  ASSERT_TRUE(wait_until([&] { return has_event("left", goes); })) << history().dump(1);
+  // A few looks later: still one appearance each.
+  ASSERT_TRUE(wait_until([&] { return events("recorder_started").size() == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // three looks at 200ms
+  EXPECT_EQ(events("appeared", stays).size(), 1u) << history().dump(1);
+  EXPECT_EQ(events("appeared", goes).size(), 1u);
+  EXPECT_FALSE(has_event("left", stays));
+  EXPECT_NE(slurp(log_).find("resumed with 2 holders"), std::string::npos) << slurp(log_);
+}
+
+TEST_F(RecorderTest, ACorruptDatabaseIsMovedAsideAndANewOneBegun) {
+  std::filesystem::create_directories(dir_.path() + "/history");
+  {
+    std::ofstream garbage(db_);
+    garbage << std::string(8192, 'x');
+  }
+  start_recorder();
+  const pid_t holder = start("hold", held_).at(0);
+  ASSERT_TRUE(wait_until([&] { return has_event("appeared", holder); })) << slurp(log_);
+  EXPECT_NE(slurp(log_).find("moved aside"), std::string::npos) << slurp(log_);
+  bool kept = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/history")) {
+    if (entry.path().filename().string().find("h.db.corrupt-") == 0) kept = true;
+  }
+  EXPECT_TRUE(kept) << "the damaged file is kept for whoever wants to look";
+  // The new file is the recorder's alone.
+  struct stat st {};
+  ASSERT_EQ(::stat(db_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// A database on a file system that fills up, then turns read-only: the recorder says so, keeps
+// the events in memory and writes them once it can again.
+TEST_F(RecorderTest, AFullThenReadOnlyFileSystemIsSurvivedAndNothingIsLost) {
+  const std::string mount = dir_.path() + "/history";
+  std::filesystem::create_directories(mount);
+  if (::mount("tmpfs", mount.c_str(), "tmpfs", 0, "size=1m,mode=0700") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs: " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mount};
+  start_recorder();
+  ASSERT_TRUE(wait_until([&] { return has_event("recorder_started"); })) << slurp(log_);
+
+  // Full: a filler takes what is left.
+  const std::string filler = mount + "/filler";
+  {
+    std::ofstream fill(filler, std::ios::binary);
+    const std::string block(4096, '\0');
+    for (int i = 0; i < 512 && fill.write(block.data(), static_cast<std::streamsize>(block.size()));
+         ++i) {
+    }
+  }
+  const pid_t during_full = start("hold", held_).at(0);
+  ASSERT_TRUE(wait_until([&] { return slurp(log_).find("No space left") != std::string::npos; }))
+      << slurp(log_);
+  EXPECT_NE(slurp(log_).find("keeping events in memory"), std::string::npos) << slurp(log_);
+
+  // Then read-only. The recorder closes a database it cannot write, so the remount finds no
+  // writer (it may meet one while the recorder retries: tried again).
+  ASSERT_TRUE(wait_until([&] {
+    return ::mount(nullptr, mount.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0;
+  })) << std::strerror(errno);
+  const pid_t during_read_only = start("hold", held_).at(0);
+  ASSERT_TRUE(wait_until([&] {
+    return slurp(log_).find("Read-only file system") != std::string::npos;
+  })) << slurp(log_);
+  EXPECT_FALSE(has_event("appeared", during_full)) << "nothing could be written meanwhile";
+
+  // Writable, with room: everything kept in memory is written, in order.
+  ASSERT_EQ(::mount(nullptr, mount.c_str(), nullptr, MS_REMOUNT, nullptr), 0)
+      << std::strerror(errno);
+  std::filesystem::remove(filler);
+  ASSERT_TRUE(wait_until([&] {
+    return has_event("appeared", during_full) && has_event("appeared", during_read_only);
+  })) << slurp(log_);
+  EXPECT_NE(slurp(log_).find("writing again"), std::string::npos) << slurp(log_);
+  EXPECT_EQ(stop_recorder(), 0) << "it exits only on a signal, and then cleanly";
+}
+
+TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
+  const pid_t holder = start("hold", held_).at(0);
+  const std::string scenario_path = dir_.path() + "/nvml.conf";
+  auto write_scenario = [&](const std::string& text) {
+    const std::string temp = scenario_path + ".new";
+    std::ofstream(temp) << "reload 1\nrelease_exited 1\n" << text;
+    std::filesystem::rename(temp, scenario_path);
+  };
+  constexpr unsigned long long kGiB = 1ULL << 30;
+  write_scenario("used 0 " + std::to_string(9 * kGiB) + "\n" + pid_line(holder, 8 * kGiB));
+  start_recorder({"--nvml-timeout", "500ms"}, fake_env(variant_dir("r580"), scenario_path));
+  ASSERT_TRUE(wait_until([&] { return has_event("memory_changed", holder); })) << slurp(log_);
+  EXPECT_EQ(events("memory_changed", holder).at(0)["bytes"], 8 * kGiB);
+
+  write_scenario("used 0 " + std::to_string(17 * kGiB) + "\n" + pid_line(holder, 16 * kGiB));
+  ASSERT_TRUE(wait_until([&] { return events("memory_changed", holder).size() == 2; }));
+  EXPECT_EQ(events("memory_changed", holder).at(1)["bytes"], 16 * kGiB);
+
+  // The fake frees an exited process's memory (release_exited): the return is recorded.
+  ASSERT_EQ(kill_holder(holder).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return has_event("memory_returned", holder); }))
+      << history().dump(1);
+  const json returned = events("memory_returned", holder).at(0);
+  EXPECT_EQ(returned["gpu"], 0);
+  EXPECT_EQ(returned["bytes"], 16 * kGiB);
+  EXPECT_EQ(events("left", holder).at(0)["bytes"], 16 * kGiB);
+
+  write_scenario("hang nvmlDeviceGetMemoryInfo\nhang nvmlDeviceGetMemoryInfo_v2\n");
+  ASSERT_TRUE(wait_until([&] { return has_event("nvml_failed"); })) << slurp(log_);
+  EXPECT_NE(events("nvml_failed").at(0)["detail"].get<std::string>().find("did not answer"),
+            std::string::npos)
+      << history().dump(1);
+  // A hung NVML is not memory coming back: no unattributed memory "cleared" for it.
+  EXPECT_FALSE(has_event("unattributed_cleared"));
+  EXPECT_EQ(stop_recorder(), 0);
+}
+
+TEST_F(RecorderTest, ActionsCarryTheSendersUidFromTheKernelNotFromTheirText) {
+  std::string why_not;
+  const auto user = test_user(why_not);
+  if (!user) GTEST_SKIP() << why_not;
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0711), 0);  // the user reaches the socket
+  start_recorder();
+  std::vector<std::string> argv = user->as_user();
+  argv.insert(argv.end(),
+              {"/usr/bin/python3", "-c",
+               "import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+               "s.sendto(b'{\"command\":\"kill\",\"uid\":0,\"user\":\"root\"}', sys.argv[1])",
+               socket_});
+  ASSERT_EQ(run_command(argv).exit_code, 0);
+  std::vector<std::string> run = user->as_user();
+  run.insert(run.end(), {GPUCLEAN_SHIPPING_BINARY, "run", "--no-nvml", "-q", "--", "/bin/true"});
+  EXPECT_EQ(run_command(run, {"GPUCLEAN_RECORDER_SOCKET=" + socket_}).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return events("action").size() == 2; })) << history().dump(1);
+  for (const json& action : events("action")) {
+    EXPECT_EQ(action["detail"]["uid"], user->uid) << action.dump();
+    EXPECT_EQ(action["detail"]["user"], kTestUser);
+  }
+  EXPECT_EQ(events("action").at(1)["detail"]["command"], "run");
+}
+
+TEST_F(RecorderTest, EachEventGoesToTheJournalAsStructuredFields) {
+  const std::string journal = dir_.path() + "/journal.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, journal.c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  start_recorder({"--journal", journal});
+  const pid_t holder = start("hold", held_).at(0);
+  std::string seen;
+  const bool found = wait_until([&] {
+    char buffer[65536];
+    const ssize_t got = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (got > 0) seen += std::string(buffer, static_cast<std::size_t>(got)) + "\n--\n";
+    return seen.find("GPUCLEAN_EVENT=appeared\n") != std::string::npos &&
+           seen.find("GPUCLEAN_PID=" + std::to_string(holder) + "\n") != std::string::npos;
+  });
+  ::close(fd);
+  EXPECT_TRUE(found) << seen;
+  EXPECT_NE(seen.find("SYSLOG_IDENTIFIER=gpuclean-recorder\n"), std::string::npos);
+}
+
+TEST_F(RecorderTest, HistoryAtAMomentAndBadInput) {
+  start_recorder();
+  const pid_t holder = start("hold", held_).at(0);
+  ASSERT_TRUE(wait_until([&] { return has_event("appeared", holder); }));
+  const json at =
+      history({"--at", "@" + std::to_string(static_cast<long long>(::time(nullptr)) + 1)});
+  ASSERT_TRUE(at.contains("holders")) << at.dump(1);
+  bool listed = false;
+  for (const json& h : at["holders"]) listed = listed || h["process"]["pid"] == holder;
+  EXPECT_TRUE(listed) << at.dump(1);
+  // Negative control: a moment before the recorder started has nobody.
+  EXPECT_TRUE(history({"--at", "@1000"})["holders"].empty());
+
+  const CommandResult bad_time =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "--since", "yesterdayish"});
+  EXPECT_EQ(bad_time.exit_code, 2);
+  EXPECT_NE(bad_time.err.find("is not a time"), std::string::npos) << bad_time.err;
+  const CommandResult missing =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "history", "--db", dir_.path() + "/nothing-here.db"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("is gpuclean recorder running"), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/nothing-here.db"))
+      << "a reader creates nothing";
+}
+
+}  // namespace
+}  // namespace gpuclean::testing

@@ -1,0 +1,151 @@
+// The flight recorder's pure parts: who forked whom from process events (record/lineage.h),
+// the moments and sizes its commands take (core/wall_time.h, core/units.h), the journal's
+// native protocol (record/journal.h) and the history's text (output/history_view.h).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/units.h"
+#include "core/wall_time.h"
+#include "output/history_view.h"
+#include "record/journal.h"
+#include "record/lineage.h"
+
+namespace gpuclean {
+namespace {
+
+using record::Lineage;
+
+TEST(Lineage, AParentThatExitedIsNamedWhileItsChildLivesAndForgottenAfter) {
+  Lineage lineage;
+  lineage.known(100, 5, {"bash", "run_server.sh", "--tp", "8"});
+  lineage.forked(200, 100, 50);  // the launcher forks the server ...
+  lineage.execed(200, {"python3", "serve.py"});
+  lineage.exited(100, 1000.5);  // ... and dies
+  auto parent = lineage.parent_of(200, 50);
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->pid, 100);
+  EXPECT_EQ(parent->argv, (std::vector<std::string>{"bash", "run_server.sh", "--tp", "8"}));
+  EXPECT_EQ(parent->exit_time, 1000.5);
+  EXPECT_EQ(parent->start_ticks, 5u);
+  EXPECT_EQ(lineage.size(), 2u);
+  // The child exits: nothing needs either entry any more.
+  lineage.exited(200, 1001);
+  EXPECT_EQ(lineage.size(), 0u);
+}
+
+TEST(Lineage, AForkWithoutExecRunsItsForkersArgv) {
+  Lineage lineage;
+  lineage.known(100, 5, {"python3", "launch.py"});
+  lineage.forked(200, 100, 60);  // multiprocessing's fork: no exec
+  lineage.forked(300, 200, 70);
+  lineage.exited(200, 10);
+  auto parent = lineage.parent_of(300, 70);
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->pid, 200);
+  EXPECT_EQ(parent->argv, (std::vector<std::string>{"python3", "launch.py"}));
+}
+
+TEST(Lineage, AReusedPidIsAnotherProcess) {
+  Lineage lineage;
+  lineage.known(100, 5, {"bash"});
+  lineage.forked(200, 100, 50);
+  // Asked about a process 200 that started long after that fork: not the one seen.
+  EXPECT_FALSE(lineage.parent_of(200, 50 + 100));
+  EXPECT_TRUE(lineage.parent_of(200, 50 + Lineage::kTicksTolerance));
+  // The PID is reused by a fork of someone else: the new entry replaces the old.
+  lineage.exited(200, 1);
+  lineage.known(400, 6, {"other"});
+  lineage.forked(200, 400, 900);
+  auto parent = lineage.parent_of(200, 900);
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->pid, 400);
+  // Negative control: a process never seen forked has no parent from the events.
+  EXPECT_FALSE(lineage.parent_of(999, 1));
+}
+
+TEST(Lineage, ItsSizeIsBounded) {
+  Lineage lineage;
+  lineage.known(1, 1, {"init"});
+  for (Pid pid = 2; pid < static_cast<Pid>(Lineage::kMaxEntries) + 10; ++pid) {
+    lineage.forked(pid, 1, 2);
+  }
+  EXPECT_EQ(lineage.size(), Lineage::kMaxEntries);
+  EXPECT_GT(lineage.dropped(), 0u);
+}
+
+TEST(WallTime, MomentsAsUsersTypeThem) {
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  const double now = 1796385600;  // 2026-12-04 12:00:00 UTC
+  EXPECT_EQ(*parse_time_point("2h", now), now - 7200);
+  EXPECT_EQ(*parse_time_point("7d", now), now - 7 * 86400);
+  EXPECT_EQ(*parse_time_point("@1796380000", now), 1796380000);
+  EXPECT_EQ(*parse_time_point("2026-12-04 10:07", now), 1796385600 - 2 * 3600 + 7 * 60);
+  EXPECT_EQ(*parse_time_point("2026-12-04T10:07:30", now), 1796385600 - 2 * 3600 + 7 * 60 + 30);
+  EXPECT_EQ(*parse_time_point("10:07", now), 1796385600 - 2 * 3600 + 7 * 60) << "today";
+  EXPECT_EQ(*parse_time_point("2026-12-04", now), 1796385600 - 12 * 3600);
+  for (const char* bad :
+       {"", "yesterday", "25:00", "2026-13-01", "2026-12-04 10", "@-5", "@1x", "10:07pm"}) {
+    EXPECT_FALSE(parse_time_point(bad, now).ok()) << bad;
+  }
+  EXPECT_EQ(format_local_time(1796385600), "2026-12-04 12:00:00");
+}
+
+TEST(Units, SizesAsUsersTypeThem) {
+  EXPECT_EQ(*parse_size("256MiB"), Bytes{256} << 20);
+  EXPECT_EQ(*parse_size("256M"), Bytes{256} << 20);
+  EXPECT_EQ(*parse_size("1.5GiB"), Bytes{3} << 29);
+  EXPECT_EQ(*parse_size("4096"), 4096u);
+  for (const char* bad : {"", "MiB", "-1M", "12 parsecs", "0x10", "nan", "1e30G"}) {
+    EXPECT_FALSE(parse_size(bad).ok()) << bad;
+  }
+}
+
+TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
+  const std::string datagram =
+      record::journal_datagram({{"GPUCLEAN_EVENT", "appeared"}, {"GPUCLEAN_ARGV", "a\nb"}});
+  const std::string binary =
+      std::string("GPUCLEAN_ARGV\n") + std::string("\x03\0\0\0\0\0\0\0", 8) + "a\nb\n";
+  EXPECT_EQ(datagram, "GPUCLEAN_EVENT=appeared\n" + binary);
+
+  HistoryEvent event;
+  event.kind = HistoryEventKind::kAppeared;
+  event.process = RecordedProcess{.boot_id = "b",
+                                  .pid = 42,
+                                  .start_ticks = 7,
+                                  .user = "alice",
+                                  .exe = "python3",
+                                  .argv = {"python3", "evil\x1b[2J"},
+                                  .owner = "slurm-job:4242",
+                                  .parent_pid = 41,
+                                  .parent_start_ticks = 6,
+                                  .parent_argv = {"bash"}};
+  event.gpu = 3;
+  const record::JournalFields fields = record::journal_fields(event);
+  auto value = [&fields](const std::string& key) {
+    for (const auto& [k, v] : fields) {
+      if (k == key) return v;
+    }
+    return std::string("<absent>");
+  };
+  EXPECT_EQ(value("GPUCLEAN_PID"), "42");
+  EXPECT_EQ(value("GPUCLEAN_GPU"), "3");
+  EXPECT_EQ(value("GPUCLEAN_OWNER"), "slurm-job:4242");
+  EXPECT_EQ(value("GPUCLEAN_PARENT_PID"), "41");
+  EXPECT_EQ(value("GPUCLEAN_ARGV").find('\x1b'), std::string::npos) << "escaped";
+}
+
+TEST(HistoryView, CommandLinesAreEscapedAndOwnersNamed) {
+  EXPECT_EQ(output::argv_text({"python3", "serve.py", "--name", "a b"}),
+            "python3 serve.py --name 'a b'");
+  EXPECT_EQ(output::argv_text({"evil\x1b[2J"}).find('\x1b'), std::string::npos);
+  EXPECT_EQ(output::argv_text({}), "?");
+  EXPECT_EQ(output::recorded_owner_text("slurm-job:4242"), "slurm job 4242");
+  EXPECT_EQ(output::recorded_owner_text("gpuclean-run:77"), "gpuclean run 77");
+}
+
+}  // namespace
+}  // namespace gpuclean
