@@ -48,11 +48,11 @@ install(FILES contrib/k8s/README.md contrib/k8s/daemonset.yaml contrib/k8s/netwo
 install(FILES contrib/prometheus/alerts.yml contrib/prometheus/alerts_test.yml
   DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/prometheus)
 
-# systemd units: the metrics listener, and the textfile writer with its timer.
+# systemd units: the metrics listener, the textfile writer with its timer, the flight recorder.
 set(GPUCLEAN_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
   "Where the systemd units go, relative to the prefix (or absolute)")
 install(FILES contrib/systemd/gpuclean-metrics.service contrib/systemd/gpuclean-textfile.service
-  contrib/systemd/gpuclean-textfile.timer DESTINATION ${GPUCLEAN_SYSTEMD_UNIT_DIR})
+  contrib/systemd/gpuclean-textfile.timer contrib/systemd/gpuclean-recorder.service DESTINATION ${GPUCLEAN_SYSTEMD_UNIT_DIR})
 
 # Documentation: the copyright file and a compressed changelog, where Debian policy wants them.
 set(changelog_gz ${CMAKE_BINARY_DIR}/changelog.gz)

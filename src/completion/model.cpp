@@ -45,7 +45,7 @@ namespace {
 // What completes the value of each option that takes one, by its long name (a positional
 // argument: by its name), whichever command has it. A new value-taking option needs a line
 // here: without one its kind is "unknown" in every script, and tests/completion/run.sh fails.
-constexpr std::array<std::pair<std::string_view, Kind>, 41> kValueKinds{{
+constexpr std::array<std::pair<std::string_view, Kind>, 51> kValueKinds{{
     // The global options (cli/common.cpp).
     {"--gpus", Kind::kGpus},
     {"--device-glob", Kind::kFile},
@@ -92,6 +92,17 @@ constexpr std::array<std::pair<std::string_view, Kind>, 41> kValueKinds{{
     {"-d", Kind::kNone},
     {"--full-scan", Kind::kNone},
     {"--iterations", Kind::kNone},
+    // recorder, history, explain: the flight recorder's files, durations, sizes and moments
+    {"--db", Kind::kFile},
+    {"--socket", Kind::kFile},
+    {"--journal", Kind::kFile},
+    {"--interval", Kind::kNone},
+    {"--retention", Kind::kNone},
+    {"--max-size", Kind::kNone},
+    {"--since", Kind::kNone},
+    {"--until", Kind::kNone},
+    {"--at", Kind::kNone},
+    {"--limit", Kind::kNone},
     // completion
     {"shell", Kind::kShell},
     {"--values", Kind::kValueSet},

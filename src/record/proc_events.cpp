@@ -7,8 +7,10 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -22,6 +24,8 @@ namespace {
 
 // The receive queue: bursts of forks while the thread waits for the CPU are held here.
 constexpr int kReceiveBuffer = 4 << 20;
+// How long the start waits for the event of its own probe child.
+constexpr auto kProbeWait = std::chrono::seconds(1);
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -80,6 +84,21 @@ Result<std::unique_ptr<ProcEvents>> ProcEvents::start(const std::string& proc_ro
   if (!stop) return errno_error("create an eventfd");
   std::unique_ptr<ProcEvents> events(new ProcEvents(std::move(socket), std::move(stop), proc_root));
   events->thread_ = std::thread([raw = events.get()] { raw->loop(); });
+  // Outside the host's PID namespace (a container) the kernel sends nothing, or events that
+  // name the host's PIDs, not ours: a child of our own, forked and ended now, must show up
+  // under the PID fork() gave us.
+  const pid_t probe = ::fork();
+  if (probe == 0) ::_exit(0);
+  if (probe > 0) ::waitpid(probe, nullptr, 0);
+  const auto deadline = std::chrono::steady_clock::now() + kProbeWait;
+  while (probe > 0 && !events->saw_fork_of(probe) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (probe <= 0 || !events->saw_fork_of(probe)) {
+    return Error{0,
+                 "the kernel's process events do not name this PID namespace's processes "
+                 "(a container?)"};
+  }
   return events;
 }
 
@@ -151,6 +170,7 @@ void ProcEvents::handle(const void* data) {
       const auto& fork = event.event_data.fork;
       if (fork.child_pid != fork.child_tgid) return;  // a thread
       const auto parent = static_cast<Pid>(fork.parent_tgid);
+      recent_forks_[recent_next_++ % recent_forks_.size()] = static_cast<Pid>(fork.child_tgid);
       if (!lineage_.has(parent)) learn(parent);
       lineage_.forked(static_cast<Pid>(fork.child_tgid), parent, ticks_of(event.timestamp_ns));
       return;
@@ -183,6 +203,11 @@ void ProcEvents::handle(const void* data) {
 std::optional<SeenParent> ProcEvents::parent_of(Pid child, std::uint64_t start_ticks) const {
   std::lock_guard lock(mutex_);
   return lineage_.parent_of(child, start_ticks);
+}
+
+bool ProcEvents::saw_fork_of(Pid pid) const {
+  std::lock_guard lock(mutex_);
+  return std::find(recent_forks_.begin(), recent_forks_.end(), pid) != recent_forks_.end();
 }
 
 ProcEvents::Counts ProcEvents::counts() const {

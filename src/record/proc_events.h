@@ -4,6 +4,7 @@
 // CONFIG_PROC_EVENTS: where it cannot be had, start() says why and the recorder polls alone.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,7 @@ class ProcEvents {
   void loop();
   void handle(const void* event);
   void learn(Pid pid);  // what /proc says of a process the events had not shown
+  [[nodiscard]] bool saw_fork_of(Pid pid) const;  // among the last recent_forks_ forks
 
   UniqueFd socket_;
   UniqueFd stop_;  // an eventfd: written to end the thread
@@ -47,6 +49,8 @@ class ProcEvents {
   Lineage lineage_;
   std::uint64_t events_ = 0;
   std::uint64_t overruns_ = 0;
+  std::array<Pid, 256> recent_forks_{};  // the children of the last forks, as the events name them
+  std::size_t recent_next_ = 0;
   std::thread thread_;
 };
 

@@ -71,6 +71,7 @@ for path in /usr/bin/gpuclean /usr/share/man/man1/gpuclean.1.gz \
   /usr/share/gpuclean/slurm/common.sh /usr/share/gpuclean/k8s/daemonset.yaml \
   /usr/share/gpuclean/prometheus/alerts.yml \
   /usr/lib/systemd/system/gpuclean-metrics.service /usr/lib/systemd/system/gpuclean-textfile.timer \
+  /usr/lib/systemd/system/gpuclean-recorder.service \
   /usr/share/doc/gpuclean/copyright /usr/share/doc/gpuclean/changelog.gz; do
   check "the .deb holds $path" grep -qx "$path" "$work/contents"
 done
@@ -144,11 +145,14 @@ tar -C "$unpacked" -xzf "$tarball"
 top=$(find "$unpacked" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 binary=$top/bin/gpuclean
 for path in bin/gpuclean share/man/man1/gpuclean.1.gz share/doc/gpuclean/LICENSE \
-  share/bash-completion/completions/gpuclean share/gpuclean/slurm/epilog.sh; do
+  share/bash-completion/completions/gpuclean share/gpuclean/slurm/epilog.sh \
+  lib/systemd/system/gpuclean-recorder.service; do
   check "the tarball holds $path" test -e "$top/$path"
 done
 # Since issue 33 the listener is gpuclean's own (src/serve/): prometheus-cpp's pull library
 # and civetweb are no longer linked, so they must not be bundled either.
+check "the tarball's lib/ holds SQLite (the flight recorder's database)" \
+  bash -c "ls '$top'/lib/libsqlite3.so.* >/dev/null"
 check "the tarball's lib/ holds prometheus-cpp's core library, and no civetweb" \
   bash -c "ls '$top'/lib/libprometheus-cpp-core.so.* >/dev/null && ! ls '$top'/lib/libcivetweb* '$top'/lib/libprometheus-cpp-pull* >/dev/null 2>&1"
 
@@ -156,7 +160,8 @@ check "the tarball's lib/ holds prometheus-cpp's core library, and no civetweb" 
 # tarball's binary loads there can only come from its lib/.
 hidden_libraries=()
 multiarch=/usr/lib/$(gcc -print-multiarch)
-for library in "$multiarch"/libprometheus-cpp-*.so.* "$multiarch"/libcivetweb*.so.*; do
+for library in "$multiarch"/libprometheus-cpp-*.so.* "$multiarch"/libcivetweb*.so.* \
+  "$multiarch"/libsqlite3.so.*; do
   [ -f "$library" ] && [ ! -L "$library" ] && hidden_libraries+=("$library")
 done
 without_system_libraries() {

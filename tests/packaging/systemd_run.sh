@@ -10,7 +10,12 @@
 # exactly the unit's capabilities, no_new_privs and a seccomp filter; the timer starts
 # gpuclean-textfile.service, which writes the .prom (0644) counting the holder. Negative
 # control: the metrics unit with a drop-in that empties its capabilities does not see the
-# holder. Everything ends with the namespace's PID 1, killed by PID.
+# holder. gpuclean-recorder.service (root, its capabilities, its state and runtime directories)
+# records the holder's appearance in its database (0600 in a 0700 directory), the action of
+# a `gpuclean kill` of it run inside the namespace (through the unit's socket), its leaving,
+# and a clean stop; its copy writes into this test's directory (StateDirectory= and --db
+# rewritten) instead of /var/lib/gpuclean. Everything ends with the namespace's PID 1, killed
+# by PID.
 #   tests/packaging/systemd_run.sh [BUILD_DIR]  (root; systemd, util-linux, curl, python3)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,6 +70,12 @@ for f in "$repo"/contrib/systemd/*.service "$repo"/contrib/systemd/*.timer; do
     -e "s|^ExecStart=/usr/bin/gpuclean \(.*\)$|ExecStart=$work/gpuclean \1 --no-nvml --device-glob $device|" \
     "$f" >"$units/$(basename "$f")"
 done
+# The recorder's state under this test's directory (a path below /var/lib, as StateDirectory=
+# takes), its health file beside it, looks every 200 ms.
+state=/var/lib/$(basename "$work")/recorder
+sed -i -e "s|^StateDirectory=gpuclean$|StateDirectory=$(basename "$work")/recorder|" \
+  -e "s|^\(ExecStart=.* recorder\) |\1 --db $state/history.db --textfile $state/health.prom --interval 200ms |" \
+  "$units/gpuclean-recorder.service"
 for t in sysinit basic shutdown timers multi-user network sockets paths slices local-fs; do
   printf '[Unit]\nDescription=%s (stand-in)\n' "$t" >"$units/$t.target"
 done
@@ -200,8 +211,49 @@ check "gpuclean-textfile.service exited 0" until_ok 10 ran_and_exited_0
 check "the timer is waiting for its next run" \
   unit_is gpuclean-textfile.timer ActiveState active
 
+# The flight recorder.
+ctl start gpuclean-recorder.service || true
+check "gpuclean-recorder.service is active" \
+  until_ok 10 unit_is gpuclean-recorder.service ActiveState active
+holder=$(ctl show -p MainPID --value holder.service)  # as the namespace numbers it
+recorded() { "$work/gpuclean" history --db "$state/history.db" --json --since 1h; }
+has_event() {  # KIND PID|""
+  recorded 2>/dev/null | python3 -c '
+import json, sys
+kind, pid = sys.argv[1], sys.argv[2]
+events = json.load(sys.stdin)["events"]
+sys.exit(0 if any(e["kind"] == kind and (not pid or (e["process"] or {}).get("pid") == int(pid))
+                  for e in events) else 1)' "$1" "$2"
+}
+check "it records holder.service's process appearing (pid $holder in the namespace)" \
+  until_ok 10 has_event appeared "$holder"
+check "its database is 0600 in a 0700 directory" \
+  test "$(stat -c %a "$state/history.db")" = 600 -a "$(stat -c %a "$state")" = 700
+check "it writes its health for node_exporter" until_ok 10 grep -q '^gpuclean_recorder_looks_total' "$state/health.prom"
+main=$(ctl show -p MainPID --value gpuclean-recorder.service)
+status=$(nsenter -t "$init" -m -p cat "/proc/$main/status")
+want_mask=$(python3 - "$repo/contrib/systemd/gpuclean-recorder.service" <<'PY'
+import re, sys
+numbers = {"CAP_DAC_READ_SEARCH": 2, "CAP_SYS_PTRACE": 19, "CAP_NET_ADMIN": 12}
+line = re.search(r"^AmbientCapabilities=(.*)$", open(sys.argv[1]).read(), re.M).group(1)
+print("%016x" % sum(1 << numbers[c] for c in line.split()))
+PY
+)
+check "it runs as root with exactly the unit's capabilities ($want_mask), no_new_privs, seccomp" \
+  test "$(field Uid | head -c 1)" = 0 -a "$(field CapEff)" = "$want_mask" \
+  -a "$(field CapBnd)" = "$want_mask" -a "$(field NoNewPrivs)" = 1 -a "$(field Seccomp)" = 2
+# A kill of the test's own holder, inside the namespace, reports to the unit's socket.
+nsenter -t "$init" -m -p "$work/gpuclean" kill "$holder" --yes --no-nvml --device-glob "$device" \
+  >"$work/kill.out" 2>&1 || true
+both_recorded() { has_event action '' && has_event left "$holder"; }
+check "the kill is recorded as an action, and the holder as left" until_ok 10 both_recorded
+ctl stop gpuclean-recorder.service || true
+check "it stops cleanly on SIGTERM (exit 0) and records that" has_event recorder_stopped ''
+check "  ... with exit status 0" unit_is gpuclean-recorder.service ExecMainStatus 0
+
 if ((failed)); then
-  for u in gpuclean-metrics.service gpuclean-textfile.service; do
+  sed 's/^/    kill: /' "$work/kill.out"
+  for u in gpuclean-metrics.service gpuclean-textfile.service gpuclean-recorder.service; do
     ctl status --no-pager -l "$u" 2>&1 | sed 's/^/    /' || true
   done
 fi
