@@ -48,6 +48,10 @@ usage: $0 [options]
                       watch-fuser  watch -n DELAY fuser FILE                         (crowd)
                       watch-smi    watch -n DELAY nvidia-smi                    (nvidia-smi)
                       nvitop       python3 -m nvitop --interval DELAY   (nvidia-smi, nvitop)
+                      recorder     gpuclean recorder --interval DELAY --device-glob FILE --no-nvml
+                                   (crowd; its database in a temp directory)
+                      recorder-nvml  gpuclean recorder --interval DELAY, real devices and NVML
+                                   (nvidia-smi)
   --tmux PATH       tmux to use (default: tmux on PATH, else \$TMUX_BIN, e.g. the wrapper
                     tests/gpu/carry_tmux.sh writes)
   --keep DIR        save each tool's last screen (tmux capture-pane) as DIR/TOOL.screen.txt
@@ -118,7 +122,7 @@ watch_bin=$(command -v watch || true)
 fuser_bin=$(command -v fuser || true)
 
 # The tools to run, in this order, and why any is left out.
-all_tools=(top top-full0 watch-fuser top-nvml watch-smi nvitop)
+all_tools=(top top-full0 watch-fuser top-nvml watch-smi nvitop recorder recorder-nvml)
 wanted=()
 if [[ -n $tools ]]; then
   IFS=, read -ra wanted <<<"$tools"
@@ -133,7 +137,8 @@ skipped=()
 for t in "${wanted[@]}"; do
   why=""
   case $t in
-    top | top-full0) ((n > 0)) || why="no crowd (-n 0)" ;;
+    top | top-full0 | recorder) ((n > 0)) || why="no crowd (-n 0)" ;;
+    recorder-nvml) ((have_smi)) || why="no nvidia-smi (no NVIDIA driver here)" ;;
     watch-fuser)
       if ((n == 0)); then why="no crowd (-n 0)"
       elif [[ -z $watch_bin ]]; then why="watch not installed"
@@ -451,6 +456,8 @@ label_of() {
     watch-fuser) echo "watch -n$delay fuser FILE" ;;
     watch-smi) echo "watch -n$delay nvidia-smi" ;;
     nvitop) echo "nvitop --interval $delay" ;;
+    recorder) echo "gpuclean recorder (fake dev)" ;;
+    recorder-nvml) echo "gpuclean recorder (NVML)" ;;
   esac
 }
 set_cmd() {
@@ -461,6 +468,10 @@ set_cmd() {
     watch-fuser) CMD=("$watch_bin" -n "$delay" "$fuser_bin $target") ;;
     watch-smi) CMD=("$watch_bin" -n "$delay" nvidia-smi) ;;
     nvitop) CMD=("$py" -m nvitop --interval "$delay") ;;
+    recorder) CMD=("$gpuclean" recorder --interval "$delay" --device-glob "$target" --no-nvml
+      --db "$tmp/recorder/history.db" --socket off --journal off) ;;
+    recorder-nvml) CMD=("$gpuclean" recorder --interval "$delay" --db "$tmp/recorder-nvml/history.db"
+      --socket off --journal off) ;;
   esac
 }
 
@@ -579,7 +590,8 @@ STEADY_AFTER = 20.0
 MiB = 1024.0
 label = {"top": "gpuclean top (fake dev, no NVML)", "top-full0": "gpuclean top --full-scan 0",
          "top-nvml": "gpuclean top (real devs, NVML)", "watch-fuser": f"watch -n{delay:g} fuser FILE",
-         "watch-smi": f"watch -n{delay:g} nvidia-smi", "nvitop": f"nvitop --interval {delay:g}"}
+         "watch-smi": f"watch -n{delay:g} nvidia-smi", "nvitop": f"nvitop --interval {delay:g}",
+         "recorder": "gpuclean recorder (fake dev)", "recorder-nvml": "gpuclean recorder (NVML)"}
 rows, notes = {}, []
 for i in ids:
     try:
@@ -669,6 +681,17 @@ for i in ("top", "top-nvml"):
         print(f"  {'':<34} RSS {r['rss']:.1f} MiB; with its helper {mem:.1f} MiB"
               f" ({'within' if mem < 15 else 'ABOVE'} 15 MiB); peaks {r['footprint']:.1f} MiB")
 
+for i, top in (("recorder", "top"), ("recorder-nvml", "top-nvml")):
+    if i in rows:
+        r = rows[i]
+        mem = r["rss"] + r["crss"]
+        steady = r["steady"] if r["steady"] is not None else r["cpu"]
+        print(f"  {label[i]:<34} CPU {steady:5.2f}% steady"
+              + (f" (gpuclean top on the same load: {rows[top]['steady_cpu']:5.2f}%)" if top in rows else "")
+              + ("; target on the H200: 0.5%" if i == "recorder-nvml" else ""))
+        print(f"  {'':<34} RSS {r['rss']:.1f} MiB; with its helper {mem:.1f} MiB"
+              f" ({'within' if r['footprint'] <= 40 else 'ABOVE'} 40 MiB); peaks {r['footprint']:.1f} MiB")
+
 if "top" in rows and "top-full0" in rows:
     a, b = rows["top"], rows["top-full0"]
     print()
@@ -695,7 +718,8 @@ if steps:
 print()
 print("ratios gpuclean / other (below 1: gpuclean costs less)   steady CPU   peak memory")
 pairs = [("top", "watch-fuser"), ("top-nvml", "watch-smi"), ("top-nvml", "nvitop"),
-         ("top", "watch-smi"), ("top-full0", "watch-fuser"), ("top-full0", "top")]
+         ("top", "watch-smi"), ("top-full0", "watch-fuser"), ("top-full0", "top"),
+         ("recorder", "top"), ("recorder-nvml", "top-nvml"), ("recorder-nvml", "watch-smi")]
 for a, b in pairs:
     name = f"{label[a]} / {label[b]}"
     if a in rows and b in rows:

@@ -179,15 +179,13 @@ int run_history(const HistoryOptions& options, const Io& io) {
     }
     return kExitClean;
   }
-  auto events = store->events(*query);
-  if (!events.ok()) {
-    io.err << "gpuclean: history: " << events.error().message() << '\n';
+  output::TimelineWriter timeline(io.out, options.common.json);
+  Status read =
+      store->each_event(*query, [&timeline](const HistoryEvent& event) { timeline.write(event); });
+  timeline.finish();
+  if (!read.ok()) {
+    io.err << "gpuclean: history: " << read.error().message() << '\n';
     return kExitRuntime;
-  }
-  if (options.common.json) {
-    output::render_history_json(io.out, *events);
-  } else {
-    output::render_history_text(io.out, *events);
   }
   return kExitClean;
 }

@@ -31,7 +31,7 @@ const char* to_string(HistoryEventKind kind) {
   return "unknown";
 }
 
-std::optional<HistoryEventKind> history_event_kind_from_string(const std::string& text) {
+std::optional<HistoryEventKind> history_event_kind_from_string(std::string_view text) {
   for (const auto& [value, name] : kKindNames) {
     if (text == name) return value;
   }

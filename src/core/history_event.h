@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.h"
@@ -19,7 +20,6 @@ struct RecordedProcess {
   Pid pid = 0;
   std::uint64_t start_ticks = 0;
   std::string user;
-  std::string exe;                // the command's argv[0] as run (untrusted text)
   std::vector<std::string> argv;  // untrusted
   std::string owner;              // "slurm job 4242", "gpuclean run 77", or empty
   std::optional<Pid> parent_pid;
@@ -54,7 +54,7 @@ enum class HistoryEventKind {
 // "appeared", "left", … (the database's `kind` column and `history --json`).
 const char* to_string(HistoryEventKind kind);
 // The inverse of to_string; nullopt for a kind this gpuclean does not write.
-std::optional<HistoryEventKind> history_event_kind_from_string(const std::string& text);
+std::optional<HistoryEventKind> history_event_kind_from_string(std::string_view text);
 
 struct HistoryEvent {
   HistoryEventKind kind = HistoryEventKind::kAppeared;

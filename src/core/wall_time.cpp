@@ -108,4 +108,24 @@ std::string format_local_clock(double seconds) {
   return text;
 }
 
+std::string LocalTimes::format(double seconds) {
+  const auto whole = static_cast<long long>(std::floor(seconds));
+  const long long minute = whole >= 0 ? whole / 60 : (whole - 59) / 60;
+  const auto utc_second = static_cast<int>(whole - minute * 60);
+  int local_second = utc_second + second_offset_;
+  if (minute != minute_ || local_second < 0 || local_second > 59) {
+    const std::tm broken = local(seconds);
+    char text[32];
+    std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:", &broken);
+    prefix_ = text;
+    minute_ = minute;
+    second_offset_ = broken.tm_sec - utc_second;
+    local_second = broken.tm_sec;
+  }
+  std::string out = prefix_;
+  out += static_cast<char>('0' + local_second / 10);
+  out += static_cast<char>('0' + local_second % 10);
+  return out;
+}
+
 }  // namespace gpuclean

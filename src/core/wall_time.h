@@ -19,4 +19,16 @@ std::string format_local_time(double seconds);
 // "10:07:30" in local time.
 std::string format_local_clock(double seconds);
 
+// format_local_time for many moments in a row (a timeline): the time zone is asked once a
+// minute, not once a line.
+class LocalTimes {
+ public:
+  std::string format(double seconds);
+
+ private:
+  long long minute_ = -1;  // the Unix minute of prefix_
+  std::string prefix_;     // "2026-12-04 10:07:"
+  int second_offset_ = 0;  // local seconds less UTC seconds within the minute (0 in every zone now)
+};
+
 }  // namespace gpuclean

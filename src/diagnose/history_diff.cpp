@@ -26,8 +26,9 @@ RecordedProcess first_sight(const ProcessInfo& process, const std::map<Pid, Proc
   recorded.pid = process.pid;
   recorded.start_ticks = process.start_ticks;
   recorded.user = process.user;
-  recorded.exe = process.cmdline.empty() ? process.comm : process.cmdline.front();
-  recorded.argv = process.cmdline;
+  // No command line (a zombie leader's is empty): its name in brackets, as ps shows it.
+  recorded.argv = process.cmdline.empty() ? std::vector<std::string>{"[" + process.comm + "]"}
+                                          : process.cmdline;
   recorded.owner = owner_text(process.owner);
   if (process.ppid > 0) {
     recorded.parent_pid = process.ppid;

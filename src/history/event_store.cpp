@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <limits>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "core/unique_fd.h"
@@ -22,22 +23,35 @@ constexpr int kWriterBusyMs = 100;
 constexpr int kReaderBusyMs = 2000;
 // Size pruning deletes the oldest events, at least this many at a time, until under the limit.
 constexpr std::int64_t kMinPruneBatch = 100;
+// The writer remembers this many boot, command and process ids (then starts afresh).
+constexpr std::size_t kMaxCachedIds = 4096;
 
 constexpr const char* kSchema = R"sql(
+CREATE TABLE boots (
+  id INTEGER PRIMARY KEY,
+  boot_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE commands (
+  id INTEGER PRIMARY KEY,
+  argv BLOB NOT NULL UNIQUE
+);
 CREATE TABLE processes (
   id INTEGER PRIMARY KEY,
-  boot_id TEXT NOT NULL,
+  boot INTEGER NOT NULL REFERENCES boots(id),
   pid INTEGER NOT NULL,
   start_ticks INTEGER NOT NULL,
   user TEXT NOT NULL,
-  exe TEXT NOT NULL,
-  argv BLOB NOT NULL,
+  argv INTEGER NOT NULL REFERENCES commands(id),
   owner TEXT NOT NULL,
   parent_pid INTEGER,
   parent_start_ticks INTEGER,
-  parent_argv BLOB NOT NULL,
-  UNIQUE (boot_id, pid, start_ticks)
+  parent_argv INTEGER NOT NULL REFERENCES commands(id),
+  appeared REAL,
+  left REAL,
+  UNIQUE (boot, pid, start_ticks)
 );
+CREATE INDEX processes_by_left ON processes(left);
+CREATE INDEX processes_by_pid ON processes(pid);
 CREATE TABLE events (
   id INTEGER PRIMARY KEY,
   time REAL NOT NULL,
@@ -139,6 +153,13 @@ class Statement {
   [[nodiscard]] bool is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
   [[nodiscard]] std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
   [[nodiscard]] double real(int i) const { return sqlite3_column_double(stmt_, i); }
+  // The column's bytes, valid until the next step: for comparing before copying.
+  [[nodiscard]] std::string_view view(int i) const {
+    const auto* data = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
+    return data == nullptr
+               ? std::string_view()
+               : std::string_view(data, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)));
+  }
   [[nodiscard]] std::string text(int i) const {
     const auto* data = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
     return data == nullptr
@@ -155,11 +176,13 @@ Status exec(sqlite3* db, const char* sql, const std::string& what) {
   return Ok{};
 }
 
-// Processes whose every event was pruned.
+// Processes whose every event was pruned, and the commands and boots no process names.
 Status delete_orphan_processes(sqlite3* db) {
   return exec(db,
               "DELETE FROM processes WHERE id NOT IN (SELECT process FROM events WHERE process IS "
-              "NOT NULL)",
+              "NOT NULL); DELETE FROM commands WHERE id NOT IN (SELECT argv FROM processes) AND "
+              "id NOT IN (SELECT parent_argv FROM processes); DELETE FROM boots WHERE id NOT IN "
+              "(SELECT boot FROM processes)",
               "prune processes without events");
 }
 
@@ -193,34 +216,81 @@ Status prepare_file(const std::string& path) {
   return Ok{};
 }
 
-RecordedProcess process_from_row(const Statement& row, int first) {
+// The argv of the row before, kept: a timeline's rows mostly repeat a few command lines, and
+// splitting each again was a good part of reading a day (bench/recorder_bench.sh).
+struct SplitCache {
+  std::string joined;
+  std::vector<std::string> argv;
+  const std::vector<std::string>& split(std::string_view text) {
+    if (text != joined || (argv.empty() && !text.empty())) {
+      argv = split_argv(text);
+      joined.assign(text);
+    }
+    return argv;
+  }
+};
+
+RecordedProcess process_from_row(const Statement& row, int first, SplitCache* argv_cache = nullptr,
+                                 SplitCache* parent_cache = nullptr) {
   RecordedProcess process;
   process.boot_id = row.text(first);
   process.pid = static_cast<Pid>(row.integer(first + 1));
   process.start_ticks = static_cast<std::uint64_t>(row.integer(first + 2));
   process.user = row.text(first + 3);
-  process.exe = row.text(first + 4);
-  process.argv = split_argv(row.text(first + 5));
-  process.owner = row.text(first + 6);
-  if (!row.is_null(first + 7)) process.parent_pid = static_cast<Pid>(row.integer(first + 7));
-  if (!row.is_null(first + 8)) {
-    process.parent_start_ticks = static_cast<std::uint64_t>(row.integer(first + 8));
+  process.argv = argv_cache != nullptr ? argv_cache->split(row.view(first + 4))
+                                       : split_argv(row.text(first + 4));
+  process.owner = row.text(first + 5);
+  if (!row.is_null(first + 6)) process.parent_pid = static_cast<Pid>(row.integer(first + 6));
+  if (!row.is_null(first + 7)) {
+    process.parent_start_ticks = static_cast<std::uint64_t>(row.integer(first + 7));
   }
-  process.parent_argv = split_argv(row.text(first + 9));
+  process.parent_argv = parent_cache != nullptr ? parent_cache->split(row.view(first + 8))
+                                                : split_argv(row.text(first + 8));
   return process;
 }
 
+// The columns process_from_row reads, and the joins they need (p: processes).
 constexpr const char* kProcessColumns =
-    "p.boot_id, p.pid, p.start_ticks, p.user, p.exe, p.argv, p.owner, p.parent_pid, "
-    "p.parent_start_ticks, p.parent_argv";
+    "b.boot_id, p.pid, p.start_ticks, p.user, c.argv, p.owner, p.parent_pid, "
+    "p.parent_start_ticks, pc.argv";
+constexpr const char* kProcessJoins =
+    " JOIN boots b ON b.id = p.boot JOIN commands c ON c.id = p.argv"
+    " JOIN commands pc ON pc.id = p.parent_argv";
 
 }  // namespace
 
 struct EventStore::Impl {
   sqlite3* db = nullptr;
-  ~Impl() { sqlite3_close_v2(db); }
+  // The writer's statements, prepared once (an append is one transaction per look).
+  std::unique_ptr<Statement> insert_event, insert_process, find_process, insert_boot, find_boot,
+      insert_command, find_command, mark_appeared, mark_left;
+  // Ids already known: a process's events refer to its row, a command line and a boot are
+  // stored once however many processes share them.
+  std::map<std::string, std::int64_t> boot_ids;
+  std::map<std::string, std::int64_t> command_ids;
+  std::map<std::tuple<std::string, Pid, std::uint64_t>, std::int64_t> process_ids;
+  ~Impl() {
+    insert_event.reset();
+    insert_process.reset();
+    find_process.reset();
+    insert_boot.reset();
+    find_boot.reset();
+    insert_command.reset();
+    find_command.reset();
+    mark_appeared.reset();
+    mark_left.reset();
+    sqlite3_close_v2(db);
+  }
 
-  [[nodiscard]] Result<std::int64_t> process_row(const RecordedProcess& process) const;
+  Status prepare_writer();
+  Result<std::int64_t> text_row(std::map<std::string, std::int64_t>& cache, Statement& insert,
+                                Statement& find, const std::string& value, bool blob);
+  Result<std::int64_t> process_row(const RecordedProcess& process);
+  void forget_cached_ids() {
+    boot_ids.clear();
+    command_ids.clear();
+    process_ids.clear();
+  }
   Result<std::vector<HeldAt>> open_processes(double time, const std::string* boot_id) const;
 };
 
@@ -235,7 +305,7 @@ Result<EventStore> EventStore::open(const std::string& path, bool read_only) {
   }
   auto impl = std::make_unique<Impl>();
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
-                    SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX;
+                    SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX;  // one thread per store
   if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
     return sqlite_error(impl->db, "open the history database " + path);
   }
@@ -269,43 +339,107 @@ Result<EventStore> EventStore::open(const std::string& path, bool read_only) {
   return EventStore(std::move(impl));
 }
 
-Result<std::int64_t> EventStore::Impl::process_row(const RecordedProcess& process) const {
-  Statement insert(db,
-                   "INSERT OR IGNORE INTO processes (boot_id, pid, start_ticks, user, exe, argv, "
-                   "owner, parent_pid, parent_start_ticks, parent_argv) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!insert.ok()) return sqlite_error(db, "prepare a process row");
-  insert.bind(1, process.boot_id);
+Status EventStore::Impl::prepare_writer() {
+  if (insert_event) return Ok{};
+  auto make = [this](std::unique_ptr<Statement>& statement, const char* sql) {
+    statement = std::make_unique<Statement>(db, sql);
+    return statement->ok();
+  };
+  const bool made =
+      make(insert_event,
+           "INSERT INTO events (time, kind, process, gpu, bytes, class, detail) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?)") &&
+      make(insert_process,
+           "INSERT OR IGNORE INTO processes (boot, pid, start_ticks, user, argv, owner, "
+           "parent_pid, parent_start_ticks, parent_argv) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)") &&
+      make(find_process,
+           "SELECT id FROM processes WHERE boot = ? AND pid = ? AND start_ticks = ?") &&
+      make(insert_boot, "INSERT OR IGNORE INTO boots (boot_id) VALUES (?)") &&
+      make(find_boot, "SELECT id FROM boots WHERE boot_id = ?") &&
+      make(insert_command, "INSERT OR IGNORE INTO commands (argv) VALUES (?)") &&
+      make(find_command, "SELECT id FROM commands WHERE argv = ?") &&
+      make(mark_appeared,
+           "UPDATE processes SET appeared = ?2 WHERE id = ?1 AND appeared IS NULL") &&
+      make(mark_left, "UPDATE processes SET left = ?2 WHERE id = ?1");
+  if (!made) {
+    Error error = sqlite_error(db, "prepare the writer's statements");
+    insert_event.reset();
+    return error;
+  }
+  return Ok{};
+}
+
+Result<std::int64_t> EventStore::Impl::text_row(std::map<std::string, std::int64_t>& cache,
+                                                Statement& insert, Statement& find,
+                                                const std::string& value, bool blob) {
+  if (const auto known = cache.find(value); known != cache.end()) return known->second;
+  for (Statement* statement : {&insert, &find}) {
+    if (blob) {
+      statement->bind_blob(1, value);
+    } else {
+      statement->bind(1, value);
+    }
+  }
+  const int inserted = insert.step();
+  insert.reset();
+  if (inserted != SQLITE_DONE) {
+    find.reset();
+    return sqlite_error(db, "write a boot or command row");
+  }
+  const int found = find.step();
+  const std::int64_t id = find.integer(0);
+  find.reset();
+  if (found != SQLITE_ROW) return sqlite_error(db, "find a boot or command row");
+  if (cache.size() >= kMaxCachedIds) cache.clear();
+  cache.emplace(value, id);
+  return id;
+}
+
+Result<std::int64_t> EventStore::Impl::process_row(const RecordedProcess& process) {
+  const auto key = std::make_tuple(process.boot_id, process.pid, process.start_ticks);
+  if (const auto known = process_ids.find(key); known != process_ids.end()) return known->second;
+  auto boot = text_row(boot_ids, *insert_boot, *find_boot, process.boot_id, false);
+  if (!boot.ok()) return boot.error();
+  auto argv = text_row(command_ids, *insert_command, *find_command, join_argv(process.argv), true);
+  if (!argv.ok()) return argv.error();
+  auto parent_argv =
+      text_row(command_ids, *insert_command, *find_command, join_argv(process.parent_argv), true);
+  if (!parent_argv.ok()) return parent_argv.error();
+  Statement& insert = *insert_process;
+  insert.bind(1, *boot);
   insert.bind(2, static_cast<std::int64_t>(process.pid));
   insert.bind(3, static_cast<std::int64_t>(process.start_ticks));
   insert.bind(4, process.user);
-  insert.bind(5, process.exe);
-  insert.bind_blob(6, join_argv(process.argv));
-  insert.bind(7, process.owner);
-  insert.bind_optional(8, process.parent_pid);
-  insert.bind_optional(9, process.parent_start_ticks);
-  insert.bind_blob(10, join_argv(process.parent_argv));
-  if (insert.step() != SQLITE_DONE) return sqlite_error(db, "write a process row");
-  Statement find(db, "SELECT id FROM processes WHERE boot_id = ? AND pid = ? AND start_ticks = ?");
-  if (!find.ok()) return sqlite_error(db, "prepare a process lookup");
-  find.bind(1, process.boot_id);
+  insert.bind(5, *argv);
+  insert.bind(6, process.owner);
+  insert.bind_optional(7, process.parent_pid);
+  insert.bind_optional(8, process.parent_start_ticks);
+  insert.bind(9, *parent_argv);
+  const int inserted = insert.step();
+  insert.reset();
+  if (inserted != SQLITE_DONE) return sqlite_error(db, "write a process row");
+  Statement& find = *find_process;
+  find.bind(1, *boot);
   find.bind(2, static_cast<std::int64_t>(process.pid));
   find.bind(3, static_cast<std::int64_t>(process.start_ticks));
-  if (find.step() != SQLITE_ROW) return sqlite_error(db, "find a process row");
-  return find.integer(0);
+  const int found = find.step();
+  const std::int64_t id = find.integer(0);
+  find.reset();
+  if (found != SQLITE_ROW) return sqlite_error(db, "find a process row");
+  if (process_ids.size() >= kMaxCachedIds) process_ids.clear();
+  process_ids.emplace(key, id);
+  return id;
 }
 
 Status EventStore::append(const std::vector<HistoryEvent>& events) {
   sqlite3* db = impl_->db;
+  if (Status prepared = impl_->prepare_writer(); !prepared.ok()) return prepared;
   if (Status begun = exec(db, "BEGIN IMMEDIATE", "begin writing events"); !begun.ok()) {
     return begun;
   }
-  Statement insert(db,
-                   "INSERT INTO events (time, kind, process, gpu, bytes, class, detail) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  bool written = insert.ok();
+  Statement& insert = *impl_->insert_event;
+  bool written = true;
   for (const HistoryEvent& event : events) {
-    if (!written) break;
     std::optional<std::int64_t> process;
     if (event.process) {
       auto row = impl_->process_row(*event.process);
@@ -314,6 +448,17 @@ Status EventStore::append(const std::vector<HistoryEvent>& events) {
         break;
       }
       process = *row;
+      // When it appeared and left, on its row: "who held it at T" reads those alone.
+      Statement* mark = event.kind == HistoryEventKind::kAppeared ? impl_->mark_appeared.get()
+                        : event.kind == HistoryEventKind::kLeft   ? impl_->mark_left.get()
+                                                                  : nullptr;
+      if (mark != nullptr) {
+        mark->bind(1, *process);
+        mark->bind(2, event.time);
+        written = mark->step() == SQLITE_DONE;
+        mark->reset();
+        if (!written) break;
+      }
     }
     insert.bind(1, event.time);
     insert.bind(2, std::string(to_string(event.kind)));
@@ -324,40 +469,59 @@ Status EventStore::append(const std::vector<HistoryEvent>& events) {
     insert.bind(7, event.detail);
     written = insert.step() == SQLITE_DONE;
     insert.reset();
+    if (!written) break;
   }
   if (!written) {
     Error error = sqlite_error(db, "write events");
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    impl_->forget_cached_ids();  // rows made in the transaction are gone with it
     return error;
   }
   return exec(db, "COMMIT", "commit events");
 }
 
 Result<std::vector<HistoryEvent>> EventStore::events(const EventQuery& query) const {
+  std::vector<HistoryEvent> events;
+  Status read =
+      each_event(query, [&events](const HistoryEvent& event) { events.push_back(event); });
+  if (!read.ok()) return read.error();
+  return events;
+}
+
+Status EventStore::each_event(const EventQuery& query,
+                              const std::function<void(const HistoryEvent&)>& each) const {
   sqlite3* db = impl_->db;
+  // Only the conditions asked for, each with its own parameter: a condition written as
+  // "?1 IS NULL OR e.time >= ?1" keeps SQLite from using the time index (a day out of a week
+  // read the whole table: bench/recorder_bench.sh).
+  std::string where = " WHERE 1";
+  if (query.since) where += " AND e.time >= ?1";
+  if (query.until) where += " AND e.time < ?2";
+  if (query.pid) where += " AND e.process IN (SELECT id FROM processes WHERE pid = ?3)";
+  if (query.gpu) where += " AND (e.gpu = ?4 OR e.gpu IS NULL)";
+  if (query.owner) where += " AND e.process IN (SELECT id FROM processes WHERE owner = ?6)";
   const std::string sql =
       std::string("SELECT e.time, e.kind, e.gpu, e.bytes, e.class, e.detail, ") +
       "e.process IS NOT NULL, " + kProcessColumns +
       " FROM events e LEFT JOIN processes p ON p.id = e.process"
-      " WHERE (?1 IS NULL OR e.time >= ?1) AND (?2 IS NULL OR e.time < ?2)"
-      " AND (?3 IS NULL OR p.pid = ?3)"
-      " AND (?4 IS NULL OR e.gpu = ?4 OR e.gpu IS NULL)"
-      " AND (?6 IS NULL OR p.owner = ?6)"
-      " ORDER BY e.time, e.id LIMIT ?5";
+      " LEFT JOIN boots b ON b.id = p.boot LEFT JOIN commands c ON c.id = p.argv"
+      " LEFT JOIN commands pc ON pc.id = p.parent_argv" +
+      where + " ORDER BY e.time, e.id LIMIT ?5";
   Statement select(db, sql.c_str());
   if (!select.ok()) return sqlite_error(db, "prepare the timeline query");
   if (query.since) select.bind(1, *query.since);
   if (query.until) select.bind(2, *query.until);
-  select.bind_optional(3, query.pid);
-  select.bind_optional(4, query.gpu);
+  if (query.pid) select.bind(3, static_cast<std::int64_t>(*query.pid));
+  if (query.gpu) select.bind(4, static_cast<std::int64_t>(*query.gpu));
   select.bind(5, static_cast<std::int64_t>(query.limit));
   if (query.owner) select.bind(6, *query.owner);
-  std::vector<HistoryEvent> events;
+  SplitCache argv_cache;
+  SplitCache parent_cache;
   int step = 0;
   while ((step = select.step()) == SQLITE_ROW) {
     HistoryEvent event;
     event.time = select.real(0);
-    const auto kind = history_event_kind_from_string(select.text(1));
+    const auto kind = history_event_kind_from_string(select.view(1));
     if (!kind)
       return Error{0, "the history database has an event of unknown kind '" + select.text(1) + "'"};
     event.kind = *kind;
@@ -365,23 +529,28 @@ Result<std::vector<HistoryEvent>> EventStore::events(const EventQuery& query) co
     if (!select.is_null(3)) event.bytes = static_cast<Bytes>(select.integer(3));
     event.klass = select.text(4);
     event.detail = select.text(5);
-    if (select.integer(6) != 0) event.process = process_from_row(select, 7);
-    events.push_back(std::move(event));
+    if (select.integer(6) != 0) {
+      event.process = process_from_row(select, 7, &argv_cache, &parent_cache);
+    }
+    each(event);
   }
   if (step != SQLITE_DONE) return sqlite_error(db, "read the timeline");
-  return events;
+  return Ok{};
 }
 
 Result<std::vector<HeldAt>> EventStore::Impl::open_processes(double time,
                                                              const std::string* boot_id) const {
-  // A process is open at TIME when it appeared by then and has not left by then; its class is
-  // its latest appeared/class_changed event, its memory its latest memory_changed per GPU.
-  const std::string sql =
-      std::string("SELECT p.id, ") + kProcessColumns +
-      " FROM processes p WHERE EXISTS (SELECT 1 FROM events e WHERE e.process = p.id"
-      " AND e.kind = 'appeared' AND e.time <= ?1)"
-      " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.process = p.id AND e.kind = 'left'"
-      " AND e.time <= ?1) AND (?2 IS NULL OR p.boot_id = ?2) ORDER BY p.pid";
+  // A process is open at TIME when it appeared by then and has not left by then (the times on
+  // its row: processes_by_left finds those still open and those that left after TIME); its
+  // class is its latest appeared/class_changed event, its memory its latest memory_changed per
+  // GPU.
+  const std::string open_where = " AND p.appeared <= ?1 AND (?2 IS NULL OR b.boot_id = ?2)";
+  const std::string sql = std::string("SELECT p.id, ") + kProcessColumns + " FROM processes p" +
+                          kProcessJoins + " WHERE p.left IS NULL" + open_where +
+                          " UNION ALL SELECT p.id, " + kProcessColumns + " FROM processes p" +
+                          kProcessJoins + " WHERE p.left > ?1" + open_where;
+  // No ORDER BY: SQLite would walk processes by PID (an index) instead of by `left`, and read
+  // them all; sorted below.
   Statement select(db, sql.c_str());
   Statement klass(db,
                   "SELECT class FROM events WHERE process = ? AND time <= ? AND kind IN "
@@ -417,6 +586,10 @@ Result<std::vector<HeldAt>> EventStore::Impl::open_processes(double time,
     held.push_back(std::move(entry));
   }
   if (step != SQLITE_DONE) return sqlite_error(db, "read the holders");
+  std::sort(held.begin(), held.end(), [](const HeldAt& a, const HeldAt& b) {
+    return a.process.pid != b.process.pid ? a.process.pid < b.process.pid
+                                          : a.process.start_ticks < b.process.start_ticks;
+  });
   return held;
 }
 

@@ -2,12 +2,15 @@
 // Only the recorder writes it; `history`, `explain` and `status` read it. Schema version 1
 // (PRAGMA user_version), docs/design.md "The flight recorder":
 //
-//   processes(id, boot_id, pid, start_ticks, user, exe, argv, owner,
-//             parent_pid, parent_start_ticks, parent_argv)      UNIQUE(boot_id, pid, start_ticks)
+//   boots(id, boot_id UNIQUE)    commands(id, argv UNIQUE)
+//   processes(id, boot → boots, pid, start_ticks, user, argv → commands, owner, parent_pid,
+//             parent_start_ticks, parent_argv → commands, appeared, left)
+//             UNIQUE(boot, pid, start_ticks)
 //   events(id, time, kind, process → processes.id, gpu, bytes, class, detail)
 //
-// argv columns are BLOBs of the arguments joined by NUL (an argument cannot hold one). The file
-// is the recorder's alone: created 0600 in a directory made 0700, never through a symlink; WAL
+// A command line is a BLOB of the arguments joined by NUL (an argument cannot hold one), stored
+// once however many processes ran it (a server restarted every minute costs its argv once). The
+// file is the recorder's alone: created 0600 in a directory made 0700, never through a symlink; WAL
 // mode, so a reader never blocks the writer; auto_vacuum incremental, so pruning gives space
 // back while running. Errors (a corrupt or locked file, a full disk, a read-only file system)
 // come back as Error with SQLite's own words and an errno to decide on: EBADMSG (the file is
@@ -16,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -66,6 +70,10 @@ class EventStore {
 
   // Events in time order (then in the order appended).
   [[nodiscard]] Result<std::vector<HistoryEvent>> events(const EventQuery& query) const;
+  // The same, handed to `each` one at a time as they are read (a timeline of a day is never
+  // all in memory); stops at the first error.
+  Status each_event(const EventQuery& query,
+                    const std::function<void(const HistoryEvent&)>& each) const;
 
   // Who held a device at `time`: processes that had appeared and not yet left, with their class
   // and memory per GPU as last recorded by then.

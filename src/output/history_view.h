@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,28 @@ std::string argv_text(const std::vector<std::string>& argv, std::size_t max_char
 // "slurm job 4242", "gpuclean run 77", or the stored owner as it is.
 std::string recorded_owner_text(const std::string& owner);
 
-void render_history_text(std::ostream& out, const std::vector<HistoryEvent>& events);
-void render_history_json(std::ostream& out, const std::vector<HistoryEvent>& events);
+// A timeline written as its events come (a day of a busy node is 100,000 events: never all
+// held at once): text, one line each, or one JSON document with an event per line.
+class TimelineWriter {
+ public:
+  TimelineWriter(std::ostream& out, bool json);
+  TimelineWriter(const TimelineWriter&) = delete;
+  TimelineWriter& operator=(const TimelineWriter&) = delete;
+  ~TimelineWriter();
+  void write(const HistoryEvent& event);
+  // The document's end (JSON), or the line that says nothing matched (text).
+  void finish();
+
+  struct Cache;
+
+ private:
+  std::ostream& out_;
+  bool json_;
+  std::size_t written_ = 0;
+  static constexpr std::size_t kFlushBytes = 64 * 1024;
+  std::string buffer_;
+  std::unique_ptr<Cache> cache_;
+};
 void render_held_at_text(std::ostream& out, double time, const std::vector<HistoryHolder>& held);
 void render_held_at_json(std::ostream& out, double time, const std::vector<HistoryHolder>& held);
 

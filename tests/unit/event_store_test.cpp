@@ -27,7 +27,6 @@ RecordedProcess server(Pid pid, std::uint64_t start) {
   process.pid = pid;
   process.start_ticks = start;
   process.user = "alice";
-  process.exe = "python3";
   process.argv = {"python3", "serve.py", "--tp", "8", ""};  // an empty argument survives too
   process.parent_pid = 100;
   process.parent_start_ticks = 50;

@@ -117,7 +117,6 @@ TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
                                   .pid = 42,
                                   .start_ticks = 7,
                                   .user = "alice",
-                                  .exe = "python3",
                                   .argv = {"python3", "evil\x1b[2J"},
                                   .owner = "slurm-job:4242",
                                   .parent_pid = 41,
