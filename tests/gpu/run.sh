@@ -994,6 +994,87 @@ PYRUN
   expect "run-killed: the group is gone ($mount$group)" test ! -d "$mount$group"
 }
 
+# Issue 36: the flight recorder while a server's parent is SIGKILLed and its worker is ended by
+# `gpuclean kill`: its history shows appear -> orphan -> kill -> left -> memory back, with the
+# real byte counts and times.
+recorded() {  # DB WORKER PARENT MIB: the worker's story in the recorder's history, in order
+  "$PY" - "$GPUCLEAN" "$@" <<'PYREC'
+import json, subprocess, sys
+gpuclean, db, worker, parent, mib = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+doc = json.loads(subprocess.run([gpuclean, "history", "--db", db, "--json", "--since", "1h"],
+                                capture_output=True, text=True, check=True).stdout)
+mine = [e for e in doc["events"] if (e["process"] or {}).get("pid") == worker or e["kind"] == "action"]
+kinds = [e["kind"] for e in mine]
+def first(kind, **want):
+    for e in mine:
+        if e["kind"] == kind and all(e.get(k) == v for k, v in want.items()):
+            return e
+    return None
+appeared = first("appeared")
+memory = first("memory_changed")
+orphaned = first("class_changed", **{"class": "orphan"})
+action = first("action")
+left = first("left")
+back = first("memory_returned")
+ok = all([appeared, memory, orphaned, action, left, back])
+if ok:
+    order = [appeared["time"] <= memory["time"] <= orphaned["time"] <= action["time"] <= left["time"] <= back["time"]]
+    t0 = appeared["time"]
+    for e in (appeared, memory, orphaned, action, left, back):
+        d = e["detail"] if e["kind"] != "action" else f"kill exit {e['detail'].get('exit')}, {e['detail'].get('summary')}"
+        print(f"  +{e['time'] - t0:7.3f} s  {e['kind']:<16} gpu {e['gpu']}  bytes {e['bytes']}  {e['class'] or ''}  {d or ''}")
+    p = appeared["process"]["parent"] or {}
+    ok = (order[0] and p.get("pid") == parent and "server" in p.get("argv", [])
+          and memory["bytes"] >= mib << 20 and left["bytes"] >= mib << 20 and back["bytes"] >= mib << 20
+          and action["detail"].get("exit") == 0
+          and any(t["pid"] == worker and t["outcome"] == "gone" for t in action["detail"].get("targets", [])))
+    print(f"  parent as recorded: {p.get('pid')} {' '.join(p.get('argv', []))}; memory back {back['detail']} s after it left")
+else:
+    print("  events of the worker:", kinds)
+sys.exit(0 if ok else 1)
+PYREC
+}
+scenario_recorder() {
+  local mib=2048 ready=$work/recorder.ready db=$work/recorder/history.db sock=$work/recorder-sock/r.sock
+  local rec parent worker out rc
+  "$GPUCLEAN" recorder --db "$db" --socket "$sock" --journal off --interval 500ms \
+    --textfile "$work/recorder.prom" 2>"$work/recorder.log" </dev/null 3>&- 4>&- &
+  rec=$!
+  track "$rec"
+  if ! wait_until 10 0.05 test -S "$sock"; then
+    record FAIL "recorder: its socket within 10 s ($(cat "$work/recorder.log"))"
+    kill_ours TERM "$rec"
+    return
+  fi
+  indent <"$work/recorder.log"
+  launch server 1 "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || { kill_ours TERM "$rec"; return; }
+  parent=${READY[0]}
+  worker=${READY[1]}
+  wait_nvml "$worker" "$mib" "worker" || { kill_ours TERM "$rec"; return; }
+  sleep 1.2  # two looks: its appearance and memory are recorded while its parent lives
+  echo "  SIGKILL server parent $parent"
+  kill_ours KILL "$parent"
+  wait_until 10 0.02 is_gone "$parent"
+  sleep 1.2  # two looks: the orphaning
+  out=$(GPUCLEAN_RECORDER_SOCKET=$sock gc kill "$worker" --yes --grace 2s --wait 20s 2>&1)
+  rc=$?
+  indent <<<"$out"
+  expect "recorder: gpuclean kill of the orphaned worker exits 0 (got $rc)" test "$rc" -eq 0
+  expect "recorder: history shows appear -> memory -> orphan -> kill -> left -> memory back for $worker" \
+    wait_until 10 0.25 recorded "$db" "$worker" "$parent" "$mib"
+  recorded "$db" "$worker" "$parent" "$mib"
+  out=$("$GPUCLEAN" history --db "$db" --since 1h 2>&1)
+  keep_text recorder.history.txt "$out"
+  indent <<<"$out"
+  expect "recorder: its health file counts the events written" \
+    grep -q '^gpuclean_recorder_events_written_total [1-9]' "$work/recorder.prom"
+  kill_ours TERM "$rec"
+  wait "$rec" 2>/dev/null
+  rc=$?
+  expect "recorder: it stops on SIGTERM with exit 0 (got $rc)" test "$rc" -eq 0
+}
+
 # ---- run ----------------------------------------------------------------------------------------
 
 watchdog=
@@ -1155,4 +1236,5 @@ run_scenario server "orphaned server workers (problem 4)" scenario_server
 run_scenario run-server "the same server under gpuclean run, parent SIGKILLed" scenario_run_server
 run_scenario run-killed "gpuclean run itself SIGKILLed: its leftovers are the run's (issue 35)" scenario_run_killed
 run_scenario second-node "a holder of the GPU's device through a second node (issue 32)" scenario_second_node
+run_scenario recorder "the flight recorder: a server's orphaned worker, killed (issue 36)" scenario_recorder
 finish
