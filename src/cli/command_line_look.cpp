@@ -176,6 +176,11 @@ void add_status_command(CLI::App& app, StatusOptions& options) {
   add_diagnosis_options(*status, options, HookScope::kInspect);
   add_expect_gpus_option(*status, options);
   add_owner_filter_options(*status, options);
+  status
+      ->add_option("--db", options.history_db,
+                   "The flight recorder's database, for orphans' parents (default: "
+                   "/var/lib/gpuclean/history.db, when readable)")
+      ->option_text("PATH");
   set_help_footer(*status,
                   {{"gpuclean", "the same as gpuclean status"},
                    {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},

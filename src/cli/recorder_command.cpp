@@ -116,29 +116,40 @@ int run_recorder_command(const RecorderOptions& options, const Io& io) {
   return record::run_recorder(*settings, *gatherer, io.err);
 }
 
-std::optional<RecordedParent> recorded_parent_of(const std::string& db, const ProcessInfo& process,
-                                                 const std::string& proc_root) {
+std::map<Pid, RecordedParent> recorded_parents_of(const std::string& db,
+                                                  const std::vector<const ProcessInfo*>& processes,
+                                                  const std::string& proc_root) {
+  std::map<Pid, RecordedParent> parents;
   const std::string path = db_path_of(db);
-  if (::access(path.c_str(), R_OK) != 0) return std::nullopt;  // no recorder, or not root
+  if (processes.empty() || ::access(path.c_str(), R_OK) != 0) return parents;  // none, or not root
   const std::optional<std::string> boot_id = procfs::read_boot_id(proc_root);
   auto store = history::EventStore::open(path, true);
-  if (!boot_id || !store.ok()) return std::nullopt;
-  auto events = store->events({.pid = process.pid});
-  if (!events.ok()) return std::nullopt;
-  std::optional<RecordedParent> parent;
-  for (const HistoryEvent& event : *events) {
-    if (!event.process || event.process->boot_id != *boot_id ||
-        event.process->start_ticks != process.start_ticks || !event.process->parent_pid) {
-      continue;
-    }
-    if (!parent)
-      parent = RecordedParent{*event.process->parent_pid, event.process->parent_argv, {}};
-    if (event.kind == HistoryEventKind::kClassChanged && event.klass == "orphan" &&
-        !parent->gone_by) {
-      parent->gone_by = event.time;
-    }
+  if (!boot_id || !store.ok()) return parents;
+  for (const ProcessInfo* process : processes) {
+    std::optional<RecordedParent> parent;
+    const Status read = store->each_event({.pid = process->pid}, [&](const HistoryEvent& event) {
+      if (!event.process || event.process->boot_id != *boot_id ||
+          event.process->start_ticks != process->start_ticks || !event.process->parent_pid) {
+        return;
+      }
+      if (!parent) {
+        parent = RecordedParent{*event.process->parent_pid, event.process->parent_argv, {}};
+      }
+      if (event.kind == HistoryEventKind::kClassChanged && event.klass == "orphan" &&
+          !parent->gone_by) {
+        parent->gone_by = event.time;
+      }
+    });
+    if (read.ok() && parent) parents.emplace(process->pid, std::move(*parent));
   }
-  return parent;
+  return parents;
+}
+
+std::optional<RecordedParent> recorded_parent_of(const std::string& db, const ProcessInfo& process,
+                                                 const std::string& proc_root) {
+  auto parents = recorded_parents_of(db, {&process}, proc_root);
+  if (parents.empty()) return std::nullopt;
+  return std::move(parents.begin()->second);
 }
 
 int run_history(const HistoryOptions& options, const Io& io) {

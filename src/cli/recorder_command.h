@@ -1,7 +1,9 @@
 // `gpuclean recorder` (the flight recorder's service) and `gpuclean history` (its reader).
 #pragma once
 
+#include <map>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "cli/common.h"
@@ -39,6 +41,11 @@ struct HistoryOptions {
 // root) or it did not record this process.
 std::optional<RecordedParent> recorded_parent_of(const std::string& db, const ProcessInfo& process,
                                                  const std::string& proc_root);
+// The same for several processes, with one opening of the database: PID → recorded parent,
+// for those it recorded with a parent.
+std::map<Pid, RecordedParent> recorded_parents_of(const std::string& db,
+                                                  const std::vector<const ProcessInfo*>& processes,
+                                                  const std::string& proc_root);
 
 // Runs until a signal; 0 then, 2 for a bad option, 3 when it cannot start (/proc unreadable).
 int run_recorder_command(const RecorderOptions& options, const Io& io);

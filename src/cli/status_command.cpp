@@ -99,6 +99,13 @@ output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
   report.unseen_decides = unseen.decides;
   report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
   if (!options.owners.empty()) diagnose::keep_owners(report.diagnosis, options.owners);
+  // An orphan's parent is gone from /proc: the flight recorder may have it.
+  std::vector<const ProcessInfo*> orphans;
+  for (const Holder& h : report.diagnosis.holders) {
+    if (h.klass == HolderClass::kOrphan && h.visible) orphans.push_back(&h.process);
+  }
+  report.recorded_parents =
+      recorded_parents_of(options.history_db, orphans, options.common.proc_root);
   if (options.expect_gpus) {
     if (auto missing = diagnose::missing_gpus(*options.expect_gpus, report.nvml_state, visible_gpus,
                                               report.nvml_message)) {

@@ -30,6 +30,9 @@ struct StatusOptions {
   std::optional<unsigned> expect_gpus;
   // status/check/wait --job ID / --container ID: only those owners' holders and problems.
   diagnose::OwnerSelector owners;
+  // status --db: the flight recorder's database, for orphans' parents (empty: its default,
+  // read when readable).
+  std::string history_db;
 };
 
 struct WaitOptions {

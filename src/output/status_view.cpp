@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/wall_time.h"
 #include "core/units.h"
+#include "output/history_view.h"
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/owner_text.h"
@@ -331,8 +333,9 @@ void render_other_holders(std::ostream& out, const StatusReport& report, const T
 
 // The problems with their fixes. Warnings ("!") leave the GPUs clean: under their own heading
 // when nothing else is wrong.
-void render_problems(std::ostream& out, const Diagnosis& d, std::size_t errors, const Paint& paint,
-                     std::size_t width) {
+void render_problems(std::ostream& out, const StatusReport& report, std::size_t errors,
+                     const Paint& paint, std::size_t width) {
+  const Diagnosis& d = report.diagnosis;
   if (d.problems.empty()) return;
   out << '\n' << paint(errors > 0 ? "Problems" : "Warnings", kBold) << '\n';
   for (const Problem& p : d.problems) {
@@ -340,6 +343,16 @@ void render_problems(std::ostream& out, const Diagnosis& d, std::size_t errors, 
     out << "  " << paint(warning ? "!" : "✗", warning ? kYellow : kRed) << ' '
         << wrapped(escape_terminal(p.message), width, 4) << '\n';
     out << "    fix: " << wrapped(escape_terminal(p.fix), width, 9) << '\n';
+    const auto parent = p.pid ? report.recorded_parents.find(*p.pid) : report.recorded_parents.end();
+    if (parent != report.recorded_parents.end()) {
+      // argv_text escapes; the rest is ours.
+      std::string text = fmt::format("orphan of pid {} {}", parent->second.pid,
+                                     argv_text(parent->second.argv, 80));
+      if (parent->second.gone_by) {
+        text += fmt::format(" (gone by {})", format_local_clock(*parent->second.gone_by));
+      }
+      out << "    was: " << wrapped(text + ", from gpuclean history", width, 9) << '\n';
+    }
   }
 }
 
@@ -388,7 +401,7 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
       std::count_if(d.problems.begin(), d.problems.end(),
                     [](const Problem& p) { return p.severity == Severity::kWarning; }));
   const std::size_t errors = d.problems.size() - warnings;
-  render_problems(out, d, errors, paint, width);
+  render_problems(out, report, errors, paint, width);
   render_verdict(out, report, warnings, errors, paint);
 }
 
@@ -407,6 +420,14 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   doc["problems"] = to_json_array(d.problems);
   doc["files"] = to_json_array(report.files);
   doc["scan"] = to_json(report.stats);
+  doc["recorded_parents"] = nlohmann::json::array();
+  for (const auto& [pid, parent] : report.recorded_parents) {
+    doc["recorded_parents"].push_back(
+        {{"pid", pid},
+         {"parent_pid", parent.pid},
+         {"argv", parent.argv},
+         {"gone_by", parent.gone_by ? nlohmann::json(*parent.gone_by) : nlohmann::json()}});
+  }
   write_json(out, doc);
 }
 

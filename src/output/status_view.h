@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/history_event.h"
 #include "core/model.h"
 #include "core/verdict.h"
 
@@ -25,6 +26,9 @@ struct StatusReport {
   // hold the device unseen, so a verdict that would be clean is unknown.
   std::string unseen_message;
   bool unseen_decides = false;
+  // Orphans' parents as the flight recorder captured them (PID of the orphan → its parent),
+  // when its database was readable (gpuclean history).
+  std::map<Pid, RecordedParent> recorded_parents;
 };
 
 // docs/reference.md's verdict. NVML present but failing means the memory answer is not known: the

@@ -154,6 +154,25 @@ TEST_F(RecorderTest, AnOrphansHistoryNamesItsDeadParentAndTheKillIsRecorded) {
   EXPECT_NE(explained.out.find("recorded parent"), std::string::npos) << explained.out;
   EXPECT_NE(explained.out.find(kMarker), std::string::npos) << explained.out;
 
+  // So does status, under the orphan's problem, and in its JSON.
+  const CommandResult status = run_command({GPUCLEAN_SHIPPING_BINARY, "status", "--db", db_,
+                                            "--no-nvml", "--device-glob", held_});
+  EXPECT_NE(status.out.find("orphan of pid " + std::to_string(parent)), std::string::npos)
+      << status.out;
+  EXPECT_NE(status.out.find(kMarker), std::string::npos) << status.out;
+  const json status_doc =
+      json::parse(run_command({GPUCLEAN_SHIPPING_BINARY, "status", "--json", "--db", db_,
+                               "--no-nvml", "--device-glob", held_})
+                      .out);
+  ASSERT_EQ(status_doc["recorded_parents"].size(), 1u) << status_doc.dump(1);
+  EXPECT_EQ(status_doc["recorded_parents"][0]["pid"], holder);
+  EXPECT_EQ(status_doc["recorded_parents"][0]["parent_pid"], parent);
+  // Negative control: without the history, status has nothing to say about the dead parent.
+  const CommandResult blind =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "status", "--db", dir_.path() + "/none.db",
+                   "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(blind.out.find(kMarker), std::string::npos) << blind.out;
+
   const CommandResult killed = kill_holder(holder);
   EXPECT_EQ(killed.exit_code, 0) << killed.err;
   ASSERT_TRUE(wait_until([&] { return has_event("left", holder) && has_event("action"); }))
