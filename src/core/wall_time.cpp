@@ -97,15 +97,13 @@ Result<double> parse_time_point(std::string_view view, double now) {
 std::string format_local_time(double seconds) {
   const std::tm broken = local(seconds);
   char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &broken);
-  return text;
+  return {text, std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &broken)};
 }
 
 std::string format_local_clock(double seconds) {
   const std::tm broken = local(seconds);
   char text[16];
-  std::strftime(text, sizeof(text), "%H:%M:%S", &broken);
-  return text;
+  return {text, std::strftime(text, sizeof(text), "%H:%M:%S", &broken)};
 }
 
 std::string LocalTimes::format(double seconds) {
@@ -116,8 +114,7 @@ std::string LocalTimes::format(double seconds) {
   if (minute != minute_ || local_second < 0 || local_second > 59) {
     const std::tm broken = local(seconds);
     char text[32];
-    std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:", &broken);
-    prefix_ = text;
+    prefix_.assign(text, std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:", &broken));
     minute_ = minute;
     second_offset_ = broken.tm_sec - utc_second;
     local_second = broken.tm_sec;

@@ -193,8 +193,8 @@ std::vector<HistoryEvent> memory_returns(const RecorderState& before, RecorderSt
       event.gpu = awaited.gpu;
       event.bytes = awaited.bytes;
       char seconds[32];
-      std::snprintf(seconds, sizeof(seconds), "%.3f", time - awaited.left_time);
-      event.detail = seconds;
+      const int written = std::snprintf(seconds, sizeof(seconds), "%.3f", time - awaited.left_time);
+      event.detail.assign(seconds, written > 0 ? static_cast<std::size_t>(written) : 0);
       events.push_back(std::move(event));
     } else if (time - awaited.left_time < options.return_patience_s) {
       still.push_back(std::move(awaited));

@@ -284,7 +284,7 @@ struct EventStore::Impl {
 
   Status prepare_writer();
   Result<std::int64_t> text_row(std::map<std::string, std::int64_t>& cache, Statement& insert,
-                                Statement& find, const std::string& value, bool blob);
+                                Statement& find, const std::string& value, bool blob) const;
   Result<std::int64_t> process_row(const RecordedProcess& process);
   void forget_cached_ids() {
     boot_ids.clear();
@@ -371,7 +371,7 @@ Status EventStore::Impl::prepare_writer() {
 
 Result<std::int64_t> EventStore::Impl::text_row(std::map<std::string, std::int64_t>& cache,
                                                 Statement& insert, Statement& find,
-                                                const std::string& value, bool blob) {
+                                                const std::string& value, bool blob) const {
   if (const auto known = cache.find(value); known != cache.end()) return known->second;
   for (Statement* statement : {&insert, &find}) {
     if (blob) {

@@ -44,7 +44,7 @@ class TimelineWriter {
   std::ostream& out_;
   bool json_;
   std::size_t written_ = 0;
-  static constexpr std::size_t kFlushBytes = 64 * 1024;
+  static constexpr std::size_t kFlushBytes = std::size_t{64} * 1024;
   std::string buffer_;
   std::unique_ptr<Cache> cache_;
 };

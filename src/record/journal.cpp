@@ -36,15 +36,17 @@ std::string message_of(const HistoryEvent& event) {
 std::string journal_datagram(const JournalFields& fields) {
   std::string out;
   for (const auto& [key, value] : fields) {
+    out += key;
     if (value.find('\n') == std::string::npos) {
-      out += key + "=" + value + "\n";
-      continue;
+      out += '=';
+    } else {
+      // Binary form: the key, a newline, the value's length as 64-bit little endian, the value.
+      out += '\n';
+      const std::uint64_t size = value.size();
+      for (int byte = 0; byte < 8; ++byte) out += static_cast<char>((size >> (8 * byte)) & 0xff);
     }
-    // Binary form: the key, a newline, the value's length as 64-bit little endian, the value.
-    out += key + "\n";
-    std::uint64_t size = value.size();
-    for (int byte = 0; byte < 8; ++byte) out += static_cast<char>((size >> (8 * byte)) & 0xff);
-    out += value + "\n";
+    out += value;
+    out += '\n';
   }
   return out;
 }

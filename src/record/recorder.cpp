@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,6 +38,9 @@ constexpr std::size_t kMaxActionsPerLook = 256;
 // How often events older than the retention are deleted (size is checked after every write).
 constexpr auto kPruneEvery = std::chrono::minutes(10);
 constexpr auto kHealthEvery = std::chrono::seconds(10);
+// A user other than root gets this many actions recorded a minute: a local flood must not push
+// the real history out through --max-size (root's actions are only under the per-look cap).
+constexpr unsigned kActionsPerUserMinute = 60;
 // Where an action's own text is cut when it is not a JSON object.
 constexpr std::size_t kMaxRawActionText = 1024;
 
@@ -93,7 +97,30 @@ class Recorder {
   Clock::time_point last_prune_{};
   Clock::time_point last_health_{};
   std::size_t actions_this_look_ = 0;
+  struct Quota {
+    Clock::time_point window{};
+    unsigned used = 0;
+  };
+  std::map<std::uint32_t, Quota> quotas_;  // non-root senders' actions this minute, by UID
+  bool within_quota(std::uint32_t uid);
 };
+
+bool Recorder::within_quota(std::uint32_t uid) {
+  if (uid == 0) return true;
+  const auto now = Clock::now();
+  if (quotas_.size() > 4096) quotas_.clear();  // many users at once: start the minute afresh
+  Quota& quota = quotas_[uid];
+  if (now - quota.window >= std::chrono::minutes(1)) quota = Quota{now, 0};
+  if (quota.used < kActionsPerUserMinute) {
+    ++quota.used;
+    return true;
+  }
+  if (quota.used++ == kActionsPerUserMinute) {
+    say("actions of uid " + std::to_string(uid) + " beyond " +
+        std::to_string(kActionsPerUserMinute) + " a minute are not recorded this minute");
+  }
+  return false;
+}
 
 bool Recorder::open_store() {
   if (store_) return true;
@@ -213,14 +240,6 @@ void Recorder::start() {
   } else {
     watching += "off (--no-proc-events)";
   }
-  if (!settings_.socket_path.empty()) {
-    auto listening = ActionListener::open(settings_.socket_path);
-    if (listening.ok()) {
-      listener_ = std::move(*listening);
-    } else {
-      say("actions of other commands are not recorded: " + listening.error().message());
-    }
-  }
   say("recording to " + settings_.db_path + " every " + format_duration(settings_.interval) + "; " +
       watching + (journal_.connected() ? "; journal: on" : "; journal: off") +
       (state_.holders.empty() ? ""
@@ -324,6 +343,10 @@ void Recorder::take_actions() {
   actions_this_look_ += received.size();
   std::vector<HistoryEvent> events;
   for (const ReceivedAction& action : received) {
+    if (!within_quota(action.uid)) {
+      ++health_.actions_dropped;
+      continue;
+    }
     nlohmann::json detail = nlohmann::json::parse(action.text, nullptr, false);
     if (!detail.is_object()) {
       detail = nlohmann::json::object();
@@ -356,7 +379,21 @@ void Recorder::write_health() {
 
 int Recorder::run(int signal_fd) {
   start();
-  auto next = Clock::now();
+  // The first look before the socket exists: whoever waits for the socket (systemd's start,
+  // a test) then knows the processes already there were seen as they were. A process there
+  // before the first look that opens a device later is found by NVML's list (a CUDA context)
+  // or within --full-scan (collect/rolling_scan.h); one started after it, within one look.
+  look();
+  write_health();
+  if (!settings_.socket_path.empty()) {
+    auto listening = ActionListener::open(settings_.socket_path);
+    if (listening.ok()) {
+      listener_ = std::move(*listening);
+    } else {
+      say("actions of other commands are not recorded: " + listening.error().message());
+    }
+  }
+  auto next = Clock::now() + settings_.interval;
   while (true) {
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
     pollfd fds[2] = {{signal_fd, POLLIN, 0}, {listener_ ? listener_->fd() : -1, POLLIN, 0}};

@@ -102,6 +102,17 @@ class RecorderTest : public FakeNvmlTest {
     return found;
   }
   bool has_event(const std::string& kind, pid_t pid = 0) { return !events(kind, pid).empty(); }
+  // Where each of the recorder's threads waits: said when it did not record in time.
+  std::string recorder_threads() const {
+    std::string text;
+    const std::string tasks = "/proc/" + std::to_string(recorder_) + "/task";
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+      text += task.path().filename().string() + " " + slurp(task.path().string() + "/wchan") +
+              "\n" + slurp(task.path().string() + "/stack");
+    }
+    return text;
+  }
   static std::string joined(const json& argv) {
     std::string text;
     for (const json& arg : argv) text += arg.get<std::string>() + " ";
@@ -155,8 +166,8 @@ TEST_F(RecorderTest, AnOrphansHistoryNamesItsDeadParentAndTheKillIsRecorded) {
   EXPECT_NE(explained.out.find(kMarker), std::string::npos) << explained.out;
 
   // So does status, under the orphan's problem, and in its JSON.
-  const CommandResult status = run_command({GPUCLEAN_SHIPPING_BINARY, "status", "--db", db_,
-                                            "--no-nvml", "--device-glob", held_});
+  const CommandResult status = run_command(
+      {GPUCLEAN_SHIPPING_BINARY, "status", "--db", db_, "--no-nvml", "--device-glob", held_});
   EXPECT_NE(status.out.find("orphan of pid " + std::to_string(parent)), std::string::npos)
       << status.out;
   EXPECT_NE(status.out.find(kMarker), std::string::npos) << status.out;
@@ -213,7 +224,9 @@ TEST_F(RecorderTest, AParentGoneBeforeItsChildHeldIsNamedOnlyThroughProcessEvent
                kMarker, HOLDER_HELPER, held_, ready_});
     reap(parent);
     const pid_t holder = reaper_.adopt(wait_for_pids(ready_).at(0));
-    ASSERT_TRUE(wait_until([&] { return has_event("appeared", holder); })) << slurp(log_);
+    ASSERT_TRUE(wait_until([&] { return has_event("appeared", holder); }))
+        << slurp(log_) << history().dump(1) << recorder_threads() << "holder " << holder << ": "
+        << run_command({GPUCLEAN_SHIPPING_BINARY, "who", "--device-glob", held_}).out;
     const json appeared = events("appeared", holder).at(0);
     const bool named =
         joined(appeared["process"]["parent"]["argv"]).find(kMarker) != std::string::npos;
@@ -388,6 +401,28 @@ TEST_F(RecorderTest, ActionsCarryTheSendersUidFromTheKernelNotFromTheirText) {
     EXPECT_EQ(action["detail"]["user"], kTestUser);
   }
   EXPECT_EQ(events("action").at(1)["detail"]["command"], "run");
+
+  // A flood from that user: at most 60 a minute are stored (the real history is not pushed
+  // out through --max-size); root's next action still is.
+  std::vector<std::string> flood = user->as_user();
+  flood.insert(flood.end(),
+               {"/usr/bin/python3", "-c",
+                "import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+                "for i in range(200): s.sendto(b'{\"command\":\"kill\"}', sys.argv[1])",
+                socket_});
+  ASSERT_EQ(run_command(flood).exit_code, 0);
+  const CommandResult root_kill = kill_holder(start("hold", held_).at(0));
+  EXPECT_EQ(root_kill.exit_code, 0) << root_kill.err;
+  ASSERT_TRUE(wait_until([&] {
+    for (const json& action : events("action")) {
+      if (action["detail"]["uid"] == 0) return true;
+    }
+    return false;
+  })) << slurp(log_);
+  std::size_t from_user = 0;
+  for (const json& action : events("action")) from_user += action["detail"]["uid"] == user->uid;
+  EXPECT_EQ(from_user, 60u) << "2 before the flood, 58 of its 200";
+  EXPECT_NE(slurp(log_).find("beyond 60 a minute"), std::string::npos) << slurp(log_);
 }
 
 TEST_F(RecorderTest, EachEventGoesToTheJournalAsStructuredFields) {
