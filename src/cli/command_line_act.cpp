@@ -134,6 +134,7 @@ void add_recorder_command(CLI::App& app, RecorderOptions& o) {
   CLI::App* recorder = app.add_subcommand(
       "recorder", "The flight recorder: watch the holders and write what changes to a database");
   add_common_options(*recorder, o.common, HookScope::kInspect, {.json = false, .gpus = false});
+  add_host_root_hooks(*recorder, o.roots);  // test binary: --kmsg
   recorder
       ->add_option("--db", o.db,
                    "The database (default: /var/lib/gpuclean/history.db; created 0600 in a 0700 "

@@ -49,6 +49,7 @@ Result<record::RecorderSettings> settings_of(const RecorderOptions& options) {
   settings.textfile = options.textfile;
   settings.proc_events = !options.no_proc_events;
   settings.proc_root = options.common.proc_root;
+  settings.kernel_log = options.roots.kmsg;
   return settings;
 }
 

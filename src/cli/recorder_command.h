@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "core/history_event.h"
+#include "procfs/host_facts.h"
 
 namespace gpuclean::cli {
 
@@ -22,6 +23,7 @@ struct RecorderOptions {
   std::string journal;  // empty: journald's socket; "off": none
   std::string textfile;
   bool no_proc_events = false;
+  procfs::HostRoots roots;  // test binary: --kmsg FILE instead of /dev/kmsg
 };
 
 struct HistoryOptions {

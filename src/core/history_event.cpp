@@ -7,7 +7,7 @@ namespace gpuclean {
 namespace {
 
 // One table for both directions, so a kind written is always a kind read back.
-constexpr std::array<std::pair<HistoryEventKind, const char*>, 12> kKindNames = {{
+constexpr std::array<std::pair<HistoryEventKind, const char*>, 13> kKindNames = {{
     {HistoryEventKind::kAppeared, "appeared"},
     {HistoryEventKind::kLeft, "left"},
     {HistoryEventKind::kMemoryReturned, "memory_returned"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<HistoryEventKind, const char*>, 12> kKindNames = 
     {HistoryEventKind::kUnattributedCleared, "unattributed_cleared"},
     {HistoryEventKind::kNvmlFailed, "nvml_failed"},
     {HistoryEventKind::kNvmlRecovered, "nvml_recovered"},
+    {HistoryEventKind::kXid, "xid"},
     {HistoryEventKind::kAction, "action"},
     {HistoryEventKind::kRecorderStarted, "recorder_started"},
     {HistoryEventKind::kRecorderStopped, "recorder_stopped"},

@@ -46,6 +46,7 @@ enum class HistoryEventKind {
   kUnattributedCleared,   // gpu
   kNvmlFailed,            // detail: what failed (a hang is a failure with its deadline)
   kNvmlRecovered,         // NVML answers again after kNvmlFailed
+  kXid,                   // gpu (when its PCI address is a GPU NVML lists), detail: the record
   kAction,                // detail: what gpuclean did (kill, run's teardown), a JSON object
   kRecorderStarted,       // the recorder (re)started: what it missed while down is not known
   kRecorderStopped,       // the recorder stopped on a signal

@@ -162,6 +162,9 @@ std::string event_line(const HistoryEvent& e, TimelineCache& cache) {
     case HistoryEventKind::kNvmlRecovered:
       what = "NVML answers again";
       break;
+    case HistoryEventKind::kXid:
+      what = gpu + escape_terminal(e.detail);
+      break;
     case HistoryEventKind::kAction:
       what = action_text(e.detail);
       break;

@@ -27,6 +27,7 @@
 #include "record/action_socket.h"
 #include "record/journal.h"
 #include "record/proc_events.h"
+#include "record/xid_follower.h"
 
 namespace gpuclean::record {
 namespace {
@@ -87,6 +88,8 @@ class Recorder {
   std::optional<history::EventStore> store_;
   std::optional<ActionListener> listener_;
   std::unique_ptr<ProcEvents> proc_events_;
+  std::optional<XidFollower> xids_;
+  void xid_events(const std::vector<GpuReport>& gpus, double now, std::vector<HistoryEvent>& out);
   procfs::UserNames user_names_;
   std::string boot_id_;
   diagnose::RecorderState state_;
@@ -240,6 +243,15 @@ void Recorder::start() {
   } else {
     watching += "off (--no-proc-events)";
   }
+  if (!settings_.kernel_log.empty()) {
+    auto following = XidFollower::open(settings_.kernel_log);
+    if (following.ok()) {
+      xids_ = std::move(*following);
+      watching += "; Xid events: on";
+    } else {
+      watching += "; Xid events: off (" + following.error().message() + ")";
+    }
+  }
   say("recording to " + settings_.db_path + " every " + format_duration(settings_.interval) + "; " +
       watching + (journal_.connected() ? "; journal: on" : "; journal: off") +
       (state_.holders.empty() ? ""
@@ -319,6 +331,7 @@ void Recorder::look() {
       diagnose::history_events(state_, now_state, now, settings_.diff);
   events.insert(events.end(), std::make_move_iterator(changes.begin()),
                 std::make_move_iterator(changes.end()));
+  xid_events(diagnosis.gpus, now, events);
   std::vector<HistoryEvent> returns =
       diagnose::memory_returns(state_, now_state, now, settings_.diff);
   events.insert(events.end(), std::make_move_iterator(returns.begin()),
@@ -328,6 +341,21 @@ void Recorder::look() {
   if (Clock::now() - last_prune_ >= kPruneEvery) {
     prune(true);
     last_prune_ = Clock::now();
+  }
+}
+
+void Recorder::xid_events(const std::vector<GpuReport>& gpus, double now,
+                          std::vector<HistoryEvent>& out) {
+  if (!xids_) return;
+  for (const XidEvent& xid : xids_->read_new()) {
+    HistoryEvent event;
+    event.kind = HistoryEventKind::kXid;
+    event.time = now;
+    for (const GpuReport& gpu : gpus) {
+      if (same_pci_device(xid.device, gpu.gpu.pci_bus_id)) event.gpu = gpu.gpu.index;
+    }
+    event.detail = "Xid " + std::to_string(xid.xid) + " (" + xid.device + "): " + xid.message;
+    out.push_back(std::move(event));
   }
 }
 

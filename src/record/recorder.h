@@ -29,10 +29,11 @@ struct RecorderSettings {
   Duration interval = std::chrono::seconds(1);
   Duration retention = std::chrono::hours(24 * 7);
   std::uint64_t max_bytes = std::uint64_t{256} << 20;
-  std::string socket_path;     // the action socket; empty: none
-  std::string journal_socket;  // journald's socket; empty: no journal
-  std::string textfile;        // the recorder's health for node_exporter; empty: none
-  bool proc_events = true;     // the kernel's process events, where they can be had
+  std::string socket_path;               // the action socket; empty: none
+  std::string journal_socket;            // journald's socket; empty: no journal
+  std::string textfile;                  // the recorder's health for node_exporter; empty: none
+  bool proc_events = true;               // the kernel's process events, where they can be had
+  std::string kernel_log = "/dev/kmsg";  // where Xid records are read; empty: not read
   std::string proc_root = "/proc";
   diagnose::Options diagnose;
   diagnose::HistoryDiffOptions diff;

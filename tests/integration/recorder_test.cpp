@@ -49,6 +49,7 @@ class RecorderTest : public FakeNvmlTest {
   std::string socket_ = dir_.path() + "/run/recorder.sock";
   std::string log_ = dir_.path() + "/recorder.log";
   pid_t recorder_ = 0;
+  std::string binary_ = GPUCLEAN_SHIPPING_BINARY;  // the test binary where a test input is needed
 
   // Starts the recorder with `extra` options, under `env` (NAME=VALUE each: the fake NVML);
   // without env it runs with --no-nvml. Ready once its socket exists.
@@ -58,8 +59,8 @@ class RecorderTest : public FakeNvmlTest {
     std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" 2>>\"$0\"", log_,
                                      "/usr/bin/env"};
     argv.insert(argv.end(), env.begin(), env.end());
-    argv.insert(argv.end(), {GPUCLEAN_SHIPPING_BINARY, "recorder", "--db", db_, "--socket", socket_,
-                             "--interval", "200ms", "--device-glob", held_});
+    argv.insert(argv.end(), {binary_, "recorder", "--db", db_, "--socket", socket_, "--interval",
+                             "200ms", "--device-glob", held_});
     if (env.empty()) argv.emplace_back("--no-nvml");
     if (std::find(extra.begin(), extra.end(), "--journal") == extra.end()) {
       argv.insert(argv.end(), {"--journal", "off"});
@@ -446,6 +447,31 @@ TEST_F(RecorderTest, EachEventGoesToTheJournalAsStructuredFields) {
   ::close(fd);
   EXPECT_TRUE(found) << seen;
   EXPECT_NE(seen.find("SYSLOG_IDENTIFIER=gpuclean-recorder\n"), std::string::npos);
+}
+
+// The driver's Xid records as the kernel logs them while the recorder runs, tied to the GPU
+// whose PCI address they name. The test binary reads a file of its own instead of /dev/kmsg
+// (writing a fake Xid into a real node's kernel log could drain it).
+TEST_F(RecorderTest, XidRecordsLoggedWhileItRunsAreRecordedWithTheirGpu) {
+  const std::string kmsg = dir_.file("kmsg");
+  // Logged before the recorder started: not its to record.
+  std::ofstream(kmsg) << "4,100,1000,-;NVRM: Xid (PCI:0000:06:00): 13, pid=1, Graphics Exception\n";
+  binary_ = GPUCLEAN_BINARY;
+  start_recorder({"--kmsg", kmsg}, fake_env(variant_dir("r580"), scenario("gpus 2\n")));
+  ASSERT_TRUE(wait_until([&] { return has_event("recorder_started"); })) << slurp(log_);
+  EXPECT_NE(slurp(log_).find("Xid events: on"), std::string::npos) << slurp(log_);
+  {
+    std::ofstream append(kmsg, std::ios::app);
+    append << "6,101,2000,-;NVRM: GPU at PCI:0000:07:00: GPU-fake-1\n"  // not an Xid
+           << "4,102,3000,-;NVRM: Xid (PCI:0000:07:00): 79, pid='<unknown>', name=<unknown>, "
+              "GPU has fallen off the bus.\n";
+  }
+  ASSERT_TRUE(wait_until([&] { return has_event("xid"); })) << slurp(log_);
+  const std::vector<json> xids = events("xid");
+  ASSERT_EQ(xids.size(), 1u) << history().dump(1);
+  EXPECT_EQ(xids[0]["gpu"], 1) << "the fake's GPU 1 is 00000000:07:00.0";
+  EXPECT_NE(xids[0]["detail"].get<std::string>().find("Xid 79"), std::string::npos);
+  EXPECT_NE(xids[0]["detail"].get<std::string>().find("fallen off the bus"), std::string::npos);
 }
 
 TEST_F(RecorderTest, HistoryAtAMomentAndBadInput) {
