@@ -353,6 +353,23 @@ void remove_run_groups(const KillPlan& plan, const ops::RoundsOutcome& rounds, c
 
 // Tears the plan down, looks after it, and reports. The exit code is the targets'
 // (docs/reference.md "kill"); the verdict speaks of the selection.
+// Prints the report, tells the flight recorder (if one listens; never waited on) and returns
+// kill's exit code.
+int report_kill(const KillOptions& o, const KillReport& report, bool unverified, const Io& io) {
+  if (o.common.json) {
+    output::write_json(io.out, output::kill_report_json(report));
+  } else {
+    output::render_kill_report_text(io.out, report);
+  }
+  const int exit_code = report.remaining > 0 || !report.left.memory.empty() ? kExitDirty
+                        : unverified                                        ? kExitRuntime
+                                                                            : kExitClean;
+  record::send_action(record::action_socket_path(),
+                      output::kill_action_json(report, o.args, exit_code)
+                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return exit_code;
+}
+
 int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
            const ProcessTable& table, const diagnose::KillContext& context, LookBefore& before,
            const Io& io) {
@@ -407,19 +424,7 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
                                            .others_left = report.left.still_held.size(),
                                            .memory = report.memory,
                                            .unseen = look.unseen_decides});
-  if (o.common.json) {
-    output::write_json(io.out, output::kill_report_json(report));
-  } else {
-    output::render_kill_report_text(io.out, report);
-  }
-  const int exit_code = report.remaining > 0 || !report.left.memory.empty() ? kExitDirty
-                        : unverified                                        ? kExitRuntime
-                                                                            : kExitClean;
-  // Told to the flight recorder, if one listens; never waited on.
-  record::send_action(record::action_socket_path(),
-                      output::kill_action_json(report, o.args, exit_code)
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  return exit_code;
+  return report_kill(o, report, unverified, io);
 }
 
 }  // namespace
