@@ -314,18 +314,30 @@ void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
 }
 
 void add_plot_command(CLI::App& app, PlotOptions& o) {
-  CLI::App* plot = app.add_subcommand("plot", "Draw a run record (gpuclean run --record) as SVG");
+  CLI::App* plot =
+      app.add_subcommand("plot", "Draw a run record (gpuclean run --record), or --history, as SVG");
   plot->add_option("record", o.record_path, "The record file (gpuclean run --record FILE)")
-      ->option_text("RECORD")
-      ->required();
+      ->option_text("RECORD");
+  plot->add_flag("--history", o.history,
+                 "Draw the flight recorder's history instead: memory per GPU, its actions and "
+                 "Xids marked");
+  plot->add_option("--db", o.db,
+                   "With --history: the recorder's database (default: "
+                   "/var/lib/gpuclean/history.db)")
+      ->option_text("PATH");
+  plot->add_option("--since", o.since, "With --history: from this moment (default: 2h)")
+      ->option_text("TIME");
+  plot->add_option("--until", o.until, "With --history: to this moment (default: now)")
+      ->option_text("TIME");
   plot->add_option("-o,--output", o.output_path,
                    "Write the SVG to FILE (default: stdout, when it is not a terminal)")
       ->option_text("FILE");
   set_help_footer(*plot,
                   {{"gpuclean run --record run.json -- python train.py", "record a run"},
-                   {"gpuclean plot run.json -o run.svg", "then draw it"}},
+                   {"gpuclean plot run.json -o run.svg", "then draw it"},
+                   {"gpuclean plot --history --since 2h -o gpu.svg", "the last two hours"}},
                   {"0  drawn", "2  usage error, or an unreadable or malformed record",
-                   "3  the SVG could not be written"});
+                   "3  the SVG could not be written, or the history not read"});
 }
 
 void add_history_command(CLI::App& app, HistoryOptions& o) {

@@ -3,10 +3,15 @@
 #include <ostream>
 
 #include "core/atomic_file.h"
+#include "core/duration.h"
 #include "core/input_file.h"
+#include "core/wall_time.h"
+#include "history/event_store.h"
 #include "output/escape.h"
+#include "output/history_view.h"
 #include "output/run_plot.h"
 #include "output/run_record.h"
+#include "record/recorder.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -14,26 +19,7 @@ namespace {
 // A record samples once per --sample-interval: a week at 1 s is ~60 MiB of JSON.
 constexpr std::size_t kMaxRecordBytes = std::size_t{256} << 20;
 
-}  // namespace
-
-int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
-  if (o.output_path.empty() && stdout_is_terminal) {
-    io.err << "gpuclean: plot: not writing SVG onto a terminal; give -o FILE.svg or redirect "
-              "stdout (gpuclean plot RECORD > FILE.svg)\n";
-    return kExitUsage;
-  }
-  const std::string shown = output::escape_terminal(o.record_path);
-  auto text = read_input_file(o.record_path, kMaxRecordBytes);  // a regular file; never blocks
-  if (!text.ok()) {
-    io.err << "gpuclean: plot: " << output::escape_terminal(text.error().message()) << '\n';
-    return kExitUsage;
-  }
-  auto record = output::parse_run_record(*text);
-  if (!record.ok()) {
-    io.err << "gpuclean: plot: " << shown << ": " << record.error().context << '\n';
-    return kExitUsage;
-  }
-  const std::string svg = output::render_run_svg(*record);
+int write_svg(const PlotOptions& o, const std::string& svg, const Io& io) {
   if (o.output_path.empty()) {
     io.out << svg;
     return kExitClean;
@@ -46,6 +32,69 @@ int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
     return kExitRuntime;
   }
   return kExitClean;
+}
+
+// plot --history: the recorder's timeline from --since to --until.
+int plot_history(const PlotOptions& o, const Io& io) {
+  const double now = unix_now();
+  auto since = parse_time_point(o.since, now);
+  auto until = o.until.empty() ? Result<double>(now) : parse_time_point(o.until, now);
+  if (!since.ok() || !until.ok() || *until <= *since) {
+    io.err << "gpuclean: plot: "
+           << (!since.ok()   ? "--since " + since.error().message()
+               : !until.ok() ? "--until " + until.error().message()
+                             : std::string("--until must be after --since"))
+           << '\n';
+    return kExitUsage;
+  }
+  const std::string path = o.db.empty() ? record::kDefaultDatabase : o.db;
+  auto store = history::EventStore::open(path, true);
+  if (!store.ok()) {
+    io.err << "gpuclean: plot: " << output::escape_terminal(store.error().message()) << '\n';
+    return kExitRuntime;
+  }
+  auto held = store->held_at(*since);
+  auto events = store->events({.since = *since, .until = *until});
+  if (!held.ok() || !events.ok()) {
+    io.err << "gpuclean: plot: " << (held.ok() ? events.error() : held.error()).message() << '\n';
+    return kExitRuntime;
+  }
+  std::vector<output::HistoryHolder> at_since;
+  for (history::HeldAt& h : *held) {
+    at_since.push_back({std::move(h.process), std::move(h.klass), std::move(h.gpu_memory)});
+  }
+  const RunRecord record = output::history_as_record(at_since, *events, *since, *until);
+  const std::string subtitle = format_local_time(*since) + " to " + format_local_time(*until) +
+                               ", " + std::to_string(events->size()) + " events";
+  return write_svg(
+      o, output::render_timeline_svg(record, "gpuclean history: " + host_name(), subtitle), io);
+}
+
+}  // namespace
+
+int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
+  if (o.output_path.empty() && stdout_is_terminal) {
+    io.err << "gpuclean: plot: not writing SVG onto a terminal; give -o FILE.svg or redirect "
+              "stdout (gpuclean plot RECORD > FILE.svg)\n";
+    return kExitUsage;
+  }
+  if (o.history != o.record_path.empty()) {
+    io.err << "gpuclean: plot: give a RECORD (gpuclean run --record) or --history, one of them\n";
+    return kExitUsage;
+  }
+  if (o.history) return plot_history(o, io);
+  const std::string shown = output::escape_terminal(o.record_path);
+  auto text = read_input_file(o.record_path, kMaxRecordBytes);  // a regular file; never blocks
+  if (!text.ok()) {
+    io.err << "gpuclean: plot: " << output::escape_terminal(text.error().message()) << '\n';
+    return kExitUsage;
+  }
+  auto record = output::parse_run_record(*text);
+  if (!record.ok()) {
+    io.err << "gpuclean: plot: " << shown << ": " << record.error().context << '\n';
+    return kExitUsage;
+  }
+  return write_svg(o, output::render_run_svg(*record), io);
 }
 
 }  // namespace gpuclean::cli

@@ -10,6 +10,11 @@ namespace gpuclean::cli {
 struct PlotOptions {
   std::string record_path;
   std::string output_path;  // empty: stdout
+  // --history: the flight recorder's timeline instead of a run record.
+  bool history = false;
+  std::string db;  // empty: the recorder's default
+  std::string since = "2h";
+  std::string until;
 };
 
 // 0 when the picture was written; 2 when the record cannot be read or is not a valid record

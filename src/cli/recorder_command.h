@@ -3,8 +3,8 @@
 
 #include <map>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "core/history_event.h"

@@ -26,7 +26,7 @@ constexpr std::array<std::pair<LeftoverOutcome, std::string_view>, 3> kLeftoverO
     {LeftoverOutcome::kSkipped, "skipped"},
 }};
 
-constexpr std::array<std::pair<RunEventKind, std::string_view>, 11> kRunEventKinds = {{
+constexpr std::array<std::pair<RunEventKind, std::string_view>, 12> kRunEventKinds = {{
     {RunEventKind::kStart, "start"},
     {RunEventKind::kSignal, "signal"},
     {RunEventKind::kInterrupt, "interrupt"},
@@ -38,6 +38,7 @@ constexpr std::array<std::pair<RunEventKind, std::string_view>, 11> kRunEventKin
     {RunEventKind::kProblem, "problem"},
     {RunEventKind::kGuard, "guard"},
     {RunEventKind::kVerified, "verified"},
+    {RunEventKind::kNote, "note"},
 }};
 
 template <typename E, std::size_t N>

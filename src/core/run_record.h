@@ -57,6 +57,7 @@ enum class RunEventKind {
   kProblem,       // "problem": the contained group still has processes after it
   kGuard,         // "guard": processes that appeared in the group after the teardown, killed
   kVerified,      // "verified": the GPU check's outcome
+  kNote,          // "note": a mark labelled with its detail (plot --history: actions, Xids)
 };
 std::string_view to_string(RunEventKind kind);
 std::optional<RunEventKind> run_event_kind_from_string(std::string_view text);

@@ -5,6 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/escape.h"
@@ -236,6 +238,96 @@ void TimelineWriter::finish() {
   } else if (written_ == 0) {
     out_ << "No events in that range.\n";
   }
+}
+
+namespace {
+
+// A mark's label for an event worth one on the plot, or empty.
+std::string mark_of(const HistoryEvent& e) {
+  switch (e.kind) {
+    case HistoryEventKind::kAction: {
+      const json d = json::parse(e.detail, nullptr, false);
+      if (!d.is_object()) return "action";
+      std::string label = d.value("command", std::string("action"));
+      if (d.contains("exit") && d["exit"].is_number_integer()) {
+        label += fmt::format(" (exit {})", d["exit"].get<int>());
+      }
+      return label;
+    }
+    case HistoryEventKind::kXid:
+      return e.detail.substr(0, e.detail.find(' ', 4));  // "Xid 79"
+    case HistoryEventKind::kNvmlFailed:
+      return "NVML failed";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+RunRecord history_as_record(const std::vector<HistoryHolder>& at_since,
+                            const std::vector<HistoryEvent>& events, double since, double until) {
+  // What each recorded process holds per GPU, and each GPU's unattributed memory, as of now.
+  std::map<std::tuple<std::string, Pid, std::uint64_t>, std::map<unsigned, Bytes>> held;
+  std::map<unsigned, Bytes> unattributed;
+  std::set<unsigned> gpus;
+  for (const HistoryHolder& h : at_since) {
+    held[{h.process.boot_id, h.process.pid, h.process.start_ticks}] = h.gpu_memory;
+    for (const auto& [gpu, bytes] : h.gpu_memory) gpus.insert(gpu);
+  }
+  for (const HistoryEvent& e : events) {
+    if (e.gpu && e.kind != HistoryEventKind::kXid) gpus.insert(*e.gpu);
+  }
+  RunRecord record;
+  record.started_at = since;
+  record.duration = until - since;
+  for (unsigned gpu : gpus) {
+    RunGpu entry;
+    entry.index = gpu;
+    record.gpus.push_back(std::move(entry));
+  }
+  auto sample = [&](double t) {
+    RunSample s;
+    s.t = t - since;
+    for (unsigned gpu : gpus) {
+      Bytes sum = unattributed[gpu];
+      for (const auto& [key, memory] : held) {
+        if (auto it = memory.find(gpu); it != memory.end()) sum += it->second;
+      }
+      s.used.emplace_back(sum);
+    }
+    record.samples.push_back(std::move(s));
+  };
+  sample(since);
+  for (const HistoryEvent& e : events) {
+    bool changed = false;
+    if (e.process) {
+      const auto key = std::make_tuple(e.process->boot_id, e.process->pid, e.process->start_ticks);
+      if (e.kind == HistoryEventKind::kMemoryChanged && e.gpu && e.bytes) {
+        held[key][*e.gpu] = *e.bytes;
+        changed = true;
+      } else if (e.kind == HistoryEventKind::kLeft) {
+        changed = held.erase(key) > 0;
+      }
+    }
+    if (e.kind == HistoryEventKind::kUnattributedAppeared && e.gpu) {
+      unattributed[*e.gpu] = e.bytes.value_or(0);
+      changed = true;
+    } else if (e.kind == HistoryEventKind::kUnattributedCleared && e.gpu) {
+      unattributed[*e.gpu] = 0;
+      changed = true;
+    }
+    if (changed) sample(e.time);
+    if (const std::string label = mark_of(e); !label.empty()) {
+      RunEvent mark;
+      mark.t = e.time - since;
+      mark.kind = RunEventKind::kNote;
+      mark.detail = label;
+      record.events.push_back(std::move(mark));
+    }
+  }
+  sample(until);
+  return record;
 }
 
 void render_held_at_text(std::ostream& out, double time, const std::vector<HistoryHolder>& held) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/history_event.h"
+#include "core/run_record.h"
 
 namespace gpuclean::output {
 
@@ -48,6 +49,13 @@ class TimelineWriter {
   std::string buffer_;
   std::unique_ptr<Cache> cache_;
 };
+// A timeline as a run record for the run plot (output/run_plot.h: render_timeline_svg): per
+// GPU, the memory the recorded holders held (from who held what at `since`, then each
+// memory_changed and left) plus the unattributed memory recorded, stepped at each change;
+// actions, Xids and NVML failures as labelled marks. Times are seconds since `since`.
+RunRecord history_as_record(const std::vector<HistoryHolder>& at_since,
+                            const std::vector<HistoryEvent>& events, double since, double until);
+
 void render_held_at_text(std::ostream& out, double time, const std::vector<HistoryHolder>& held);
 void render_held_at_json(std::ostream& out, double time, const std::vector<HistoryHolder>& held);
 

@@ -69,6 +69,7 @@ bool is_marked(const RunEvent& e) {
     case RunEventKind::kInterrupt:
     case RunEventKind::kTeardown:
     case RunEventKind::kTeardownDone:
+    case RunEventKind::kNote:
       return true;
     default:
       return false;
@@ -111,23 +112,28 @@ Scales scales_of(const RunRecord& record) {
   return scales;
 }
 
-// The SVG's opening, the title (the command) and the line under it.
-std::string heading(const RunRecord& record) {
+// The SVG's opening, the title and the line under it (escaped here).
+std::string heading(const std::string& title, const std::string& subtitle) {
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       kWidth, kHeight);
-  std::string title = "gpuclean run";
-  if (!record.command.empty()) title += ": " + display_command(record.command, 90);
   svg += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
                      kLeft, xml_text(title));
-  svg += fmt::format(
-      "<text x=\"{}\" y=\"38\" fill=\"#555\">mode {}, exit code {}, {} left-behind process{}"
-      "</text>\n",
-      kLeft, xml_text(record.mode.empty() ? "?" : record.mode), record.exit_code,
-      record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es");
+  svg +=
+      fmt::format("<text x=\"{}\" y=\"38\" fill=\"#555\">{}</text>\n", kLeft, xml_text(subtitle));
   return svg;
+}
+
+// A run's title (the command) and line (mode, exit code, leftovers).
+std::string run_heading(const RunRecord& record) {
+  std::string title = "gpuclean run";
+  if (!record.command.empty()) title += ": " + display_command(record.command, 90);
+  return heading(title,
+                 fmt::format("mode {}, exit code {}, {} left-behind process{}",
+                             record.mode.empty() ? "?" : record.mode, record.exit_code,
+                             record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es"));
 }
 
 // Axes with ticks: seconds across, GiB up.
@@ -167,10 +173,12 @@ std::string event_marks(const RunRecord& record, const Scales& sc) {
   for (const RunEvent& e : record.events) {
     if (!is_marked(e)) continue;
     const double x = sc.x_of(e.t);
+    const std::string label =
+        e.kind == RunEventKind::kNote ? e.detail : std::string(to_string(e.kind));
     if (!marks.empty() && x - marks.back().first < 12) {
-      marks.back().second += ", " + std::string(to_string(e.kind));
+      marks.back().second += ", " + label;
     } else {
-      marks.emplace_back(x, std::string(to_string(e.kind)));
+      marks.emplace_back(x, label);
     }
   }
   std::string svg;
@@ -269,8 +277,15 @@ std::string gpu_lines(const RunRecord& record, const Scales& sc) {
 
 std::string render_run_svg(const RunRecord& record) {
   const Scales scales = scales_of(record);
-  return heading(record) + axes(scales) + event_marks(record, scales) +
+  return run_heading(record) + axes(scales) + event_marks(record, scales) +
          leftover_mark(record, scales) + gpu_lines(record, scales) + "</svg>\n";
+}
+
+std::string render_timeline_svg(const RunRecord& record, const std::string& title,
+                                const std::string& subtitle) {
+  const Scales scales = scales_of(record);
+  return heading(title, subtitle) + axes(scales) + event_marks(record, scales) +
+         gpu_lines(record, scales) + "</svg>\n";
 }
 
 }  // namespace gpuclean::output

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "core/wall_time.h"
 #include "core/units.h"
-#include "output/history_view.h"
+#include "core/wall_time.h"
 #include "output/escape.h"
+#include "output/history_view.h"
 #include "output/json.h"
 #include "output/owner_text.h"
 #include "output/text_width.h"
@@ -343,7 +343,8 @@ void render_problems(std::ostream& out, const StatusReport& report, std::size_t 
     out << "  " << paint(warning ? "!" : "✗", warning ? kYellow : kRed) << ' '
         << wrapped(escape_terminal(p.message), width, 4) << '\n';
     out << "    fix: " << wrapped(escape_terminal(p.fix), width, 9) << '\n';
-    const auto parent = p.pid ? report.recorded_parents.find(*p.pid) : report.recorded_parents.end();
+    const auto parent =
+        p.pid ? report.recorded_parents.find(*p.pid) : report.recorded_parents.end();
     if (parent != report.recorded_parents.end()) {
       // argv_text escapes; the rest is ours.
       std::string text = fmt::format("orphan of pid {} {}", parent->second.pid,

@@ -370,6 +370,18 @@ TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
   EXPECT_EQ(returned["bytes"], 16 * kGiB);
   EXPECT_EQ(events("left", holder).at(0)["bytes"], 16 * kGiB);
 
+  // plot --history draws it: GPU 0's line, and the kill marked.
+  const std::string svg = dir_.path() + "/history.svg";
+  const CommandResult plotted = run_command(
+      {GPUCLEAN_SHIPPING_BINARY, "plot", "--history", "--db", db_, "--since", "1h", "-o", svg});
+  EXPECT_EQ(plotted.exit_code, 0) << plotted.err;
+  const std::string drawn = slurp(svg);
+  EXPECT_NE(drawn.find("<polyline class=\"gpu\""), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find("kill (exit 0)"), std::string::npos) << drawn;
+  const CommandResult both = run_command(
+      {GPUCLEAN_SHIPPING_BINARY, "plot", "--history", "run.json", "--db", db_, "-o", svg});
+  EXPECT_EQ(both.exit_code, 2) << "a record and --history: one of them";
+
   write_scenario("hang nvmlDeviceGetMemoryInfo\nhang nvmlDeviceGetMemoryInfo_v2\n");
   ASSERT_TRUE(wait_until([&] { return has_event("nvml_failed"); })) << slurp(log_);
   EXPECT_NE(events("nvml_failed").at(0)["detail"].get<std::string>().find("did not answer"),

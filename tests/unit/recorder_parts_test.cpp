@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run_record.h"
 #include "core/units.h"
 #include "core/wall_time.h"
 #include "output/history_view.h"
@@ -144,6 +145,48 @@ TEST(HistoryView, CommandLinesAreEscapedAndOwnersNamed) {
   EXPECT_EQ(output::argv_text({}), "?");
   EXPECT_EQ(output::recorded_owner_text("slurm-job:4242"), "slurm job 4242");
   EXPECT_EQ(output::recorded_owner_text("gpuclean-run:77"), "gpuclean run 77");
+}
+
+// plot --history's data: memory per GPU stepped at each change, from who held what at the
+// start; actions and Xids as labelled marks.
+TEST(HistoryView, ATimelineAsARecordStepsTheMemoryAndMarksTheActions) {
+  constexpr Bytes kGiB = Bytes{1} << 30;
+  RecordedProcess server{.boot_id = "b",
+                         .pid = 42,
+                         .start_ticks = 7,
+                         .user = "u",
+                         .argv = {"python3"},
+                         .owner = "",
+                         .parent_pid = std::nullopt,
+                         .parent_start_ticks = std::nullopt,
+                         .parent_argv = {}};
+  const std::vector<output::HistoryHolder> at_start = {{server, "active", {{0, 8 * kGiB}}}};
+  std::vector<HistoryEvent> events(4);
+  events[0].kind = HistoryEventKind::kMemoryChanged;
+  events[0].time = 110;
+  events[0].process = server;
+  events[0].gpu = 0;
+  events[0].bytes = 16 * kGiB;
+  events[1].kind = HistoryEventKind::kAction;
+  events[1].time = 120;
+  events[1].detail = R"({"command":"kill","exit":0})";
+  events[2].kind = HistoryEventKind::kLeft;
+  events[2].time = 121;
+  events[2].process = server;
+  events[3].kind = HistoryEventKind::kUnattributedAppeared;
+  events[3].time = 130;
+  events[3].gpu = 1;
+  events[3].bytes = 2 * kGiB;
+  const RunRecord record = output::history_as_record(at_start, events, 100, 200);
+  ASSERT_EQ(record.gpus.size(), 2u);
+  std::vector<std::pair<double, Bytes>> gpu0;
+  for (const RunSample& sample : record.samples) gpu0.emplace_back(sample.t, *sample.used[0]);
+  EXPECT_EQ(gpu0, (std::vector<std::pair<double, Bytes>>{
+                      {0, 8 * kGiB}, {10, 16 * kGiB}, {21, 0}, {30, 0}, {100, 0}}));
+  EXPECT_EQ(*record.samples[3].used[1], 2 * kGiB) << "unattributed memory counts on its GPU";
+  ASSERT_EQ(record.events.size(), 1u);
+  EXPECT_EQ(record.events[0].detail, "kill (exit 0)");
+  EXPECT_EQ(record.events[0].t, 20);
 }
 
 }  // namespace
