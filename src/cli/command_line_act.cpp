@@ -173,7 +173,8 @@ void add_recorder_command(CLI::App& app, RecorderOptions& o) {
                      "one interval is not named)");
   set_help_footer(
       *recorder,
-      {{"systemctl enable --now gpuclean-recorder.service", "run it as a service"},
+      {{"gpuclean recorder",
+        "record until Ctrl-C (as a service: systemctl enable --now gpuclean-recorder.service)"},
        {"gpuclean recorder --db /tmp/h.db --interval 2s", "by hand, elsewhere"}},
       {"0  stopped by SIGINT, SIGTERM or SIGHUP", "2  usage error", "3  /proc unreadable"});
 }
