@@ -1,6 +1,5 @@
 #include "record/proc_events.h"
 
-#include <fcntl.h>
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
@@ -16,7 +15,6 @@
 #include <cstring>
 #include <string>
 
-#include "procfs/parse.h"
 #include "procfs/proc_fs.h"
 
 namespace gpuclean::record {
@@ -82,7 +80,10 @@ Result<std::unique_ptr<ProcEvents>> ProcEvents::start(const std::string& proc_ro
   }
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop) return errno_error("create an eventfd");
-  std::unique_ptr<ProcEvents> events(new ProcEvents(std::move(socket), std::move(stop), proc_root));
+  auto proc = procfs::ProcFs::open(proc_root);
+  if (!proc.ok()) return proc.error();
+  std::unique_ptr<ProcEvents> events(
+      new ProcEvents(std::move(socket), std::move(stop), std::move(*proc)));
   events->thread_ = std::thread([raw = events.get()] { raw->loop(); });
   // Outside the host's PID namespace (a container) the kernel sends nothing, or events that
   // name the host's PIDs, not ours: a child of our own, forked and ended now, must show up
@@ -147,56 +148,65 @@ void ProcEvents::loop() {
   }
 }
 
-void ProcEvents::learn(Pid pid) {
-  const std::string dir = proc_root_ + "/" + std::to_string(pid);
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) return;
-  std::string stat;
-  std::string cmdline;
-  if (!procfs::read_file_at(fd.get(), "stat", stat)) return;
-  auto fields = procfs::parse_stat(stat);
-  if (!fields.ok()) return;
-  procfs::read_file_at(fd.get(), "cmdline", cmdline, 1 << 16);
-  lineage_.known(pid, fields->start_ticks, procfs::parse_cmdline(cmdline));
+std::optional<ProcessInfo> ProcEvents::read(Pid pid) const {
+  // ProcFs's read: the command line (which takes the target's mmap lock, and a process with a
+  // thread stuck in a page fault holds it for ever) is bounded by its deadline, and a process
+  // found locked is not waited on again. Called without mutex_: a slow read delays this thread
+  // only, never the recorder's looks that ask for parents.
+  auto info = proc_.read_process(pid);
+  if (!info.ok()) return std::nullopt;
+  return std::move(*info);
 }
 
 void ProcEvents::handle(const void* data) {
   proc_event event{};
   std::memcpy(&event, data, sizeof(event));
-  std::lock_guard lock(mutex_);
-  ++events_;
   switch (event.what) {
     case proc_event::PROC_EVENT_FORK: {
       const auto& fork = event.event_data.fork;
-      if (fork.child_pid != fork.child_tgid) return;  // a thread
       const auto parent = static_cast<Pid>(fork.parent_tgid);
-      recent_forks_[recent_next_++ % recent_forks_.size()] = static_cast<Pid>(fork.child_tgid);
-      if (!lineage_.has(parent)) learn(parent);
-      lineage_.forked(static_cast<Pid>(fork.child_tgid), parent, ticks_of(event.timestamp_ns));
+      const auto child = static_cast<Pid>(fork.child_tgid);
+      bool known = true;
+      {
+        std::lock_guard lock(mutex_);
+        ++events_;
+        if (fork.child_pid != fork.child_tgid) return;  // a thread
+        recent_forks_[recent_next_++ % recent_forks_.size()] = child;
+        known = lineage_.has(parent);
+      }
+      // A parent the events had not shown (it started before them): what /proc says of it.
+      const std::optional<ProcessInfo> info = known ? std::nullopt : read(parent);
+      std::lock_guard lock(mutex_);
+      if (info) lineage_.known(parent, info->start_ticks, info->cmdline);
+      lineage_.forked(child, parent, ticks_of(event.timestamp_ns));
       return;
     }
     case proc_event::PROC_EVENT_EXEC: {
       const auto pid = static_cast<Pid>(event.event_data.exec.process_tgid);
-      if (!lineage_.has(pid)) {
-        learn(pid);
-        return;
-      }
-      std::string cmdline;
-      const std::string dir = proc_root_ + "/" + std::to_string(pid);
-      UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (fd && procfs::read_file_at(fd.get(), "cmdline", cmdline, 1 << 16)) {
-        lineage_.execed(pid, procfs::parse_cmdline(cmdline));
+      const std::optional<ProcessInfo> info = read(pid);
+      std::lock_guard lock(mutex_);
+      ++events_;
+      if (!info) return;
+      if (lineage_.has(pid)) {
+        lineage_.execed(pid, info->cmdline);
+      } else {
+        lineage_.known(pid, info->start_ticks, info->cmdline);
       }
       return;
     }
     case proc_event::PROC_EVENT_EXIT: {
       const auto& exit = event.event_data.exit;
+      std::lock_guard lock(mutex_);
+      ++events_;
       if (exit.process_pid != exit.process_tgid) return;  // a thread
       lineage_.exited(static_cast<Pid>(exit.process_tgid), wall_now());
       return;
     }
-    default:
+    default: {
+      std::lock_guard lock(mutex_);
+      ++events_;
       return;
+    }
   }
 }
 

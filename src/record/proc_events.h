@@ -13,6 +13,7 @@
 
 #include "core/result.h"
 #include "core/unique_fd.h"
+#include "procfs/proc_fs.h"
 #include "record/lineage.h"
 
 namespace gpuclean::record {
@@ -35,16 +36,17 @@ class ProcEvents {
   [[nodiscard]] Counts counts() const;
 
  private:
-  ProcEvents(UniqueFd socket, UniqueFd stop, std::string proc_root)
-      : socket_(std::move(socket)), stop_(std::move(stop)), proc_root_(std::move(proc_root)) {}
+  ProcEvents(UniqueFd socket, UniqueFd stop, procfs::ProcFs proc)
+      : socket_(std::move(socket)), stop_(std::move(stop)), proc_(std::move(proc)) {}
   void loop();
   void handle(const void* event);
-  void learn(Pid pid);  // what /proc says of a process the events had not shown
+  // What /proc says of a process (its start and command line), bounded; nullopt when gone.
+  [[nodiscard]] std::optional<ProcessInfo> read(Pid pid) const;
   [[nodiscard]] bool saw_fork_of(Pid pid) const;  // among the last recent_forks_ forks
 
   UniqueFd socket_;
   UniqueFd stop_;  // an eventfd: written to end the thread
-  std::string proc_root_;
+  procfs::ProcFs proc_;
   mutable std::mutex mutex_;
   Lineage lineage_;
   std::uint64_t events_ = 0;

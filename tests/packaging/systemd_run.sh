@@ -230,6 +230,11 @@ check "it records holder.service's process appearing (pid $holder in the namespa
 check "its database is 0600 in a 0700 directory" \
   test "$(stat -c %a "$state/history.db")" = 600 -a "$(stat -c %a "$state")" = 700
 check "it writes its health for node_exporter" until_ok 10 grep -q '^gpuclean_recorder_looks_total' "$state/health.prom"
+# The namespace is a PID namespace of its own: the kernel's process events there name the
+# host's PIDs, so the recorder must find that out (its probe fork) and read none. Before the
+# probe it said "process events: on" here and would have matched host PIDs to its processes.
+check "in a PID namespace of its own it reads no process events (they name the host's PIDs)" \
+  grep -qx 'gpuclean_recorder_proc_events 0' "$state/health.prom"
 main=$(ctl show -p MainPID --value gpuclean-recorder.service)
 status=$(nsenter -t "$init" -m -p cat "/proc/$main/status")
 want_mask=$(python3 - "$repo/contrib/systemd/gpuclean-recorder.service" <<'PY'
