@@ -175,6 +175,24 @@ def _held(pid, gib):
     return pid
 
 
+def running(pid, program):
+    """Waits until PID runs PROGRAM with its environment in place: a fork that reports its PID
+    before it execs is, until then, a copy of its parent, whose /proc environment (the one it
+    was started with) has no scope token yet. CI of 3b8f609 (2026-12-04) failed so: the double
+    fork's holder was read before its exec and judged the session's, not the test's."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == program:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if f.read():
+                        return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid} did not exec {program} within 10 s")
+
+
 def leak_daemon(gib=0):
     """A server that daemonizes: setsid, its parent exits, it holds the device."""
     out = subprocess.run(["sh", "-c", f"setsid sh -c 'exec sleep 300 < {DEVICE}' >/dev/null 2>&1 & echo $!"],

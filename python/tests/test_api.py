@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -304,6 +305,41 @@ def test_an_environment_that_does_not_answer_is_given_up_once(tmp_path, monkeypa
     _procfs._unanswered.clear()
     with open(fifo, "w"):  # releases the blocked reader thread
         pass
+
+
+def test_an_exec_that_takes_a_while_still_shows_the_token(monkeypatch):
+    # Between an exec's new memory map and its stack /proc/PID/environ reads empty. On a loaded
+    # CI machine that lasted past the old five tries 2 ms apart: this test failed on 3b8f609's
+    # _procfs (the token read as absent after ~12 ms of empty reads).
+    from gpuclean import _procfs
+    token_after = time.monotonic() + 0.04
+    asked = []
+
+    def slow_exec(path, seconds):
+        asked.append(path)
+        return b"" if time.monotonic() < token_after else b"GPUCLEAN_TRACE=a:tok\0"
+    monkeypatch.setattr(_procfs, "_bounded_read", slow_exec)
+    assert _procfs.carries_token(os.getpid(), "tok") is True
+    assert len(asked) > 1
+
+
+def test_a_zombie_is_not_waited_for(monkeypatch):
+    # Negative control of the test above: an exited process's empty environment is final.
+    from gpuclean import _procfs
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 5
+        while (_procfs.stat(child) or ("?",))[0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert _procfs.stat(child)[0] == "Z"
+        asked = []
+        monkeypatch.setattr(_procfs, "_bounded_read", lambda path, s: asked.append(path) or b"")
+        assert _procfs.carries_token(child, "tok") is False
+        assert len(asked) == 1
+    finally:
+        os.waitpid(child, 0)
 
 
 def test_a_frozen_holder_parses_with_its_thaw_command():

@@ -22,8 +22,8 @@ from conftest import HELPERS
 from gpuclean import _procfs
 
 BRACKETED = '''
-import os, subprocess, sys
-from leakhelp import DEVICE, _held, leak_child, leak_daemon
+import os, subprocess, sys, time
+from leakhelp import DEVICE, _held, leak_child, leak_daemon, running
 
 
 def test_starts_nothing():
@@ -47,10 +47,13 @@ def test_leaks_a_double_fork():
         if os.fork() == 0:
             os.dup2(os.open(DEVICE, os.O_RDONLY), 0)  # stdin, kept across exec
             os.write(write, f"{os.getpid()}\\n".encode())
+            time.sleep(0.2)  # reported before its exec, as a loaded machine can make any fork
             os.execvp("sleep", ["sleep", "300"])
         os._exit(0)
     os.waitpid(first, 0)
-    _held(int(os.read(read, 32)), 0)
+    holder = int(os.read(read, 32))
+    running(holder, "sleep")
+    _held(holder, 0)
 
 
 def test_leaks_child():

@@ -220,8 +220,21 @@ def _bounded_read(path: str, seconds: float) -> Optional[bytes]:
     return result[0] if result else None
 
 
-# How often an environment that reads empty is asked again (2 ms apart): see carries_token.
-_EMPTY_ENVIRON_RETRIES = 5
+# How long an environment that reads empty is asked again (2 ms apart): see carries_token.
+_EMPTY_ENVIRON_WAIT = 0.1
+# /proc/PID/stat's flags (field 9): a kernel thread, which never has an environment.
+_PF_KTHREAD = 0x00200000
+
+
+def _never_has_environment(pid: int) -> bool:
+    """A kernel thread, or a process that has exited (zombie): nothing to wait for."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode(errors="replace")
+        fields = text[text.rfind(")") + 2:].split()
+        return fields[0] in ("Z", "X") or bool(int(fields[6]) & _PF_KTHREAD)
+    except (OSError, IndexError, ValueError):
+        return True  # gone
 
 
 def carries_token(pid: int, token: str, seconds: float = 0.5) -> bool:
@@ -240,10 +253,14 @@ def carries_token(pid: int, token: str, seconds: float = 0.5) -> bool:
         pass
     prefix = (TRACE_VARIABLE + "=").encode()
     # Every environment empty can be an exec in progress: between the new memory map and its
-    # stack, /proc/PID/environ reads as nothing. A double-forked holder that execs right after
-    # reporting its PID was missed so (tests/test_pid_bracket.py failed 1 run in 8, and once in
-    # a fresh-clone CI run): asked again for a few milliseconds before it counts as no token.
-    for attempt in range(_EMPTY_ENVIRON_RETRIES + 1):
+    # stack, /proc/PID/environ reads as nothing, and Popen has returned by then (the exec closed
+    # its error pipe). A double-forked holder that execs right after reporting its PID was
+    # missed so (tests/test_pid_bracket.py failed 1 run in 8, and once in a fresh-clone CI run).
+    # Asked again for up to _EMPTY_ENVIRON_WAIT (a loaded machine can hold an exec that long;
+    # five tries 2 ms apart were not enough: test_api.py's slow exec) before it counts as no
+    # token; a kernel thread or a zombie is not waited for.
+    give_up = time.monotonic() + min(seconds, _EMPTY_ENVIRON_WAIT)
+    while True:
         any_data = False
         for path in paths:
             data = _bounded_read(path, seconds)
@@ -256,10 +273,9 @@ def carries_token(pid: int, token: str, seconds: float = 0.5) -> bool:
             for variable in data.split(b"\0"):
                 if variable.startswith(prefix):
                     return token.encode() in variable[len(prefix):].split(b":")
-        if any_data or attempt == _EMPTY_ENVIRON_RETRIES:
+        if any_data or time.monotonic() >= give_up or _never_has_environment(pid):
             return False
         time.sleep(0.002)
-    return False
 
 
 def add_token(token: str) -> Optional[str]:
