@@ -44,7 +44,12 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
                    "Every process of the container whose ID starts with ID")
       ->option_text("ID")
       ->check(container_id_check());
-  kill->add_flag("--leftovers", o.leftovers, "Holders classed orphan, heir, zombie-leader, stuck");
+  kill->add_flag("--leftovers", o.leftovers,
+                 "Holders classed orphan, heir, zombie-leader, stuck; not those NVML shows still "
+                 "computing");
+  kill->add_flag("--include-busy", o.include_busy,
+                 "With --leftovers: take leftovers still computing on the GPU too")
+      ->needs("--leftovers");
   kill->add_flag("-y,--yes", o.yes,
                  "Act without asking (needed for selectors other than PIDs, and for a PID whose "
                  "tree reaches other users or sessions)");

@@ -89,6 +89,7 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   s.pgids = o.pgids;
   s.holders = o.holders || !o.gpu.empty();
   s.leftovers = o.leftovers;
+  s.include_busy = o.include_busy;
   auto gpus = parse_gpu_list(o.common.gpus);
   if (!gpus.ok()) return fail(gpus.error().message());
   if (!o.gpu.empty()) {

@@ -24,6 +24,7 @@ struct KillOptions {
   std::vector<std::string> jobs;        // --job: Slurm job IDs
   std::vector<std::string> containers;  // --container: container ID prefixes
   bool leftovers = false;
+  bool include_busy = false;  // --leftovers takes those still computing too
   bool yes = false;
   bool dry_run = false;
   std::string signal = "TERM";

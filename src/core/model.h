@@ -91,6 +91,8 @@ struct ProcessInfo {
   std::optional<Uid> uid;             // effective uid
   std::string user;                   // name for uid, or the number when it has none
   std::uint64_t start_ticks = 0;      // stat field 22: clock ticks since boot (identity check)
+  std::uint64_t cpu_ticks = 0;        // stat fields 14 + 15: CPU time used, clock ticks (top's CPU%)
+  std::uint64_t rss_pages = 0;        // stat field 24: resident pages (top's RSS)
   std::optional<double> start_time;   // seconds since the Unix epoch
   bool kernel_thread = false;         // PF_KTHREAD
   std::vector<ThreadInfo> threads;    // leader first
@@ -208,6 +210,18 @@ const char* to_string(HeirEvidence::Kind kind);
 // kOrphanWithContext it states the whole rule (the only such orphan, the only dead owner left).
 std::string describe(const HeirEvidence& evidence);
 
+// A holder's use of the GPUs it holds memory on, from NVML's per-process utilisation samples
+// (the newest of the last kActivityWindowSeconds; Gpu::activity): the highest figures over
+// its GPUs. A holder with a context and no sample did nothing: 0.
+struct HolderActivity {
+  unsigned sm = 0;   // percent of the sample period its kernels ran on the SMs
+  unsigned mem = 0;  // percent of it the memory interface was busy for it
+  // How long it has shown no activity, from a tracker that watched it (top, the recorder's
+  // history); nullopt where nobody watched that long.
+  std::optional<double> idle_s;
+  [[nodiscard]] bool busy() const { return sm > 0 || mem > 0; }
+};
+
 struct Holder {
   ProcessInfo process;
   std::vector<HeldFile> devices;
@@ -225,6 +239,9 @@ struct Holder {
   // that server is known (the only one, or the only one of its user).
   bool mps_client = false;
   std::optional<Pid> mps_server;
+  // Its GPU activity where NVML samples it on every GPU it holds memory on; nullopt otherwise
+  // (no context, MIG or vGPU, a driver without the calls): never 0 for "unknown".
+  std::optional<HolderActivity> activity;
 };
 
 // How much a problem weighs. An error makes the GPUs dirty (check fails). A warning is worth
@@ -318,6 +335,24 @@ struct GpuProcess {
 // "compute", "graphics", "mps".
 const char* to_string(GpuProcess::Kind kind);
 
+// The newest utilisation sample of one process on one GPU.
+struct ProcessSample {
+  Pid pid = 0;  // as NVML reports it: a host PID, possibly dead
+  unsigned sm = 0;
+  unsigned mem = 0;
+};
+
+// How far back a look asks NVML for per-process samples: the driver takes one about every
+// second (docs/facts.md), so two seconds always hold the latest and nothing older.
+inline constexpr double kActivityWindowSeconds = 2.0;
+
+// NVML's per-process utilisation samples of one GPU. A process with a context that is absent
+// had no activity in the window (the H200 lists only busy processes).
+struct GpuActivity {
+  std::string source;  // the NVML function that answered
+  std::vector<ProcessSample> samples;
+};
+
 struct GpuMemory {
   Bytes total = 0;
   Bytes used = 0;
@@ -337,6 +372,15 @@ struct Gpu {
   std::optional<std::string> compute_mode;  // "default", "exclusive_process", "prohibited"
   std::optional<bool> mig_enabled;
   std::vector<GpuProcess> processes;  // compute, graphics and MPS lists, one entry per pid+kind
+  // Sensors, each where the driver answers: percent of the last period a kernel ran, degrees
+  // Celsius, milliwatts drawn.
+  std::optional<unsigned> utilization;
+  std::optional<unsigned> temperature_c;
+  std::optional<unsigned> power_mw;
+  // Per-process activity; nullopt where NVML does not give it, and activity_unavailable says
+  // why (one line).
+  std::optional<GpuActivity> activity;
+  std::string activity_unavailable;
 };
 
 // Whether NVML answered: kPresent (a view), kAbsent (no driver or library), kDisabled

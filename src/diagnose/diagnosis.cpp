@@ -78,6 +78,15 @@ std::string leftover_fix(const Holder& h) {
   return "gpuclean kill " + std::to_string(h.process.pid);
 }
 
+// A leftover's fix, and its message's end, by what it does on the GPU: a busy one may be a
+// detached server still doing someone's work (issue 37).
+void leftover_problem(const Holder& h, Problem& p) {
+  p.message += activity_note(h);
+  p.fix = busy_reason(h) ? "check whose work it is before killing it (gpuclean explain " +
+                               std::to_string(h.process.pid) + "); then " + leftover_fix(h)
+                         : leftover_fix(h);
+}
+
 // The problem for one holder on one GPU (gpu/bytes absent: no NVML view).
 Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::optional<Bytes> bytes) {
   Problem p;
@@ -133,7 +142,7 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
                   " keeps the files (invisible to fuser and lsof)";
       // SIGKILL to the leader's PID ends the whole group (docs/facts.md); gpuclean kill escalates
       // to it and verifies.
-      p.fix = leftover_fix(h);
+      leftover_problem(h, p);
       return p;
     }
     case HolderClass::kHeir:
@@ -141,12 +150,12 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.message = where + amount + "heir " + label + ": it inherited the CUDA context of pid " +
                   std::to_string(h.inherited_from.value_or(0)) +
                   ", which is gone (nvidia-smi shows that pid as [Not Found])";
-      p.fix = leftover_fix(h);
+      leftover_problem(h, p);
       return p;
     case HolderClass::kOrphan:
       p.kind = ProblemKind::kOrphan;
       p.message = where + amount + "orphan " + label + ": its parent is gone";
-      p.fix = leftover_fix(h);
+      leftover_problem(h, p);
       return p;
     case HolderClass::kForeign:
       p.kind = ProblemKind::kForeign;
@@ -894,6 +903,7 @@ Diagnosis diagnose(Input input, const Options& options) {
     out.dead_owners =
         tie_heirs(attribution.dead, heir_candidates(attribution.listed_pids, holders));
     apply_dead_owners(out.dead_owners, holders);
+    assign_activity(*input.gpu_view, input.idle_seconds, holders);
     out.gpus = gpu_reports(*input.gpu_view, options, holders, out.dead_owners, attribution.mps);
   } else {
     // Without NVML: a trusted tool with no context shape is a monitor, as above.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "diagnose/activity.h"
 
 namespace gpuclean::diagnose {
 
@@ -49,6 +50,8 @@ struct Input {
   // NVML PIDs that /proc does not have: dead owners, or holders in another PID namespace.
   std::set<Pid> missing_pids;
   std::optional<Pid> self;  // gpuclean's own PID: never a holder
+  // How long holders have shown no GPU activity, where something watched them (IdleTracker).
+  std::map<ProcessIdentity, double> idle_seconds;
 };
 
 // Joins NVML's lists with the holders. Contract (docs/design.md "Diagnosis"):

@@ -54,6 +54,9 @@ struct KillSelectors {
   OwnerSelector owners;              // every process of these Slurm jobs and containers
   bool holders = false;              // every (visible, non-monitor) holder of the device files
   bool leftovers = false;            // holders is_leftover() takes
+  // With leftovers: a leftover NVML shows still computing is taken too (without it: skipped,
+  // with busy_reason()).
+  bool include_busy = false;
   // With holders/leftovers: only holders NVML attributes memory to on these GPUs (every CUDA
   // process holds every GPU's device file, docs/facts.md, so the files cannot decide).
   std::optional<std::set<unsigned>> gpus;

@@ -52,6 +52,19 @@ GpuView gpu_view_from_json(const json& doc) {
       process.kind = kind_from(p.value("kind", "compute"));
       gpu.processes.push_back(process);
     }
+    gpu.utilization = optional_field<unsigned>(g, "utilization");
+    gpu.temperature_c = optional_field<unsigned>(g, "temperature_c");
+    gpu.power_mw = optional_field<unsigned>(g, "power_mw");
+    if (g.contains("activity") && g["activity"].is_object()) {
+      GpuActivity activity;
+      activity.source = g["activity"].value("source", "");
+      for (const json& s : g["activity"].value("samples", json::array())) {
+        activity.samples.push_back(
+            {s.at("pid").get<Pid>(), s.value("sm", 0u), s.value("mem", 0u)});
+      }
+      gpu.activity = std::move(activity);
+    }
+    gpu.activity_unavailable = optional_field<std::string>(g, "activity_unavailable").value_or("");
     view.gpus.push_back(std::move(gpu));
   }
   return view;

@@ -88,6 +88,51 @@ constexpr unsigned int kComputeModeExclusiveThread = 1;  // deprecated, still re
 constexpr unsigned int kComputeModeProhibited = 2;
 constexpr unsigned int kComputeModeExclusiveProcess = 3;
 
+// ---- Activity: what status, top and kill --leftovers ask for on every look ----
+
+struct Utilization {  // nvmlUtilization_t: percent of the last sample period
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+// nvmlProcessUtilizationSample_t (nvmlDeviceGetProcessUtilization, every driver since 346).
+struct ProcessUtilizationSample {
+  unsigned int pid;
+  unsigned long long time_stamp;  // CPU time, microseconds since the epoch
+  unsigned int sm_util;
+  unsigned int mem_util;
+  unsigned int enc_util;
+  unsigned int dec_util;
+};
+
+// nvmlProcessUtilizationInfo_v1_t (nvmlDeviceGetProcessesUtilizationInfo, drivers 550+).
+struct ProcessUtilizationInfoV1 {
+  unsigned long long time_stamp;  // CPU time, microseconds since the epoch
+  unsigned int pid;
+  unsigned int sm_util;
+  unsigned int mem_util;
+  unsigned int enc_util;
+  unsigned int dec_util;
+  unsigned int jpg_util;
+  unsigned int ofa_util;
+};
+
+// nvmlProcessesUtilizationInfo_v1_t: the caller's array and its size in, the count out.
+struct ProcessesUtilizationInfoV1 {
+  unsigned int version;
+  unsigned int process_samples_count;
+  unsigned long long last_seen_time_stamp;
+  ProcessUtilizationInfoV1* proc_util_array;
+};
+// NVML_STRUCT_VERSION(ProcessesUtilizationInfo, 1)
+constexpr unsigned int kProcessesUtilizationInfoV1Version =
+    static_cast<unsigned int>(sizeof(ProcessesUtilizationInfoV1)) | (1u << 24);
+
+static_assert(sizeof(ProcessUtilizationSample) == 32, "nvmlProcessUtilizationSample_t: 32 bytes");
+static_assert(sizeof(ProcessUtilizationInfoV1) == 40, "nvmlProcessUtilizationInfo_v1_t: 40 bytes");
+static_assert(sizeof(ProcessesUtilizationInfoV1) == 24,
+              "nvmlProcessesUtilizationInfo_v1_t: 24 bytes");
+
 // ---- Facts only `gpuclean snapshot` asks for (all optional; NVML API reference) ----
 
 // nvmlClockType_t

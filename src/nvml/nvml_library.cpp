@@ -59,6 +59,10 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& soname
   bind(handle, f.device_get_persistence_mode, {"nvmlDeviceGetPersistenceMode"});
   bind(handle, f.device_get_compute_mode, {"nvmlDeviceGetComputeMode"});
   bind(handle, f.device_get_mig_mode, {"nvmlDeviceGetMigMode"});
+  bind(handle, f.device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});
+  bind(handle, f.device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
+  bind(handle, f.device_get_processes_utilization_info, {"nvmlDeviceGetProcessesUtilizationInfo"});
+  bind(handle, f.device_get_process_utilization, {"nvmlDeviceGetProcessUtilization"});
   bind(handle, f.device_get_clock_info, {"nvmlDeviceGetClockInfo"});
   bind(handle, f.device_get_applications_clock, {"nvmlDeviceGetApplicationsClock"});
   bind(handle, f.device_get_max_clock_info, {"nvmlDeviceGetMaxClockInfo"});

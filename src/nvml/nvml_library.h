@@ -32,6 +32,14 @@ struct NvmlFunctions {
   abi::Return (*device_get_compute_mode)(abi::Device, unsigned int*) = nullptr;
   abi::Return (*device_get_mig_mode)(abi::Device, unsigned int*, unsigned int*) = nullptr;
 
+  // Activity, all optional: asked on every look (status, top, kill).
+  abi::Return (*device_get_utilization_rates)(abi::Device, abi::Utilization*) = nullptr;
+  abi::Return (*device_get_power_usage)(abi::Device, unsigned int*) = nullptr;
+  abi::Return (*device_get_processes_utilization_info)(abi::Device,
+                                                       abi::ProcessesUtilizationInfoV1*) = nullptr;
+  abi::Return (*device_get_process_utilization)(abi::Device, abi::ProcessUtilizationSample*,
+                                                unsigned int*, unsigned long long) = nullptr;
+
   // Snapshot-only facts, all optional (enum arguments are passed as unsigned int, their size).
   abi::Return (*device_get_clock_info)(abi::Device, unsigned int, unsigned int*) = nullptr;
   abi::Return (*device_get_applications_clock)(abi::Device, unsigned int, unsigned int*) = nullptr;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nvml/nvml_library.h"
+#include "nvml/process_activity.h"
 #include "nvml/process_records.h"
 
 namespace gpuclean::nvml {
@@ -50,7 +51,9 @@ class NvmlGpuSource final : public GpuSource {
   std::vector<GpuDetails> query_details() override;
 
  private:
-  Result<Gpu> query_device(unsigned index);
+  Result<Gpu> query_device(unsigned index, unsigned long long activity_since_us);
+  // Utilisation, temperature, power and per-process activity: each where the driver answers.
+  void query_activity(abi::Device device, unsigned long long since_us, Gpu& gpu) const;
   GpuDetails query_device_details(abi::Device device) const;
   // Appends one list (compute, graphics or MPS) to gpu.processes, decoded and checked
   // (process_records.h). `optional`: a failing call (NOT_SUPPORTED on some boards) leaves the
@@ -103,7 +106,27 @@ Status NvmlGpuSource::list_processes(abi::Device device, GpuProcess::Kind kind,
   return Ok{};
 }
 
-Result<Gpu> NvmlGpuSource::query_device(unsigned index) {
+void NvmlGpuSource::query_activity(abi::Device device, unsigned long long since_us,
+                                   Gpu& gpu) const {
+  const NvmlFunctions& f = lib_->fn();
+  abi::Utilization rates{};
+  if (f.device_get_utilization_rates != nullptr &&
+      f.device_get_utilization_rates(device, &rates) == abi::kSuccess && rates.gpu <= 100) {
+    gpu.utilization = rates.gpu;
+  }
+  unsigned int value = 0;
+  if (f.device_get_temperature != nullptr &&
+      f.device_get_temperature(device, abi::kTemperatureGpu, &value) == abi::kSuccess) {
+    gpu.temperature_c = value;
+  }
+  if (f.device_get_power_usage != nullptr &&
+      f.device_get_power_usage(device, &value) == abi::kSuccess) {
+    gpu.power_mw = value;
+  }
+  gpu.activity = read_process_activity(*lib_, device, since_us, pid_max_, gpu.activity_unavailable);
+}
+
+Result<Gpu> NvmlGpuSource::query_device(unsigned index, unsigned long long activity_since_us) {
   const NvmlFunctions& f = lib_->fn();
   abi::Device device = nullptr;
   if (auto rc = f.device_get_handle_by_index(index, &device); rc != abi::kSuccess) {
@@ -171,6 +194,7 @@ Result<Gpu> NvmlGpuSource::query_device(unsigned index) {
       return listed.error();
     }
   }
+  query_activity(device, activity_since_us, gpu);
   return gpu;
 }
 
@@ -195,8 +219,10 @@ Result<GpuView> NvmlGpuSource::query() {
   if (auto rc = f.device_get_count(&count); rc != abi::kSuccess) {
     return Error{0, lib_->describe("nvmlDeviceGetCount", rc)};
   }
+  const auto window_us = static_cast<unsigned long long>(kActivityWindowSeconds * 1e6);
+  const unsigned long long since_us = realtime_us() - window_us;
   for (unsigned i = 0; i < count; ++i) {
-    auto gpu = query_device(i);
+    auto gpu = query_device(i, since_us);
     if (!gpu.ok()) return Error{0, "GPU " + std::to_string(i) + ": " + gpu.error().context};
     view.gpus.push_back(std::move(gpu).value());
   }

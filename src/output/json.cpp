@@ -89,6 +89,13 @@ nlohmann::json to_json(const Holder& holder) {
     out["executable"] = nlohmann::json();
   }
   out["mps_server"] = or_null(holder.mps_server);
+  if (holder.activity) {
+    out["activity"] = {{"sm", holder.activity->sm},
+                       {"mem", holder.activity->mem},
+                       {"idle_s", or_null(holder.activity->idle_s)}};
+  } else {
+    out["activity"] = nullptr;
+  }
 
   nlohmann::json devices = nlohmann::json::array();
   for (const HeldFile& file : holder.devices) {
@@ -164,6 +171,21 @@ nlohmann::json to_json(const Gpu& gpu) {
         {{"pid", p.pid}, {"used_memory", or_null(p.used_memory)}, {"kind", to_string(p.kind)}});
   }
   out["processes"] = std::move(processes);
+  out["utilization"] = or_null(gpu.utilization);
+  out["temperature_c"] = or_null(gpu.temperature_c);
+  out["power_mw"] = or_null(gpu.power_mw);
+  if (gpu.activity) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (const ProcessSample& s : gpu.activity->samples) {
+      samples.push_back({{"pid", s.pid}, {"sm", s.sm}, {"mem", s.mem}});
+    }
+    out["activity"] = {{"source", gpu.activity->source}, {"samples", std::move(samples)}};
+    out["activity_unavailable"] = nullptr;
+  } else {
+    out["activity"] = nullptr;
+    out["activity_unavailable"] =
+        gpu.activity_unavailable.empty() ? nlohmann::json() : nlohmann::json(gpu.activity_unavailable);
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -225,6 +226,26 @@ void verdict_families(const StatusReport& status, std::vector<MetricFamily>& fam
   families.push_back(std::move(verdicts));
 }
 
+// Per GPU, where the driver answers: utilisation, temperature, power.
+void sensor_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& families) {
+  auto utilization = gauge_family(
+      "gpuclean_gpu_utilization_ratio",
+      "Fraction of the driver's last sample period in which a kernel ran on the GPU (NVML)");
+  auto temperature = gauge_family("gpuclean_gpu_temperature_celsius", "GPU temperature");
+  auto power = gauge_family("gpuclean_gpu_power_watts", "Power the GPU draws");
+  constexpr double kPercent = 100.0;
+  constexpr double kMilliwattsPerWatt = 1000.0;
+  for (const GpuReport& report : diagnosis.gpus) {
+    const Gpu& gpu = report.gpu;
+    const std::vector<ClientMetric::Label> labels = {{"gpu", std::to_string(gpu.index)},
+                                                     {"uuid", gpu.uuid}};
+    if (gpu.utilization) add(utilization, *gpu.utilization / kPercent, labels);
+    if (gpu.temperature_c) add(temperature, *gpu.temperature_c, labels);
+    if (gpu.power_mw) add(power, *gpu.power_mw / kMilliwattsPerWatt, labels);
+  }
+  for (auto* family : {&utilization, &temperature, &power}) families.push_back(std::move(*family));
+}
+
 void gpu_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& families) {
   // Per GPU: what NVML says is used, and how much of it live holders explain. Without NVML
   // there are no GPUs to list (the GPU list is unknown, not empty of memory).
@@ -250,6 +271,7 @@ void gpu_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& familie
   for (auto* family : {&total, &used, &attributed, &unattributed}) {
     families.push_back(std::move(*family));
   }
+  sensor_families(diagnosis, families);
 }
 
 // Holders by class and problems by kind, every class and kind listed (0 when none).
@@ -268,6 +290,28 @@ void count_families(const Diagnosis& diagnosis, std::vector<MetricFamily>& famil
   for (const Problem& problem : diagnosis.problems) by_kind[to_string(problem.kind)] += 1;
   for (const auto& [kind, count] : by_kind) add(problems, count, {{"kind", kind}});
   families.push_back(std::move(problems));
+}
+
+// The SM utilisation of the processes named above (so within the same cap), where NVML samples
+// it: a leftover at 0 is idle, one above it still computing.
+void holder_activity_family(const Diagnosis& diagnosis, const std::vector<HolderSeries>& named,
+                            std::vector<MetricFamily>& families) {
+  auto activity = gauge_family(
+      "gpuclean_holder_sm_utilization_ratio",
+      "SM utilisation NVML sampled for a process that is part of a problem (the processes "
+      "gpuclean_holder_memory_bytes names), highest over its GPUs; absent where NVML does not "
+      "sample it");
+  std::set<Pid> done;
+  constexpr double kPercent = 100.0;
+  for (const HolderSeries& one : named) {
+    if (!done.insert(one.pid).second) continue;
+    for (const Holder& h : diagnosis.holders) {
+      if (h.process.pid != one.pid || !h.activity) continue;
+      add(activity, h.activity->sm / kPercent,
+          {{"pid", std::to_string(one.pid)}, {"class", one.klass}});
+    }
+  }
+  families.push_back(std::move(activity));
 }
 
 void holder_memory_family(const Diagnosis& diagnosis, std::vector<MetricFamily>& families) {
@@ -304,6 +348,7 @@ void holder_memory_family(const Diagnosis& diagnosis, std::vector<MetricFamily>&
   }
   if (other) add(per_holder, as_double(*other), {{"pid", "other"}});
   families.push_back(std::move(per_holder));
+  holder_activity_family(diagnosis, named, families);
 }
 
 }  // namespace

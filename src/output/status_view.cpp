@@ -274,12 +274,27 @@ void render_gpu_line(std::ostream& out, const GpuReport& g, std::size_t width) {
   }
 }
 
+// "utilisation 87% · 55 °C · 640 W", each part where the driver answered; empty when none did.
+std::string sensor_text(const Gpu& gpu) {
+  std::vector<std::string> parts;
+  if (gpu.utilization) parts.push_back(fmt::format("utilisation {}%", *gpu.utilization));
+  if (gpu.temperature_c) parts.push_back(fmt::format("{} °C", *gpu.temperature_c));
+  constexpr double kMilliwattsPerWatt = 1000.0;
+  if (gpu.power_mw) parts.push_back(fmt::format("{:.0f} W", *gpu.power_mw / kMilliwattsPerWatt));
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : " · ") + part;
+  return text;
+}
+
 // One GPU: its line, then its holders as trees (the node's services are shown below, with
 // theirs) and the dead owners whose memory on it no heir claims.
 void render_gpu(std::ostream& out, const GpuReport& g, const StatusReport& report,
                 const Table& table, std::size_t width) {
   const Diagnosis& d = report.diagnosis;
   render_gpu_line(out, g, width);
+  if (const std::string sensors = sensor_text(g.gpu); !sensors.empty()) {
+    out << table.paint(std::string(7, ' ') + sensors, kDim) << '\n';
+  }
   std::vector<const Holder*> group;
   bool service_memory = false;
   for (const Holder& h : d.holders) {
@@ -388,6 +403,24 @@ void render_verdict(std::ostream& out, const StatusReport& report, std::size_t w
   }
 }
 
+// Where NVML gives no per-process activity, one line for all such GPUs (busy and idle leftovers
+// cannot be told apart there; --leftovers takes them as before).
+void render_activity_unknown(std::ostream& out, const Diagnosis& d, const Table& table,
+                             std::size_t width) {
+  std::string gpus;
+  std::string why;
+  for (const GpuReport& g : d.gpus) {
+    if (g.gpu.activity || g.gpu.activity_unavailable.empty()) continue;
+    gpus += (gpus.empty() ? "" : ", ") + std::to_string(g.gpu.index);
+    why = g.gpu.activity_unavailable;
+  }
+  if (gpus.empty()) return;
+  out << table.paint(wrapped("Busy or idle unknown on GPU " + gpus + ": " + escape_terminal(why),
+                             width, 2),
+                     kDim)
+      << '\n';
+}
+
 }  // namespace
 
 void render_status_text(std::ostream& out, const StatusReport& report, const TextStyle& style) {
@@ -397,6 +430,7 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
   const auto width = static_cast<std::size_t>(std::max(style.width, 20));
   render_heading(out, report, paint, width);
   for (const GpuReport& g : d.gpus) render_gpu(out, g, report, table, width);
+  render_activity_unknown(out, d, table, width);
   render_other_holders(out, report, table);
   const auto warnings = static_cast<std::size_t>(
       std::count_if(d.problems.begin(), d.problems.end(),

@@ -18,9 +18,14 @@
 
 namespace gpuclean::output {
 
-void MemoryHistory::add(double time, const std::vector<GpuReport>& gpus) {
+void MemoryHistory::add(double time, const std::vector<GpuReport>& gpus, Series series) {
+  constexpr double kPercent = 100.0;
   for (const GpuReport& report : gpus) {
     const Gpu& gpu = report.gpu;
+    if (series == Series::kUtilization) {
+      if (gpu.utilization) samples_[gpu.index].push_back({time, *gpu.utilization / kPercent});
+      continue;
+    }
     if (!gpu.memory || gpu.memory->total == 0) continue;
     auto& samples = samples_[gpu.index];
     samples.push_back(
@@ -70,6 +75,12 @@ const char* to_string(TopSort sort) {
   switch (sort) {
     case TopSort::kMemory:
       return "memory";
+    case TopSort::kGpu:
+      return "gpu%";
+    case TopSort::kCpu:
+      return "cpu%";
+    case TopSort::kRss:
+      return "rss";
     case TopSort::kAge:
       return "age";
     case TopSort::kPid:
@@ -81,6 +92,12 @@ const char* to_string(TopSort sort) {
 TopSort next(TopSort sort) {
   switch (sort) {
     case TopSort::kMemory:
+      return TopSort::kGpu;
+    case TopSort::kGpu:
+      return TopSort::kCpu;
+    case TopSort::kCpu:
+      return TopSort::kRss;
+    case TopSort::kRss:
       return TopSort::kAge;
     case TopSort::kAge:
       return TopSort::kPid;
@@ -115,8 +132,20 @@ bool matches(const Holder& h, const std::string& filter) {
   return false;
 }
 
-// Whether a comes before b: the largest memory, the oldest, or the lowest PID first; ties by PID.
-bool before(const Holder& a, const Holder& b, TopSort sort) {
+// SM% where known; -1 sorts an unknown one after every known one.
+int gpu_percent(const Holder& h) {
+  return h.activity ? static_cast<int>(h.activity->sm) : -1;
+}
+
+double cpu_percent(const Holder& h, const CpuPercent* cpu) {
+  if (cpu == nullptr) return -1;
+  const auto it = cpu->find({h.process.pid, h.process.start_ticks});
+  return it == cpu->end() ? -1 : it->second;
+}
+
+// Whether a comes before b: the largest memory, GPU%, CPU% or RSS, the oldest, or the lowest
+// PID first; ties by PID.
+bool before(const Holder& a, const Holder& b, TopSort sort, const CpuPercent* cpu) {
   switch (sort) {
     case TopSort::kMemory: {
       const Bytes ma = total_memory(a);
@@ -124,6 +153,17 @@ bool before(const Holder& a, const Holder& b, TopSort sort) {
       if (ma != mb) return ma > mb;
       break;
     }
+    case TopSort::kGpu:
+      if (gpu_percent(a) != gpu_percent(b)) return gpu_percent(a) > gpu_percent(b);
+      break;
+    case TopSort::kCpu:
+      if (cpu_percent(a, cpu) != cpu_percent(b, cpu)) return cpu_percent(a, cpu) > cpu_percent(b, cpu);
+      break;
+    case TopSort::kRss:
+      if (a.process.rss_pages != b.process.rss_pages) {
+        return a.process.rss_pages > b.process.rss_pages;
+      }
+      break;
     case TopSort::kAge:
       if (a.process.start_ticks != b.process.start_ticks) {
         return a.process.start_ticks < b.process.start_ticks;
@@ -138,12 +178,12 @@ bool before(const Holder& a, const Holder& b, TopSort sort) {
 }  // namespace
 
 std::vector<TopRow> top_rows(const Diagnosis& diagnosis, TopSort sort, bool tree,
-                             const std::string& filter) {
+                             const std::string& filter, const CpuPercent* cpu) {
   std::vector<const Holder*> shown;
   for (const Holder& h : diagnosis.holders) {
     if (matches(h, filter)) shown.push_back(&h);
   }
-  auto order = [sort](const Holder* a, const Holder* b) { return before(*a, *b, sort); };
+  auto order = [sort, cpu](const Holder* a, const Holder* b) { return before(*a, *b, sort, cpu); };
   std::sort(shown.begin(), shown.end(), order);
   std::vector<TopRow> rows;
   if (!tree) {
@@ -307,8 +347,9 @@ ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width
                   {" " + figures, Style::kNormal},
                   {split, r.unattributed > 0 ? Style::kYellow : Style::kDim}};
   const std::size_t used = columns_of(line);
-  if (frame.history != nullptr && width > used + 3) {
-    if (const auto* samples = frame.history->of(gpu.index)) {
+  const MemoryHistory* history = frame.show_utilization ? frame.utilization : frame.history;
+  if (history != nullptr && width > used + 3) {
+    if (const auto* samples = history->of(gpu.index)) {
       const int cells = static_cast<int>(std::min<std::size_t>(width - used - 2, 60));
       line.push_back({"  " + sparkline(*samples, frame.now, cells, frame.unicode), Style::kDim});
     }
@@ -317,14 +358,18 @@ ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width
 }
 
 // The holder table's columns for a terminal `width` wide. In full: "  " PID(8) "  " USER(10) " "
-// CLASS(13) " " AGE(6) " " MEMORY(9) "  " [OWNER "  "] COMMAND. Where COMMAND would get fewer
-// than kCommandRoom columns, OWNER goes first, then AGE, then USER, then the margins narrow and
-// CLASS is cut at 10: PID, CLASS, MEMORY and the start of COMMAND are what one acts on (at 40
-// columns COMMAND keeps 10; it had none, and CLASS was cut off, before).
+// CLASS(13) " " AGE(6) " " MEMORY(9) " " GPU%(4) " " CPU%(5) " " RSS(6) "  " [OWNER "  "]
+// COMMAND. Where COMMAND would get fewer than kCommandRoom columns, OWNER goes first, then RSS,
+// CPU%, AGE, GPU%, then USER, then the margins narrow and CLASS is cut at 10: PID, CLASS, MEMORY
+// and the start of COMMAND are what one acts on (at 40 columns COMMAND keeps 10; it had none,
+// and CLASS was cut off, before).
 struct TableLayout {
   bool narrow = false;  // one-column margins, CLASS cut at 10
   bool user = true;
   bool age = true;
+  bool gpu = true;  // GPU%: the SM utilisation NVML samples for it
+  bool cpu = true;  // CPU%: host CPU since the last refresh
+  bool rss = true;  // resident host memory
   std::size_t owner_width = 0;
 
   [[nodiscard]] std::size_t class_width() const { return narrow ? 10 : 13; }
@@ -333,6 +378,9 @@ struct TableLayout {
     std::size_t total = gap + 8 + gap + class_width() + 1 + 9 + gap;
     if (user) total += 11;
     if (age) total += 7;
+    if (gpu) total += 5;
+    if (cpu) total += 6;
+    if (rss) total += 7;
     if (owner_width > 0) total += owner_width + 2;
     return total;
   }
@@ -345,7 +393,10 @@ TableLayout table_layout(std::size_t width, std::size_t owner_width) {
   layout.owner_width = owner_width;
   const auto fits = [&] { return layout.prefix_width() + kCommandRoom <= width; };
   if (!fits()) layout.owner_width = 0;
+  if (!fits()) layout.rss = false;
+  if (!fits()) layout.cpu = false;
   if (!fits()) layout.age = false;
+  if (!fits()) layout.gpu = false;
   if (!fits()) layout.user = false;
   if (!fits()) layout.narrow = true;
   return layout;
@@ -359,25 +410,33 @@ struct RowParts {
   std::string after;
 };
 
-RowParts row_parts(const TableLayout& layout, const std::string& pid, const std::string& user,
-                   const std::string& klass, const std::string& age, const std::string& memory,
-                   const std::string& owner_cell) {
+// One row's cells as text, before the layout drops some.
+struct RowCells {
+  std::string pid, user, klass, age, memory, gpu, cpu, rss, owner;
+};
+
+RowParts row_parts(const TableLayout& layout, const RowCells& cells) {
   const std::string gap(layout.narrow ? 1 : 2, ' ');
   RowParts parts;
-  parts.before = gap + fmt::format("{:>8}", pid) + gap;
-  if (layout.user) parts.before += fmt::format("{:<10} ", cut_to_columns(user, 10));
-  const std::string cut = cut_to_columns(klass, layout.class_width());
+  parts.before = gap + fmt::format("{:>8}", cells.pid) + gap;
+  if (layout.user) parts.before += fmt::format("{:<10} ", cut_to_columns(cells.user, 10));
+  const std::string cut = cut_to_columns(cells.klass, layout.class_width());
   parts.klass = cut + std::string(layout.class_width() - display_columns(cut), ' ');
   parts.after = " ";
-  if (layout.age) parts.after += fmt::format("{:>6} ", age);
-  parts.after += fmt::format("{:>9}", memory) + gap + owner_cell;
+  if (layout.age) parts.after += fmt::format("{:>6} ", cells.age);
+  parts.after += fmt::format("{:>9}", cells.memory);
+  if (layout.gpu) parts.after += fmt::format(" {:>4}", cells.gpu);
+  if (layout.cpu) parts.after += fmt::format(" {:>5}", cells.cpu);
+  if (layout.rss) parts.after += fmt::format(" {:>6}", cells.rss);
+  parts.after += gap + cells.owner;
   return parts;
 }
 
 ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
   const std::string owner =
       layout.owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", layout.owner_width) : "";
-  const RowParts parts = row_parts(layout, "PID", "USER", "CLASS", "AGE", "MEMORY", owner);
+  const RowParts parts = row_parts(
+      layout, {"PID", "USER", "CLASS", "AGE", "MEMORY", "GPU%", "CPU%", "RSS", owner});
   std::string text = parts.before + parts.klass + parts.after + "COMMAND";
   std::string how =
       fmt::format("  [sort: {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
@@ -385,7 +444,24 @@ ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
   return {{text, Style::kBold}, {escape_terminal(how), Style::kDim}};
 }
 
-ScreenLine holder_line(const TopRow& row, double now, const TableLayout& layout, bool selected) {
+// "1.2G", "512M", "64K": RSS in six columns at most.
+std::string compact_bytes(Bytes bytes) {
+  constexpr double kUnit = 1024.0;
+  auto value = static_cast<double>(bytes);
+  const char* units = "KMGTP";
+  value /= kUnit;
+  std::size_t unit = 0;
+  while (value >= kUnit && unit + 1 < 5) {
+    value /= kUnit;
+    ++unit;
+  }
+  return value < 10 ? fmt::format("{:.1f}{}", value, units[unit])
+                    : fmt::format("{:.0f}{}", value, units[unit]);
+}
+
+ScreenLine holder_line(const TopRow& row, const TopFrame& frame, const TableLayout& layout,
+                       bool selected) {
+  const double now = frame.now;
   const Holder& h = *row.holder;
   const ProcessInfo& p = h.process;
   const Bytes memory = total_memory(h);
@@ -399,9 +475,14 @@ ScreenLine holder_line(const TopRow& row, double now, const TableLayout& layout,
   const std::string mem = memory > 0 ? format_bytes(memory) : "-";
   const std::string owner =
       layout.owner_width > 0 ? output::owner_cell(p.owner, layout.owner_width, 2) : std::string();
+  const double cpu = cpu_percent(h, frame.cpu);
   const RowParts parts =
-      row_parts(layout, std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"),
-                class_label(h), age, mem, "");
+      row_parts(layout, {std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"),
+                         class_label(h), age, mem,
+                         h.activity ? fmt::format("{}", h.activity->sm) : "-",
+                         cpu >= 0 ? fmt::format("{:.0f}", cpu) : "-",
+                         h.visible && p.rss_pages > 0 ? compact_bytes(p.rss_pages * frame.page_size) : "-",
+                         ""});
   if (selected) {
     return {
         {parts.before + parts.klass + parts.after + owner + indent + command, Style::kSelected}};
@@ -487,7 +568,8 @@ std::vector<std::string> top_help_lines() {
       "  K  (or F9)      kill the selected process and its descendants: shows the plan, asks",
       "                  y/N, ends them as `gpuclean kill PID` does and verifies the memory",
       "  t               holders as process trees, or flat",
-      "  s               sort by memory, age or PID",
+      "  s               sort by memory, GPU%, CPU%, RSS, age or PID",
+      "  u               sparklines: memory or GPU utilisation",
       "  /               filter holders by PID, user, class or command (empty: all)",
       "  g               choose the GPUs shown (0,2 or 0-3 or all)",
       "  ?               this help",
@@ -565,7 +647,7 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
   std::vector<const std::optional<Owner>*> owners;
   for (const Holder& h : d.holders) owners.push_back(&h.process.owner);
   const TableLayout layout = table_layout(width, owner_column_width(owners));
-  screen.rows = top_rows(d, state.sort, state.tree, state.filter);
+  screen.rows = top_rows(d, state.sort, state.tree, state.filter, frame.cpu);
   const std::size_t area = height > lines.size() + 2 ? height - lines.size() - 2 : 0;
 
   if (state.pane) {
@@ -607,7 +689,7 @@ TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, 
       const std::size_t at = state.scroll + i;
       if (at < screen.rows.size()) {
         const bool is_selected = state.selected && at == selected;
-        add(holder_line(screen.rows[at], frame.now, layout, is_selected), is_selected);
+        add(holder_line(screen.rows[at], frame, layout, is_selected), is_selected);
       } else if (i == 0 && screen.rows.empty()) {
         add({{state.filter.empty() ? "  (no process holds a selected device)"
                                    : "  (no holder matches the filter)",

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -25,16 +27,17 @@ struct Segment {
 };
 using ScreenLine = std::vector<Segment>;
 
-// One GPU's used memory over the last minute, sampled at each refresh.
+// One GPU's used memory (or utilisation) over the last minute, sampled at each refresh.
 class MemoryHistory {
  public:
   static constexpr double kSeconds = 60;
+  enum class Series { kMemory, kUtilization };
   struct Sample {
     double time = 0;      // seconds since the epoch
     double fraction = 0;  // used / total
   };
   // The GPUs' used memory at `time`; samples older than kSeconds are dropped.
-  void add(double time, const std::vector<GpuReport>& gpus);
+  void add(double time, const std::vector<GpuReport>& gpus, Series series = Series::kMemory);
   [[nodiscard]] const std::deque<Sample>* of(unsigned gpu) const;
 
  private:
@@ -47,7 +50,8 @@ class MemoryHistory {
 std::string sparkline(const std::deque<MemoryHistory::Sample>& samples, double now, int width,
                       bool unicode);
 
-enum class TopSort { kMemory, kAge, kPid };
+// `s` cycles through them in this order.
+enum class TopSort { kMemory, kGpu, kCpu, kRss, kAge, kPid };
 const char* to_string(TopSort sort);
 TopSort next(TopSort sort);
 
@@ -56,10 +60,14 @@ struct TopRow {
   int depth = 0;  // tree view: depth below its nearest holder ancestor
 };
 
+// Host CPU use per process (PID and start ticks), percent of one core since the last refresh.
+using CpuPercent = std::map<std::pair<Pid, std::uint64_t>, double>;
+
 // The holder rows as listed: those matching `filter` (case-insensitive, in PID, user, class or
-// command), sorted by `sort`; with `tree`, children under their parent holder, siblings sorted.
+// command), sorted by `sort` (kCpu by `cpu`); with `tree`, children under their parent holder,
+// siblings sorted.
 std::vector<TopRow> top_rows(const Diagnosis& diagnosis, TopSort sort, bool tree,
-                             const std::string& filter);
+                             const std::string& filter, const CpuPercent* cpu = nullptr);
 
 // A pane over the holder table: explain, the kill plan and outcome, help.
 struct TopPane {
@@ -87,6 +95,10 @@ struct TopFrame {
   double delay_seconds = 1;  // the refresh interval
   std::string refresh_note;  // e.g. "refreshing for 6 s" while a collection is overdue
   bool unicode = true;       // the terminal's locale is UTF-8
+  const MemoryHistory* utilization = nullptr;  // the sparkline's other series (`u` switches)
+  bool show_utilization = false;               // the sparkline shows utilisation, not memory
+  const CpuPercent* cpu = nullptr;             // nullptr before a second refresh
+  Bytes page_size = 4096;                      // RSS is counted in pages
 };
 
 struct TopScreen {

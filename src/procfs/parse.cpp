@@ -78,6 +78,11 @@ Result<StatFields> parse_stat(std::string_view text) {
       !number_at(22, out.start_ticks)) {
     return Error{0, "stat: truncated or malformed"};
   }
+  // Only top's CPU% and RSS columns use these: a stat line without them still parses.
+  std::uint64_t user = 0;
+  std::uint64_t system = 0;
+  if (number_at(14, user) && number_at(15, system)) out.cpu_ticks = user + system;
+  (void)number_at(24, out.rss_pages);
   return out;
 }
 

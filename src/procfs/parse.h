@@ -38,6 +38,8 @@ struct StatFields {
   std::uint32_t flags = 0;        // field 9; PF_KTHREAD = 0x00200000
   std::uint32_t num_threads = 0;  // field 20
   std::uint64_t start_ticks = 0;  // field 22
+  std::uint64_t cpu_ticks = 0;    // fields 14 + 15: user and system time, clock ticks
+  std::uint64_t rss_pages = 0;    // field 24: resident set, pages
 };
 
 constexpr std::uint32_t kPfKthread = 0x00200000;

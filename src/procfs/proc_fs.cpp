@@ -188,6 +188,8 @@ Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool 
   info.state = stat->state;
   info.comm = std::move(stat->comm);
   info.start_ticks = stat->start_ticks;
+  info.cpu_ticks = stat->cpu_ticks;
+  info.rss_pages = stat->rss_pages;
   if (progress != nullptr) progress->start_ticks = stat->start_ticks;
   info.kernel_thread = (stat->flags & kPfKthread) != 0;
   if (state.boot_time) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -14,6 +15,7 @@
 
 #include "core/duration.h"
 #include "core/exit_code.h"
+#include "collect/idle_tracker.h"
 #include "ops/process_handle.h"
 #include "output/escape.h"
 #include "output/kill_view.h"
@@ -75,13 +77,43 @@ class TopSession {
 
   // A new collection: diagnosed with the current options, kept for re-diagnosis (`g`).
   void accept(Gathered gathered) {
+    const double now = unix_now();
     last_gathered_ = std::move(gathered);
+    last_gathered_->input.idle_seconds = idle_.idle_seconds(now);
     diagnose_last();
     ++refreshes_;
-    if (report_) history_.add(report_->time, report_->diagnosis.gpus);
+    if (report_) {
+      history_.add(report_->time, report_->diagnosis.gpus);
+      utilization_.add(report_->time, report_->diagnosis.gpus,
+                       output::MemoryHistory::Series::kUtilization);
+      idle_.observe(report_->diagnosis.holders, now);
+      track_cpu(report_->diagnosis.holders, now);
+    }
     // The table's rows point into the report just replaced: composed again before any key
     // moves the selection through them (the review found keys read freed rows).
     if (terminal_) redraw();
+  }
+
+  // CPU% of each holder since the refresh before: its CPU ticks over the seconds between.
+  void track_cpu(const std::vector<Holder>& holders, double now) {
+    static const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    std::map<std::pair<Pid, std::uint64_t>, std::pair<std::uint64_t, double>> next;
+    cpu_percent_.clear();
+    for (const Holder& h : holders) {
+      if (!h.visible) continue;
+      const std::pair<Pid, std::uint64_t> identity{h.process.pid, h.process.start_ticks};
+      next[identity] = {h.process.cpu_ticks, now};
+      const auto before = cpu_ticks_.find(identity);
+      if (before == cpu_ticks_.end() || now <= before->second.second ||
+          h.process.cpu_ticks < before->second.first) {
+        continue;
+      }
+      constexpr double kPercent = 100.0;
+      cpu_percent_[identity] = kPercent *
+                               static_cast<double>(h.process.cpu_ticks - before->second.first) /
+                               ticks_per_second / (now - before->second.second);
+    }
+    cpu_ticks_ = std::move(next);
   }
 
   void diagnose_last() {
@@ -148,6 +180,10 @@ class TopSession {
     output::TopFrame frame;
     frame.report = report_ ? &*report_ : nullptr;
     frame.history = &history_;
+    frame.utilization = &utilization_;
+    frame.show_utilization = show_utilization_;
+    frame.cpu = &cpu_percent_;
+    frame.page_size = static_cast<Bytes>(::sysconf(_SC_PAGESIZE));
     frame.now = unix_now();
     frame.delay_seconds = std::chrono::duration<double>(delay_).count();
     frame.refresh_note = refresh_note_;
@@ -190,6 +226,10 @@ class TopSession {
         break;
       case 's':
         state_.sort = output::next(state_.sort);
+        break;
+      case 'u':
+        show_utilization_ = !show_utilization_;
+        state_.message = show_utilization_ ? "sparklines: GPU utilisation" : "sparklines: memory";
         break;
       case '/':
         start_prompt(Prompt::kFilter, state_.filter);
@@ -508,6 +548,12 @@ class TopSession {
   std::optional<Gathered> last_gathered_;
   std::optional<output::StatusReport> report_;
   output::MemoryHistory history_;
+  output::MemoryHistory utilization_;
+  bool show_utilization_ = false;  // `u`
+  collect::IdleTracker idle_;     // idle_s of the holders NVML shows idle
+  // CPU ticks and when they were read, per process; the CPU% they give at the last refresh.
+  std::map<std::pair<Pid, std::uint64_t>, std::pair<std::uint64_t, double>> cpu_ticks_;
+  output::CpuPercent cpu_percent_;
   output::TopViewState state_;
   output::TopScreen last_screen_;
   std::string refresh_note_;

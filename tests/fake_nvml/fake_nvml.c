@@ -49,6 +49,16 @@
  *   reload 1                 re-read this file whenever it changes (a new inode, size or
  *                            mtime; write it elsewhere and rename it over): a scenario that
  *                            changes while one process keeps NVML open (the recorder)
+ *   utilization GPU PERCENT  nvmlDeviceGetUtilizationRates's gpu figure (default 0)
+ *   power GPU MILLIWATTS     nvmlDeviceGetPowerUsage (default 75000)
+ *   temperature GPU CELSIUS  nvmlDeviceGetTemperature (default 31)
+ *   activity GPU PID SM MEM [AGE_MS]
+ *                            one utilisation sample of PID, taken AGE_MS ago (default 500):
+ *                            both per-process utilisation calls return the samples newer than
+ *                            the lastSeenTimeStamp they are given, NVML_ERROR_NOT_FOUND when
+ *                            there are none (as the driver does when no process was busy).
+ *                            nvmlDeviceGetProcessesUtilizationInfo is exported by r580 only
+ *                            (the driver added it in 550)
  *   crash FUNCTION           FUNCTION dies of SIGSEGV, as a driver bug would. Its default
  *                            action, as in a release build: a sanitizer's handler (ASan build)
  *                            would spend seconds on a report first. Core dumps off, so a test
@@ -82,6 +92,7 @@ enum {
   NVML_ERROR_UNINITIALIZED = 1,
   NVML_ERROR_INVALID_ARGUMENT = 2,
   NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
 };
 
@@ -113,8 +124,18 @@ struct FakeProcess {
   unsigned int gi, ci;
 };
 
+struct FakeSample {
+  unsigned int pid, sm, mem;
+  long age_ms;
+};
+
+enum { kMaxSamples = 16 };
+
 struct FakeDevice {
   unsigned int index;
+  unsigned int utilization, power_mw, temperature;
+  struct FakeSample samples[kMaxSamples];
+  int sample_count;
   char name[96], uuid[96], pci[32];
   unsigned int minor;
   unsigned long long total, used, reserved;
@@ -175,6 +196,8 @@ static void set_defaults(void) {
     d->minor = i;
     d->total = 150754820096ULL;
     d->used = 641728512ULL;
+    d->power_mw = 75000;
+    d->temperature = 31;
   }
 }
 
@@ -255,6 +278,22 @@ static void parse_line(char* line) {
       d->used = strtoull(b, NULL, 10);
     } else if (strcmp(key, "reserved") == 0) {
       d->reserved = strtoull(b, NULL, 10);
+    } else if (strcmp(key, "utilization") == 0) {
+      d->utilization = (unsigned int)strtoul(b, NULL, 10);
+    } else if (strcmp(key, "power") == 0) {
+      d->power_mw = (unsigned int)strtoul(b, NULL, 10);
+    } else if (strcmp(key, "temperature") == 0) {
+      d->temperature = (unsigned int)strtoul(b, NULL, 10);
+    } else if (strcmp(key, "activity") == 0 && d->sample_count < kMaxSamples) {
+      const char* sm = strtok_r(NULL, " \t\r\n", &save);
+      const char* mem = strtok_r(NULL, " \t\r\n", &save);
+      const char* age = strtok_r(NULL, " \t\r\n", &save);
+      if (sm == NULL || mem == NULL) return;
+      struct FakeSample* s = &d->samples[d->sample_count++];
+      s->pid = (unsigned int)strtoul(b, NULL, 10);
+      s->sm = (unsigned int)strtoul(sm, NULL, 10);
+      s->mem = (unsigned int)strtoul(mem, NULL, 10);
+      s->age_ms = age != NULL ? atol(age) : 500;
     } else if (strcmp(key, "mig") == 0) {
       d->mig = (unsigned int)strtoul(b, NULL, 10);
     } else if (strcmp(key, "process") == 0 && d->process_count < kMaxProcesses) {
@@ -639,8 +678,126 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensor,
                                              unsigned int* celsius) {
   (void)sensor;
-  return get_uint("nvmlDeviceGetTemperature", device, celsius, 31);
+  DEVICE_CALL("nvmlDeviceGetTemperature", device);
+  if (celsius == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *celsius = device->temperature;
+  return NVML_SUCCESS;
 }
+
+/* ---- activity: every look asks ---- */
+
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* rates) {
+  DEVICE_CALL("nvmlDeviceGetUtilizationRates", device);
+  if (rates == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  rates->gpu = device->utilization;
+  rates->memory = 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* mw) {
+  DEVICE_CALL("nvmlDeviceGetPowerUsage", device);
+  if (mw == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *mw = device->power_mw;
+  return NVML_SUCCESS;
+}
+
+static unsigned long long now_us(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return (unsigned long long)now.tv_sec * 1000000ULL + (unsigned long long)now.tv_nsec / 1000ULL;
+}
+
+/* The samples newer than LAST_SEEN, with their time stamps, into PIDS/TIMES/SM/MEM (at most
+ * CAPACITY); returns how many there are in all. */
+static unsigned int samples_since(const struct FakeDevice* d, unsigned long long last_seen,
+                                  unsigned int capacity, unsigned int* pids,
+                                  unsigned long long* times, unsigned int* sm, unsigned int* mem) {
+  const unsigned long long now = now_us();
+  unsigned int n = 0;
+  for (int i = 0; i < d->sample_count; ++i) {
+    const unsigned long long at = now - (unsigned long long)d->samples[i].age_ms * 1000ULL;
+    if (at <= last_seen) continue;
+    if (n < capacity) {
+      pids[n] = d->samples[i].pid;
+      times[n] = at;
+      sm[n] = d->samples[i].sm;
+      mem[n] = d->samples[i].mem;
+    }
+    ++n;
+  }
+  return n;
+}
+
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+
+/* As the H200 did (docs/facts.md): a NULL buffer is answered INSUFFICIENT_SIZE with a buffer
+ * size, not the number of samples. */
+enum { kSampleBufferSize = 72 };
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                    nvmlProcessUtilizationSample_t* samples,
+                                                    unsigned int* count,
+                                                    unsigned long long last_seen) {
+  DEVICE_CALL("nvmlDeviceGetProcessUtilization", device);
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int pids[kMaxSamples], sm[kMaxSamples], mem[kMaxSamples];
+  unsigned long long times[kMaxSamples];
+  const unsigned int n = samples_since(device, last_seen, kMaxSamples, pids, times, sm, mem);
+  if (n == 0) return NVML_ERROR_NOT_FOUND;
+  if (samples == NULL || *count < n) {
+    *count = kSampleBufferSize;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned int i = 0; i < n; ++i) {
+    samples[i] = (nvmlProcessUtilizationSample_t){pids[i], times[i], sm[i], mem[i], 0, 0};
+  }
+  *count = n;
+  return NVML_SUCCESS;
+}
+
+#if !defined(FAKE_NVML_R535) && !defined(FAKE_NVML_R470)
+typedef struct {
+  unsigned long long timeStamp;
+  unsigned int pid, smUtil, memUtil, encUtil, decUtil, jpgUtil, ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+
+typedef struct {
+  unsigned int version;
+  unsigned int processSamplesCount;
+  unsigned long long lastSeenTimeStamp;
+  nvmlProcessUtilizationInfo_v1_t* procUtilArray;
+} nvmlProcessesUtilizationInfo_v1_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                          nvmlProcessesUtilizationInfo_v1_t* info) {
+  DEVICE_CALL("nvmlDeviceGetProcessesUtilizationInfo", device);
+  if (info == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != (unsigned int)(sizeof *info | (1U << 24))) return 25; /* VERSION_MISMATCH */
+  unsigned int pids[kMaxSamples], sm[kMaxSamples], mem[kMaxSamples];
+  unsigned long long times[kMaxSamples];
+  const unsigned int n =
+      samples_since(device, info->lastSeenTimeStamp, kMaxSamples, pids, times, sm, mem);
+  if (n == 0) return NVML_ERROR_NOT_FOUND;
+  if (info->procUtilArray == NULL || info->processSamplesCount < n) {
+    info->processSamplesCount = kSampleBufferSize;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned int i = 0; i < n; ++i) {
+    info->procUtilArray[i] =
+        (nvmlProcessUtilizationInfo_v1_t){times[i], pids[i], sm[i], mem[i], 0, 0, 0, 0};
+  }
+  info->processSamplesCount = n;
+  return NVML_SUCCESS;
+}
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* mw) {
   return get_uint("nvmlDeviceGetEnforcedPowerLimit", device, mw, 700000);

@@ -93,7 +93,8 @@ TEST(TopRows, SortsByAgeAndPidAndFilters) {
             (std::vector<Pid>{101, 102}));
   EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "orphan")), (std::vector<Pid>{300}));
   EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kMemory, true, "101")), (std::vector<Pid>{101}));
-  EXPECT_EQ(next(TopSort::kMemory), TopSort::kAge);
+  EXPECT_EQ(next(TopSort::kMemory), TopSort::kGpu);
+  EXPECT_EQ(next(TopSort::kRss), TopSort::kAge);
   EXPECT_EQ(next(TopSort::kPid), TopSort::kMemory);
 }
 
@@ -117,7 +118,10 @@ TEST(TopScreen, FitsEachSizeAndShowsVerdictGpuProblemsAndRows) {
       EXPECT_NE(text.find("GPU 0"), std::string::npos) << text;
       EXPECT_NE(text.find("held by orphan pid 300"), std::string::npos) << text;
       EXPECT_NE(text.find("fix: gpuclean kill 300"), std::string::npos) << text;
-      EXPECT_NE(text.find("(heir of dead pid 299)"), std::string::npos) << text;
+      // At 80 columns COMMAND keeps its 20 beside GPU%: the heir's note starts there.
+      EXPECT_NE(text.find(width >= 200 ? "(heir of dead pid 299)" : "(heir of dead pid 2"),
+                std::string::npos)
+          << text;
       EXPECT_NE(text.find("q quit"), std::string::npos) << text;
       // Escapes in a command are shown escaped, never sent to the terminal.
       EXPECT_EQ(text.find('\x1b'), std::string::npos);
@@ -125,6 +129,61 @@ TEST(TopScreen, FitsEachSizeAndShowsVerdictGpuProblemsAndRows) {
     // The first row is selected when nothing was.
     EXPECT_EQ(state.selected, std::optional<Pid>(300));
   }
+}
+
+TEST(TopScreen, GpuCpuAndRssColumnsShowSortAndGoFirstOnNarrowTerminals) {
+  // Issue 37: GPU% from NVML's samples ("-" where unknown, never 0), CPU% since the last
+  // refresh, RSS; sortable; at 80 columns RSS and CPU% give way, GPU% stays.
+  StatusReport r = report_with_tree();
+  r.diagnosis.holders[1].activity = HolderActivity{87, 5, std::nullopt};  // worker-a busy
+  r.diagnosis.holders[3].activity = HolderActivity{0, 0, 120.0};          // the orphan idle
+  r.diagnosis.holders[2].process.rss_pages = 262144;                      // worker-b: 1 GiB
+  const CpuPercent cpu = {{{100, 10}, 250.0}, {{102, 30}, 3.0}};
+  TopFrame frame{&r, nullptr, r.time, 1, "", true};
+  frame.cpu = &cpu;
+  TopViewState state;
+  state.tree = false;
+  std::string text = screen_text(compose_top(frame, state, 200, 30));
+  EXPECT_NE(text.find("GPU%  CPU%    RSS"), std::string::npos) << text;
+  EXPECT_NE(text.find("8.0 GiB   87     -      -"), std::string::npos) << text;
+  EXPECT_NE(text.find("4.0 GiB    -   250      -"), std::string::npos) << text;
+  EXPECT_NE(text.find("2.0 GiB    -     3   1.0G"), std::string::npos) << text;
+  EXPECT_NE(text.find("14.0 GiB    0     -      -"), std::string::npos) << text;
+  text = screen_text(compose_top(frame, state, 80, 30));
+  EXPECT_NE(text.find("GPU%"), std::string::npos) << text;
+  EXPECT_EQ(text.find("CPU%"), std::string::npos) << text;
+  EXPECT_EQ(text.find("RSS"), std::string::npos) << text;
+  // Sorted by each: the highest first, the unknown last.
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kGpu, false, "", &cpu)),
+            (std::vector<Pid>{101, 300, 100, 102}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kCpu, false, "", &cpu)),
+            (std::vector<Pid>{100, 102, 101, 300}));
+  EXPECT_EQ(pids(top_rows(r.diagnosis, TopSort::kRss, false, "", &cpu)).front(), 102);
+}
+
+TEST(TopScreen, SparklineShowsUtilisationWhenAsked) {
+  StatusReport r = report_with_tree();
+  MemoryHistory memory;
+  MemoryHistory utilization;
+  r.diagnosis.gpus[0].gpu.utilization = 100;
+  memory.add(r.time, r.diagnosis.gpus);
+  utilization.add(r.time, r.diagnosis.gpus, MemoryHistory::Series::kUtilization);
+  ASSERT_NE(utilization.of(0), nullptr);
+  EXPECT_DOUBLE_EQ(utilization.of(0)->back().fraction, 1.0);
+  EXPECT_LT(memory.of(0)->back().fraction, 0.25);
+  TopFrame frame{&r, &memory, r.time, 1, "", true};
+  frame.utilization = &utilization;
+  TopViewState state;
+  const std::string as_memory = screen_text(compose_top(frame, state, 200, 30));
+  frame.show_utilization = true;
+  const std::string as_utilization = screen_text(compose_top(frame, state, 200, 30));
+  // 100% utilisation draws a full cell in the sparkline; 21% memory does not.
+  const auto full_cells = [](const std::string& text) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find("█"); at != std::string::npos; at = text.find("█", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(full_cells(as_utilization), full_cells(as_memory) + 1) << as_utilization;
 }
 
 TEST(TopScreen, SelectionStaysOnItsPidAndScrollsIntoView) {
