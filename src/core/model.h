@@ -86,17 +86,17 @@ struct ProcessInfo {
   Pid pgid = 0;
   Pid sid = 0;
   char state = '?';
-  std::string comm;                   // untrusted: any bytes but NUL, up to 15
-  std::vector<std::string> cmdline;   // argv; untrusted; empty for kernel threads and Zl leaders
-  std::optional<Uid> uid;             // effective uid
-  std::string user;                   // name for uid, or the number when it has none
-  std::uint64_t start_ticks = 0;      // stat field 22: clock ticks since boot (identity check)
-  std::uint64_t cpu_ticks = 0;        // stat fields 14 + 15: CPU time used, clock ticks (top's CPU%)
-  std::uint64_t rss_pages = 0;        // stat field 24: resident pages (top's RSS)
-  std::optional<double> start_time;   // seconds since the Unix epoch
-  bool kernel_thread = false;         // PF_KTHREAD
-  std::vector<ThreadInfo> threads;    // leader first
-  std::vector<Pid> nspid;             // NSpid: outermost first; >1 entry = nested PID namespace
+  std::string comm;                  // untrusted: any bytes but NUL, up to 15
+  std::vector<std::string> cmdline;  // argv; untrusted; empty for kernel threads and Zl leaders
+  std::optional<Uid> uid;            // effective uid
+  std::string user;                  // name for uid, or the number when it has none
+  std::uint64_t start_ticks = 0;     // stat field 22: clock ticks since boot (identity check)
+  std::uint64_t cpu_ticks = 0;       // stat fields 14 + 15: CPU time used, clock ticks (top's CPU%)
+  std::uint64_t rss_pages = 0;       // stat field 24: resident pages (top's RSS)
+  std::optional<double> start_time;  // seconds since the Unix epoch
+  bool kernel_thread = false;        // PF_KTHREAD
+  std::vector<ThreadInfo> threads;   // leader first
+  std::vector<Pid> nspid;            // NSpid: outermost first; >1 entry = nested PID namespace
   std::optional<std::string> cgroup;  // cgroup v2 path ("0::" line)
   std::optional<Owner> owner;         // from the cgroup paths; nullopt in the root group
   // Reading its command line (or maps) did not answer within the read deadline: its mmap lock

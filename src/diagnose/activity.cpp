@@ -38,7 +38,6 @@ std::optional<HolderActivity> activity_of(const std::map<unsigned, const Gpu*>& 
   return out;
 }
 
-
 }  // namespace
 
 void assign_activity(const GpuView& view, const std::map<ProcessIdentity, double>& idle_seconds,
@@ -48,7 +47,8 @@ void assign_activity(const GpuView& view, const std::map<ProcessIdentity, double
   for (Holder& h : holders) {
     h.activity = h.visible ? activity_of(gpus, h) : std::nullopt;
     if (!h.activity || h.activity->busy()) continue;
-    if (auto idle = idle_seconds.find({h.process.pid, h.process.start_ticks}); idle != idle_seconds.end()) {
+    if (auto idle = idle_seconds.find({h.process.pid, h.process.start_ticks});
+        idle != idle_seconds.end()) {
       h.activity->idle_s = idle->second;
     }
   }

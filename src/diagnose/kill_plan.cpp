@@ -207,8 +207,8 @@ void choose_holders(Planning& p, const std::vector<Holder>& holders, KillPlan& p
                                        ", but so may others (ambiguous): see gpuclean explain " +
                                        pid_text(owner->second) +
                                        ", then kill the right one by PID"});
-    } else if (auto busy = s.leftovers && !s.holders && !s.include_busy ? busy_reason(h)
-                                                                        : std::nullopt) {
+    } else if (auto busy =
+                   s.leftovers && !s.holders && !s.include_busy ? busy_reason(h) : std::nullopt) {
       plan.skipped.push_back({pid, *busy});
     } else if (p.recycled.count(pid) > 0) {
       plan.skipped.push_back({pid, "its PID was recycled since the scan (now another process)"});

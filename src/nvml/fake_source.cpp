@@ -59,8 +59,7 @@ GpuView gpu_view_from_json(const json& doc) {
       GpuActivity activity;
       activity.source = g["activity"].value("source", "");
       for (const json& s : g["activity"].value("samples", json::array())) {
-        activity.samples.push_back(
-            {s.at("pid").get<Pid>(), s.value("sm", 0u), s.value("mem", 0u)});
+        activity.samples.push_back({s.at("pid").get<Pid>(), s.value("sm", 0u), s.value("mem", 0u)});
       }
       gpu.activity = std::move(activity);
     }

@@ -20,8 +20,9 @@ std::optional<GpuActivity> answer_for(const NvmlLibrary& lib, const char* name, 
                                       std::string& why) {
   if (rc == abi::kErrorNotFound) return GpuActivity{name, {}};  // no process was busy
   why = rc == abi::kErrorNotSupported
-            ? std::string("per-process utilisation is not supported on this GPU or in its mode "
-                          "(MIG, vGPU)")
+            ? std::string(
+                  "per-process utilisation is not supported on this GPU or in its mode "
+                  "(MIG, vGPU)")
             : lib.describe(name, rc);
   return std::nullopt;
 }
@@ -51,8 +52,8 @@ abi::Return fetch_info(const NvmlFunctions& f, abi::Device device, unsigned long
 }
 
 // nvmlDeviceGetProcessUtilization: the same, through the older call's record.
-abi::Return fetch_samples(const NvmlFunctions& f, abi::Device device,
-                          unsigned long long since_us, std::vector<RawSample>& out) {
+abi::Return fetch_samples(const NvmlFunctions& f, abi::Device device, unsigned long long since_us,
+                          std::vector<RawSample>& out) {
   std::vector<abi::ProcessUtilizationSample> buffer;
   unsigned int count = 0;
   abi::Return rc = f.device_get_process_utilization(device, nullptr, &count, since_us);

@@ -183,8 +183,9 @@ nlohmann::json to_json(const Gpu& gpu) {
     out["activity_unavailable"] = nullptr;
   } else {
     out["activity"] = nullptr;
-    out["activity_unavailable"] =
-        gpu.activity_unavailable.empty() ? nlohmann::json() : nlohmann::json(gpu.activity_unavailable);
+    out["activity_unavailable"] = gpu.activity_unavailable.empty()
+                                      ? nlohmann::json()
+                                      : nlohmann::json(gpu.activity_unavailable);
   }
   return out;
 }

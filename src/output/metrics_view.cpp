@@ -4,8 +4,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <utility>

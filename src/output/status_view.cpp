@@ -415,9 +415,9 @@ void render_activity_unknown(std::ostream& out, const Diagnosis& d, const Table&
     why = g.gpu.activity_unavailable;
   }
   if (gpus.empty()) return;
-  out << table.paint(wrapped("Busy or idle unknown on GPU " + gpus + ": " + escape_terminal(why),
-                             width, 2),
-                     kDim)
+  out << table.paint(
+             wrapped("Busy or idle unknown on GPU " + gpus + ": " + escape_terminal(why), width, 2),
+             kDim)
       << '\n';
 }
 

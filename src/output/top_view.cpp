@@ -157,7 +157,8 @@ bool before(const Holder& a, const Holder& b, TopSort sort, const CpuPercent* cp
       if (gpu_percent(a) != gpu_percent(b)) return gpu_percent(a) > gpu_percent(b);
       break;
     case TopSort::kCpu:
-      if (cpu_percent(a, cpu) != cpu_percent(b, cpu)) return cpu_percent(a, cpu) > cpu_percent(b, cpu);
+      if (cpu_percent(a, cpu) != cpu_percent(b, cpu))
+        return cpu_percent(a, cpu) > cpu_percent(b, cpu);
       break;
     case TopSort::kRss:
       if (a.process.rss_pages != b.process.rss_pages) {
@@ -435,8 +436,8 @@ RowParts row_parts(const TableLayout& layout, const RowCells& cells) {
 ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
   const std::string owner =
       layout.owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", layout.owner_width) : "";
-  const RowParts parts = row_parts(
-      layout, {"PID", "USER", "CLASS", "AGE", "MEMORY", "GPU%", "CPU%", "RSS", owner});
+  const RowParts parts =
+      row_parts(layout, {"PID", "USER", "CLASS", "AGE", "MEMORY", "GPU%", "CPU%", "RSS", owner});
   std::string text = parts.before + parts.klass + parts.after + "COMMAND";
   std::string how =
       fmt::format("  [sort: {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
@@ -476,13 +477,12 @@ ScreenLine holder_line(const TopRow& row, const TopFrame& frame, const TableLayo
   const std::string owner =
       layout.owner_width > 0 ? output::owner_cell(p.owner, layout.owner_width, 2) : std::string();
   const double cpu = cpu_percent(h, frame.cpu);
-  const RowParts parts =
-      row_parts(layout, {std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"),
-                         class_label(h), age, mem,
-                         h.activity ? fmt::format("{}", h.activity->sm) : "-",
-                         cpu >= 0 ? fmt::format("{:.0f}", cpu) : "-",
-                         h.visible && p.rss_pages > 0 ? compact_bytes(p.rss_pages * frame.page_size) : "-",
-                         ""});
+  const RowParts parts = row_parts(
+      layout,
+      {std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"), class_label(h), age, mem,
+       h.activity ? fmt::format("{}", h.activity->sm) : "-",
+       cpu >= 0 ? fmt::format("{:.0f}", cpu) : "-",
+       h.visible && p.rss_pages > 0 ? compact_bytes(p.rss_pages * frame.page_size) : "-", ""});
   if (selected) {
     return {
         {parts.before + parts.klass + parts.after + owner + indent + command, Style::kSelected}};

@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "collect/idle_tracker.h"
 #include "core/duration.h"
 #include "core/exit_code.h"
-#include "collect/idle_tracker.h"
 #include "ops/process_handle.h"
 #include "output/escape.h"
 #include "output/kill_view.h"
@@ -550,7 +550,7 @@ class TopSession {
   output::MemoryHistory history_;
   output::MemoryHistory utilization_;
   bool show_utilization_ = false;  // `u`
-  collect::IdleTracker idle_;     // idle_s of the holders NVML shows idle
+  collect::IdleTracker idle_;      // idle_s of the holders NVML shows idle
   // CPU ticks and when they were read, per process; the CPU% they give at the last refresh.
   std::map<std::pair<Pid, std::uint64_t>, std::pair<std::uint64_t, double>> cpu_ticks_;
   output::CpuPercent cpu_percent_;

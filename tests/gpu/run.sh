@@ -683,6 +683,58 @@ scenario_leftover() {
   release_parts_see "$pid"
 }
 
+# Issue 37: a holder spinning a kernel and an idle one with the same memory are told apart
+# (busy SM >= 50%, idle 0), by status's JSON and its text, metrics, and top's GPU% column when
+# tmux is there; the sample call and its source are recorded.
+scenario_activity() {
+  local mib=2048 busy_ready=$work/busy.ready idle_ready=$work/idle.ready busy idle doc verdict
+  launch busy "$mib" "$busy_ready"
+  wait_ready "$busy_ready" "$LAUNCHED" || return
+  busy=${READY[0]}
+  launch leftover "$mib" "$idle_ready"
+  wait_ready "$idle_ready" "$LAUNCHED" || return
+  idle=${READY[0]}
+  wait_nvml "$busy" "$mib" "busy" || return
+  wait_nvml "$idle" "$mib" "idle" || return
+  sleep 2.5  # the driver's next samples: about one a second
+  gc status --json >"$work/activity.json" 2>/dev/null
+  keep "$work/activity.json"
+  verdict=$("$PY" - "$work/activity.json" "$busy" "$idle" <<'PYEOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+busy, idle = int(sys.argv[2]), int(sys.argv[3])
+act = {h["pid"]: h["activity"] for h in doc["holders"]}
+gpu = doc["gpus"][0]
+print(f"busy {act.get(busy)} idle {act.get(idle)} source {(gpu.get('activity') or {}).get('source')} "
+      f"gpu util {gpu.get('utilization')} temp {gpu.get('temperature_c')} power_mw {gpu.get('power_mw')} "
+      f"unavailable {gpu.get('activity_unavailable')}")
+ok = (act.get(busy) or {}).get("sm", -1) >= 50 and act.get(idle) == {"sm": 0, "mem": 0, "idle_s": None}
+print("PASS" if ok else "FAIL")
+PYEOF
+)
+  indent <<<"$verdict"
+  expect "activity: busy pid $busy SM >= 50%, idle pid $idle SM 0 (status --json)" \
+    grep -qx PASS <<<"$verdict"
+  gc status 2>&1 | indent
+  expect "activity: status prints the GPU's utilisation line" \
+    grep -q "utilisation [0-9]*% ·" <<<"$(gc status 2>&1)"
+  expect "activity: metrics exports GPU 0's utilisation" \
+    grep -Eq '^gpuclean_gpu_utilization_ratio\{gpu="0"' <<<"$(gc metrics 2>&1)"
+  timed_status_pair
+}
+
+# status against nvidia-smi's memory query on the same GPU, interleaved: what the activity calls
+# add to each look.
+timed_status_pair() {
+  local i t0 t1 ours=0 smi=0
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    t0=$(date +%s%N); gc status --json >/dev/null 2>&1; t1=$(date +%s%N); ours=$((ours + t1 - t0))
+    t0=$(date +%s%N); nvidia-smi --query-gpu=memory.used --format=csv >/dev/null 2>&1
+    t1=$(date +%s%N); smi=$((smi + t1 - t0))
+  done
+  echo "  10 interleaved runs: gpuclean status --json $((ours / 10000000)) ms each, nvidia-smi --query-gpu=memory.used $((smi / 10000000)) ms each"
+}
+
 # The metrics exposition and the shell completions of the binary under test see the holder that
 # status sees (issue 16: the release tarball has metrics built in).
 release_parts_see() {  # PID
@@ -1226,6 +1278,7 @@ BASELINE=${PYVALUE:-0}
 
 run_scenario context "what one CUDA context costs" scenario_context
 run_scenario leftover "a live process keeps its memory (SPEC problem 1)" scenario_leftover
+run_scenario activity "busy or idle: a spinning holder and an idle one (issue 37)" scenario_activity
 run_scenario job "a CUDA leftover in a Slurm job's cgroup, ended by kill --job" scenario_job
 remove_job_groups
 run_scenario heir "fork after CUDA init, owner dead (problem 3)" scenario_heir

@@ -181,6 +181,25 @@ pid_t fork_or_fail() {
   sleep_until_killed();
 }
 
+// Keeps every SM busy for about CYCLES clocks.
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// Issue 37: a holder at work, as busy as a kernel can keep the SMs, until killed (the lifetime
+// alarm bounds it).
+[[noreturn]] void busy(unsigned long mib) {
+  allocate(mib);
+  if (!write_ready(std::to_string(getpid()))) fail("cannot write the ready file");
+  constexpr long long kCycles = 100000000;  // ~50 ms per launch at ~2 GHz
+  while (true) {
+    spin<<<1024, 256>>>(kCycles);
+    if (cudaDeviceSynchronize() != cudaSuccess) fail("the spinning kernel failed");
+  }
+}
+
 // Problem 3: the child of a fork after CUDA init keeps the context alive when the parent dies,
 // and NVML goes on naming the dead parent's PID.
 [[noreturn]] void heir(unsigned long mib) {
@@ -351,7 +370,8 @@ bool parse_number(const char* text, unsigned long max, unsigned long* out) {
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
-               "usage: scenarios leftover MIB READY | heir MIB READY | unmapped-heir MIB READY |\n"
+               "usage: scenarios leftover MIB READY | busy MIB READY | heir MIB READY |\n"
+               "                 unmapped-heir MIB READY |\n"
                "                 zombie-leader MIB READY |\n"
                "                 zombie READY | ipc MIB READY | server N MIB READY\n"
                "Lifetime of every process: $GPUCLEAN_SCENARIO_LIFETIME seconds (default 120).\n");
@@ -390,6 +410,7 @@ int main(int argc, char** argv) {
   }
   if (!parse_number(argv[2], max_mib, &mib)) usage();
   if (mode == "leftover") leftover(mib);
+  if (mode == "busy") busy(mib);
   if (mode == "heir") heir(mib);
   if (mode == "unmapped-heir") unmapped_heir(mib);
   if (mode == "zombie-leader") zombie_leader(mib);

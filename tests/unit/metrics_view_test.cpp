@@ -64,6 +64,27 @@ TEST(MetricsText, PerGpuMemoryWithIndexAndUuidLabels) {
   EXPECT_NE(t.find("# HELP gpuclean_gpu_memory_used_bytes "), std::string::npos);
 }
 
+TEST(MetricsText, SensorsAndTheActivityOfProblemProcessesWhereKnown) {
+  // Issue 37: per GPU utilisation, temperature and power where the driver answers; the SM
+  // utilisation of the processes behind problems. Unknown is absent, never 0.
+  MetricsReport m = report_with_orphan();
+  std::string t = text(m);
+  EXPECT_EQ(t.find("gpuclean_gpu_utilization_ratio{"), std::string::npos) << t;
+  EXPECT_EQ(t.find("gpuclean_holder_sm_utilization_ratio{"), std::string::npos) << t;
+  Gpu& gpu = m.status->diagnosis.gpus[0].gpu;
+  gpu.utilization = 87;
+  gpu.temperature_c = 57;
+  gpu.power_mw = 640500;
+  m.status->diagnosis.holders[0].activity = HolderActivity{0, 0, std::nullopt};
+  m.status->diagnosis.problems[0].bytes = 8 * kGiB;  // a problem with memory names its holder
+  t = text(m);
+  EXPECT_TRUE(has_line(t, R"(gpuclean_gpu_utilization_ratio{gpu="0",uuid="GPU-aaaa"} 0.87)")) << t;
+  EXPECT_TRUE(has_line(t, R"(gpuclean_gpu_temperature_celsius{gpu="0",uuid="GPU-aaaa"} 57)"));
+  EXPECT_TRUE(has_line(t, R"(gpuclean_gpu_power_watts{gpu="0",uuid="GPU-aaaa"} 640.5)"));
+  EXPECT_TRUE(has_line(t, R"(gpuclean_holder_sm_utilization_ratio{pid="42",class="orphan"} 0)"))
+      << t;
+}
+
 TEST(MetricsText, HoldersByClassAndProblemsByKindIncludeZeros) {
   const std::string t = text(report_with_orphan());
   EXPECT_TRUE(has_line(t, R"(gpuclean_holders{class="orphan"} 1)")) << t;
