@@ -49,6 +49,28 @@ int main(int argc, char** argv) {
   TIME("nvmlDeviceGetMPSComputeRunningProcesses_v3", nvmlDeviceGetMPSComputeRunningProcesses_v3(dev, &count, procs));
   count = 64;
   TIME("again: ComputeRunningProcesses_v3", nvmlDeviceGetComputeRunningProcesses_v3(dev, &count, procs));
+  /* Issue 37: what each look's activity calls add. */
+  nvmlUtilization_t rates;
+  TIME("nvmlDeviceGetUtilizationRates", nvmlDeviceGetUtilizationRates(dev, &rates));
+  TIME("nvmlDeviceGetTemperature", nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &value));
+  TIME("nvmlDeviceGetPowerUsage", nvmlDeviceGetPowerUsage(dev, &value));
+  struct timespec real;
+  clock_gettime(CLOCK_REALTIME, &real);
+  const unsigned long long since = (unsigned long long)real.tv_sec * 1000000ULL - 2000000ULL;
+  nvmlProcessUtilizationInfo_v1_t samples[96];
+  nvmlProcessesUtilizationInfo_t info = {.version = nvmlProcessesUtilizationInfo_v1,
+                                         .lastSeenTimeStamp = since};
+  TIME("ProcessesUtilizationInfo (size)", nvmlDeviceGetProcessesUtilizationInfo(dev, &info));
+  info.processSamplesCount = 96;
+  info.procUtilArray = samples;
+  info.lastSeenTimeStamp = since;
+  TIME("ProcessesUtilizationInfo (fetch)", nvmlDeviceGetProcessesUtilizationInfo(dev, &info));
+  TIME("again: ProcessesUtilizationInfo (fetch)", nvmlDeviceGetProcessesUtilizationInfo(dev, &info));
+  nvmlProcessUtilizationSample_t old[96];
+  count = 0;
+  TIME("ProcessUtilization (size)", nvmlDeviceGetProcessUtilization(dev, NULL, &count, since));
+  count = 96;
+  TIME("ProcessUtilization (fetch)", nvmlDeviceGetProcessUtilization(dev, old, &count, since));
   TIME("nvmlShutdown", nvmlShutdown());
   return 0;
 }

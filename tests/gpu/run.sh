@@ -1027,7 +1027,10 @@ for w in workers:
     fixes = [p["fix"] for p in doc["problems"] if p.get("pid") == w]
     print("  worker", w, "owner:", o, "fixes:", fixes)
     ok = ok and bool(o) and o["kind"] == "gpuclean-run" and o["id"] == run and o["full_id"] == group
-    ok = ok and any(f.startswith("gpuclean kill --cgroup " + group) for f in fixes)
+    # A worker sampled busy (its allocation's memset ran within the last 2 s) is told to check
+    # whose work it is first, then the same kill (issue 37; seen on the H200 on 2026-12-04).
+    ok = ok and any(f.startswith("gpuclean kill --cgroup " + group) or
+                    ("; then gpuclean kill --cgroup " + group) in f for f in fixes)
 sys.exit(0 if ok else 1)
 PYRUN
   out=$(gc status 2>&1)
