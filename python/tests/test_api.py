@@ -342,6 +342,30 @@ def test_a_zombie_is_not_waited_for(monkeypatch):
         os.waitpid(child, 0)
 
 
+def test_activity_parses_and_unknown_stays_none():
+    # Issue 37: busy or idle where NVML samples it; a document without it (or null) is unknown.
+    from gpuclean.model import Holder
+    busy = Holder.from_json({"pid": 7, "activity": {"sm": 87, "mem": 5, "idle_s": None}})
+    idle = Holder.from_json({"pid": 8, "activity": {"sm": 0, "mem": 0, "idle_s": 42.0}})
+    assert busy.activity.busy and busy.activity.sm == 87
+    assert not idle.activity.busy and idle.activity.idle_s == 42.0
+    assert Holder.from_json({"pid": 9, "activity": None}).activity is None
+    assert Holder.from_json({"pid": 9}).activity is None
+
+
+def test_kill_include_busy_is_passed_with_leftovers(monkeypatch):
+    from gpuclean import api
+    seen = []
+
+    def fake_invoke(options, args):
+        seen.append(args)
+        raise gpuclean.GpucleanError("stop here")
+    monkeypatch.setattr(api, "invoke", fake_invoke)
+    with pytest.raises(gpuclean.GpucleanError):
+        gpuclean.kill(leftovers=True, include_busy=True, dry_run=True)
+    assert "--leftovers" in seen[0] and "--include-busy" in seen[0]
+
+
 def test_a_frozen_holder_parses_with_its_thaw_command():
     # Issue 32 item 3: class "frozen" with the group and the command that thaws it, and the
     # per-thread "stays_in_d" that makes a holder stuck; documents without them still parse.

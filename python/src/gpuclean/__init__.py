@@ -12,7 +12,7 @@ The binary is found through ``$GPUCLEAN`` or PATH; see the package's README.md.
 
 from ._binary import GpucleanError, find_binary
 from .api import check, diff, kill, run, snapshot, status, who
-from .model import (HOLDER_CLASSES, Diff, Difference, Frozen, Gpu, GpuProcess, Holder, KillResult,
+from .model import (HOLDER_CLASSES, Activity, Diff, Difference, Frozen, Gpu, GpuProcess, Holder, KillResult,
                     KillTarget, Memory, Nvml, Owner, Problem, RunLeftover, RunRecord, RunResult,
                     Skipped, Snapshot, Status, format_bytes)
 from .scope import Containment, Leftover, contained
@@ -24,4 +24,5 @@ __all__ = [
     "contained", "Containment", "Leftover", "Status", "Gpu", "GpuProcess", "Memory", "Holder",
     "Owner", "Problem", "Nvml", "KillResult", "KillTarget", "Snapshot", "Diff", "Difference",
     "RunRecord", "RunLeftover", "RunResult", "Skipped", "format_bytes", "Frozen", "HOLDER_CLASSES",
+    "Activity",
 ]

@@ -114,7 +114,8 @@ def who(paths: Sequence[str] = (), *, pids: Optional[Iterable[Union[int, str]]] 
     return Status.from_json(document)
 
 
-def kill(*pids: Union[int, str], tree: bool = True, leftovers: bool = False, holders: bool = False,
+def kill(*pids: Union[int, str], tree: bool = True, leftovers: bool = False,
+         include_busy: bool = False, holders: bool = False,
          sessions: Iterable[int] = (), pgids: Iterable[int] = (), users: Iterable[str] = (),
          cgroups: Iterable[str] = (), jobs: Iterable[str] = (), containers: Iterable[str] = (),
          signal: Optional[str] = None, grace: Optional[float] = None,
@@ -125,7 +126,8 @@ def kill(*pids: Union[int, str], tree: bool = True, leftovers: bool = False, hol
     Selectors are gpuclean's: PIDs (with their descendants unless ``tree=False``; a string
     ``"PID@START"``, START being the start time in clock ticks, names that process only, never
     one that reused its PID),
-    ``leftovers``, ``holders``, sessions, process groups, users, cgroups, Slurm jobs, containers.
+    ``leftovers`` (without ``include_busy``, not those NVML shows still computing), ``holders``,
+    sessions, process groups, users, cgroups, Slurm jobs, containers.
     ``yes`` (the default here: a program cannot answer a prompt) confirms broad selectors. With
     ``check`` (the default) a target that remains raises GpucleanError carrying the KillResult.
     """
@@ -142,6 +144,8 @@ def kill(*pids: Union[int, str], tree: bool = True, leftovers: bool = False, hol
     if leftovers:
         args.append("--leftovers")
         selectors.append("--leftovers")
+        if include_busy:  # leftovers NVML shows still computing, too
+            args.append("--include-busy")
     if holders:
         args.append("--holders")
         selectors.append("--holders")

@@ -139,6 +139,26 @@ class Frozen:
 
 
 @dataclass(frozen=True)
+class Activity:
+    """A holder's GPU activity from NVML's per-process samples: SM and memory-bandwidth percent
+    (the highest over its GPUs), and how long it has shown none where something watched it."""
+
+    sm: int
+    mem: int
+    idle_s: Optional[float]
+
+    @property
+    def busy(self) -> bool:
+        return self.sm > 0 or self.mem > 0
+
+    @classmethod
+    def from_json(cls, d: Optional[Dict[str, Any]]) -> Optional["Activity"]:
+        if not d:
+            return None
+        return cls(int(d.get("sm", 0)), int(d.get("mem", 0)), d.get("idle_s"))
+
+
+@dataclass(frozen=True)
 class Holder:
     """A process holding device files (``class_`` is JSON's ``class``: active, orphan, heir…)."""
 
@@ -165,6 +185,8 @@ class Holder:
     frozen: Optional[Frozen] = None  # class "frozen": its group and the thaw command
     # Whether NVML's view was there to count its memory (the document's nvml.state "present").
     memory_known: bool = True
+    # Busy or idle, where NVML samples it; None where unknown (never 0 for unknown).
+    activity: Optional[Activity] = None
 
     @property
     def selector(self) -> str:
@@ -195,7 +217,7 @@ class Holder:
             [Thread(t["tid"], t.get("state", "?"), t.get("wchan"), bool(t.get("stays_in_d")))
              for t in d.get("threads") or []],
             d.get("role"), d.get("inherited_from"), d.get("start_ticks"), d,
-            Frozen.from_json(d.get("frozen")), memory_known)
+            Frozen.from_json(d.get("frozen")), memory_known, Activity.from_json(d.get("activity")))
 
 
 @dataclass(frozen=True)
