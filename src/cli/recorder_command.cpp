@@ -146,6 +146,34 @@ std::map<Pid, RecordedParent> recorded_parents_of(const std::string& db,
   return parents;
 }
 
+bool history_readable(const std::string& db) {
+  return ::access(db_path_of(db).c_str(), R_OK) == 0;
+}
+
+std::map<std::pair<Pid, std::uint64_t>, double> recorded_idle_since(
+    const std::string& db, const std::vector<const ProcessInfo*>& processes,
+    const std::string& proc_root) {
+  std::map<std::pair<Pid, std::uint64_t>, double> since;
+  if (processes.empty() || !history_readable(db)) return since;
+  const std::optional<std::string> boot_id = procfs::read_boot_id(proc_root);
+  auto store = history::EventStore::open(db_path_of(db), true);
+  if (!boot_id || !store.ok()) return since;
+  for (const ProcessInfo* process : processes) {
+    std::optional<double> idle_from;
+    const Status read = store->each_event({.pid = process->pid}, [&](const HistoryEvent& event) {
+      if (event.kind != HistoryEventKind::kActivityChanged || !event.process ||
+          event.process->boot_id != *boot_id ||
+          event.process->start_ticks != process->start_ticks) {
+        return;
+      }
+      // Events come oldest first: the last one decides.
+      idle_from = event.detail == "idle" ? std::optional<double>(event.time) : std::nullopt;
+    });
+    if (read.ok() && idle_from) since[{process->pid, process->start_ticks}] = *idle_from;
+  }
+  return since;
+}
+
 std::optional<RecordedParent> recorded_parent_of(const std::string& db, const ProcessInfo& process,
                                                  const std::string& proc_root) {
   auto parents = recorded_parents_of(db, {&process}, proc_root);

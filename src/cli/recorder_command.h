@@ -1,9 +1,11 @@
 // `gpuclean recorder` (the flight recorder's service) and `gpuclean history` (its reader).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/common.h"
@@ -48,6 +50,15 @@ std::optional<RecordedParent> recorded_parent_of(const std::string& db, const Pr
 std::map<Pid, RecordedParent> recorded_parents_of(const std::string& db,
                                                   const std::vector<const ProcessInfo*>& processes,
                                                   const std::string& proc_root);
+
+// Whether the database at `db` (empty: the default) can be read here (as root, and it exists).
+bool history_readable(const std::string& db);
+// When each of `processes` went idle as the recorder saw it (this boot, PID and start): the
+// time of its latest activity_changed event when that says "idle"; none for one whose latest
+// says busy or unknown, or that it never recorded. What `status --db` turns into idle_s.
+std::map<std::pair<Pid, std::uint64_t>, double> recorded_idle_since(
+    const std::string& db, const std::vector<const ProcessInfo*>& processes,
+    const std::string& proc_root);
 
 // Runs until a signal; 0 then, 2 for a bad option, 3 when it cannot start (/proc unreadable).
 int run_recorder_command(const RecorderOptions& options, const Io& io);

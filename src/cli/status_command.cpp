@@ -71,6 +71,22 @@ std::optional<std::string> usage_problem(const StatusOptions& options, const Gat
 
 // The report of what `gathered` holds, diagnosed with the options; a missing GPU
 // (--expect-gpus) listed first.
+// The holders the first diagnosis found idle, with how long the recorder has seen them so
+// (issue 37's idle_s): diagnosed again from INPUT, so that their problems say it too.
+void add_recorded_idle(const StatusOptions& options, output::StatusReport& report,
+                       diagnose::Input input, const diagnose::Options& diagnose_options) {
+  std::vector<const ProcessInfo*> idle;
+  for (const Holder& h : report.diagnosis.holders) {
+    if (h.visible && h.activity && !h.activity->busy()) idle.push_back(&h.process);
+  }
+  const auto since = recorded_idle_since(options.history_db, idle, options.common.proc_root);
+  if (since.empty()) return;
+  for (const auto& [identity, time] : since) {
+    input.idle_seconds[identity] = std::max(0.0, report.time - time);
+  }
+  report.diagnosis = diagnose::diagnose(std::move(input), diagnose_options);
+}
+
 output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
                                const std::optional<std::set<unsigned>>& gpus) {
   diagnose::Options diagnose_options;
@@ -97,7 +113,11 @@ output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
   const diagnose::Unseen unseen = collect::unseen_in(gathered);
   report.unseen_message = unseen.message;
   report.unseen_decides = unseen.decides;
+  // The recorder may know how long an idle holder has been idle: then diagnosed again with it.
+  std::optional<diagnose::Input> with_history;
+  if (history_readable(options.history_db)) with_history = gathered.input;
   report.diagnosis = diagnose::diagnose(std::move(gathered.input), diagnose_options);
+  if (with_history) add_recorded_idle(options, report, std::move(*with_history), diagnose_options);
   if (!options.owners.empty()) diagnose::keep_owners(report.diagnosis, options.owners);
   // An orphan's parent is gone from /proc: the flight recorder may have it.
   std::vector<const ProcessInfo*> orphans;

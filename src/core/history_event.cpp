@@ -7,7 +7,7 @@ namespace gpuclean {
 namespace {
 
 // One table for both directions, so a kind written is always a kind read back.
-constexpr std::array<std::pair<HistoryEventKind, const char*>, 13> kKindNames = {{
+constexpr std::array<std::pair<HistoryEventKind, const char*>, 14> kKindNames = {{
     {HistoryEventKind::kAppeared, "appeared"},
     {HistoryEventKind::kLeft, "left"},
     {HistoryEventKind::kMemoryReturned, "memory_returned"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<HistoryEventKind, const char*>, 13> kKindNames = 
     {HistoryEventKind::kAction, "action"},
     {HistoryEventKind::kRecorderStarted, "recorder_started"},
     {HistoryEventKind::kRecorderStopped, "recorder_stopped"},
+    {HistoryEventKind::kActivityChanged, "activity_changed"},
 }};
 
 }  // namespace

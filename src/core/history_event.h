@@ -50,6 +50,9 @@ enum class HistoryEventKind {
   kAction,                // detail: what gpuclean did (kill, run's teardown), a JSON object
   kRecorderStarted,       // the recorder (re)started: what it missed while down is not known
   kRecorderStopped,       // the recorder stopped on a signal
+  // Its GPU activity went busy, idle or unknown (detail: "busy (SM 87%, memory 5%)", "idle",
+  // "unknown"); recorded as it appears too, when known. What `status --db` reads idle_s from.
+  kActivityChanged,
 };
 
 // "appeared", "left", … (the database's `kind` column and `history --json`).

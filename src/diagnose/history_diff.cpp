@@ -102,6 +102,13 @@ void unattributed_events(const RecorderState& before, const RecorderState& now, 
   }
 }
 
+// Busy, idle or unknown now: only a change of state is history, not every figure.
+void activity_event(const RecordedHolder& holder, double time, std::vector<HistoryEvent>& out) {
+  HistoryEvent event = holder_event(HistoryEventKind::kActivityChanged, time, holder);
+  event.detail = holder.activity_detail;
+  out.push_back(std::move(event));
+}
+
 }  // namespace
 
 RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& before,
@@ -118,6 +125,13 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
                            : first_sight(holder.process, parents, boot_id);
     recorded.klass = holder.klass;
     recorded.gpu_memory = holder.gpu_memory;
+    if (holder.activity) {
+      const HolderActivity& a = *holder.activity;
+      recorded.activity = a.busy() ? "busy" : "idle";
+      recorded.activity_detail = a.busy() ? "busy (SM " + std::to_string(a.sm) + "%, memory " +
+                                                std::to_string(a.mem) + "%)"
+                                          : "idle";
+    }
     state.holders.emplace(key, std::move(recorded));
   }
   for (const GpuReport& gpu : diagnosis.gpus) {
@@ -152,6 +166,7 @@ std::vector<HistoryEvent> history_events(const RecorderState& before, const Reco
       event.klass = to_string(is->second.klass);
       events.push_back(std::move(event));
       memory_events(nullptr, is->second, time, options, events);
+      if (is->second.activity != "unknown") activity_event(is->second, time, events);
       ++is;
       continue;
     }
@@ -162,6 +177,7 @@ std::vector<HistoryEvent> history_events(const RecorderState& before, const Reco
       events.push_back(std::move(event));
     }
     memory_events(&was->second, is->second, time, options, events);
+    if (was->second.activity != is->second.activity) activity_event(is->second, time, events);
     ++was;
     ++is;
   }

@@ -20,6 +20,9 @@ struct RecordedHolder {
   RecordedProcess process;
   HolderClass klass = HolderClass::kActive;
   std::map<unsigned, Bytes> gpu_memory;
+  // "busy", "idle" or "unknown" (HolderActivity), and the busy figures as recorded.
+  std::string activity = "unknown";
+  std::string activity_detail = "unknown";
 };
 
 // A process is its PID and start ticks (within one boot: the recorder's state never spans two).

@@ -109,23 +109,24 @@ Status NvmlGpuSource::list_processes(abi::Device device, GpuProcess::Kind kind,
 void NvmlGpuSource::query_activity(abi::Device device, unsigned long long since_us,
                                    Gpu& gpu) const {
   const NvmlFunctions& f = lib_->fn();
-  abi::Utilization rates{};
-  if (f.device_get_utilization_rates != nullptr &&
-      f.device_get_utilization_rates(device, &rates) == abi::kSuccess && rates.gpu <= 100) {
-    gpu.utilization = rates.gpu;
-  }
   unsigned int value = 0;
   if (f.device_get_temperature != nullptr &&
       f.device_get_temperature(device, abi::kTemperatureGpu, &value) == abi::kSuccess) {
     gpu.temperature_c = value;
   }
+  // A GPU with no process in NVML's lists has nobody whose activity could be judged, and the
+  // other three calls cost the H200 ~7.5 ms of a one-shot look (docs/facts.md): on every node
+  // a Slurm prolog or a pre-flight check runs on, for nothing to report. Not asked there.
+  if (gpu.processes.empty()) return;
+  abi::Utilization rates{};
+  if (f.device_get_utilization_rates != nullptr &&
+      f.device_get_utilization_rates(device, &rates) == abi::kSuccess && rates.gpu <= 100) {
+    gpu.utilization = rates.gpu;
+  }
   if (f.device_get_power_usage != nullptr &&
       f.device_get_power_usage(device, &value) == abi::kSuccess) {
     gpu.power_mw = value;
   }
-  // No process in NVML's lists: nobody whose activity could be judged, and the call costs the
-  // H200 2.7 ms whatever it answers (docs/facts.md). Not asked; activity stays null.
-  if (gpu.processes.empty()) return;
   gpu.activity = read_process_activity(*lib_, device, since_us, pid_max_, gpu.activity_unavailable);
 }
 

@@ -147,6 +147,9 @@ std::string event_line(const HistoryEvent& e, TimelineCache& cache) {
         }
       }
       break;
+    case HistoryEventKind::kActivityChanged:
+      what = fmt::format("{}: now {}", cache.who_of(*e.process), escape_terminal(e.detail));
+      break;
     case HistoryEventKind::kMemoryChanged:
       what =
           fmt::format("{}{} now holds {}", gpu, cache.who_of(*e.process), format_bytes(*e.bytes));

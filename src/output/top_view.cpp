@@ -440,7 +440,8 @@ ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
       row_parts(layout, {"PID", "USER", "CLASS", "AGE", "MEMORY", "GPU%", "CPU%", "RSS", owner});
   std::string text = parts.before + parts.klass + parts.after + "COMMAND";
   std::string how =
-      fmt::format("  [sort: {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
+      // "[by memory": the sort key is what stays readable where COMMAND keeps its 20 columns.
+      fmt::format("  [by {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
                   state.filter.empty() ? "" : ", filter: " + state.filter);
   return {{text, Style::kBold}, {escape_terminal(how), Style::kDim}};
 }

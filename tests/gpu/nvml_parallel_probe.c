@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 static nvmlDevice_t dev;
 static unsigned long long since;
@@ -42,22 +43,33 @@ static void* samples(void* arg) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  /* "threads": the first (cold) round on threads; else in a row. */
+  const int first = argc > 1 && argv[1][0] == 't' ? 1 : 0;
   void* (*calls[3])(void*) = {rates, power, samples};
   struct timespec real;
   nvmlInit_v2();
   nvmlDeviceGetHandleByIndex_v2(0, &dev);
   clock_gettime(CLOCK_REALTIME, &real);
   since = (unsigned long long)real.tv_sec * 1000000ULL - 2000000ULL;
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = now_ms();
-    for (int i = 0; i < 3; ++i) calls[i](NULL);
-    double sequential = now_ms() - t0;
-    pthread_t threads[3];
-    t0 = now_ms();
-    for (int i = 0; i < 3; ++i) pthread_create(&threads[i], NULL, calls[i], NULL);
-    for (int i = 0; i < 3; ++i) pthread_join(threads[i], NULL);
-    printf("in a row %6.3f ms   three threads at once %6.3f ms\n", sequential, now_ms() - t0);
+  /* A second apart, each way first in turn: a look of status or top comes after a pause. */
+  for (int rep = 0; rep < 6; ++rep) {
+    double row = 0, together = 0;
+    for (int way = 0; way < 2; ++way) {
+      sleep(1);
+      const double t0 = now_ms();
+      if ((way + rep + first) % 2 == 0) {
+        for (int i = 0; i < 3; ++i) calls[i](NULL);
+        row = now_ms() - t0;
+      } else {
+        pthread_t threads[3];
+        for (int i = 0; i < 3; ++i) pthread_create(&threads[i], NULL, calls[i], NULL);
+        for (int i = 0; i < 3; ++i) pthread_join(threads[i], NULL);
+        together = now_ms() - t0;
+      }
+    }
+    printf("in a row %6.3f ms   three threads at once %6.3f ms   (%s first)\n", row, together,
+           (rep + first) % 2 == 0 ? "in a row" : "threads");
   }
   nvmlShutdown();
   return 0;

@@ -135,6 +135,22 @@ TEST_F(ActivityTest, UnsupportedIsNullAndSaidOnceNeverZero) {
   EXPECT_EQ(text.out.find("idle leftover"), std::string::npos) << text.out;
 }
 
+TEST_F(ActivityTest, AGpuNobodyHoldsIsAskedOnlyItsTemperature) {
+  // Those calls cost ~7.5 ms of every clean node's check on the H200 (docs/facts.md).
+  const std::string s = orphans("gpus 2\nutilization 1 40\npower 1 90000\n");
+  json doc = parse(run("r580", s, {"status", "--json"}));
+  ASSERT_EQ(doc["gpus"].size(), 2u) << doc.dump(1);
+  const json& nobody = doc["gpus"][1];
+  EXPECT_EQ(nobody["temperature_c"], 31);
+  EXPECT_TRUE(nobody["utilization"].is_null()) << nobody.dump();
+  EXPECT_TRUE(nobody["power_mw"].is_null());
+  EXPECT_TRUE(nobody["activity"].is_null());
+  EXPECT_TRUE(nobody["activity_unavailable"].is_null()) << "nothing to say: nobody to judge";
+  // Negative control: GPU 0, with the two holders, is asked everything.
+  EXPECT_EQ(doc["gpus"][0]["power_mw"], 75000);
+  EXPECT_FALSE(doc["gpus"][0]["activity"].is_null());
+}
+
 TEST_F(ActivityTest, TheOlderCallStandsInAndASampleThatCannotBeOneIsNotBelieved) {
   // r535 lacks nvmlDeviceGetProcessesUtilizationInfo (added in 550).
   const std::string with_samples = orphans(sample(busy_, 60, 2));

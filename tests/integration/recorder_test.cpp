@@ -392,6 +392,54 @@ TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
   EXPECT_EQ(stop_recorder(), 0);
 }
 
+// Issue 37: busy and idle are history too, and `status --db` reads idle_s from it.
+TEST_F(RecorderTest, ActivityChangesAreRecordedAndStatusReadsIdleSecondsFromThem) {
+  const pid_t holder = start("hold", held_).at(0);
+  const std::string scenario_path = dir_.path() + "/nvml.conf";
+  auto write_scenario = [&](const std::string& text) {
+    const std::string temp = scenario_path + ".new";
+    std::ofstream(temp) << "reload 1\n" << text;
+    std::filesystem::rename(temp, scenario_path);
+  };
+  constexpr unsigned long long kGiB = 1ULL << 30;
+  const std::string held = "used 0 " + std::to_string(5 * kGiB) + "\n" + pid_line(holder, 4 * kGiB);
+  write_scenario(held + "activity 0 " + std::to_string(holder) + " 90 7\n");
+  start_recorder({}, fake_env(variant_dir("r580"), scenario_path));
+  ASSERT_TRUE(wait_until([&] { return has_event("activity_changed", holder); })) << slurp(log_);
+  EXPECT_EQ(events("activity_changed", holder).at(0)["detail"], "busy (SM 90%, memory 7%)");
+  auto status = [&](bool with_db) {
+    std::vector<std::string> argv = {GPUCLEAN_SHIPPING_BINARY, "status", "--json", "--device-glob",
+                                     held_};
+    if (with_db) argv.insert(argv.end(), {"--db", db_});
+    const CommandResult result = run_command(argv, fake_env(variant_dir("r580"), scenario_path));
+    const json doc = json::parse(result.out, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("holders")) {
+      ADD_FAILURE() << result.out << result.err;
+      return json::object();
+    }
+    for (const json& h : doc["holders"]) {
+      if (h["pid"] == holder) return h["activity"].is_null() ? json::object() : h["activity"];
+    }
+    ADD_FAILURE() << "pid " << holder << " not in " << result.out;
+    return json::object();
+  };
+  EXPECT_EQ(status(true)["sm"], 90) << "busy: no idle_s";
+  EXPECT_TRUE(status(true)["idle_s"].is_null());
+
+  write_scenario(held);  // no sample any more: idle
+  ASSERT_TRUE(wait_until([&] { return events("activity_changed", holder).size() == 2; }))
+      << history().dump(1);
+  EXPECT_EQ(events("activity_changed", holder).at(1)["detail"], "idle");
+  const json idle = status(true);
+  ASSERT_TRUE(idle["idle_s"].is_number()) << idle.dump();
+  EXPECT_GE(idle["idle_s"].get<double>(), 0.0);
+  EXPECT_LT(idle["idle_s"].get<double>(), 60.0);
+  // Negative control: without the history, a one-shot status cannot know how long.
+  EXPECT_TRUE(status(false)["idle_s"].is_null());
+  EXPECT_EQ(status(false)["sm"], 0);
+  EXPECT_EQ(stop_recorder(), 0);
+}
+
 TEST_F(RecorderTest, ActionsCarryTheSendersUidFromTheKernelNotFromTheirText) {
   std::string why_not;
   const auto user = test_user(why_not);

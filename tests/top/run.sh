@@ -571,14 +571,22 @@ if launch nocolour "$work/nocolour.cfg" NO_COLOR=1 -- -d 0.5 --full-scan 1; then
   for _ in $(seq 12); do keys BSpace; done
   keys Enter
   expect "/ with an empty filter: all rows again" 3 eval "row_has $bystander holder-B && row_has $orphan holder-O"
-  # s: the sort cycles memory -> age -> pid -> memory.
-  now_check "the table is sorted by memory" on_screen 'sort: memory'
+  # s: the sort cycles memory -> gpu% -> cpu% -> rss -> age -> pid -> memory (issue 37); at
+  # 80 columns the key stays readable in the header ("[by memory", COMMAND's 20 columns).
+  now_check "the table is sorted by memory" on_screen '\[by memory'
   keys s
-  expect "s: sorted by age" 2 on_screen 'sort: age'
+  expect "s: sorted by GPU%" 2 on_screen '\[by gpu%'
   keys s
-  expect "s: sorted by PID" 2 on_screen 'sort: pid'
+  expect "s: sorted by CPU%" 2 on_screen '\[by cpu%'
   keys s
-  expect "s: sorted by memory again" 2 on_screen 'sort: memory'
+  expect "s: sorted by RSS" 2 on_screen '\[by rss'
+  keys s
+  expect "s: sorted by age" 2 on_screen '\[by age'
+  keys s
+  expect "s: sorted by PID" 2 on_screen '\[by pid'
+  keys s
+  expect "s: sorted by memory again" 2 on_screen '\[by memory'
+  now_check "GPU%: the header names the column at 80 columns" on_screen 'GPU%'
   mapfile -t children < <(top_children)
   kill -INT "$top_pid"
   expect "SIGINT quits" 3 ended nocolour
