@@ -83,6 +83,15 @@ class RecorderTest : public FakeNvmlTest {
     FakeNvmlTest::TearDown();
   }
 
+  // The fake NVML's scenario at scenario_path(), rewritten whole (written aside, then renamed
+  // over it: the fake's `reload 1` re-reads a new inode) while the recorder keeps NVML open.
+  std::string scenario_path() const { return dir_.path() + "/nvml.conf"; }
+  void write_scenario(const std::string& text) const {
+    const std::string temp = scenario_path() + ".new";
+    std::ofstream(temp) << "reload 1\n" << text;
+    std::filesystem::rename(temp, scenario_path());
+  }
+
   json history(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {
         GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "--json", "--since", "1h"};
@@ -345,19 +354,15 @@ TEST_F(RecorderTest, AFullThenReadOnlyFileSystemIsSurvivedAndNothingIsLost) {
 
 TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
   const pid_t holder = start("hold", held_).at(0);
-  const std::string scenario_path = dir_.path() + "/nvml.conf";
-  auto write_scenario = [&](const std::string& text) {
-    const std::string temp = scenario_path + ".new";
-    std::ofstream(temp) << "reload 1\nrelease_exited 1\n" << text;
-    std::filesystem::rename(temp, scenario_path);
-  };
   constexpr unsigned long long kGiB = 1ULL << 30;
-  write_scenario("used 0 " + std::to_string(9 * kGiB) + "\n" + pid_line(holder, 8 * kGiB));
-  start_recorder({"--nvml-timeout", "500ms"}, fake_env(variant_dir("r580"), scenario_path));
+  write_scenario("release_exited 1\nused 0 " + std::to_string(9 * kGiB) + "\n" +
+                 pid_line(holder, 8 * kGiB));
+  start_recorder({"--nvml-timeout", "500ms"}, fake_env(variant_dir("r580"), scenario_path()));
   ASSERT_TRUE(wait_until([&] { return has_event("memory_changed", holder); })) << slurp(log_);
   EXPECT_EQ(events("memory_changed", holder).at(0)["bytes"], 8 * kGiB);
 
-  write_scenario("used 0 " + std::to_string(17 * kGiB) + "\n" + pid_line(holder, 16 * kGiB));
+  write_scenario("release_exited 1\nused 0 " + std::to_string(17 * kGiB) + "\n" +
+                 pid_line(holder, 16 * kGiB));
   ASSERT_TRUE(wait_until([&] { return events("memory_changed", holder).size() == 2; }));
   EXPECT_EQ(events("memory_changed", holder).at(1)["bytes"], 16 * kGiB);
 
@@ -382,7 +387,8 @@ TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
       {GPUCLEAN_SHIPPING_BINARY, "plot", "--history", "run.json", "--db", db_, "-o", svg});
   EXPECT_EQ(both.exit_code, 2) << "a record and --history: one of them";
 
-  write_scenario("hang nvmlDeviceGetMemoryInfo\nhang nvmlDeviceGetMemoryInfo_v2\n");
+  write_scenario(
+      "release_exited 1\nhang nvmlDeviceGetMemoryInfo\nhang nvmlDeviceGetMemoryInfo_v2\n");
   ASSERT_TRUE(wait_until([&] { return has_event("nvml_failed"); })) << slurp(log_);
   EXPECT_NE(events("nvml_failed").at(0)["detail"].get<std::string>().find("did not answer"),
             std::string::npos)
@@ -395,23 +401,17 @@ TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
 // Issue 37: busy and idle are history too, and `status --db` reads idle_s from it.
 TEST_F(RecorderTest, ActivityChangesAreRecordedAndStatusReadsIdleSecondsFromThem) {
   const pid_t holder = start("hold", held_).at(0);
-  const std::string scenario_path = dir_.path() + "/nvml.conf";
-  auto write_scenario = [&](const std::string& text) {
-    const std::string temp = scenario_path + ".new";
-    std::ofstream(temp) << "reload 1\n" << text;
-    std::filesystem::rename(temp, scenario_path);
-  };
   constexpr unsigned long long kGiB = 1ULL << 30;
   const std::string held = "used 0 " + std::to_string(5 * kGiB) + "\n" + pid_line(holder, 4 * kGiB);
   write_scenario(held + "activity 0 " + std::to_string(holder) + " 90 7\n");
-  start_recorder({}, fake_env(variant_dir("r580"), scenario_path));
+  start_recorder({}, fake_env(variant_dir("r580"), scenario_path()));
   ASSERT_TRUE(wait_until([&] { return has_event("activity_changed", holder); })) << slurp(log_);
   EXPECT_EQ(events("activity_changed", holder).at(0)["detail"], "busy (SM 90%, memory 7%)");
   auto status = [&](bool with_db) {
     std::vector<std::string> argv = {GPUCLEAN_SHIPPING_BINARY, "status", "--json", "--device-glob",
                                      held_};
     if (with_db) argv.insert(argv.end(), {"--db", db_});
-    const CommandResult result = run_command(argv, fake_env(variant_dir("r580"), scenario_path));
+    const CommandResult result = run_command(argv, fake_env(variant_dir("r580"), scenario_path()));
     const json doc = json::parse(result.out, nullptr, false);
     if (doc.is_discarded() || !doc.contains("holders")) {
       ADD_FAILURE() << result.out << result.err;
