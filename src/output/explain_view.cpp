@@ -1,10 +1,12 @@
 #include "output/explain_view.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "core/duration.h"
 #include "core/units.h"
 #include "core/wall_time.h"
 #include "output/escape.h"
@@ -253,6 +255,31 @@ void render_holdings(std::ostream& out, const ExplainSubject& subject, const Hol
   if (subject.thread) row(out, "thread", thread_text(*subject.thread, holder));
 }
 
+// Busy or idle on the GPUs it holds memory on (issue 37), or why that is unknown.
+std::string activity_text(const StatusReport& report, const Holder& holder) {
+  if (holder.activity) {
+    const HolderActivity& a = *holder.activity;
+    if (a.busy()) {
+      return fmt::format("busy: SM {}%, memory {}% in NVML's latest sample", a.sm, a.mem);
+    }
+    std::string text = "idle: no GPU activity in NVML's latest samples";
+    if (a.idle_s) {
+      text += " (none for " +
+              format_duration(std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::duration<double>(*a.idle_s))) +
+              ")";
+    }
+    return text;
+  }
+  for (const GpuReport& g : report.diagnosis.gpus) {
+    if (holder.gpu_memory.count(g.gpu.index) > 0 && !g.gpu.activity_unavailable.empty()) {
+      return fmt::format("unknown (GPU {}: {})", g.gpu.index,
+                         escape_terminal(g.gpu.activity_unavailable));
+    }
+  }
+  return "unknown";
+}
+
 // What NVML attributes to it (or to the dead PID it inherited from).
 void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSubject& subject,
                  const Holder* holder) {
@@ -268,6 +295,7 @@ void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSub
                           ? fmt::format(" (NVML names dead pid {})", *holder->inherited_from)
                           : ""));
     }
+    row(out, "activity", activity_text(report, *holder));
   } else if (const DeadOwner* owner = dead_owner_of(d, subject.pid);
              owner != nullptr && !owner->gpu_memory.empty()) {
     for (const auto& [gpu, bytes] : owner->gpu_memory) {

@@ -84,6 +84,14 @@ TEST_F(ActivityTest, BusyAndIdleHoldersAreToldApartAndAnOldSampleIsNotBusy) {
   // Text: the sensors line.
   auto text = run("r580", with_samples, {"status"});
   EXPECT_NE(text.out.find("utilisation 87% · 57 °C · 640 W"), std::string::npos) << text.out;
+
+  // explain says which, in a row of its own.
+  auto explained = run("r580", with_samples, {"explain", std::to_string(busy_)});
+  EXPECT_NE(explained.out.find("activity  busy: SM 87%, memory 5%"), std::string::npos)
+      << explained.out;
+  explained = run("r580", with_samples, {"explain", std::to_string(idle_)});
+  EXPECT_NE(explained.out.find("activity  idle: no GPU activity"), std::string::npos)
+      << explained.out;
 }
 
 TEST_F(ActivityTest, LeftoversTakesTheIdleOneAndTheBusyOneOnlyWithIncludeBusy) {
@@ -133,6 +141,11 @@ TEST_F(ActivityTest, UnsupportedIsNullAndSaidOnceNeverZero) {
   auto text = run("r580", s, {"status"});
   EXPECT_NE(text.out.find("Busy or idle unknown on GPU 0"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("idle leftover"), std::string::npos) << text.out;
+  const auto explained = run("r580", s, {"explain", std::to_string(busy_)});
+  EXPECT_NE(
+      explained.out.find("activity  unknown (GPU 0: per-process utilisation is not supported"),
+      std::string::npos)
+      << explained.out;
 }
 
 TEST_F(ActivityTest, AGpuNobodyHoldsIsAskedOnlyItsTemperature) {
