@@ -40,6 +40,12 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
 void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
                            OfferedGlobals offered = {});
 
+// --db PATH: the flight recorder's database. PURPOSE starts the help ("The flight recorder's
+// database, for …"); NOTE follows the default path inside its parentheses (", when
+// readable"). One place for the option's name and default (record::kDefaultDatabase).
+void add_history_db_option(CLI::App& command, std::string& db, const std::string& purpose,
+                           const std::string& note = "");
+
 // Global options given before the subcommand (`gpuclean --json who`) apply to it, as git's
 // do: what the top level `top` parsed into `given` is copied into the subcommand's `into`.
 // Given in both places, --device-glob adds up and flags hold; a value given twice must agree.

@@ -140,11 +140,7 @@ void add_recorder_command(CLI::App& app, RecorderOptions& o) {
       "recorder", "The flight recorder: watch the holders and write what changes to a database");
   add_common_options(*recorder, o.common, HookScope::kInspect, {.json = false, .gpus = false});
   add_host_root_hooks(*recorder, o.roots);  // test binary: --kmsg
-  recorder
-      ->add_option("--db", o.db,
-                   "The database (default: /var/lib/gpuclean/history.db; created 0600 in a 0700 "
-                   "directory)")
-      ->option_text("PATH");
+  add_history_db_option(*recorder, o.db, "The database", "; created 0600 in a 0700 directory");
   recorder->add_option("--interval", o.interval, "Time between looks (default: 1s)")
       ->option_text("DURATION");
   recorder->add_option("--retention", o.retention, "Events older than this go (default: 7d)")

@@ -11,8 +11,17 @@
 #include "cli/help.h"
 #include "cli/usage_checks.h"
 #include "core/duration.h"
+#include "record/recorder.h"
 
 namespace gpuclean::cli {
+
+void add_history_db_option(CLI::App& command, std::string& db, const std::string& purpose,
+                           const std::string& note) {
+  command
+      .add_option("--db", db,
+                  purpose + " (default: " + std::string(record::kDefaultDatabase) + note + ")")
+      ->option_text("PATH");
+}
 
 void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,
                         OfferedGlobals offered) {
@@ -176,11 +185,10 @@ void add_status_command(CLI::App& app, StatusOptions& options) {
   add_diagnosis_options(*status, options, HookScope::kInspect);
   add_expect_gpus_option(*status, options);
   add_owner_filter_options(*status, options);
-  status
-      ->add_option("--db", options.history_db,
-                   "The flight recorder's database, for orphans' parents (default: "
-                   "/var/lib/gpuclean/history.db, when readable)")
-      ->option_text("PATH");
+  add_history_db_option(*status, options.history_db,
+                        "The flight recorder's database, for orphans' parents and how long idle "
+                        "holders have been idle",
+                        ", when readable");
   set_help_footer(*status,
                   {{"gpuclean", "the same as gpuclean status"},
                    {"gpuclean status --gpus 0,1", "only GPUs 0 and 1"},
@@ -219,11 +227,9 @@ void add_explain_command(CLI::App& app, ExplainOptions& options) {
       ->option_text("PID")
       ->required()
       ->check(pid_check(false));
-  explain
-      ->add_option("--db", options.db,
-                   "The flight recorder's database, for a parent that is gone (default: "
-                   "/var/lib/gpuclean/history.db, when readable)")
-      ->option_text("PATH");
+  add_history_db_option(*explain, options.db,
+                        "The flight recorder's database, for a parent that is gone",
+                        ", when readable");
   set_help_footer(
       *explain,
       {{"gpuclean explain 72309", "why pid 72309 holds memory, and the fix"},
@@ -321,10 +327,7 @@ void add_plot_command(CLI::App& app, PlotOptions& o) {
   plot->add_flag("--history", o.history,
                  "Draw the flight recorder's history instead: memory per GPU, its actions and "
                  "Xids marked");
-  plot->add_option("--db", o.db,
-                   "With --history: the recorder's database (default: "
-                   "/var/lib/gpuclean/history.db)")
-      ->option_text("PATH");
+  add_history_db_option(*plot, o.db, "With --history: the recorder's database");
   plot->add_option("--since", o.since, "With --history: from this moment (default: 2h)")
       ->option_text("TIME");
   plot->add_option("--until", o.until, "With --history: to this moment (default: now)")
@@ -344,9 +347,7 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
   CLI::App* history = app.add_subcommand(
       "history", "What held the GPUs in the past: the flight recorder's timeline, or --at TIME");
   history->add_flag("--json", o.common.json, "Print JSON (docs/reference.md, \"history\")");
-  history
-      ->add_option("--db", o.db, "The recorder's database (default: /var/lib/gpuclean/history.db)")
-      ->option_text("PATH");
+  add_history_db_option(*history, o.db, "The recorder's database");
   history
       ->add_option("--since", o.since,
                    "Events from this moment: a duration ago (2h, 7d), a local time "

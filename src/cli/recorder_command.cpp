@@ -159,17 +159,8 @@ std::map<std::pair<Pid, std::uint64_t>, double> recorded_idle_since(
   auto store = history::EventStore::open(db_path_of(db), true);
   if (!boot_id || !store.ok()) return since;
   for (const ProcessInfo* process : processes) {
-    std::optional<double> idle_from;
-    const Status read = store->each_event({.pid = process->pid}, [&](const HistoryEvent& event) {
-      if (event.kind != HistoryEventKind::kActivityChanged || !event.process ||
-          event.process->boot_id != *boot_id ||
-          event.process->start_ticks != process->start_ticks) {
-        return;
-      }
-      // Events come oldest first: the last one decides.
-      idle_from = event.detail == "idle" ? std::optional<double>(event.time) : std::nullopt;
-    });
-    if (read.ok() && idle_from) since[{process->pid, process->start_ticks}] = *idle_from;
+    const auto idle = store->idle_since(*boot_id, process->pid, process->start_ticks);
+    if (idle.ok() && *idle) since[{process->pid, process->start_ticks}] = **idle;
   }
   return since;
 }

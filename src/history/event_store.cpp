@@ -654,4 +654,19 @@ Result<std::uint64_t> EventStore::prune(double before, std::uint64_t max_bytes) 
   return deleted;
 }
 
+Result<std::optional<double>> EventStore::idle_since(const std::string& boot_id, Pid pid,
+                                                     std::uint64_t start_ticks) const {
+  std::optional<double> since;
+  const Status read = each_event({.pid = pid}, [&](const HistoryEvent& event) {
+    if (event.kind != HistoryEventKind::kActivityChanged || !event.process ||
+        event.process->boot_id != boot_id || event.process->start_ticks != start_ticks) {
+      return;
+    }
+    // Time order: the last one decides.
+    since = event.detail == "idle" ? std::optional<double>(event.time) : std::nullopt;
+  });
+  if (!read.ok()) return read.error();
+  return since;
+}
+
 }  // namespace gpuclean::history

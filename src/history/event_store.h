@@ -91,6 +91,12 @@ class EventStore {
   // Bytes the database's live pages take (page_count − freelist_count, times page_size).
   [[nodiscard]] Result<std::uint64_t> data_bytes() const;
 
+  // When the process (this boot, PID and start ticks) last went idle as recorded: the time of
+  // its latest activity_changed event when that says "idle"; nullopt when it says busy or
+  // unknown, or there is none (issue 37: what `status --db` turns into idle_s).
+  [[nodiscard]] Result<std::optional<double>> idle_since(const std::string& boot_id, Pid pid,
+                                                         std::uint64_t start_ticks) const;
+
   struct Impl;
 
  private:

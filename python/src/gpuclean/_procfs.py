@@ -166,17 +166,22 @@ def new_pids(mark: PidMark) -> Optional[List[int]]:
     return [p for lo, hi in stretches for p in range(lo, hi + 1)]
 
 
-def stat(pid: int) -> Optional[Tuple[str, int, int]]:
-    """(state, ppid, start ticks) of PID, or None when it is gone."""
+def _stat_fields(pid: int) -> Optional[List[str]]:
+    """/proc/PID/stat's fields from the state on (field 3 is index 0), or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read().decode(errors="replace")
     except OSError:
         return None
     # The command (field 2) may hold spaces and parentheses: the fields start after the last ')'.
-    fields = text[text.rfind(")") + 2:].split()
+    return text[text.rfind(")") + 2:].split()
+
+
+def stat(pid: int) -> Optional[Tuple[str, int, int]]:
+    """(state, ppid, start ticks) of PID, or None when it is gone."""
+    fields = _stat_fields(pid)
     try:
-        return fields[0], int(fields[1]), int(fields[19])
+        return (fields[0], int(fields[1]), int(fields[19])) if fields is not None else None
     except (IndexError, ValueError):
         return None
 
@@ -228,13 +233,11 @@ _PF_KTHREAD = 0x00200000
 
 def _never_has_environment(pid: int) -> bool:
     """A kernel thread, or a process that has exited (zombie): nothing to wait for."""
+    fields = _stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode(errors="replace")
-        fields = text[text.rfind(")") + 2:].split()
-        return fields[0] in ("Z", "X") or bool(int(fields[6]) & _PF_KTHREAD)
-    except (OSError, IndexError, ValueError):
-        return True  # gone
+        return fields is None or fields[0] in ("Z", "X") or bool(int(fields[6]) & _PF_KTHREAD)
+    except (IndexError, ValueError):
+        return True
 
 
 def carries_token(pid: int, token: str, seconds: float = 0.5) -> bool:
