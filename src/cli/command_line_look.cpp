@@ -35,10 +35,14 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
   command
       .add_option("--device-glob", options.device_globs,
                   "Device files to scan, repeatable; quote the glob (default: the NVIDIA "
-                  "device files: /dev/nvidia[0-9]*, nvidiactl, nvidia-uvm*, nvidia-caps/*)")
+                  "device files: /dev/nvidia[0-9]*, nvidiactl, nvidia-uvm*, nvidia-caps/*; and "
+                  "the DRM nodes of AMD and Intel GPUs, with /dev/kfd)")
       ->option_text("GLOB")
       ->allow_extra_args(false);
   command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");
+  command.add_flag("--no-drm", options.no_drm,
+                   "Never look at AMD or Intel GPUs (the kernel's DRM devices in sysfs and their "
+                   "clients' fdinfo)");
   command
       .add_option("--threads", options.threads,
                   "Threads for the /proc scan (default: one per core, at most 16)")
@@ -94,6 +98,7 @@ Status apply_global_options(const CLI::App& top, const CommonOptions& given, con
   std::vector<Global> globals = {
       {"--json", [] { return true; }, [&] { into->json = true; }},
       {"--no-nvml", [] { return true; }, [&] { into->no_nvml = true; }},
+      {"--no-drm", [] { return true; }, [&] { into->no_drm = true; }},
       {"--device-glob",
        [&] {
          into->device_globs.insert(into->device_globs.begin(), g.device_globs.begin(),

@@ -14,6 +14,10 @@ void add_test_hooks(CLI::App& command, CommonOptions& options, HookScope scope) 
   if (scope == HookScope::kInspect) {
     command.add_option("--proc-root", options.proc_root, "procfs to read (test binary)")
         ->group("");  // hidden
+    command.add_option("--drm-sys-root", options.drm_roots.sys, "sysfs for DRM GPUs (test binary)")
+        ->group("");
+    command.add_option("--drm-dev-root", options.drm_roots.dev, "/dev for DRM nodes (test binary)")
+        ->group("");
   }
   command.add_option("--test-gpu-source", options.test_gpu_source, "JSON GPU view (test binary)")
       ->group("");  // hidden

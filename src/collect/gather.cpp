@@ -1,5 +1,6 @@
 #include "collect/gather.h"
 
+#include "collect/drm_view.h"
 #include "collect/gpu_sampler.h"
 #include "collect/rolling_scan.h"
 
@@ -40,8 +41,15 @@ Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& option
   selection.must_match = paths;
   selection.must_match.insert(selection.must_match.end(), options.device_globs.begin(),
                               options.device_globs.end());
-  if (selection.must_match.empty()) selection.patterns = procfs::default_nvidia_globs();
-  return procfs::expand_device_files(selection);
+  const bool defaults = selection.must_match.empty();
+  if (defaults) selection.patterns = procfs::default_nvidia_globs();
+  auto files = procfs::expand_device_files(selection);
+  if (!files.ok() || options.no_drm) return files;
+  const std::vector<procfs::DrmGpu> gpus = procfs::find_drm_gpus(options.drm_roots);
+  std::vector<DeviceFile> nodes;
+  for (const procfs::DrmGpu& gpu : gpus) nodes.insert(nodes.end(), gpu.nodes.begin(), gpu.nodes.end());
+  if (auto kfd = procfs::find_kfd(options.drm_roots, gpus)) nodes.push_back(std::move(*kfd));
+  return procfs::mark_drm_nodes(std::move(files).value(), nodes, defaults);
 }
 
 diagnose::Unseen unseen_in(const Gathered& gathered) {
@@ -83,8 +91,21 @@ std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const Collec
   if (!files.ok()) return GatherError{true, files.error().message()};
   auto proc = procfs::ProcFs::open(options.proc_root, options.proc_timeout);
   if (!proc.ok()) return GatherError{false, proc.error().message()};
-  return std::unique_ptr<Gatherer>(
+  auto gatherer = std::unique_ptr<Gatherer>(
       new Gatherer(options, std::move(files).value(), std::move(proc).value()));
+  if (!options.no_drm) gatherer->drm_gpus_ = procfs::find_drm_gpus(options.drm_roots);
+  return gatherer;
+}
+
+void Gatherer::add_drm_gpus(diagnose::Input& input) const {
+  if (drm_gpus_.empty()) return;
+  std::vector<std::optional<GpuMemory>> memory;
+  for (const procfs::DrmGpu& gpu : drm_gpus_) memory.push_back(procfs::read_drm_memory(gpu));
+  if (!input.gpu_view) input.gpu_view.emplace();
+  const auto first = static_cast<unsigned>(input.gpu_view->gpus.size());
+  for (Gpu& gpu : drm_gpus(drm_gpus_, memory, input.holders, first)) {
+    input.gpu_view->gpus.push_back(std::move(gpu));
+  }
 }
 
 Gatherer::NvmlOutcome Gatherer::query_gpus() {
@@ -221,6 +242,7 @@ Gathered Gatherer::collect() {
     }
     out.input.gpu_view = std::move(nvml.view);
   }
+  add_drm_gpus(out.input);
   if (rolling_) {
     likely_holders_.clear();
     for (const Holder& h : out.input.holders) likely_holders_.insert(h.process.pid);

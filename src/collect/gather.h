@@ -14,6 +14,7 @@
 #include "diagnose/diagnosis.h"
 #include "diagnose/unseen.h"
 #include "nvml/gpu_source.h"
+#include "procfs/drm_devices.h"
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"
 
@@ -23,6 +24,9 @@ namespace gpuclean::collect {
 struct CollectOptions {
   std::vector<std::string> device_globs;  // empty: docs/reference.md's NVIDIA defaults
   bool no_nvml = false;
+  // Never look at AMD or Intel GPUs (sysfs's DRM devices and their clients' fdinfo): --no-drm.
+  bool no_drm = false;
+  procfs::DrmRoots drm_roots;  // test builds point them at fixture trees
   unsigned threads = 0;             // 0: one per core, at most 16
   std::string proc_root = "/proc";  // test builds point it at fixture trees
   std::string test_gpu_source;      // test builds: a JSON GPU view instead of NVML
@@ -56,7 +60,9 @@ struct GatherError {
 };
 
 // The files to scan: `paths` and --device-glob patterns (each must match something), or the
-// NVIDIA defaults when both are empty. Errors are usage errors.
+// NVIDIA defaults and the DRM nodes of the AMD and Intel GPUs sysfs lists (and /dev/kfd) when
+// both are empty. A selected file that is such a node is marked as one (DeviceFile::drm), by
+// identity. Errors are usage errors.
 Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& options,
                                                     const std::vector<std::string>& paths = {});
 
@@ -109,9 +115,12 @@ class Gatherer {
   };
   Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc);
   NvmlOutcome query_gpus();
+  // Appends the DRM GPUs, numbered after NVML's, with their clients' memory from `holders`.
+  void add_drm_gpus(diagnose::Input& input) const;
 
   CollectOptions options_;
   std::vector<DeviceFile> files_;
+  std::vector<procfs::DrmGpu> drm_gpus_;  // AMD and Intel GPUs (sysfs), unless --no-drm
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
   std::shared_ptr<GpuSampler> helper_;

@@ -244,6 +244,22 @@ const char* to_string(GpuProcess::Kind kind) {
   return "unknown";
 }
 
+const char* to_string(DrmNode::Kind kind) {
+  switch (kind) {
+    case DrmNode::Kind::kRender:
+      return "render";
+    case DrmNode::Kind::kPrimary:
+      return "primary";
+    case DrmNode::Kind::kKfd:
+      return "kfd";
+  }
+  return "unknown";
+}
+
+const char* to_string(Gpu::Source source) {
+  return source == Gpu::Source::kDrm ? "drm" : "nvml";
+}
+
 const char* to_string(NvmlState state) {
   switch (state) {
     case NvmlState::kPresent:

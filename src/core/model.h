@@ -130,6 +130,31 @@ struct FileIdentity {
   bool operator==(const FileIdentity& other) const = default;
 };
 
+// A DRM node of an AMD or Intel GPU, or AMD's /dev/kfd (docs/reference.md, "AMD and Intel
+// GPUs"): which GPU the file is, as sysfs says for the node's device number.
+struct DrmNode {
+  enum class Kind {
+    kRender,   // /dev/dri/renderDN: what compute (ROCm, Level Zero, Vulkan) opens
+    kPrimary,  // /dev/dri/cardN: what a display server or console opens
+    kKfd,      // /dev/kfd: AMD's compute interface, one for every AMD GPU (no fdinfo of its own)
+  };
+  Kind kind = Kind::kRender;
+  std::string pci_address;  // the GPU's ("0000:c3:00.0"); empty for /dev/kfd
+  bool operator==(const DrmNode& other) const = default;
+};
+
+// One DRM client (an open file description of a DRM node) as the kernel's per-client usage
+// stats in /proc/PID/fdinfo/FD describe it (docs/facts.md, "DRM clients").
+struct DrmClient {
+  std::string driver;                      // drm-driver: "amdgpu", "i915", "xe", …
+  std::string pdev;                        // drm-pdev (legacy amdgpu: pdev): PCI address
+  std::optional<std::uint64_t> client_id;  // drm-client-id: one per open file description
+  // Device-local memory (VRAM) it holds: the resident figure where the driver gives one, summed
+  // over its device-local regions; nullopt when the fdinfo names no such region.
+  std::optional<Bytes> vram;
+  bool operator==(const DrmClient& other) const = default;
+};
+
 // A file selected as "the device" (by --device-glob or the NVIDIA defaults).
 struct DeviceFile {
   std::string path;                      // canonical (symlinks resolved): for display
@@ -137,6 +162,7 @@ struct DeviceFile {
   // Taken once per selection by stat(2) of the path; nullopt when it could not be (the file
   // vanished between glob and stat): then nothing can be matched to it.
   std::optional<FileIdentity> identity;
+  std::optional<DrmNode> drm;  // set when it is a DRM node of a GPU sysfs lists, or /dev/kfd
 };
 
 // One device file a process holds, and how.
@@ -154,6 +180,9 @@ struct HeldFile {
   std::optional<Pid> via_thread;         // seen only through task/TID (zombie-led group)
   std::optional<unsigned> nvidia_minor;  // N for /dev/nvidiaN (195,N): that GPU's file
   std::optional<FileIdentity> identity;  // the selected file's (for re-checks); not shown
+  std::optional<DrmNode> drm;            // the selected file's, when it is a DRM node or kfd
+  // What the fdinfo of its descriptors says, for a DRM node: one entry per client id.
+  std::vector<DrmClient> drm_clients;
 };
 
 enum class HolderClass {
@@ -335,6 +364,9 @@ struct GpuProcess {
 // "compute", "graphics", "mps".
 const char* to_string(GpuProcess::Kind kind);
 
+// "render", "primary", "kfd" (JSON spells them so).
+const char* to_string(DrmNode::Kind kind);
+
 // The newest utilisation sample of one process on one GPU.
 struct ProcessSample {
   Pid pid = 0;  // as NVML reports it: a host PID, possibly dead
@@ -360,8 +392,14 @@ struct GpuMemory {
   std::optional<Bytes> reserved;  // driver/firmware reserve, when NVML's v2 query reports it
 };
 
-// What NVML says about one GPU. Optional fields are those the driver did not answer.
+// What NVML (or, for an AMD or Intel GPU, the kernel's DRM interfaces) says about one GPU.
+// Optional fields are those the driver did not answer.
 struct Gpu {
+  // Where the GPU comes from: NVML, or sysfs and its clients' fdinfo (issue 39). DRM GPUs are
+  // numbered after NVML's, in PCI address order.
+  enum class Source { kNvml, kDrm };
+  Source source = Source::kNvml;
+  std::string driver;  // DRM: the kernel driver ("amdgpu", "i915", "xe"); NVML: empty
   unsigned index = 0;
   std::string uuid;
   std::string name;
@@ -382,6 +420,9 @@ struct Gpu {
   std::optional<GpuActivity> activity;
   std::string activity_unavailable;
 };
+
+// "nvml", "drm" (JSON's `source` of a GPU).
+const char* to_string(Gpu::Source source);
 
 // Whether NVML answered: kPresent (a view), kAbsent (no driver or library), kDisabled
 // (--no-nvml), kFailed (the library is there but init or a query failed: memory unknown).

@@ -17,6 +17,7 @@ bool is_nvidia_file(const HeldFile& file) {
 // /dev/nvidia-uvm and /dev/nvidiaN; an NVML-only monitor maps only nvidiactl), or any file of
 // a non-NVIDIA selection (--device-glob), where there is no monitor to tell apart.
 bool holds_like_context(const HeldFile& file) {
+  if (file.drm) return false;  // an AMD or Intel GPU's node: never an NVIDIA context
   if (!is_nvidia_file(file)) return true;
   return file.mapped &&
          (file.nvidia_minor.has_value() || file.path.rfind("/dev/nvidia-uvm", 0) == 0) &&
@@ -884,11 +885,28 @@ void unattributed_problems(const std::vector<GpuReport>& reports,
                 (hidden > 0 ? " beyond the " + format_bytes(hidden) + " named above" : "") +
                 " (a holder in another PID namespace or container, or memory the driver has not "
                 "released yet)";
-    p.fix =
-        "run gpuclean on the host (outside containers); if nothing holds it there, only a GPU "
-        "reset (nvidia-smi -r -i " +
-        std::to_string(report.gpu.index) + ") or a reboot frees it";
+    const std::string reset =
+        report.gpu.source == Gpu::Source::kDrm
+            ? "a reset of the GPU by its driver (" + report.gpu.driver + ", " +
+                  report.gpu.pci_bus_id + ")"
+            : "a GPU reset (nvidia-smi -r -i " + std::to_string(report.gpu.index) + ")";
+    p.fix = "run gpuclean on the host (outside containers); if nothing holds it there, only " +
+            reset + " or a reboot frees it";
     problems.push_back(std::move(p));
+  }
+}
+
+// A display server or console: it holds only primary DRM nodes (/dev/dri/cardN) of AMD or
+// Intel GPUs, never a render node or /dev/kfd, so it does no compute. Its memory (scan-out
+// buffers) is accounted, but holding it is its job: a monitor, never a problem. A stuck,
+// frozen or zombie-led one keeps its class.
+void mark_displays(std::vector<Holder>& holders) {
+  for (Holder& h : holders) {
+    const bool display_only =
+        !h.devices.empty() && std::all_of(h.devices.begin(), h.devices.end(), [](const auto& f) {
+          return f.drm && f.drm->kind == DrmNode::Kind::kPrimary;
+        });
+    if (display_only && h.visible && is_plain_live(h)) h.klass = HolderClass::kMonitor;
   }
 }
 
@@ -897,6 +915,7 @@ void unattributed_problems(const std::vector<GpuReport>& reports,
 Diagnosis diagnose(Input input, const Options& options) {
   Diagnosis out;
   std::vector<Holder> holders = holders_of(input);
+  mark_displays(holders);
   Attribution attribution;
   if (input.gpu_view) {
     attribution = attribute(*input.gpu_view, input.missing_pids, holders);

@@ -153,6 +153,8 @@ nlohmann::json to_json(const DeadOwner& owner) {
 nlohmann::json to_json(const Gpu& gpu) {
   nlohmann::json out{
       {"index", gpu.index}, {"uuid", gpu.uuid}, {"name", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}};
+  out["source"] = to_string(gpu.source);
+  out["driver"] = gpu.driver.empty() ? nlohmann::json() : nlohmann::json(gpu.driver);
   out["minor"] = or_null(gpu.minor);
   if (gpu.memory) {
     out["memory"] = {{"total", gpu.memory->total},

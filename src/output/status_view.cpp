@@ -235,7 +235,19 @@ void render_heading(std::ostream& out, const StatusReport& report, const Paint& 
   out << paint(heading, kBold) << '\n';
   constexpr const char* kUnknownMemory =
       "  memory per GPU is unknown; device-file holders below come from /proc alone";
-  if (report.nvml_state == NvmlState::kAbsent) {
+  const bool drm_gpus =
+      std::any_of(report.diagnosis.gpus.begin(), report.diagnosis.gpus.end(),
+                  [](const GpuReport& g) { return g.gpu.source == Gpu::Source::kDrm; });
+  if (drm_gpus && report.nvml_state != NvmlState::kPresent) {
+    // An AMD or Intel machine: no NVML is its normal state, not a warning.
+    if (report.nvml_state == NvmlState::kFailed) {
+      out << paint(wrapped("NVML failed: " + escape_terminal(report.nvml_message) +
+                               "; NVIDIA GPUs' memory is unknown",
+                           width, 2),
+                   kRed)
+          << '\n';
+    }
+  } else if (report.nvml_state == NvmlState::kAbsent) {
     out << paint(wrapped("NVML not available: " + escape_terminal(report.nvml_message), width, 2),
                  kYellow)
         << '\n'
@@ -247,13 +259,22 @@ void render_heading(std::ostream& out, const StatusReport& report, const Paint& 
   } else if (report.nvml_state == NvmlState::kDisabled) {
     out << "NVML not used (--no-nvml): memory per GPU is unknown\n";
   }
-  if (report.files.empty()) out << "No device files match (no /dev/nvidia* on this machine)\n";
+  if (report.files.empty()) {
+    out << "No device files match (no /dev/nvidia*, /dev/dri or /dev/kfd on this machine)\n";
+  }
   out << '\n';
 }
 
 // "GPU 0  NAME  [bar]  used / total used  (… attributed, … unattributed)": the bar takes what
 // the rest leaves (10 to 40 cells); the split goes on its own line when the whole does not fit.
 void render_gpu_line(std::ostream& out, const GpuReport& g, std::size_t width) {
+  if (!g.gpu.memory && g.gpu.source == Gpu::Source::kDrm) {
+    // i915 and xe expose no used total: the clients' figures are all there is.
+    out << fmt::format("GPU {}  {}  {} attributed; total unknown ({} gives none)\n", g.gpu.index,
+                       cut_to_columns(escape_terminal(g.gpu.name), 32),
+                       format_bytes(g.attributed), escape_terminal(g.gpu.driver));
+    return;
+  }
   const GpuMemory memory = g.gpu.memory.value_or(GpuMemory{});
   const std::string name = cut_to_columns(escape_terminal(g.gpu.name), 32);
   const std::string head = fmt::format("GPU {}  {}  ", g.gpu.index, name);
@@ -277,6 +298,10 @@ void render_gpu_line(std::ostream& out, const GpuReport& g, std::size_t width) {
 // "utilisation 87% · 55 °C · 640 W", each part where the driver answered; empty when none did.
 std::string sensor_text(const Gpu& gpu) {
   std::vector<std::string> parts;
+  if (gpu.source == Gpu::Source::kDrm) {
+    // Where its figures come from: the kernel driver, at this PCI address.
+    parts.push_back(escape_terminal(gpu.driver) + " " + escape_terminal(gpu.pci_bus_id));
+  }
   if (gpu.utilization) parts.push_back(fmt::format("utilisation {}%", *gpu.utilization));
   if (gpu.temperature_c) parts.push_back(fmt::format("{} °C", *gpu.temperature_c));
   constexpr double kMilliwattsPerWatt = 1000.0;

@@ -98,8 +98,26 @@ Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selec
                         return f.identity && f.identity->same_file(*identity);
                       });
     if (seen) continue;
-    files.push_back(DeviceFile{std::move(path), nvidia_minor_of(identity), identity});
+    files.push_back(DeviceFile{std::move(path), nvidia_minor_of(identity), identity, std::nullopt});
   }
+  return files;
+}
+
+std::vector<DeviceFile> mark_drm_nodes(std::vector<DeviceFile> files,
+                                       const std::vector<DeviceFile>& nodes, bool add_missing) {
+  for (const DeviceFile& node : nodes) {
+    if (!node.identity) continue;
+    auto same = std::find_if(files.begin(), files.end(), [&node](const DeviceFile& f) {
+      return f.identity && f.identity->same_file(*node.identity);
+    });
+    if (same != files.end()) {
+      same->drm = node.drm;
+    } else if (add_missing) {
+      files.push_back(node);
+    }
+  }
+  std::sort(files.begin(), files.end(),
+            [](const DeviceFile& a, const DeviceFile& b) { return a.path < b.path; });
   return files;
 }
 

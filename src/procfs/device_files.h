@@ -27,6 +27,12 @@ struct DeviceSelection {
 };
 Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selection);
 
+// Marks each of `files` that is one of `nodes` (the DRM nodes of the GPUs sysfs lists, and
+// /dev/kfd) by identity, whatever path selected it; with `add_missing`, also adds the nodes no
+// file is (the default selection). Sorted by path again.
+std::vector<DeviceFile> mark_drm_nodes(std::vector<DeviceFile> files,
+                                       const std::vector<DeviceFile>& nodes, bool add_missing);
+
 // Checks a glob pattern for the mistakes glob(3) silently accepts: empty, unbalanced '['.
 std::optional<std::string> glob_syntax_error(const std::string& pattern);
 

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/deadline_pool.h"
+#include "procfs/drm_fdinfo.h"
 #include "procfs/file_identity.h"
 #include "procfs/parse.h"
 
@@ -161,6 +162,7 @@ HeldFile& Worker::held(std::size_t file_index) {
   file.path = matcher_.file(file_index).path;
   file.nvidia_minor = matcher_.file(file_index).nvidia_minor;
   file.identity = matcher_.file(file_index).identity;
+  file.drm = matcher_.file(file_index).drm;
   return file;
 }
 
@@ -382,6 +384,16 @@ unsigned auto_threads(std::size_t processes) {
   return std::min({cores, kMaxThreads, useful});
 }
 
+// Several descriptors of one process can be one client (dup, or the same file description
+// passed back): a client id is listed once.
+void add_drm_client(HeldFile& file, DrmClient client) {
+  const bool seen =
+      client.client_id && std::any_of(file.drm_clients.begin(), file.drm_clients.end(),
+                                      [&](const DrmClient& c) { return c.client_id == client.client_id &&
+                                                                       c.pdev == client.pdev; });
+  if (!seen) file.drm_clients.push_back(std::move(client));
+}
+
 }  // namespace
 
 HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files,
@@ -519,8 +531,16 @@ bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files
 
 void fill_access(const ProcFs& proc, FileHolding& holding) {
   for (HeldFile& file : holding.files) {
+    file.drm_clients.clear();
+    // A DRM node's fdinfo also carries its client's usage stats; /dev/kfd has none.
+    const bool drm_client_node = file.drm && file.drm->kind != DrmNode::Kind::kKfd;
     for (int fd : file.fds) {
-      auto flags = proc.fd_flags(holding.pid, file.via_thread, fd);
+      auto text = proc.fd_info(holding.pid, file.via_thread, fd);
+      if (!text) continue;
+      if (drm_client_node) {
+        if (auto client = parse_drm_fdinfo(*text)) add_drm_client(file, std::move(*client));
+      }
+      auto flags = parse_fdinfo_flags(*text);
       if (!flags) continue;
       const std::uint32_t mode = *flags & O_ACCMODE;
       file.readable = file.readable || mode == O_RDONLY || mode == O_RDWR;

@@ -384,12 +384,18 @@ std::optional<Pid> ProcFs::thread_group_of(Pid id) const {
 }
 
 std::optional<std::uint32_t> ProcFs::fd_flags(Pid pid, std::optional<Pid> tid, int fd) const {
+  auto text = fd_info(pid, tid, fd);
+  if (!text) return std::nullopt;
+  return parse_fdinfo_flags(*text);
+}
+
+std::optional<std::string> ProcFs::fd_info(Pid pid, std::optional<Pid> tid, int fd) const {
   std::string path = std::to_string(pid);
   if (tid) path += "/task/" + std::to_string(*tid);
   path += "/fdinfo/" + std::to_string(fd);
   std::string text;
   if (!read_file_at(root_fd(), path.c_str(), text)) return std::nullopt;
-  return parse_fdinfo_flags(text);
+  return text;
 }
 
 }  // namespace gpuclean::procfs

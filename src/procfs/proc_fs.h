@@ -65,6 +65,9 @@ class ProcFs {
   // (a zombie leader's own fdinfo is empty).
   [[nodiscard]] std::optional<std::uint32_t> fd_flags(Pid pid, std::optional<Pid> tid,
                                                       int fd) const;
+  // The whole fdinfo text of descriptor fd (flags, and a DRM node's client usage stats),
+  // through task/TID when tid is given. nullopt when it cannot be read.
+  [[nodiscard]] std::optional<std::string> fd_info(Pid pid, std::optional<Pid> tid, int fd) const;
 
   // The thread group `id` belongs to, when `id` is a thread that does not lead one (/proc/TID
   // answers for every thread, though only leaders are listed). nullopt for a leader, or when
