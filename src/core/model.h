@@ -162,7 +162,9 @@ struct DeviceFile {
   // Taken once per selection by stat(2) of the path; nullopt when it could not be (the file
   // vanished between glob and stat): then nothing can be matched to it.
   std::optional<FileIdentity> identity;
-  std::optional<DrmNode> drm;  // set when it is a DRM node of a GPU sysfs lists, or /dev/kfd
+  // Set when it is a DRM node of a GPU sysfs lists, or /dev/kfd (last, with its default: the
+  // positional initialisers above stay as they were).
+  std::optional<DrmNode> drm = std::nullopt;
 };
 
 // One device file a process holds, and how.

@@ -98,7 +98,7 @@ Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selec
                         return f.identity && f.identity->same_file(*identity);
                       });
     if (seen) continue;
-    files.push_back(DeviceFile{std::move(path), nvidia_minor_of(identity), identity, std::nullopt});
+    files.push_back(DeviceFile{std::move(path), nvidia_minor_of(identity), identity});
   }
   return files;
 }
