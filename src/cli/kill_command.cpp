@@ -164,6 +164,7 @@ struct LookBefore {
   diagnose::Options diagnose_options;
   NvmlState nvml_state = NvmlState::kDisabled;
   std::string nvml_message;
+  bool drm_gpus = false;  // AMD or Intel GPUs: their memory comes from the kernel, NVML or not
 };
 
 // The look, or the exit code when it cannot be taken or the GPU selection is wrong.
@@ -189,10 +190,13 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
     failed.message = look.nvml_message;
     look.gatherer->use_gpu_source(std::move(failed));
   }
+  look.drm_gpus = diagnose::has_drm_gpus(gathered.input.gpu_view);
   if (selectors.gpus) {
-    // Which GPU a process uses is known only from NVML's (checked) process lists. NVML failing
-    // is a runtime failure (exit 3); NVML off or absent makes the selection a usage error.
-    if (look.nvml_state != NvmlState::kPresent) {
+    // Which GPU a process uses is known only from NVML's (checked) process lists, or an AMD or
+    // Intel GPU's clients. NVML failing is a runtime failure (exit 3); NVML off or absent on a
+    // machine without such GPUs makes the selection a usage error.
+    if (look.nvml_state == NvmlState::kFailed ||
+        (look.nvml_state != NvmlState::kPresent && !look.drm_gpus)) {
       io.err << "gpuclean: kill: selecting by GPU needs NVML (which GPU a process uses is known "
                 "only from NVML's process lists), and NVML is "
              << to_string(look.nvml_state)
@@ -293,7 +297,8 @@ int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
     if (p.pid && counted_pids.count(*p.pid) > 0) continue;  // in gpu_memory_left already
     diagnose::add_other(p, report.left);
   }
-  report.memory = diagnose::memory_check(before.nvml_state, true, before.nvml_state);
+  report.memory =
+      diagnose::memory_check(before.nvml_state, true, before.nvml_state, before.drm_gpus);
   report.verdict = diagnose::kill_verdict({.targets_left = 0,
                                            .memory_left = report.left.memory.size(),
                                            .others_left = report.left.still_held.size(),
@@ -414,7 +419,8 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   report.left = std::move(look.left);
   // The targets may be gone, but whether their GPU memory came back is unknown when NVML
   // failed (a wedged driver): never "clean" then (docs/reference.md), and exit 3.
-  report.memory = diagnose::memory_check(before.nvml_state, look.answered, look.nvml_after);
+  report.memory = diagnose::memory_check(before.nvml_state, look.answered, look.nvml_after,
+                                         before.drm_gpus);
   const bool unverified = report.memory == MemoryCheck::kFailed;
   const std::string& failure =
       before.nvml_message.empty() ? look.nvml_after_message : before.nvml_message;

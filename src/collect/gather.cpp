@@ -165,7 +165,26 @@ void Gatherer::start_nvml_helper() {
 }
 
 std::optional<GpuView> Gatherer::query_gpu_view() {
-  return query_gpus().view;
+  std::optional<GpuView> view = query_gpus().view;
+  if (drm_gpus_.empty()) return view;
+  // A DRM GPU's process list is its clients' fdinfo: a scan of the DRM nodes alone (kill's
+  // polls ask whether the targets still hold their memory).
+  std::vector<DeviceFile> nodes;
+  std::copy_if(files_.begin(), files_.end(), std::back_inserter(nodes), [](const DeviceFile& f) {
+    return f.drm && f.drm->kind != DrmNode::Kind::kKfd;
+  });
+  diagnose::Input input;
+  input.gpu_view = std::move(view);
+  procfs::HolderScan scan = procfs::scan_holders(proc_, nodes, {.threads = options_.threads});
+  for (procfs::FileHolding& holding : scan.holdings) {
+    procfs::fill_access(proc_, holding);
+    Holder holder;
+    holder.process.pid = holding.pid;
+    holder.devices = std::move(holding.files);
+    input.holders.push_back(std::move(holder));
+  }
+  add_drm_gpus(input);
+  return input.gpu_view;
 }
 
 Gathered Gatherer::collect() {

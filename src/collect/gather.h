@@ -96,8 +96,9 @@ class Gatherer {
   // The /proc this gatherer reads, with what it learned (processes whose memory map is
   // locked are not waited on again): for the reads that follow a collect.
   [[nodiscard]] const procfs::ProcFs& proc() const { return proc_; }
-  // NVML alone, no /proc scan: for sampling memory while a workload runs. nullopt when NVML
-  // is disabled, absent or failing.
+  // The GPUs alone: NVML's view, and the DRM GPUs' from a scan of their nodes only (no other
+  // /proc reads). For sampling memory while a workload runs and kill's polls. nullopt when
+  // NVML is disabled, absent or failing and there is no DRM GPU.
   std::optional<GpuView> query_gpu_view();
   // GPU views come from `source` from now on instead of NVML in this process or the helper
   // (run's sampler); an empty OpenedSource stops asking.

@@ -343,7 +343,9 @@ class UsedMemoryBudget {
         for (const auto& entry : it->second) total += entry.second;
       }
       left_[gpu.index] = gpu.memory->used;
-      note_[gpu.index] = " (cut to fit: NVML's per-process figures on GPU " +
+      const char* figures =
+          gpu.source == Gpu::Source::kDrm ? "its clients' figures" : "NVML's per-process figures";
+      note_[gpu.index] = std::string(" (cut to fit: ") + figures + " on GPU " +
                          std::to_string(gpu.index) + " add up to " + format_bytes(total) +
                          ", more than the " + format_bytes(gpu.memory->used) + " used)";
     }
@@ -694,9 +696,12 @@ std::vector<GpuReport> gpu_reports(const GpuView& view, const Options& options,
     if (auto it = mps.gone_clients.find(gpu.index); it != mps.gone_clients.end()) {
       for (const auto& entry : it->second) report.attributed += entry.second;
     }
-    const Bytes used = gpu.memory ? gpu.memory->used : 0;
-    report.attributed = std::min(report.attributed, used);
-    report.unattributed = used - report.attributed;
+    // Used unknown (a driver that gives no total, as i915 and xe): what the holders account
+    // for is all there is, uncut, and nothing is unattributed.
+    if (gpu.memory) {
+      report.attributed = std::min(report.attributed, gpu.memory->used);
+      report.unattributed = gpu.memory->used - report.attributed;
+    }
     reports.push_back(std::move(report));
   }
   return reports;

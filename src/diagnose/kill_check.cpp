@@ -57,14 +57,22 @@ void add_others(const Diagnosis& after, const std::set<Pid>& ours, const TargetM
   }
 }
 
-MemoryCheck memory_check(NvmlState before, bool answered_after, NvmlState after) {
+MemoryCheck memory_check(NvmlState before, bool answered_after, NvmlState after, bool drm_gpus) {
   if (before == NvmlState::kAbsent || before == NvmlState::kDisabled) {
-    return MemoryCheck::kNotChecked;
+    // An AMD or Intel GPU's memory is read from the kernel, NVML or not.
+    if (!drm_gpus) return MemoryCheck::kNotChecked;
+    return answered_after ? MemoryCheck::kVerified : MemoryCheck::kFailed;
   }
   if (before == NvmlState::kFailed || !answered_after || after == NvmlState::kFailed) {
     return MemoryCheck::kFailed;
   }
   return MemoryCheck::kVerified;
+}
+
+bool has_drm_gpus(const std::optional<GpuView>& view) {
+  return view && std::any_of(view->gpus.begin(), view->gpus.end(), [](const Gpu& gpu) {
+           return gpu.source == Gpu::Source::kDrm;
+         });
 }
 
 std::vector<GoneButCounted> gone_but_counted(const std::vector<Pid>& gone,

@@ -36,10 +36,14 @@ void add_other(const Problem& problem, KillLeft& left);
 void add_others(const Diagnosis& after, const std::set<Pid>& ours, const TargetMemory& memory,
                 Bytes max_unattributed, KillLeft& left);
 
-// How the memory was looked at: not at all (NVML off or absent at the start), failed (at the
-// start, in the look after, or no answer after the teardown while targets had memory), or
-// verified.
-MemoryCheck memory_check(NvmlState before, bool answered_after, NvmlState after);
+// How the memory was looked at: not at all (NVML off or absent at the start, and no AMD or
+// Intel GPU: `drm_gpus`, whose memory the kernel gives), failed (at the start, in the look
+// after, or no answer after the teardown while targets had memory), or verified.
+MemoryCheck memory_check(NvmlState before, bool answered_after, NvmlState after,
+                         bool drm_gpus = false);
+
+// Whether a view has AMD or Intel GPUs (Gpu::Source::kDrm).
+bool has_drm_gpus(const std::optional<GpuView>& view);
 
 // A named PID already gone for which NVML still counts memory: held by its heir, by the MPS
 // server (a gone MPS client), or by nobody yet (being released).

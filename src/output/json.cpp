@@ -32,9 +32,19 @@ nlohmann::json document_header(const std::string& host, double now) {
   return {{"schema", kSchemaVersion}, {"host", host}, {"time", rfc3339(now)}};
 }
 
+// A DRM node's kind and GPU ({"kind": "render", "pci_address": "0000:c3:00.0"}), or null.
+nlohmann::json to_json(const std::optional<DrmNode>& node) {
+  if (!node) return nullptr;
+  nlohmann::json out{{"kind", to_string(node->kind)}};
+  out["pci_address"] =
+      node->pci_address.empty() ? nlohmann::json() : nlohmann::json(node->pci_address);
+  return out;
+}
+
 nlohmann::json to_json(const DeviceFile& file) {
   nlohmann::json out{{"path", file.path}};
   out["nvidia_minor"] = or_null(file.nvidia_minor);
+  out["drm"] = to_json(file.drm);
   // The device number a holder is matched by ("195:0"), for device nodes; null otherwise.
   if (file.identity && file.identity->kind != FileIdentity::Kind::kOther) {
     out["device_number"] =
@@ -108,6 +118,17 @@ nlohmann::json to_json(const Holder& holder) {
     d["nvidia_minor"] = or_null(file.nvidia_minor);
     // Another path to the same file (a second node, a bind mount, another mount namespace).
     d["opened_as"] = or_null(file.opened_as);
+    d["drm"] = to_json(file.drm);
+    if (file.drm) {
+      nlohmann::json clients = nlohmann::json::array();
+      for (const DrmClient& c : file.drm_clients) {
+        nlohmann::json client{{"driver", c.driver}, {"pdev", c.pdev}};
+        client["client_id"] = or_null(c.client_id);
+        client["vram"] = or_null(c.vram);
+        clients.push_back(std::move(client));
+      }
+      d["drm"]["clients"] = std::move(clients);
+    }
     devices.push_back(std::move(d));
   }
   out["devices"] = std::move(devices);

@@ -41,6 +41,8 @@ nlohmann::json to_json(const HeirEvidence& evidence);
 nlohmann::json to_json(const DeadOwner& owner);
 nlohmann::json to_json(const ScanStats& stats);
 nlohmann::json to_json(const Problem& problem);
+// A DRM node's kind and GPU ({"kind": "render", "pci_address": "0000:c3:00.0"}), or null.
+nlohmann::json to_json(const std::optional<DrmNode>& node);
 nlohmann::json to_json(const DeviceFile& file);
 // NVML's fields of one GPU (index, uuid, name, pci_bus_id, minor, memory, modes, processes).
 nlohmann::json to_json(const Gpu& gpu);

@@ -5,6 +5,7 @@
 
 #include "collect/drm_view.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/kill_check.h"
 #include "../integration/drm_fixture.h"
 #include "procfs/drm_devices.h"
 #include "procfs/drm_fdinfo.h"
@@ -245,6 +246,73 @@ TEST(DrmDiagnosisTest, UnattributedMemoryOfADrmGpuNamesItsDriverNotNvidiaSmi) {
   EXPECT_EQ(d.problems[0].kind, ProblemKind::kUnattributed);
   EXPECT_NE(d.problems[0].fix.find("amdgpu, 0000:0a:00.0"), std::string::npos) << d.problems[0].fix;
   EXPECT_EQ(d.problems[0].fix.find("nvidia-smi"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuclean
+
+namespace gpuclean {
+namespace {
+
+// kill's verification of an AMD GPU's memory (collect/kill_look.h polls the view; these are
+// the pure judgements it makes), with the views built as Gatherer::query_gpu_view builds them.
+GpuView drm_view_of(const std::vector<Holder>& holders, Bytes used) {
+  std::vector<procfs::DrmGpu> gpus(1);
+  gpus[0].pci_address = "0000:0a:00.0";
+  gpus[0].driver = "amdgpu";
+  GpuView view;
+  view.gpus = collect::drm_gpus(
+      gpus, {GpuMemory{Bytes{64} << 30, used, (Bytes{64} << 30) - used, std::nullopt}}, holders, 0);
+  return view;
+}
+
+TEST(DrmKillCheckTest, ATargetsMemoryIsListedUntilItsClientsAreGone) {
+  const Holder target = drm_holder(500, DrmNode::Kind::kRender, "0000:0a:00.0",
+                                   {client("0000:0a:00.0", 7, Bytes{8} << 30)});
+  const std::set<Pid> listed{500};
+  diagnose::TargetMemory before = diagnose::target_memory(drm_view_of({target}, Bytes{8} << 30), listed);
+  ASSERT_EQ(before.lines.size(), 1u);
+  EXPECT_EQ(before.lines[0], "GPU 0: 8.0 GiB still listed for pid 500");
+  // Gone from /proc: no descriptor, no client, nothing listed.
+  EXPECT_TRUE(diagnose::target_memory(drm_view_of({}, 0), listed).empty());
+}
+
+TEST(DrmKillCheckTest, AClientSharedWithAProcessThatWasNotATargetIsStillHeld) {
+  // 500 (the target) and 501 share client 7 (fork): the memory is listed under 500 before;
+  // once 500 is gone, 501 holds it — kill must say so, not "memory back".
+  Holder child = drm_holder(501, DrmNode::Kind::kRender, "0000:0a:00.0",
+                            {client("0000:0a:00.0", 7, Bytes{8} << 30)});
+  child.process.ppid = 1;
+  child.klass = HolderClass::kOrphan;
+  const GpuView after_view = drm_view_of({child}, Bytes{8} << 30);
+  EXPECT_TRUE(diagnose::target_memory(after_view, {500}).empty());
+  diagnose::Input input;
+  input.gpu_view = after_view;
+  input.holders = {child};
+  const Diagnosis after = diagnose::diagnose(std::move(input), diagnose::Options{});
+  KillLeft left;
+  diagnose::add_others(after, {500}, {}, diagnose::Options{}.max_unattributed, left);
+  ASSERT_EQ(left.still_held.size(), 1u);
+  EXPECT_NE(left.still_held[0].find("pid 501"), std::string::npos) << left.still_held[0];
+}
+
+TEST(DrmKillCheckTest, WithoutNvmlAnAmdGpusMemoryIsStillVerified) {
+  using diagnose::memory_check;
+  EXPECT_EQ(memory_check(NvmlState::kAbsent, true, NvmlState::kAbsent, true),
+            MemoryCheck::kVerified);
+  // Negative control: no DRM GPU, no NVML: not checked, as before.
+  EXPECT_EQ(memory_check(NvmlState::kAbsent, true, NvmlState::kAbsent, false),
+            MemoryCheck::kNotChecked);
+  EXPECT_EQ(memory_check(NvmlState::kAbsent, false, NvmlState::kAbsent, true),
+            MemoryCheck::kFailed);
+  // NVML failing on a mixed machine leaves the NVIDIA GPUs unknown: failed.
+  EXPECT_EQ(memory_check(NvmlState::kFailed, true, NvmlState::kFailed, true),
+            MemoryCheck::kFailed);
+  std::optional<GpuView> view = drm_view_of({}, 0);
+  EXPECT_TRUE(diagnose::has_drm_gpus(view));
+  view->gpus[0].source = Gpu::Source::kNvml;
+  EXPECT_FALSE(diagnose::has_drm_gpus(view));
+  EXPECT_FALSE(diagnose::has_drm_gpus(std::nullopt));
 }
 
 }  // namespace
