@@ -99,6 +99,10 @@ std::optional<DeviceFile> node_file(const DrmRoots& roots, const std::string& na
 
 }  // namespace
 
+bool is_compute_driver(std::string_view driver) {
+  return driver == "amdgpu" || driver == "i915" || driver == "xe";
+}
+
 std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
   const std::string class_dir = roots.sys + "/class/drm";
   std::vector<std::string> names;
@@ -117,7 +121,9 @@ std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
     const auto text = read_small(entry + "/dev");
     const auto number = text ? device_number(*text) : std::nullopt;
     if (!address || !driver || !number) continue;
-    if (*driver == "nvidia") continue;  // NVML's GPU: never counted twice
+    // NVML's GPUs (nvidia-drm) are never counted twice; a VM's virtio-gpu, a BMC's ast and
+    // other display or embedded drivers are no compute GPU this tool can account.
+    if (!is_compute_driver(*driver)) continue;
     DrmGpu& gpu = by_address[*address];
     if (gpu.pci_address.empty()) {
       gpu.pci_address = *address;

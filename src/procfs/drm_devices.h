@@ -1,12 +1,14 @@
 // The AMD and Intel GPUs the kernel's DRM subsystem lists in sysfs (/sys/class/drm), with the
-// device nodes that are theirs and the memory totals their driver exposes. NVIDIA's own DRM
-// nodes (nvidia-drm) are left out: those GPUs are NVML's to account, never counted twice. A
-// device without a render node (a BMC's display controller, ASPEED `ast`) is no compute GPU
-// and is left out too.
+// device nodes that are theirs and the memory totals their driver exposes. Only the drivers
+// whose per-client stats gpuclean reads (is_compute_driver): NVIDIA's own DRM nodes
+// (nvidia-drm) are NVML's to account, never counted twice; a VM's virtio-gpu, a BMC's display
+// controller (ASPEED `ast`) and other display drivers are no compute GPU. A device without a
+// render node is left out too.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.h"
@@ -29,6 +31,9 @@ struct DrmGpu {
   // node at /dev/dri/NAME is taken only when its device number is the one sysfs gives.
   std::vector<DeviceFile> nodes;
 };
+
+// amdgpu, i915 and xe: the drivers whose GPUs gpuclean lists.
+bool is_compute_driver(std::string_view driver);
 
 // The DRM GPUs, in PCI address order. Never fails: a machine without /sys/class/drm, or an
 // entry that cannot be read, gives fewer GPUs.

@@ -109,6 +109,8 @@ TEST_F(DrmDevicesTest, ListsRenderCapableGpusButNotNvidiasOrABmcConsole) {
   // nvidia-drm's nodes: NVML's GPU. ast: a display controller without a render node.
   machine_.add_gpu("0000:41:00.0", "nvidia", "0x10de", {{"card3", "226:3"}, {"renderD131", "226:131"}});
   machine_.add_gpu("0000:02:00.0", "ast", "0x1a03", {{"card0", "226:0"}});
+  // A VM's virtio-gpu has a render node, but no memory of a GPU to account.
+  machine_.add_gpu("0000:00:05.0", "virtio-pci", "0x1af4", {{"card4", "226:4"}, {"renderD132", "226:132"}});
   machine_.add_kfd();
 
   const auto gpus = procfs::find_drm_gpus(roots());
