@@ -18,8 +18,11 @@ std::vector<Gpu> drm_gpus(const std::vector<procfs::DrmGpu>& gpus,
     gpu.driver = gpus[i].driver;
     gpu.index = first_index + static_cast<unsigned>(i);
     gpu.name = gpus[i].name;
+    gpu.uuid = gpus[i].unique_id;  // the metrics' `uuid` label: stable across reboots
     gpu.pci_bus_id = gpus[i].pci_address;
     if (i < memory.size()) gpu.memory = memory[i];
+    gpu.activity_unavailable =
+        "not read for AMD and Intel GPUs: their fdinfo gives engine time, which takes two looks";
     by_address.emplace(gpus[i].pci_address, i);
     out.push_back(std::move(gpu));
   }

@@ -281,14 +281,49 @@ std::string activity_text(const StatusReport& report, const Holder& holder) {
 }
 
 // What NVML attributes to it (or to the dead PID it inherited from).
+const Gpu* drm_gpu(const Diagnosis& d, unsigned index) {
+  for (const GpuReport& g : d.gpus) {
+    if (g.gpu.index == index && g.gpu.source == Gpu::Source::kDrm) return &g.gpu;
+  }
+  return nullptr;
+}
+
+// What an AMD or Intel GPU's clients hold for it (their fdinfo); true when it has any.
+bool render_drm(std::ostream& out, const StatusReport& report, const Holder* holder) {
+  bool any = false;
+  if (holder == nullptr) return any;
+  for (const auto& [gpu, bytes] : holder->gpu_memory) {
+    if (const Gpu* g = drm_gpu(report.diagnosis, gpu)) {
+      row(out, "DRM",
+          fmt::format("GPU {}: {} in its clients' fdinfo ({} {})", gpu, format_bytes(bytes),
+                      escape_terminal(g->driver), escape_terminal(g->pci_bus_id)));
+      any = true;
+    }
+  }
+  return any;
+}
+
 void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSubject& subject,
                  const Holder* holder) {
   const Diagnosis& d = report.diagnosis;
+  const bool drm_memory = render_drm(out, report, holder);
+  const bool drm_gpus = std::any_of(d.gpus.begin(), d.gpus.end(), [](const GpuReport& g) {
+    return g.gpu.source == Gpu::Source::kDrm;
+  });
+  const bool nvidia_memory =
+      holder != nullptr && std::any_of(holder->gpu_memory.begin(), holder->gpu_memory.end(),
+                                       [&d](const auto& e) { return drm_gpu(d, e.first) == nullptr; });
   if (report.nvml_state != NvmlState::kPresent) {
-    row(out, "NVML",
-        "not available (" + std::string(to_string(report.nvml_state)) + "): GPU memory unknown");
-  } else if (holder != nullptr && !holder->gpu_memory.empty()) {
+    // On an AMD or Intel machine no NVML is normal: said only when it failed.
+    if (!drm_gpus || report.nvml_state == NvmlState::kFailed) {
+      row(out, "NVML",
+          "not available (" + std::string(to_string(report.nvml_state)) +
+              (drm_gpus ? "): NVIDIA GPU memory unknown" : "): GPU memory unknown"));
+    }
+    if (drm_memory) row(out, "activity", activity_text(report, *holder));
+  } else if (nvidia_memory) {
     for (const auto& [gpu, bytes] : holder->gpu_memory) {
+      if (drm_gpu(d, gpu) != nullptr) continue;
       row(out, "NVML",
           fmt::format("GPU {}: {}{}", gpu, format_bytes(bytes),
                       holder->inherited_from
@@ -302,6 +337,8 @@ void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSub
       row(out, "NVML",
           fmt::format("GPU {}: {} (for this pid, which /proc lacks)", gpu, format_bytes(bytes)));
     }
+  } else if (drm_memory) {
+    row(out, "activity", activity_text(report, *holder));
   } else {
     row(out, "NVML", "names no GPU memory for it");
   }
@@ -365,6 +402,11 @@ void render_explain_verdict(std::ostream& out, const StatusReport& report,
       row(out, "verdict", "no such process, and NVML attributes no memory to it");
     } else if (holder != nullptr && holder->service) {
       row(out, "verdict", "a node service at work: never a problem");
+    } else if (holder != nullptr && holder->klass == HolderClass::kMonitor &&
+               std::all_of(holder->devices.begin(), holder->devices.end(),
+                           [](const HeldFile& f) { return f.drm.has_value(); })) {
+      row(out, "verdict",
+          "a display (primary DRM nodes only, no render node or /dev/kfd): never a problem");
     } else if (holder != nullptr && holder->klass == HolderClass::kMonitor) {
       row(out, "verdict", "a monitor (NVML/control files only, no CUDA context): never a problem");
     } else if (report.nvml_state != NvmlState::kPresent && holder == nullptr) {

@@ -132,6 +132,7 @@ std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
       const std::string device_link = entry + "/device";
       gpu.device_dir = ::realpath(device_link.c_str(), resolved) != nullptr ? resolved : device_link;
       gpu.name = gpu_name(gpu.device_dir, gpu.driver);
+      gpu.unique_id = read_small(gpu.device_dir + "/unique_id").value_or("");
     }
     if (auto file = node_file(roots, name, *number, DrmNode{*kind, *address})) {
       gpu.nodes.push_back(std::move(*file));

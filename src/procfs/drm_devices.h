@@ -26,6 +26,7 @@ struct DrmGpu {
   std::string pci_address;  // the PCI device's sysfs name, "0000:c3:00.0"
   std::string driver;       // "amdgpu", "i915", "xe", …
   std::string name;         // amdgpu's product_name, else "AMD GPU 0x74a1" from the PCI IDs
+  std::string unique_id;    // amdgpu's unique_id (a serial, on server parts), else empty
   std::string device_dir;   // its sysfs directory, for reading the memory figures again
   // The nodes that are this GPU's (render first, then primary), each with its identity: the
   // node at /dev/dri/NAME is taken only when its device number is the one sysfs gives.

@@ -52,7 +52,10 @@ class DrmFixture {
     std::filesystem::create_symlink(sys() / "bus/pci/drivers" / driver, device / "driver");
     write(device / "vendor", vendor + "\n");
     write(device / "device", "0x74a1\n");
-    if (!product.empty()) write(device / "product_name", product + "\n");
+    if (!product.empty()) {
+      write(device / "product_name", product + "\n");
+      write(device / "unique_id", "a1b2c3d4e5f60718\n");
+    }
     if (vram) {
       write(device / "mem_info_vram_total", std::to_string(vram->first) + "\n");
       write(device / "mem_info_vram_used", std::to_string(vram->second) + "\n");

@@ -69,6 +69,9 @@ TEST_F(DrmTest, StatusNamesTheOrphanedWorkersMemoryOnAnAmdGpuWithoutNvml) {
   EXPECT_EQ(gpu["driver"], "amdgpu");
   EXPECT_EQ(gpu["pci_bus_id"], "0000:c3:00.0");
   EXPECT_EQ(gpu["name"], "AMD Instinct MI300X");
+  EXPECT_EQ(gpu["uuid"], "a1b2c3d4e5f60718");  // amdgpu's unique_id
+  EXPECT_TRUE(gpu["activity"].is_null());       // not read: said, never 0
+  EXPECT_FALSE(gpu["activity_unavailable"].is_null());
   EXPECT_EQ(gpu["memory"]["used"], 20 * kGiB);
   // Client 7 once (500 and 501 share it), and the display's 256 MiB.
   EXPECT_EQ(gpu["memory"]["attributed"], 16 * kGiB + (256ull << 20));
@@ -132,6 +135,29 @@ TEST_F(DrmTest, WhoNamesEachNodeItsGpuAndTheClientsBehindIt) {
     saw_client = true;
   }
   EXPECT_TRUE(saw_client) << worker->dump();
+}
+
+TEST_F(DrmTest, ExplainSaysWhereTheMemoryFigureComesFromAndWhyADisplayIsNoProblem) {
+  auto result = gpuclean({"explain", "500"});
+  EXPECT_NE(result.out.find("DRM       GPU 0: 16.0 GiB in its clients' fdinfo (amdgpu "
+                            "0000:c3:00.0)"),
+            std::string::npos)
+      << result.out;
+  EXPECT_EQ(result.out.find("NVML"), std::string::npos) << "no NVML is normal here: " << result.out;
+  result = gpuclean({"explain", "600"});
+  EXPECT_NE(result.out.find("a display (primary DRM nodes only"), std::string::npos) << result.out;
+}
+
+TEST_F(DrmTest, GpusSelectsAnAmdGpuWithoutNvml) {
+  // Which GPU a process uses is known from its clients: --gpus needs no NVML here.
+  auto result = gpuclean({"status", "--json", "--gpus", "0"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_EQ(parse(result)["gpus"].size(), 1u);
+  // Negative control: the same selection with --no-drm is refused, as on any machine without
+  // NVML.
+  result = gpuclean({"status", "--gpus", "0", "--no-drm"});
+  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  EXPECT_NE(result.err.find("--gpus needs NVML"), std::string::npos) << result.err;
 }
 
 TEST_F(DrmTest, AnIntelGpuWithoutAUsedTotalShowsWhatItsClientsHold) {
