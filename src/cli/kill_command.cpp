@@ -419,8 +419,8 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   report.left = std::move(look.left);
   // The targets may be gone, but whether their GPU memory came back is unknown when NVML
   // failed (a wedged driver): never "clean" then (docs/reference.md), and exit 3.
-  report.memory = diagnose::memory_check(before.nvml_state, look.answered, look.nvml_after,
-                                         before.drm_gpus);
+  report.memory =
+      diagnose::memory_check(before.nvml_state, look.answered, look.nvml_after, before.drm_gpus);
   const bool unverified = report.memory == MemoryCheck::kFailed;
   const std::string& failure =
       before.nvml_message.empty() ? look.nvml_after_message : before.nvml_message;

@@ -60,7 +60,8 @@ int run_who(const WhoOptions& options, const Io& io) {
     return kExitRuntime;
   }
   if (files->empty() && !options.common.json) {
-    io.err << "gpuclean: no NVIDIA device files (/dev/nvidia*) on this machine\n";
+    io.err << "gpuclean: no GPU device files (/dev/nvidia*, or DRM nodes of an AMD or Intel GPU) "
+              "on this machine\n";
   }
 
   procfs::ScanOptions scan_options{.threads = options.common.threads};

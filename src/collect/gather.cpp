@@ -47,7 +47,8 @@ Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& option
   if (!files.ok() || options.no_drm) return files;
   const std::vector<procfs::DrmGpu> gpus = procfs::find_drm_gpus(options.drm_roots);
   std::vector<DeviceFile> nodes;
-  for (const procfs::DrmGpu& gpu : gpus) nodes.insert(nodes.end(), gpu.nodes.begin(), gpu.nodes.end());
+  for (const procfs::DrmGpu& gpu : gpus)
+    nodes.insert(nodes.end(), gpu.nodes.begin(), gpu.nodes.end());
   if (auto kfd = procfs::find_kfd(options.drm_roots, gpus)) nodes.push_back(std::move(*kfd));
   return procfs::mark_drm_nodes(std::move(files).value(), nodes, defaults);
 }
@@ -170,9 +171,8 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
   // A DRM GPU's process list is its clients' fdinfo: a scan of the DRM nodes alone (kill's
   // polls ask whether the targets still hold their memory).
   std::vector<DeviceFile> nodes;
-  std::copy_if(files_.begin(), files_.end(), std::back_inserter(nodes), [](const DeviceFile& f) {
-    return f.drm && f.drm->kind != DrmNode::Kind::kKfd;
-  });
+  std::copy_if(files_.begin(), files_.end(), std::back_inserter(nodes),
+               [](const DeviceFile& f) { return f.drm && f.drm->kind != DrmNode::Kind::kKfd; });
   diagnose::Input input;
   input.gpu_view = std::move(view);
   procfs::HolderScan scan = procfs::scan_holders(proc_, nodes, {.threads = options_.threads});

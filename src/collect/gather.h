@@ -26,7 +26,7 @@ struct CollectOptions {
   bool no_nvml = false;
   // Never look at AMD or Intel GPUs (sysfs's DRM devices and their clients' fdinfo): --no-drm.
   bool no_drm = false;
-  procfs::DrmRoots drm_roots;  // test builds point them at fixture trees
+  procfs::DrmRoots drm_roots;       // test builds point them at fixture trees
   unsigned threads = 0;             // 0: one per core, at most 16
   std::string proc_root = "/proc";  // test builds point it at fixture trees
   std::string test_gpu_source;      // test builds: a JSON GPU view instead of NVML

@@ -311,8 +311,9 @@ void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSub
     return g.gpu.source == Gpu::Source::kDrm;
   });
   const bool nvidia_memory =
-      holder != nullptr && std::any_of(holder->gpu_memory.begin(), holder->gpu_memory.end(),
-                                       [&d](const auto& e) { return drm_gpu(d, e.first) == nullptr; });
+      holder != nullptr &&
+      std::any_of(holder->gpu_memory.begin(), holder->gpu_memory.end(),
+                  [&d](const auto& e) { return drm_gpu(d, e.first) == nullptr; });
   if (report.nvml_state != NvmlState::kPresent) {
     // On an AMD or Intel machine no NVML is normal: said only when it failed.
     if (!drm_gpus || report.nvml_state == NvmlState::kFailed) {

@@ -271,8 +271,8 @@ void render_gpu_line(std::ostream& out, const GpuReport& g, std::size_t width) {
   if (!g.gpu.memory && g.gpu.source == Gpu::Source::kDrm) {
     // i915 and xe expose no used total: the clients' figures are all there is.
     out << fmt::format("GPU {}  {}  {} attributed; total unknown ({} gives none)\n", g.gpu.index,
-                       cut_to_columns(escape_terminal(g.gpu.name), 32),
-                       format_bytes(g.attributed), escape_terminal(g.gpu.driver));
+                       cut_to_columns(escape_terminal(g.gpu.name), 32), format_bytes(g.attributed),
+                       escape_terminal(g.gpu.driver));
     return;
   }
   const GpuMemory memory = g.gpu.memory.value_or(GpuMemory{});

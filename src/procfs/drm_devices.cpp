@@ -90,8 +90,8 @@ std::optional<DeviceFile> node_file(const DrmRoots& roots, const std::string& na
   const bool is_node = file.identity->kind == FileIdentity::Kind::kCharDevice &&
                        file.identity->rdev_major == number.first &&
                        file.identity->rdev_minor == number.second;
-  const bool stand_in = roots.dev != DrmRoots{}.dev &&
-                        file.identity->kind == FileIdentity::Kind::kOther;
+  const bool stand_in =
+      roots.dev != DrmRoots{}.dev && file.identity->kind == FileIdentity::Kind::kOther;
   if (!is_node && !stand_in) return std::nullopt;
   file.drm = std::move(node);
   return file;
@@ -130,7 +130,8 @@ std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
       gpu.driver = *driver;
       char resolved[PATH_MAX];
       const std::string device_link = entry + "/device";
-      gpu.device_dir = ::realpath(device_link.c_str(), resolved) != nullptr ? resolved : device_link;
+      gpu.device_dir =
+          ::realpath(device_link.c_str(), resolved) != nullptr ? resolved : device_link;
       gpu.name = gpu_name(gpu.device_dir, gpu.driver);
       gpu.unique_id = read_small(gpu.device_dir + "/unique_id").value_or("");
     }

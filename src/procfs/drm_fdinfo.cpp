@@ -35,7 +35,7 @@ struct RegionFigures {
   std::optional<Bytes> resident;
   std::optional<Bytes> legacy;  // drm-memory-<region>
   std::optional<Bytes> total;
-  bool malformed = false;       // some figure of it did not parse
+  bool malformed = false;  // some figure of it did not parse
   [[nodiscard]] std::optional<Bytes> best() const {
     if (resident) return resident;
     if (legacy) return legacy;

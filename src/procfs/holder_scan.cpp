@@ -388,9 +388,10 @@ unsigned auto_threads(std::size_t processes) {
 // passed back): a client id is listed once.
 void add_drm_client(HeldFile& file, DrmClient client) {
   const bool seen =
-      client.client_id && std::any_of(file.drm_clients.begin(), file.drm_clients.end(),
-                                      [&](const DrmClient& c) { return c.client_id == client.client_id &&
-                                                                       c.pdev == client.pdev; });
+      client.client_id &&
+      std::any_of(file.drm_clients.begin(), file.drm_clients.end(), [&](const DrmClient& c) {
+        return c.client_id == client.client_id && c.pdev == client.pdev;
+      });
   if (!seen) file.drm_clients.push_back(std::move(client));
 }
 

@@ -89,11 +89,10 @@ class DrmFixture {
     write(dir / "task" / std::to_string(pid) / "stat", stat);
     write(dir / "task" / std::to_string(pid) / "wchan", "0");
     const std::string id = std::to_string(uid);
-    write(dir / "status", "Name:\t" + comm + "\nState:\tS (sleeping)\nTgid:\t" +
-                              std::to_string(pid) + "\nNSpid:\t" + std::to_string(pid) +
-                              "\nPid:\t" + std::to_string(pid) + "\nPPid:\t" +
-                              std::to_string(ppid) + "\nUid:\t" + id + "\t" + id + "\t" + id +
-                              "\t" + id + "\n");
+    write(dir / "status",
+          "Name:\t" + comm + "\nState:\tS (sleeping)\nTgid:\t" + std::to_string(pid) +
+              "\nNSpid:\t" + std::to_string(pid) + "\nPid:\t" + std::to_string(pid) + "\nPPid:\t" +
+              std::to_string(ppid) + "\nUid:\t" + id + "\t" + id + "\t" + id + "\t" + id + "\n");
     write(dir / "cmdline", comm + std::string(1, '\0'));
     write(dir / "cgroup", "0::/user.slice/user-" + id + ".slice/session-3.scope\n");
     write(dir / "maps", "");
@@ -106,8 +105,8 @@ class DrmFixture {
 
   // The test binary's options that point gpuclean at this machine.
   [[nodiscard]] std::vector<std::string> roots() const {
-    return {"--proc-root", proc().string(), "--drm-sys-root", sys().string(), "--drm-dev-root",
-            dev().string()};
+    return {"--proc-root",  proc().string(),  "--drm-sys-root",
+            sys().string(), "--drm-dev-root", dev().string()};
   }
 
  private:
@@ -123,8 +122,8 @@ class DrmFixture {
 
 // amdgpu since 5.19 (drm-memory-*, KiB), with a client id.
 inline std::string amdgpu_fdinfo(const std::string& pdev, int client, std::uint64_t vram_kib) {
-  return "drm-driver:\tamdgpu\ndrm-pdev:\t" + pdev + "\ndrm-client-id:\t" +
-         std::to_string(client) + "\ndrm-memory-vram:\t" + std::to_string(vram_kib) +
+  return "drm-driver:\tamdgpu\ndrm-pdev:\t" + pdev + "\ndrm-client-id:\t" + std::to_string(client) +
+         "\ndrm-memory-vram:\t" + std::to_string(vram_kib) +
          " KiB\ndrm-memory-gtt: \t2048 KiB\ndrm-memory-cpu: \t0 KiB\n";
 }
 

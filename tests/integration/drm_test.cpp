@@ -70,7 +70,7 @@ TEST_F(DrmTest, StatusNamesTheOrphanedWorkersMemoryOnAnAmdGpuWithoutNvml) {
   EXPECT_EQ(gpu["pci_bus_id"], "0000:c3:00.0");
   EXPECT_EQ(gpu["name"], "AMD Instinct MI300X");
   EXPECT_EQ(gpu["uuid"], "a1b2c3d4e5f60718");  // amdgpu's unique_id
-  EXPECT_TRUE(gpu["activity"].is_null());       // not read: said, never 0
+  EXPECT_TRUE(gpu["activity"].is_null());      // not read: said, never 0
   EXPECT_FALSE(gpu["activity_unavailable"].is_null());
   EXPECT_EQ(gpu["memory"]["used"], 20 * kGiB);
   // Client 7 once (500 and 501 share it), and the display's 256 MiB.
@@ -180,9 +180,9 @@ TEST_F(DrmTest, AnIntelGpuWithoutAUsedTotalShowsWhatItsClientsHold) {
 TEST_F(DrmTest, AMachineWithBothShowsNvmlsGpusFirstAndTheAmdGpuAfter) {
   const std::string scenario = (machine_.proc().parent_path() / "nvml.conf").string();
   std::ofstream(scenario) << "gpus 1\n";
-  auto result = gpuclean({"status", "--json"}, {"LD_LIBRARY_PATH=" + std::string(FAKE_NVML_DIR) +
-                                                   "/r580",
-                                               "FAKE_NVML_CONFIG=" + scenario});
+  auto result = gpuclean(
+      {"status", "--json"},
+      {"LD_LIBRARY_PATH=" + std::string(FAKE_NVML_DIR) + "/r580", "FAKE_NVML_CONFIG=" + scenario});
   json doc = parse(result);
   ASSERT_EQ(doc["gpus"].size(), 2u) << result.out << result.err;
   EXPECT_EQ(doc["gpus"][0]["source"], "nvml");

@@ -3,10 +3,10 @@
 // memory becomes per-GPU process lists, and the display holders the diagnosis leaves alone.
 #include <gtest/gtest.h>
 
+#include "../integration/drm_fixture.h"
 #include "collect/drm_view.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/kill_check.h"
-#include "../integration/drm_fixture.h"
 #include "procfs/drm_devices.h"
 #include "procfs/drm_fdinfo.h"
 
@@ -86,8 +86,8 @@ TEST(DrmFdinfoTest, AnythingElseIsNoClientOrNoFigure) {
   // a sum past 2^64.
   EXPECT_FALSE(parse_drm_fdinfo("drm-driver:\tamdgpu\ndrm-memory-vram:\t12 GiB\n")->vram);
   EXPECT_FALSE(parse_drm_fdinfo("drm-driver:\tamdgpu\ndrm-memory-vram:\tKiB\n")->vram);
-  EXPECT_FALSE(parse_drm_fdinfo("drm-driver:\tamdgpu\ndrm-memory-vram:\t18446744073709551615 KiB\n")
-                   ->vram);
+  EXPECT_FALSE(
+      parse_drm_fdinfo("drm-driver:\tamdgpu\ndrm-memory-vram:\t18446744073709551615 KiB\n")->vram);
   EXPECT_FALSE(parse_drm_fdinfo("drm-driver:\txe\ndrm-total-vram0:\t18446744073709551615\n"
                                 "drm-total-vram1:\t1\n")
                    ->vram);
@@ -107,10 +107,12 @@ TEST_F(DrmDevicesTest, ListsRenderCapableGpusButNotNvidiasOrABmcConsole) {
                    std::pair{Bytes{192} << 30, Bytes{20} << 30}, "AMD Instinct MI300X");
   machine_.add_gpu("0000:03:00.0", "xe", "0x8086", {{"card2", "226:2"}, {"renderD130", "226:130"}});
   // nvidia-drm's nodes: NVML's GPU. ast: a display controller without a render node.
-  machine_.add_gpu("0000:41:00.0", "nvidia", "0x10de", {{"card3", "226:3"}, {"renderD131", "226:131"}});
+  machine_.add_gpu("0000:41:00.0", "nvidia", "0x10de",
+                   {{"card3", "226:3"}, {"renderD131", "226:131"}});
   machine_.add_gpu("0000:02:00.0", "ast", "0x1a03", {{"card0", "226:0"}});
   // A VM's virtio-gpu has a render node, but no memory of a GPU to account.
-  machine_.add_gpu("0000:00:05.0", "virtio-pci", "0x1af4", {{"card4", "226:4"}, {"renderD132", "226:132"}});
+  machine_.add_gpu("0000:00:05.0", "virtio-pci", "0x1af4",
+                   {{"card4", "226:4"}, {"renderD132", "226:132"}});
   machine_.add_kfd();
 
   const auto gpus = procfs::find_drm_gpus(roots());
@@ -272,7 +274,8 @@ TEST(DrmKillCheckTest, ATargetsMemoryIsListedUntilItsClientsAreGone) {
   const Holder target = drm_holder(500, DrmNode::Kind::kRender, "0000:0a:00.0",
                                    {client("0000:0a:00.0", 7, Bytes{8} << 30)});
   const std::set<Pid> listed{500};
-  diagnose::TargetMemory before = diagnose::target_memory(drm_view_of({target}, Bytes{8} << 30), listed);
+  diagnose::TargetMemory before =
+      diagnose::target_memory(drm_view_of({target}, Bytes{8} << 30), listed);
   ASSERT_EQ(before.lines.size(), 1u);
   EXPECT_EQ(before.lines[0], "GPU 0: 8.0 GiB still listed for pid 500");
   // Gone from /proc: no descriptor, no client, nothing listed.
@@ -308,8 +311,7 @@ TEST(DrmKillCheckTest, WithoutNvmlAnAmdGpusMemoryIsStillVerified) {
   EXPECT_EQ(memory_check(NvmlState::kAbsent, false, NvmlState::kAbsent, true),
             MemoryCheck::kFailed);
   // NVML failing on a mixed machine leaves the NVIDIA GPUs unknown: failed.
-  EXPECT_EQ(memory_check(NvmlState::kFailed, true, NvmlState::kFailed, true),
-            MemoryCheck::kFailed);
+  EXPECT_EQ(memory_check(NvmlState::kFailed, true, NvmlState::kFailed, true), MemoryCheck::kFailed);
   std::optional<GpuView> view = drm_view_of({}, 0);
   EXPECT_TRUE(diagnose::has_drm_gpus(view));
   view->gpus[0].source = Gpu::Source::kNvml;
