@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -18,7 +19,28 @@ int exit_code_of(const collect::GatherError& error) {
   return error.usage ? kExitUsage : kExitRuntime;
 }
 
-Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text) {
+namespace {
+
+// "0000:c3:00.0" from NVML's "00000000:C3:00.0" or a DRM "0000:c3:00.0": lower case, a
+// four-digit domain.
+std::string normal_pci_address(std::string_view address) {
+  std::string out;
+  for (char c : address) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t colon = out.find(':');
+  if (colon != std::string::npos && colon > 4 && out.find_first_not_of('0') >= colon - 4) {
+    out.erase(0, colon - 4);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool names_pci_address(const std::string& text) {
+  return text.find(':') != std::string::npos;
+}
+
+Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text,
+                                                         const GpuView* view) {
   if (text == "all") return std::optional<std::set<unsigned>>();
   std::set<unsigned> out;
   std::size_t start = 0;
@@ -34,7 +56,21 @@ Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text
       return v;
     };
     const std::size_t dash = part.find('-');
-    if (dash == std::string::npos) {
+    if (part.find(':') != std::string::npos) {
+      if (view == nullptr) {
+        return Error{0, "--gpus: '" + part +
+                            "' is a PCI address: status, check, wait and snapshot take one; "
+                            "kill, run, top and recorder take the index status shows"};
+      }
+      const std::string wanted = normal_pci_address(part);
+      auto gpu = std::find_if(view->gpus.begin(), view->gpus.end(), [&wanted](const Gpu& g) {
+        return normal_pci_address(g.pci_bus_id) == wanted;
+      });
+      if (gpu == view->gpus.end()) {
+        return Error{0, "--gpus: no GPU at PCI address '" + part + "'"};
+      }
+      out.insert(gpu->index);
+    } else if (dash == std::string::npos) {
       auto v = number(part);
       if (!v) return Error{0, "--gpus: '" + part + "' is not a GPU index (use 0,2 or 0-3 or all)"};
       out.insert(*v);

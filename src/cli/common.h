@@ -30,7 +30,13 @@ struct Io {
 int exit_code_of(const collect::GatherError& error);
 
 // "0,2", "0-3", "all" → indices; nullopt for "all". Errors name the bad part.
-Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text);
+// A PCI address ("0000:c3:00.0", or NVML's "00000000:C3:00.0") names the GPU at that address
+// in `view`; without a view (the commands that parse --gpus before they look: kill, run, top,
+// recorder) it is an error that says which commands take one.
+Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text,
+                                                         const GpuView* view = nullptr);
+// Whether a --gpus list names a GPU by PCI address (it then needs the GPUs' view to parse).
+bool names_pci_address(const std::string& text);
 
 std::string host_name();
 

@@ -194,7 +194,10 @@ int run_check_against(const StatusOptions& options, const Io& io) {
   std::optional<StatusPrepared> prepared;
   auto now = snapshot_now(options, procfs::HostRoots{}, io, exit_code, &prepared);
   if (!now) return exit_code;
-  auto gpus = parse_gpu_list(options.common.gpus);  // valid: prepare_status accepted it
+  // Valid: prepare_status accepted it. Its PCI addresses name GPUs of the selection.
+  GpuView selected;
+  for (const GpuReport& g : prepared->report.diagnosis.gpus) selected.gpus.push_back(g.gpu);
+  auto gpus = parse_gpu_list(options.common.gpus, &selected);
   output::DiffReport report;
   report.before = side_of(options.against, *before);
   report.after = side_of("now", *now);

@@ -148,7 +148,9 @@ output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
 // device: the verdict is unknown (output::verdict_of), exit 3.
 Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io) {
   Prepared prepared;
-  auto gpus = parse_gpu_list(options.common.gpus);
+  const GpuView none;
+  auto gpus = parse_gpu_list(options.common.gpus,
+                             gathered.input.gpu_view ? &*gathered.input.gpu_view : &none);
   if (!gpus.ok()) {
     io.err << "gpuclean: " << gpus.error().message() << '\n';
     prepared.exit_code = kExitUsage;

@@ -31,6 +31,7 @@ std::vector<Gpu> drm_gpus(const std::vector<procfs::DrmGpu>& gpus,
   std::map<std::size_t, std::map<Pid, Bytes>> held;
   std::set<std::pair<std::size_t, std::uint64_t>> counted;
   std::vector<const Holder*> by_pid;
+  by_pid.reserve(holders.size());
   for (const Holder& h : holders) by_pid.push_back(&h);
   std::sort(by_pid.begin(), by_pid.end(),
             [](const Holder* a, const Holder* b) { return a->process.pid < b->process.pid; });

@@ -76,7 +76,9 @@ std::string gpu_name(const std::string& device_dir, const std::string& driver) {
   std::string maker = driver;
   if (vendor == "0x1002") maker = "AMD";
   if (vendor == "0x8086") maker = "Intel";
-  return maker + " GPU" + (device ? " " + *device : "");
+  std::string name = maker + " GPU";
+  if (device) name += " " + *device;
+  return name;
 }
 
 // The node at dev/dri/NAME, when it is the device sysfs describes. Under the test binary's
@@ -115,7 +117,8 @@ std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
   for (const std::string& name : names) {
     const auto kind = node_kind(name);
     if (!kind) continue;
-    const std::string entry = class_dir + "/" + name;
+    std::string entry = class_dir;
+    entry.append("/").append(name);
     const auto address = link_basename(entry + "/device");
     const auto driver = link_basename(entry + "/device/driver");
     const auto text = read_small(entry + "/dev");

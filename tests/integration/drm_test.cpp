@@ -160,6 +160,26 @@ TEST_F(DrmTest, GpusSelectsAnAmdGpuWithoutNvml) {
   EXPECT_NE(result.err.find("--gpus needs NVML"), std::string::npos) << result.err;
 }
 
+TEST_F(DrmTest, GpusTakesAPciAddressInEitherSpelling) {
+  // The stable name of a GPU: its PCI address, as sysfs writes it or as NVML does.
+  for (const char* address : {"0000:c3:00.0", "00000000:C3:00.0"}) {
+    auto result = gpuclean({"status", "--json", "--gpus", address});
+    EXPECT_EQ(result.exit_code, 1) << address << ": " << result.err;
+    json doc = parse(result);
+    ASSERT_EQ(doc["gpus"].size(), 1u) << address;
+    EXPECT_EQ(doc["gpus"][0]["pci_bus_id"], "0000:c3:00.0");
+  }
+  // An address no GPU has is a usage error that names it, not an empty selection.
+  auto result = gpuclean({"status", "--gpus", "0000:c4:00.0"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("no GPU at PCI address '0000:c4:00.0'"), std::string::npos)
+      << result.err;
+  // kill parses --gpus before it looks: it says to use the index.
+  result = run_command({GPUCLEAN_BINARY, "kill", "--gpus", "0000:c3:00.0", "--leftovers"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("take the index status shows"), std::string::npos) << result.err;
+}
+
 TEST_F(DrmTest, AnIntelGpuWithoutAUsedTotalShowsWhatItsClientsHold) {
   machine_.add_gpu("0000:03:00.0", "xe", "0x8086", {{"card1", "226:1"}, {"renderD129", "226:129"}});
   machine_.add_process(700, 690, "level-zero-app", 1000,
