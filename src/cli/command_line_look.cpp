@@ -29,7 +29,9 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
     command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
   }
   if (offered.gpus) {
-    command.add_option("--gpus", options.gpus, "GPUs to look at: 0,2 or 0-3, or a PCI address (default: all)")
+    command
+        .add_option("--gpus", options.gpus,
+                    "GPUs to look at: 0,2 or 0-3, or a PCI address (default: all)")
         ->option_text("LIST");
   }
   command
