@@ -307,6 +307,13 @@ ScreenLine source_line(const StatusReport& report) {
     case NvmlState::kFailed:
       break;
   }
+  const auto drm = std::find_if(report.diagnosis.gpus.begin(), report.diagnosis.gpus.end(),
+                                [](const GpuReport& g) { return g.gpu.source == Gpu::Source::kDrm; });
+  if (drm != report.diagnosis.gpus.end()) {
+    // An AMD or Intel GPU: its figures come from the kernel, NVML or not.
+    const std::string from_kernel = "DRM: " + escape_terminal(drm->gpu.driver);
+    text = report.nvml_state == NvmlState::kPresent ? text + "  ·  " + from_kernel : from_kernel;
+  }
   text += fmt::format("  ·  {} holder{}", report.diagnosis.holders.size(),
                       report.diagnosis.holders.size() == 1 ? "" : "s");
   return {{text, Style::kDim}};
@@ -316,6 +323,13 @@ ScreenLine source_line(const StatusReport& report) {
 ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width) {
   const Gpu& gpu = r.gpu;
   std::string label = fmt::format("GPU {} ", gpu.index);
+  if (!gpu.memory && gpu.source == Gpu::Source::kDrm) {
+    // i915 and xe give no used total: what the clients hold is all there is.
+    return {{label, Style::kBold},
+            {fmt::format("{} attributed; total unknown ({})", format_bytes(r.attributed),
+                         escape_terminal(gpu.driver)),
+             Style::kDim}};
+  }
   if (!gpu.memory) return {{label, Style::kBold}, {"memory unknown", Style::kYellow}};
   const GpuMemory& m = *gpu.memory;
   const std::string figures = fmt::format("{} / {}", format_bytes(m.used), format_bytes(m.total));

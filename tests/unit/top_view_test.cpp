@@ -131,6 +131,28 @@ TEST(TopScreen, FitsEachSizeAndShowsVerdictGpuProblemsAndRows) {
   }
 }
 
+TEST(TopScreen, AnAmdOrIntelMachineSaysItsFiguresComeFromTheKernel) {
+  // An AMD machine without NVML (GPU 0, amdgpu) and an xe GPU without a used total (GPU 1).
+  StatusReport r = report_with_tree();
+  r.nvml_state = NvmlState::kAbsent;
+  r.diagnosis.gpus[0].gpu.source = Gpu::Source::kDrm;
+  r.diagnosis.gpus[0].gpu.driver = "amdgpu";
+  GpuReport xe;
+  xe.gpu.index = 1;
+  xe.gpu.source = Gpu::Source::kDrm;
+  xe.gpu.driver = "xe";
+  xe.attributed = 3 * kGiB;
+  r.diagnosis.gpus.push_back(xe);
+  MemoryHistory history;
+  history.add(r.time, r.diagnosis.gpus);
+  TopViewState state;
+  TopFrame frame{&r, &history, r.time, 1, "", true};
+  const std::string text = screen_text(compose_top(frame, state, 100, 24));
+  EXPECT_NE(text.find("DRM: amdgpu"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no NVIDIA driver"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU 1 3.0 GiB attributed; total unknown (xe)"), std::string::npos) << text;
+}
+
 TEST(TopScreen, GpuCpuAndRssColumnsShowSortAndGoFirstOnNarrowTerminals) {
   // Issue 37: GPU% from NVML's samples ("-" where unknown, never 0), CPU% since the last
   // refresh, RSS; sortable; at 80 columns RSS and CPU% give way, GPU% stays.
