@@ -95,15 +95,29 @@ std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const Collec
   auto gatherer = std::unique_ptr<Gatherer>(
       new Gatherer(options, std::move(files).value(), std::move(proc).value()));
   if (!options.no_drm) gatherer->drm_gpus_ = procfs::find_drm_gpus(options.drm_roots);
+  if (!gatherer->drm_gpus_.empty() && !options.no_nvml) {
+    // Until NVML answers, the NVIDIA GPUs are counted by their device nodes, so that a DRM
+    // GPU keeps its index whether or not NVML answered this look.
+    procfs::DeviceSelection nvidia;
+    nvidia.patterns = procfs::default_nvidia_globs();
+    if (auto nodes = procfs::expand_device_files(nvidia); nodes.ok()) {
+      gatherer->nvidia_gpus_ = static_cast<unsigned>(std::count_if(
+          nodes->begin(), nodes->end(), [](const DeviceFile& f) { return f.nvidia_minor; }));
+    }
+  }
   return gatherer;
 }
 
-void Gatherer::add_drm_gpus(diagnose::Input& input) const {
+void Gatherer::add_drm_gpus(diagnose::Input& input) {
   if (drm_gpus_.empty()) return;
   std::vector<std::optional<GpuMemory>> memory;
+  memory.reserve(drm_gpus_.size());
   for (const procfs::DrmGpu& gpu : drm_gpus_) memory.push_back(procfs::read_drm_memory(gpu));
+  // NVML's GPUs come first: as many as its last answer had (its view is here when it answered
+  // this look), else as many as /dev/nvidiaN nodes.
+  if (input.gpu_view) nvidia_gpus_ = static_cast<unsigned>(input.gpu_view->gpus.size());
   if (!input.gpu_view) input.gpu_view.emplace();
-  const auto first = static_cast<unsigned>(input.gpu_view->gpus.size());
+  const unsigned first = nvidia_gpus_;
   for (Gpu& gpu : drm_gpus(drm_gpus_, memory, input.holders, first)) {
     input.gpu_view->gpus.push_back(std::move(gpu));
   }

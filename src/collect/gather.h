@@ -117,11 +117,14 @@ class Gatherer {
   Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc);
   NvmlOutcome query_gpus();
   // Appends the DRM GPUs, numbered after NVML's, with their clients' memory from `holders`.
-  void add_drm_gpus(diagnose::Input& input) const;
+  void add_drm_gpus(diagnose::Input& input);
 
   CollectOptions options_;
   std::vector<DeviceFile> files_;
   std::vector<procfs::DrmGpu> drm_gpus_;  // AMD and Intel GPUs (sysfs), unless --no-drm
+  // How many GPUs NVML numbers before the DRM ones: its last view's count, or until it
+  // answered, the /dev/nvidiaN nodes (0 with --no-nvml).
+  unsigned nvidia_gpus_ = 0;
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
   std::shared_ptr<GpuSampler> helper_;

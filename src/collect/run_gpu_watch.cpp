@@ -133,6 +133,13 @@ void RunGpuWatch::begin_baseline(bool samples) {
   for (const Holder& h : before.input.holders) {
     if (!h.devices.empty()) holders_before_.insert({h.process.pid, h.process.start_ticks});
   }
+  if (before.input.gpu_view) {
+    for (const Gpu& gpu : before.input.gpu_view->gpus) {
+      if (gpu.source == Gpu::Source::kDrm && selected(options_, gpu.index)) {
+        drm_before_.push_back(gpu);
+      }
+    }
+  }
   if (!start_sampler()) return;  // --no-nvml, or no sampler: nothing to wait for
   sampler_->request();
   baseline_pending_ = true;
@@ -169,8 +176,28 @@ void RunGpuWatch::complete_baseline(RunLog& log, const SamplerAnswer& answer,
     }
     sample(log, *answer.view);
   }
+  add_drm_baselines(log, members);
   // Samples need a sampler that answers; otherwise nothing of the driver stays open.
   if (!want_samples_ || !have_view_) detach_sampler();
+}
+
+void RunGpuWatch::add_drm_baselines(RunLog& log, const std::set<Pid>& members) {
+  if (drm_baselined_) return;
+  drm_baselined_ = true;
+  RunRecord& record = log.record();
+  for (const Gpu& gpu : drm_before_) {
+    RunGpu g;
+    g.index = gpu.index;
+    g.name = gpu.name;
+    g.uuid = gpu.uuid;
+    if (gpu.memory) g.total = gpu.memory->total;
+    if (auto baseline = diagnose::baseline_of(gpu, members)) {
+      g.baseline = baseline->used;
+      baselines_.push_back(*baseline);
+    }
+    record.gpus.push_back(std::move(g));
+  }
+  if (!drm_before_.empty()) record.gpu_source = have_view_ ? "nvml+drm" : "drm";
 }
 
 std::optional<NvmlState> RunGpuWatch::receive(RunLog& log,
@@ -224,14 +251,15 @@ void RunGpuWatch::last_sample(RunLog& log) {
 GpuCheck RunGpuWatch::verify(RunLog& log, const std::set<Pid>& run_pids,
                              std::optional<std::uint64_t> workload_start) {
   RunRecord& record = log.record();
-  if (!have_view_) {
-    // No NVML (or --no-nvml): nothing to check. NVML failing at the start: the GPUs could not
-    // be checked, which is not the same — never clean (found in review; before, the run was
-    // "clean", exit 0).
+  add_drm_baselines(log, run_pids);  // without NVML no baseline answer came: now
+  if (!have_view_ && (baseline_failed_ || baselines_.empty())) {
+    // No NVML (or --no-nvml) and no AMD or Intel GPU: nothing to check. NVML failing at the
+    // start: the GPUs could not be checked, which is not the same — never clean (found in
+    // review; before, the run was "clean", exit 0).
     record.gpu_check = baseline_failed_ ? GpuCheck::kNotChecked : GpuCheck::kNone;
     return record.gpu_check;
   }
-  attach_sampler();
+  if (have_view_) attach_sampler();
   const auto deadline = Clock::now() + options_.wait;
   for (;;) {
     auto view = gatherer_->query_gpu_view();

@@ -91,7 +91,8 @@ class RunGpuWatch {
   // After the teardown: polls (100 ms, bounded by `wait`) until every GPU is back at its
   // pre-run level (diagnose::judge_return), with the PIDs of the run (`run_pids`) and those
   // /proc shows to be outside it. Writes after/back/note per GPU and gpu_check: kNotChecked
-  // when NVML gives no answer (never kBack), kNone without a pre-run level.
+  // when NVML gives no answer (never kBack), kNone without a pre-run level. AMD and Intel GPUs
+  // are checked the same way, from their clients and amdgpu's used total, NVML or not.
   GpuCheck verify(RunLog& log, const std::set<Pid>& run_pids,
                   std::optional<std::uint64_t> workload_start);
 
@@ -113,6 +114,9 @@ class RunGpuWatch {
   void attach_sampler();
   void detach_sampler();
   void complete_baseline(RunLog& log, const SamplerAnswer& answer, const std::set<Pid>& members);
+  // The AMD and Intel GPUs' pre-run levels, from the look begin_baseline() took (the kernel
+  // answers them, NVML or not), once: after NVML's GPUs, or at verify() without NVML.
+  void add_drm_baselines(RunLog& log, const std::set<Pid>& members);
   void sample(RunLog& log, const GpuView& view);
   RunGpu* gpu(RunLog& log, unsigned index);
 
@@ -122,6 +126,8 @@ class RunGpuWatch {
   std::shared_ptr<GpuSampler> sampler_;
   std::function<void(Pid, std::uint64_t)> exclude_;
   std::vector<diagnose::GpuBaseline> baselines_;
+  std::vector<Gpu> drm_before_;  // the DRM GPUs as begin_baseline() found them
+  bool drm_baselined_ = false;
   bool gatherer_asks_sampler_ = false;  // the gatherer's GPU views come from sampler_
   bool baseline_pending_ = false;       // asked, not answered yet
   bool want_samples_ = false;

@@ -94,7 +94,10 @@ std::optional<GpuReturn> judge_return(const GpuBaseline& baseline, const Gpu& no
   const Bytes residue = out.after > expected ? out.after - expected : 0;
   const Bytes excess = out.after > baseline.used ? out.after - baseline.used : 0;
   if (!ours.empty()) {
-    out.note = "NVML still lists process(es) of the run: " + join(ours);
+    out.note = std::string(now.source == Gpu::Source::kDrm
+                               ? "process(es) of the run still hold a client of it: "
+                               : "NVML still lists process(es) of the run: ") +
+               join(ours);
   } else if (residue <= kReturnTolerance) {
     out.back = true;
     if (excess > kReturnTolerance && !grown_outside.empty()) {

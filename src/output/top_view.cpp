@@ -307,8 +307,9 @@ ScreenLine source_line(const StatusReport& report) {
     case NvmlState::kFailed:
       break;
   }
-  const auto drm = std::find_if(report.diagnosis.gpus.begin(), report.diagnosis.gpus.end(),
-                                [](const GpuReport& g) { return g.gpu.source == Gpu::Source::kDrm; });
+  const auto drm =
+      std::find_if(report.diagnosis.gpus.begin(), report.diagnosis.gpus.end(),
+                   [](const GpuReport& g) { return g.gpu.source == Gpu::Source::kDrm; });
   if (drm != report.diagnosis.gpus.end()) {
     // An AMD or Intel GPU: its figures come from the kernel, NVML or not.
     const std::string from_kernel = "DRM: " + escape_terminal(drm->gpu.driver);

@@ -6,6 +6,7 @@
 #include "../integration/drm_fixture.h"
 #include "collect/drm_view.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/gpu_return.h"
 #include "diagnose/kill_check.h"
 #include "procfs/drm_devices.h"
 #include "procfs/drm_fdinfo.h"
@@ -317,6 +318,43 @@ TEST(DrmKillCheckTest, WithoutNvmlAnAmdGpusMemoryIsStillVerified) {
   view->gpus[0].source = Gpu::Source::kNvml;
   EXPECT_FALSE(diagnose::has_drm_gpus(view));
   EXPECT_FALSE(diagnose::has_drm_gpus(std::nullopt));
+}
+
+}  // namespace
+}  // namespace gpuclean
+
+namespace gpuclean {
+namespace {
+
+// run's verification of an AMD GPU (collect/run_gpu_watch.h takes the looks; these are its pure
+// judgements), with the views built from clients as the gatherer builds them.
+TEST(DrmRunCheckTest, AnAmdGpuIsBackWhenTheRunsClientsAreGoneAndNotBeforeThat) {
+  const Holder other = drm_holder(900, DrmNode::Kind::kRender, "0000:0a:00.0",
+                                  {client("0000:0a:00.0", 3, Bytes{2} << 30)});
+  const Holder worker = drm_holder(1000, DrmNode::Kind::kRender, "0000:0a:00.0",
+                                   {client("0000:0a:00.0", 8, Bytes{6} << 30)});
+  // Before the run: another job's 2 GiB (and the run's worker racing ahead with 6 GiB).
+  const GpuView before = drm_view_of({other, worker}, Bytes{8} << 30);
+  const auto baseline = diagnose::baseline_of(before.gpus[0], {1000});
+  ASSERT_TRUE(baseline);
+  EXPECT_EQ(baseline->used, Bytes{2} << 30);
+  // A process of the run still holds its client: not back, whatever the used figure says.
+  Holder escaped = worker;
+  escaped.process.pid = 1001;
+  diagnose::RunPids pids{{1000, 1001}, {900}};
+  auto judged = diagnose::judge_return(*baseline,
+                                       drm_view_of({other, escaped}, Bytes{8} << 30).gpus[0], pids);
+  ASSERT_TRUE(judged);
+  EXPECT_FALSE(judged->back) << judged->note;
+  EXPECT_EQ(judged->note, "process(es) of the run still hold a client of it: 1001");
+  // Its clients gone and the used total back at the level: back.
+  judged = diagnose::judge_return(*baseline, drm_view_of({other}, Bytes{2} << 30).gpus[0], pids);
+  ASSERT_TRUE(judged);
+  EXPECT_TRUE(judged->back) << judged->note;
+  // The clients gone but 6 GiB still used, that nobody accounts for: not back.
+  judged = diagnose::judge_return(*baseline, drm_view_of({other}, Bytes{8} << 30).gpus[0], pids);
+  ASSERT_TRUE(judged);
+  EXPECT_FALSE(judged->back) << judged->note;
 }
 
 }  // namespace
