@@ -353,6 +353,17 @@ def test_activity_parses_and_unknown_stays_none():
     assert Holder.from_json({"pid": 9}).activity is None
 
 
+def test_a_drm_gpu_says_where_it_comes_from():
+    # Issue 39: an AMD or Intel GPU is "drm" with its driver; a document without the fields
+    # (older gpuclean) is NVML's.
+    from gpuclean.model import Gpu
+    amd = Gpu.from_json({"index": 1, "source": "drm", "driver": "amdgpu",
+                         "pci_bus_id": "0000:c3:00.0", "memory": None, "processes": []})
+    assert (amd.source, amd.driver, amd.pci_bus_id) == ("drm", "amdgpu", "0000:c3:00.0")
+    old = Gpu.from_json({"index": 0, "memory": None, "processes": []})
+    assert (old.source, old.driver) == ("nvml", None)
+
+
 def test_kill_include_busy_is_passed_with_leftovers(monkeypatch):
     from gpuclean import api
     seen = []

@@ -68,13 +68,18 @@ class Gpu:
     memory: Optional[Memory]
     processes: List[GpuProcess]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    # "nvml", or "drm" for an AMD or Intel GPU read from the kernel (its ``driver``: amdgpu,
+    # i915, xe). Documents from before issue 39 have neither: NVML's.
+    source: str = "nvml"
+    driver: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Gpu":
         return cls(d["index"], d.get("uuid"), d.get("name"), d.get("pci_bus_id"), d.get("minor"),
                    Memory.from_json(d.get("memory")),
                    [GpuProcess(p["pid"], p.get("used_memory"), p.get("kind", "compute"))
-                    for p in d.get("processes") or []], d)
+                    for p in d.get("processes") or []], d,
+                   d.get("source") or "nvml", d.get("driver"))
 
 
 @dataclass(frozen=True)
