@@ -43,15 +43,11 @@ struct RegionFigures {
   }
 };
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 }  // namespace
 
 bool is_device_local_region(std::string_view region) {
   auto numbered = [&region](std::string_view stem) {
-    if (!starts_with(region, stem)) return false;
+    if (!region.starts_with(stem)) return false;
     const std::string_view digits = region.substr(stem.size());
     return digits.find_first_not_of("0123456789") == std::string_view::npos;
   };
@@ -89,7 +85,7 @@ std::optional<DrmClient> parse_drm_fdinfo(std::string_view text) {
            {std::pair{std::string_view("drm-resident-"), &RegionFigures::resident},
             std::pair{std::string_view("drm-memory-"), &RegionFigures::legacy},
             std::pair{std::string_view("drm-total-"), &RegionFigures::total}}) {
-        if (starts_with(key, prefix)) {
+        if (key.starts_with(prefix)) {
           slot = member;
           region = key.substr(prefix.size());
         }
