@@ -757,6 +757,32 @@ release_parts_see() {  # PID
 # group of this script's own, so no real job is touched) is named by its owner, and
 # `kill --job` ends it and a non-holding process of the same job, and verifies the memory back.
 JOB_GROUP_ROOT=
+# Issue 39: an NVIDIA machine shows NVML's GPUs only. nvidia-drm's card/renderD nodes (and a
+# BMC's or a VM's display device) are never listed as DRM GPUs, and --no-drm changes nothing.
+scenario_drm() {
+  local entry driver
+  echo "  /sys/class/drm here:"
+  for entry in /sys/class/drm/card* /sys/class/drm/renderD*; do
+    [[ -e $entry/device ]] || continue
+    driver=$(basename "$(readlink -f "$entry/device/driver" 2>/dev/null)" 2>/dev/null)
+    echo "    $(basename "$entry") $(cat "$entry/dev" 2>/dev/null) $(basename "$(readlink -f "$entry/device")") ${driver:-?}"
+  done
+  gc status --json >"$work/drm.json" 2>/dev/null
+  gc status --json --no-drm >"$work/drm-off.json" 2>/dev/null
+  if python3 - "$work/drm.json" "$work/drm-off.json" <<'PY'; then
+import json, sys
+on, off = (json.load(open(p)) for p in sys.argv[1:3])
+sources = [g.get("source") for g in on["gpus"]]
+print("  gpus:", [(g["index"], g.get("source"), g.get("driver"), g["pci_bus_id"]) for g in on["gpus"]])
+sys.exit(0 if sources and all(s == "nvml" for s in sources)
+         and [g["uuid"] for g in on["gpus"]] == [g["uuid"] for g in off["gpus"]] else 1)
+PY
+    record PASS "drm: only NVML's GPUs listed, the same with --no-drm"
+  else
+    record FAIL "drm: a DRM GPU was listed on this NVIDIA machine, or --no-drm changed the GPUs"
+  fi
+}
+
 scenario_job() {
   local mib=4096 ready=$work/job.ready pid sleeper mount task out rc job=77
   mount=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
@@ -1282,6 +1308,7 @@ BASELINE=${PYVALUE:-0}
 run_scenario context "what one CUDA context costs" scenario_context
 run_scenario leftover "a live process keeps its memory (SPEC problem 1)" scenario_leftover
 run_scenario activity "busy or idle: a spinning holder and an idle one (issue 37)" scenario_activity
+run_scenario drm "an NVIDIA machine: no DRM GPU listed, --no-drm changes nothing (issue 39)" scenario_drm
 run_scenario job "a CUDA leftover in a Slurm job's cgroup, ended by kill --job" scenario_job
 remove_job_groups
 run_scenario heir "fork after CUDA init, owner dead (problem 3)" scenario_heir
