@@ -94,7 +94,16 @@ std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const Collec
   if (!proc.ok()) return GatherError{false, proc.error().message()};
   auto gatherer = std::unique_ptr<Gatherer>(
       new Gatherer(options, std::move(files).value(), std::move(proc).value()));
-  if (!options.no_drm) gatherer->drm_gpus_ = procfs::find_drm_gpus(options.drm_roots);
+  if (!options.no_drm) {
+    // Only the DRM GPUs whose nodes are scanned: their memory per process is what the scan
+    // reads, so a GPU a --device-glob left out would have all its memory unattributed.
+    gatherer->drm_gpus_ = procfs::find_drm_gpus(options.drm_roots);
+    std::erase_if(gatherer->drm_gpus_, [&files = gatherer->files_](const procfs::DrmGpu& gpu) {
+      return std::none_of(files.begin(), files.end(), [&gpu](const DeviceFile& f) {
+        return f.drm && f.drm->pci_address == gpu.pci_address;
+      });
+    });
+  }
   if (!gatherer->drm_gpus_.empty() && !options.no_nvml) {
     // Until NVML answers, the NVIDIA GPUs are counted by their device nodes, so that a DRM
     // GPU keeps its index whether or not NVML answered this look.
@@ -187,6 +196,7 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
   std::vector<DeviceFile> nodes;
   std::copy_if(files_.begin(), files_.end(), std::back_inserter(nodes),
                [](const DeviceFile& f) { return f.drm && f.drm->kind != DrmNode::Kind::kKfd; });
+  if (nodes.empty()) return view;  // none of their nodes selected: nothing to read
   diagnose::Input input;
   input.gpu_view = std::move(view);
   procfs::HolderScan scan = procfs::scan_holders(proc_, nodes, {.threads = options_.threads});

@@ -4,6 +4,8 @@
 // such roots; what it reads on a real machine is the same files at /sys, /dev and /proc.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "drm_fixture.h"
@@ -111,6 +113,23 @@ TEST_F(DrmTest, NoDrmLooksAtNvidiaAloneAndSoSeesNothingHere) {
   EXPECT_TRUE(doc["gpus"].empty()) << result.out;
   EXPECT_EQ(holder(doc, 500), nullptr) << result.out;
   EXPECT_NE(result.exit_code, 1) << result.out;
+}
+
+TEST_F(DrmTest, ADeviceGlobThatLeavesOutTheAmdNodesLeavesOutTheAmdGpu) {
+  // Its memory per process is what the scan of its nodes reads: listed without them, all of
+  // its 20 GiB would be "unattributed". Found in review; before, status said so.
+  const std::string other = (machine_.dev() / "other").string();
+  std::ofstream(other) << "";
+  auto result = gpuclean({"status", "--json", "--device-glob", other});
+  json doc = parse(result);
+  EXPECT_TRUE(doc["gpus"].empty()) << result.out;
+  for (const json& p : doc["problems"]) EXPECT_NE(p["kind"], "unattributed") << p.dump();
+  // Negative control: a glob that selects its render node keeps it, with its holder.
+  result = gpuclean(
+      {"status", "--json", "--device-glob", (machine_.dev() / "dri/renderD*").string()});
+  doc = parse(result);
+  ASSERT_EQ(doc["gpus"].size(), 1u) << result.out;
+  EXPECT_EQ(holder(doc, 500)->at("gpu_memory")["0"], 16 * kGiB);
 }
 
 TEST_F(DrmTest, WhoNamesEachNodeItsGpuAndTheClientsBehindIt) {
