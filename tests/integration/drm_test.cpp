@@ -125,8 +125,8 @@ TEST_F(DrmTest, ADeviceGlobThatLeavesOutTheAmdNodesLeavesOutTheAmdGpu) {
   EXPECT_TRUE(doc["gpus"].empty()) << result.out;
   for (const json& p : doc["problems"]) EXPECT_NE(p["kind"], "unattributed") << p.dump();
   // Negative control: a glob that selects its render node keeps it, with its holder.
-  result = gpuclean(
-      {"status", "--json", "--device-glob", (machine_.dev() / "dri/renderD*").string()});
+  result =
+      gpuclean({"status", "--json", "--device-glob", (machine_.dev() / "dri/renderD*").string()});
   doc = parse(result);
   ASSERT_EQ(doc["gpus"].size(), 1u) << result.out;
   EXPECT_EQ(holder(doc, 500)->at("gpu_memory")["0"], 16 * kGiB);
