@@ -22,7 +22,7 @@ std::vector<Gpu> drm_gpus(const std::vector<procfs::DrmGpu>& gpus,
     gpu.pci_bus_id = gpus[i].pci_address;
     if (i < memory.size()) gpu.memory = memory[i];
     gpu.activity_unavailable =
-        "not read for AMD and Intel GPUs: their fdinfo gives engine time, which takes two looks";
+        "not read for AMD and Intel GPUs, whose fdinfo gives engine time over two looks";
     by_address.emplace(gpus[i].pci_address, i);
     out.push_back(std::move(gpu));
   }
