@@ -127,21 +127,8 @@ std::map<Pid, RecordedParent> recorded_parents_of(const std::string& db,
   auto store = history::EventStore::open(path, true);
   if (!boot_id || !store.ok()) return parents;
   for (const ProcessInfo* process : processes) {
-    std::optional<RecordedParent> parent;
-    const Status read = store->each_event({.pid = process->pid}, [&](const HistoryEvent& event) {
-      if (!event.process || event.process->boot_id != *boot_id ||
-          event.process->start_ticks != process->start_ticks || !event.process->parent_pid) {
-        return;
-      }
-      if (!parent) {
-        parent = RecordedParent{*event.process->parent_pid, event.process->parent_argv, {}};
-      }
-      if (event.kind == HistoryEventKind::kClassChanged && event.klass == "orphan" &&
-          !parent->gone_by) {
-        parent->gone_by = event.time;
-      }
-    });
-    if (read.ok() && parent) parents.emplace(process->pid, std::move(*parent));
+    auto parent = store->recorded_parent(*boot_id, process->pid, process->start_ticks);
+    if (parent.ok() && *parent) parents.emplace(process->pid, std::move(**parent));
   }
   return parents;
 }

@@ -669,4 +669,24 @@ Result<std::optional<double>> EventStore::idle_since(const std::string& boot_id,
   return since;
 }
 
+Result<std::optional<RecordedParent>> EventStore::recorded_parent(const std::string& boot_id,
+                                                                  Pid pid,
+                                                                  std::uint64_t start_ticks) const {
+  std::optional<RecordedParent> parent;
+  const Status read = each_event({.pid = pid}, [&](const HistoryEvent& event) {
+    if (!event.process || event.process->boot_id != boot_id ||
+        event.process->start_ticks != start_ticks || !event.process->parent_pid) {
+      return;
+    }
+    if (!parent)
+      parent = RecordedParent{*event.process->parent_pid, event.process->parent_argv, {}};
+    if (event.kind == HistoryEventKind::kClassChanged && event.klass == "orphan" &&
+        !parent->gone_by) {
+      parent->gone_by = event.time;
+    }
+  });
+  if (!read.ok()) return read.error();
+  return parent;
+}
+
 }  // namespace gpuclean::history

@@ -97,6 +97,12 @@ class EventStore {
   [[nodiscard]] Result<std::optional<double>> idle_since(const std::string& boot_id, Pid pid,
                                                          std::uint64_t start_ticks) const;
 
+  // The parent the recorder captured for the process (this boot, PID and start ticks): the
+  // first of its events that names one, with when it was seen orphaned (its first
+  // class_changed to "orphan": the parent was gone by then). nullopt when none names a parent.
+  [[nodiscard]] Result<std::optional<RecordedParent>> recorded_parent(
+      const std::string& boot_id, Pid pid, std::uint64_t start_ticks) const;
+
   struct Impl;
 
  private:

@@ -94,6 +94,41 @@ TEST_F(EventStoreTest, EventsRoundTripWithTheProcessAndItsParent) {
   EXPECT_EQ(one_process->events({.pid = 4243})->size(), 0u) << "another PID has no events";
 }
 
+TEST_F(EventStoreTest, ARecordedParentAndIdleSinceAreThatProcesssOnly) {
+  // What explain and status --db read back: the parent captured for this boot, PID and start,
+  // when its child was first seen orphaned, and when it last went idle.
+  EventStore store = writer();
+  const RecordedProcess p = server(4242, 9000);
+  HistoryEvent orphaned = holder_event(HistoryEventKind::kClassChanged, 1010, p);
+  orphaned.klass = "orphan";
+  HistoryEvent again = holder_event(HistoryEventKind::kClassChanged, 1020, p);
+  again.klass = "orphan";
+  HistoryEvent busy = holder_event(HistoryEventKind::kActivityChanged, 1030, p);
+  busy.detail = "busy (SM 87%, memory 5%)";
+  HistoryEvent idle = holder_event(HistoryEventKind::kActivityChanged, 1040, p);
+  idle.detail = "idle";
+  ASSERT_TRUE(
+      store
+          .append({holder_event(HistoryEventKind::kAppeared, 1000, p), orphaned, again, busy, idle})
+          .ok());
+  auto parent = store.recorded_parent("boot-a", 4242, 9000);
+  ASSERT_TRUE(parent.ok()) << parent.error().message();
+  ASSERT_TRUE(*parent);
+  EXPECT_EQ((*parent)->pid, 100);
+  EXPECT_EQ((*parent)->argv, p.parent_argv);
+  EXPECT_EQ((*parent)->gone_by, 1010.0);  // the first time it was seen orphaned
+  EXPECT_EQ(*store.idle_since("boot-a", 4242, 9000), 1040.0);
+  // Another start of the PID, or another boot: another process, nothing recorded for it.
+  EXPECT_FALSE(*store.recorded_parent("boot-a", 4242, 9001));
+  EXPECT_FALSE(*store.recorded_parent("boot-b", 4242, 9000));
+  EXPECT_FALSE(*store.idle_since("boot-a", 4242, 9001));
+  // Busy after idle: not idle now.
+  HistoryEvent busy_again = holder_event(HistoryEventKind::kActivityChanged, 1050, p);
+  busy_again.detail = "busy (SM 12%, memory 0%)";
+  ASSERT_TRUE(store.append({busy_again}).ok());
+  EXPECT_FALSE(*store.idle_since("boot-a", 4242, 9000));
+}
+
 TEST_F(EventStoreTest, TheTimelineIsNarrowedByTimeAndGpu) {
   EventStore store = writer();
   const RecordedProcess p = server(10, 1);
