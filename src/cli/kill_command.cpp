@@ -192,11 +192,9 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
   }
   look.drm_gpus = diagnose::has_drm_gpus(gathered.input.gpu_view);
   if (selectors.gpus) {
-    // Which GPU a process uses is known only from NVML's (checked) process lists, or an AMD or
-    // Intel GPU's clients. NVML failing is a runtime failure (exit 3); NVML off or absent on a
-    // machine without such GPUs makes the selection a usage error.
-    if (look.nvml_state == NvmlState::kFailed ||
-        (look.nvml_state != NvmlState::kPresent && !look.drm_gpus)) {
+    // NVML failing is a runtime failure (exit 3); NVML off or absent on a machine without AMD
+    // or Intel GPUs makes the selection a usage error.
+    if (!diagnose::gpu_selection_known(look.nvml_state, gathered.input.gpu_view)) {
       io.err << "gpuclean: kill: selecting by GPU needs NVML (which GPU a process uses is known "
                 "only from NVML's process lists), and NVML is "
              << to_string(look.nvml_state)

@@ -19,7 +19,6 @@
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/gpu_count.h"
-#include "diagnose/kill_check.h"
 #include "diagnose/unseen.h"
 #include "output/escape.h"
 #include "output/explain_view.h"
@@ -53,11 +52,7 @@ std::optional<std::string> usage_problem(const StatusOptions& options, const Gat
       return "--allow-user: " + uid.error().message();
     }
   }
-  // An AMD or Intel GPU's processes come from its clients' fdinfo: --gpus works without NVML
-  // there, unless NVML failed (the NVIDIA GPUs, numbered first, are then unknown).
-  const bool drm_gpus = diagnose::has_drm_gpus(gathered.input.gpu_view);
-  if (gpus && (gathered.nvml_state == NvmlState::kFailed ||
-               (gathered.nvml_state != NvmlState::kPresent && !drm_gpus))) {
+  if (gpus && !diagnose::gpu_selection_known(gathered.nvml_state, gathered.input.gpu_view)) {
     return std::string(
                "--gpus needs NVML (which GPU a process uses is known only from NVML's process "
                "lists), and NVML is ") +

@@ -21,6 +21,9 @@
 namespace gpuclean::collect {
 namespace {
 
+// How many PIDs the scan's incomplete_sample names, as the scan's own (procfs::holder_scan).
+constexpr std::size_t kIncompleteSample = 5;
+
 Holder make_holder(const procfs::ProcFs& proc, ProcessInfo process, std::vector<HeldFile> devices) {
   Holder holder;
   holder.process = std::move(process);
@@ -36,7 +39,8 @@ Holder make_holder(const procfs::ProcFs& proc, ProcessInfo process, std::vector<
 }  // namespace
 
 Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& options,
-                                                    const std::vector<std::string>& paths) {
+                                                    const std::vector<std::string>& paths,
+                                                    std::vector<procfs::DrmGpu>* drm_gpus) {
   procfs::DeviceSelection selection;
   selection.must_match = paths;
   selection.must_match.insert(selection.must_match.end(), options.device_globs.begin(),
@@ -45,16 +49,36 @@ Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& option
   if (defaults) selection.patterns = procfs::default_nvidia_globs();
   auto files = procfs::expand_device_files(selection);
   if (!files.ok() || options.no_drm) return files;
-  const std::vector<procfs::DrmGpu> gpus = procfs::find_drm_gpus(options.drm_roots);
+  std::vector<procfs::DrmGpu> gpus = procfs::find_drm_gpus(options.drm_roots);
   std::vector<DeviceFile> nodes;
   for (const procfs::DrmGpu& gpu : gpus)
     nodes.insert(nodes.end(), gpu.nodes.begin(), gpu.nodes.end());
   if (auto kfd = procfs::find_kfd(options.drm_roots, gpus)) nodes.push_back(std::move(*kfd));
-  return procfs::mark_drm_nodes(std::move(files).value(), nodes, defaults);
+  std::vector<DeviceFile> selected =
+      procfs::mark_drm_nodes(std::move(files).value(), nodes, defaults);
+  if (drm_gpus != nullptr) {
+    // Only the DRM GPUs whose nodes are scanned: their memory per process is what the scan
+    // reads, so a GPU a --device-glob left out would have all its memory unattributed.
+    std::erase_if(gpus, [&selected](const procfs::DrmGpu& gpu) {
+      return std::none_of(selected.begin(), selected.end(), [&gpu](const DeviceFile& f) {
+        return f.drm && f.drm->pci_address == gpu.pci_address;
+      });
+    });
+    *drm_gpus = std::move(gpus);
+  }
+  return selected;
 }
 
 diagnose::Unseen unseen_in(const Gathered& gathered) {
-  return diagnose::unseen_processes(gathered.stats, gathered.nvml_state == NvmlState::kPresent);
+  // Memory is judged without /proc where NVML answered and every AMD or Intel GPU has a used
+  // total (memory an unread process holds then shows as unattributed); an i915 or xe GPU has
+  // none, and what an unread process holds there is seen nowhere else.
+  const auto& view = gathered.input.gpu_view;
+  const bool totals = !view || std::all_of(view->gpus.begin(), view->gpus.end(), [](const Gpu& g) {
+    return g.source != Gpu::Source::kDrm || g.memory.has_value();
+  });
+  return diagnose::unseen_processes(gathered.stats,
+                                    gathered.nvml_state == NvmlState::kPresent && totals);
 }
 
 std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan) {
@@ -64,6 +88,13 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   std::vector<Result<ProcessInfo>> processes = proc.read_processes(pids);
   // Frozen groups, and whether a thread seen in D stays there (~200 ms, only when one is).
   procfs::settle_blocked(proc, processes);
+  // A DRM client's fdinfo that did not answer in time: what the process holds is not known.
+  for (const Pid late : procfs::fill_access(proc, scan.holdings)) {
+    ++scan.stats.incomplete;
+    if (scan.stats.incomplete_pids.size() < kIncompleteSample) {
+      scan.stats.incomplete_pids.push_back(late);
+    }
+  }
   for (std::size_t i = 0; i < pids.size(); ++i) {
     procfs::FileHolding& holding = scan.holdings[i];
     Result<ProcessInfo>& process = processes[i];
@@ -72,7 +103,6 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
       if (process.error().is_vanished()) ++scan.stats.vanished;
       continue;
     }
-    procfs::fill_access(proc, holding);
     holders.push_back(make_holder(proc, std::move(process).value(), std::move(holding.files)));
   }
   return holders;
@@ -88,22 +118,14 @@ void Gatherer::scan_in_turns(Duration full_period) {
 }
 
 std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CollectOptions& options) {
-  auto files = select_device_files(options);
+  std::vector<procfs::DrmGpu> drm_gpus;
+  auto files = select_device_files(options, {}, &drm_gpus);
   if (!files.ok()) return GatherError{true, files.error().message()};
   auto proc = procfs::ProcFs::open(options.proc_root, options.proc_timeout);
   if (!proc.ok()) return GatherError{false, proc.error().message()};
   auto gatherer = std::unique_ptr<Gatherer>(
       new Gatherer(options, std::move(files).value(), std::move(proc).value()));
-  if (!options.no_drm) {
-    // Only the DRM GPUs whose nodes are scanned: their memory per process is what the scan
-    // reads, so a GPU a --device-glob left out would have all its memory unattributed.
-    gatherer->drm_gpus_ = procfs::find_drm_gpus(options.drm_roots);
-    std::erase_if(gatherer->drm_gpus_, [&files = gatherer->files_](const procfs::DrmGpu& gpu) {
-      return std::none_of(files.begin(), files.end(), [&gpu](const DeviceFile& f) {
-        return f.drm && f.drm->pci_address == gpu.pci_address;
-      });
-    });
-  }
+  gatherer->drm_gpus_ = std::move(drm_gpus);
   if (!gatherer->drm_gpus_.empty() && !options.no_nvml) {
     // Until NVML answers, the NVIDIA GPUs are counted by their device nodes, so that a DRM
     // GPU keeps its index whether or not NVML answered this look.
@@ -200,8 +222,9 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
   diagnose::Input input;
   input.gpu_view = std::move(view);
   procfs::HolderScan scan = procfs::scan_holders(proc_, nodes, {.threads = options_.threads});
+  // A late read leaves that holder's clients out; the full look after the poll says so.
+  procfs::fill_access(proc_, scan.holdings);
   for (procfs::FileHolding& holding : scan.holdings) {
-    procfs::fill_access(proc_, holding);
     Holder holder;
     holder.process.pid = holding.pid;
     holder.devices = std::move(holding.files);

@@ -49,7 +49,8 @@ struct Gathered {
 };
 
 // What this collection could not read, and whether it decides a verdict (diagnose/unseen.h):
-// memory is judged from NVML when NVML answered.
+// memory is judged from NVML when NVML answered, unless an AMD or Intel GPU gives no used
+// total (i915, xe): its memory is known only from the processes read.
 diagnose::Unseen unseen_in(const Gathered& gathered);
 
 // Errors: a bad device selection (a usage error) or an unreadable /proc (a runtime failure).
@@ -63,8 +64,11 @@ struct GatherError {
 // NVIDIA defaults and the DRM nodes of the AMD and Intel GPUs sysfs lists (and /dev/kfd) when
 // both are empty. A selected file that is such a node is marked as one (DeviceFile::drm), by
 // identity. Errors are usage errors.
-Result<std::vector<DeviceFile>> select_device_files(const CollectOptions& options,
-                                                    const std::vector<std::string>& paths = {});
+// `drm_gpus`, when given, receives the DRM GPUs that sysfs walk found and the selection
+// scans (at least one of their nodes selected), so the walk is done once per command.
+Result<std::vector<DeviceFile>> select_device_files(
+    const CollectOptions& options, const std::vector<std::string>& paths = {},
+    std::vector<procfs::DrmGpu>* drm_gpus = nullptr);
 
 // Everything /proc says about each holder the scan found, classified from /proc alone.
 // Holders that exited since the scan are counted in scan.stats.vanished and left out.

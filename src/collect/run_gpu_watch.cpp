@@ -162,17 +162,7 @@ void RunGpuWatch::complete_baseline(RunLog& log, const SamplerAnswer& answer,
       have_view_ ? (options_.collect.test_gpu_source.empty() ? "nvml" : "test") : "none";
   if (have_view_) {
     for (const Gpu& gpu : answer.view->gpus) {
-      if (!selected(options_, gpu.index)) continue;
-      RunGpu g;
-      g.index = gpu.index;
-      g.name = gpu.name;
-      g.uuid = gpu.uuid;
-      if (gpu.memory) g.total = gpu.memory->total;
-      if (auto baseline = diagnose::baseline_of(gpu, members)) {
-        g.baseline = baseline->used;
-        baselines_.push_back(*baseline);
-      }
-      record.gpus.push_back(std::move(g));
+      if (selected(options_, gpu.index)) add_gpu(record, gpu, members);
     }
     sample(log, *answer.view);
   }
@@ -181,22 +171,24 @@ void RunGpuWatch::complete_baseline(RunLog& log, const SamplerAnswer& answer,
   if (!want_samples_ || !have_view_) detach_sampler();
 }
 
+void RunGpuWatch::add_gpu(RunRecord& record, const Gpu& gpu, const std::set<Pid>& members) {
+  RunGpu g;
+  g.index = gpu.index;
+  g.name = gpu.name;
+  g.uuid = gpu.uuid;
+  if (gpu.memory) g.total = gpu.memory->total;
+  if (auto baseline = diagnose::baseline_of(gpu, members)) {
+    g.baseline = baseline->used;
+    baselines_.push_back(*baseline);
+  }
+  record.gpus.push_back(std::move(g));
+}
+
 void RunGpuWatch::add_drm_baselines(RunLog& log, const std::set<Pid>& members) {
   if (drm_baselined_) return;
   drm_baselined_ = true;
   RunRecord& record = log.record();
-  for (const Gpu& gpu : drm_before_) {
-    RunGpu g;
-    g.index = gpu.index;
-    g.name = gpu.name;
-    g.uuid = gpu.uuid;
-    if (gpu.memory) g.total = gpu.memory->total;
-    if (auto baseline = diagnose::baseline_of(gpu, members)) {
-      g.baseline = baseline->used;
-      baselines_.push_back(*baseline);
-    }
-    record.gpus.push_back(std::move(g));
-  }
+  for (const Gpu& gpu : drm_before_) add_gpu(record, gpu, members);
   if (!drm_before_.empty()) record.gpu_source = have_view_ ? "nvml+drm" : "drm";
 }
 

@@ -117,6 +117,9 @@ class RunGpuWatch {
   // The AMD and Intel GPUs' pre-run levels, from the look begin_baseline() took (the kernel
   // answers them, NVML or not), once: after NVML's GPUs, or at verify() without NVML.
   void add_drm_baselines(RunLog& log, const std::set<Pid>& members);
+  // One GPU of the run's record as the run starts, and its pre-run level when it has a
+  // memory figure (less what `members` hold).
+  void add_gpu(RunRecord& record, const Gpu& gpu, const std::set<Pid>& members);
   void sample(RunLog& log, const GpuView& view);
   RunGpu* gpu(RunLog& log, unsigned index);
 

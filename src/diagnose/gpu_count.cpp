@@ -1,5 +1,7 @@
 #include "diagnose/gpu_count.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -48,6 +50,16 @@ std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const G
                        known.empty() ? "" : fmt::format(" ({})", fmt::join(known, ", ")));
   }
   return std::nullopt;
+}
+
+bool has_drm_gpus(const std::optional<GpuView>& view) {
+  return view && std::any_of(view->gpus.begin(), view->gpus.end(),
+                             [](const Gpu& gpu) { return gpu.source == Gpu::Source::kDrm; });
+}
+
+bool gpu_selection_known(NvmlState state, const std::optional<GpuView>& view) {
+  if (state == NvmlState::kFailed) return false;
+  return state == NvmlState::kPresent || has_drm_gpus(view);
 }
 
 }  // namespace gpuclean::diagnose

@@ -26,4 +26,12 @@ std::optional<Problem> missing_gpus(unsigned expected, NvmlState state, std::siz
 // lacks: "no GPU 7: NVML sees 2 GPUs (0, 1)"; nullopt when it has them all.
 std::optional<std::string> unknown_gpu(const std::set<unsigned>& wanted, const GpuView& view);
 
+// Whether a view has AMD or Intel GPUs (Gpu::Source::kDrm), whose memory the kernel gives.
+bool has_drm_gpus(const std::optional<GpuView>& view);
+
+// Whether the GPU each process uses is known, so a GPU selection can be honoured: from NVML's
+// process lists, or on a machine with AMD or Intel GPUs from their clients — unless NVML
+// failed (the NVIDIA GPUs, numbered first, are then unknown).
+bool gpu_selection_known(NvmlState state, const std::optional<GpuView>& view);
+
 }  // namespace gpuclean::diagnose

@@ -69,11 +69,6 @@ MemoryCheck memory_check(NvmlState before, bool answered_after, NvmlState after,
   return MemoryCheck::kVerified;
 }
 
-bool has_drm_gpus(const std::optional<GpuView>& view) {
-  return view && std::any_of(view->gpus.begin(), view->gpus.end(),
-                             [](const Gpu& gpu) { return gpu.source == Gpu::Source::kDrm; });
-}
-
 std::vector<GoneButCounted> gone_but_counted(const std::vector<Pid>& gone,
                                              const Diagnosis& diagnosis) {
   std::map<Pid, GoneButCounted> counted;

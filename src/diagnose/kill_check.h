@@ -42,9 +42,6 @@ void add_others(const Diagnosis& after, const std::set<Pid>& ours, const TargetM
 MemoryCheck memory_check(NvmlState before, bool answered_after, NvmlState after,
                          bool drm_gpus = false);
 
-// Whether a view has AMD or Intel GPUs (Gpu::Source::kDrm).
-bool has_drm_gpus(const std::optional<GpuView>& view);
-
 // A named PID already gone for which NVML still counts memory: held by its heir, by the MPS
 // server (a gone MPS client), or by nobody yet (being released).
 struct GoneButCounted {

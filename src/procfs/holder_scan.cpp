@@ -12,6 +12,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <thread>
 #include <tuple>
@@ -384,6 +385,15 @@ unsigned auto_threads(std::size_t processes) {
   return std::min({cores, kMaxThreads, useful});
 }
 
+// readable/writable from one descriptor's fdinfo text (its open flags).
+void note_access(HeldFile& file, std::string_view fdinfo) {
+  auto flags = parse_fdinfo_flags(fdinfo);
+  if (!flags) return;
+  const std::uint32_t mode = *flags & O_ACCMODE;
+  file.readable = file.readable || mode == O_RDONLY || mode == O_RDWR;
+  file.writable = file.writable || mode == O_WRONLY || mode == O_RDWR;
+}
+
 // Several descriptors of one process can be one client (dup, or the same file description
 // passed back): a client id is listed once.
 void add_drm_client(HeldFile& file, DrmClient client) {
@@ -531,23 +541,72 @@ bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files
 }
 
 void fill_access(const ProcFs& proc, FileHolding& holding) {
-  for (HeldFile& file : holding.files) {
-    file.drm_clients.clear();
-    // A DRM node's fdinfo also carries its client's usage stats; /dev/kfd has none.
-    const bool drm_client_node = file.drm && file.drm->kind != DrmNode::Kind::kKfd;
-    for (int fd : file.fds) {
-      auto text = proc.fd_info(holding.pid, file.via_thread, fd);
-      if (!text) continue;
-      if (drm_client_node) {
-        if (auto client = parse_drm_fdinfo(*text)) add_drm_client(file, std::move(*client));
+  std::vector<FileHolding> one;
+  one.push_back(std::move(holding));
+  fill_access(proc, one);
+  holding = std::move(one.front());
+}
+
+std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdings) {
+  // A DRM node's descriptors: read under the deadline, all holders' at once (one item each).
+  struct Item {
+    std::size_t holding = 0;
+    std::size_t file = 0;
+    int fd = 0;
+  };
+  std::vector<Item> items;
+  for (std::size_t h = 0; h < holdings.size(); ++h) {
+    for (std::size_t f = 0; f < holdings[h].files.size(); ++f) {
+      HeldFile& file = holdings[h].files[f];
+      file.drm_clients.clear();
+      // A DRM node's fdinfo also carries its client's usage stats; /dev/kfd has none.
+      const bool drm_client_node = file.drm && file.drm->kind != DrmNode::Kind::kKfd;
+      for (int fd : file.fds) {
+        if (drm_client_node) {
+          items.push_back({h, f, fd});
+        } else if (auto text = proc.fd_info(holdings[h].pid, file.via_thread, fd)) {
+          note_access(file, *text);
+        }
       }
-      auto flags = parse_fdinfo_flags(*text);
-      if (!flags) continue;
-      const std::uint32_t mode = *flags & O_ACCMODE;
-      file.readable = file.readable || mode == O_RDONLY || mode == O_RDWR;
-      file.writable = file.writable || mode == O_WRONLY || mode == O_RDWR;
     }
   }
+  if (items.empty()) return {};
+  // Everything a worker touches is the batch's: one left blocked writes its slot later.
+  struct Batch {
+    ProcFs proc;
+    std::vector<std::tuple<Pid, std::optional<Pid>, int>> reads;
+    std::vector<std::optional<std::string>> texts;
+  };
+  auto batch = std::make_shared<Batch>(Batch{proc, {}, {}});
+  for (const Item& item : items) {
+    const FileHolding& holding = holdings[item.holding];
+    batch->reads.emplace_back(holding.pid, holding.files[item.file].via_thread, item.fd);
+  }
+  batch->texts.resize(items.size());
+  constexpr std::size_t kReaders = 4;
+  const std::vector<std::size_t> overdue =
+      run_with_deadline(items.size(),
+                        {.threads = static_cast<unsigned>(std::min(items.size(), kReaders)),
+                         .deadline = proc.read_deadline()},
+                        [batch](std::size_t i) {
+                          const auto& [pid, tid, fd] = batch->reads[i];
+                          batch->texts[i] = batch->proc.fd_info(pid, tid, fd);
+                        });
+  std::vector<Pid> late;
+  std::size_t next_overdue = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    FileHolding& holding = holdings[items[i].holding];
+    if (next_overdue < overdue.size() && overdue[next_overdue] == i) {
+      ++next_overdue;
+      if (late.empty() || late.back() != holding.pid) late.push_back(holding.pid);
+      continue;
+    }
+    if (!batch->texts[i]) continue;
+    HeldFile& file = holding.files[items[i].file];
+    if (auto client = parse_drm_fdinfo(*batch->texts[i])) add_drm_client(file, std::move(*client));
+    note_access(file, *batch->texts[i]);
+  }
+  return late;
 }
 
 }  // namespace gpuclean::procfs

@@ -57,7 +57,13 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
 // descriptors it opened since are not seen: a full scan finds them.
 bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files);
 
-// Fills readable/writable of each HeldFile from the fds' open flags.
+// Fills readable/writable of each HeldFile from the fds' open flags and, for a DRM node, its
+// clients (HeldFile::drm_clients). A DRM driver's fdinfo takes the client's VM lock, which a
+// hung GPU's reset can hold: those reads run under proc's read deadline, every holder's at
+// once. Returns the PIDs whose DRM fdinfo did not answer in time (their clients are missing:
+// what they hold is not known), ascending when `holdings` is.
+std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdings);
+// The same for one holder (its late reads are only left out).
 void fill_access(const ProcFs& proc, FileHolding& holding);
 
 }  // namespace gpuclean::procfs

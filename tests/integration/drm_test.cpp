@@ -3,6 +3,10 @@
 // fdinfo as its driver writes it (docs/facts.md, "DRM clients"). The shipping binary takes no
 // such roots; what it reads on a real machine is the same files at /sys, /dev and /proc.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <csignal>
 
 #include <fstream>
 
@@ -130,6 +134,35 @@ TEST_F(DrmTest, ADeviceGlobThatLeavesOutTheAmdNodesLeavesOutTheAmdGpu) {
   doc = parse(result);
   ASSERT_EQ(doc["gpus"].size(), 1u) << result.out;
   EXPECT_EQ(holder(doc, 500)->at("gpu_memory")["0"], 16 * kGiB);
+}
+
+TEST_F(DrmTest, AnFdinfoReadThatDoesNotAnswerIsBoundedAndCountedIncomplete) {
+  // A DRM driver's fdinfo takes the client's VM lock, which a hung GPU's reset can hold. Here
+  // a FIFO nobody writes stands in for it: opening it blocks, as that read would.
+  const auto fdinfo = machine_.proc() / "500/fdinfo/5";
+  std::filesystem::remove(fdinfo);
+  ASSERT_EQ(::mkfifo(fdinfo.c_str(), 0600), 0);
+  const auto started = std::chrono::steady_clock::now();
+  auto result = gpuclean({"status", "--json", "--proc-timeout", "300ms"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  json doc = parse(result);
+  EXPECT_EQ(doc["scan"]["incomplete"], 1) << result.out;
+  EXPECT_EQ(doc["scan"]["incomplete_sample"], json::array({500})) << result.out;
+  // Its clients are left out, not guessed: client 7 shows under 501, which shares it and
+  // answered; the verdict is never clean.
+  EXPECT_TRUE(holder(doc, 500)->at("gpu_memory").empty()) << result.out;
+  EXPECT_EQ(holder(doc, 501)->at("gpu_memory")["0"], 16 * kGiB) << result.out;
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  // Negative control: without the deadline the same look waits on the read (killed at 3 s).
+  result = run_command(
+      [&] {
+        std::vector<std::string> argv = {GPUCLEAN_BINARY, "status", "--proc-timeout", "0"};
+        for (const std::string& root : machine_.roots()) argv.push_back(root);
+        return argv;
+      }(),
+      {"LD_LIBRARY_PATH=/nonexistent"}, std::chrono::seconds(3));
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL) << "it should have hung: " << result.out;
 }
 
 TEST_F(DrmTest, WhoNamesEachNodeItsGpuAndTheClientsBehindIt) {

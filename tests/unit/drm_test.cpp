@@ -6,6 +6,7 @@
 #include "../integration/drm_fixture.h"
 #include "collect/drm_view.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/gpu_count.h"
 #include "diagnose/gpu_return.h"
 #include "diagnose/kill_check.h"
 #include "procfs/drm_devices.h"
@@ -318,6 +319,12 @@ TEST(DrmKillCheckTest, WithoutNvmlAnAmdGpusMemoryIsStillVerified) {
   view->gpus[0].source = Gpu::Source::kNvml;
   EXPECT_FALSE(diagnose::has_drm_gpus(view));
   EXPECT_FALSE(diagnose::has_drm_gpus(std::nullopt));
+  // Selecting by GPU: NVML, or DRM GPUs without NVML; never when NVML failed.
+  EXPECT_TRUE(diagnose::gpu_selection_known(NvmlState::kPresent, std::nullopt));
+  EXPECT_FALSE(diagnose::gpu_selection_known(NvmlState::kAbsent, view));
+  view->gpus[0].source = Gpu::Source::kDrm;
+  EXPECT_TRUE(diagnose::gpu_selection_known(NvmlState::kAbsent, view));
+  EXPECT_FALSE(diagnose::gpu_selection_known(NvmlState::kFailed, view));
 }
 
 }  // namespace
@@ -355,6 +362,35 @@ TEST(DrmRunCheckTest, AnAmdGpuIsBackWhenTheRunsClientsAreGoneAndNotBeforeThat) {
   judged = diagnose::judge_return(*baseline, drm_view_of({other}, Bytes{8} << 30).gpus[0], pids);
   ASSERT_TRUE(judged);
   EXPECT_FALSE(judged->back) << judged->note;
+}
+
+}  // namespace
+}  // namespace gpuclean
+
+#include "collect/gather.h"
+
+namespace gpuclean {
+namespace {
+
+// "Never a verdict beyond what was seen": with NVML answering, the processes a non-root scan
+// could not read decide nothing, since NVML counts every GPU's memory. An i915 or xe GPU has no
+// used total: what an unread process holds there is seen nowhere else, so they decide again.
+TEST(DrmUnseenTest, UnreadProcessesDecideWhenADrmGpuHasNoUsedTotal) {
+  collect::Gathered gathered;
+  gathered.nvml_state = NvmlState::kPresent;
+  gathered.stats.denied = 1;
+  gathered.stats.denied_pids = {4242};
+  gathered.input.gpu_view.emplace();
+  gathered.input.gpu_view->gpus.resize(2);
+  Gpu& xe = gathered.input.gpu_view->gpus[1];
+  xe.index = 1;
+  xe.source = Gpu::Source::kDrm;
+  xe.driver = "xe";
+  EXPECT_TRUE(collect::unseen_in(gathered).decides);
+  // Negative control: with amdgpu's used total, memory nobody accounts for shows as
+  // unattributed, as NVML's does: the unread process decides nothing.
+  xe.memory = GpuMemory{Bytes{64} << 30, Bytes{1} << 30, Bytes{63} << 30, std::nullopt};
+  EXPECT_FALSE(collect::unseen_in(gathered).decides);
 }
 
 }  // namespace
