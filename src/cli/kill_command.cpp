@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/usage_error.h"
+#include "collect/activity_look.h"
 #include "collect/gather.h"
 #include "collect/kill_look.h"
 #include "core/duration.h"
@@ -165,6 +167,9 @@ struct LookBefore {
   NvmlState nvml_state = NvmlState::kDisabled;
   std::string nvml_message;
   bool drm_gpus = false;  // AMD or Intel GPUs: their memory comes from the kernel, NVML or not
+  // What was gathered, kept where a leftover's activity may decide the plan (--leftovers
+  // without --include-busy): diagnosed again after a second look (settle_leftover_activity).
+  std::optional<collect::Gathered> gathered;
 };
 
 // The look, or the exit code when it cannot be taken or the GPU selection is wrong.
@@ -207,8 +212,35 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
     }
   }
   look.diagnose_options.gpus = selectors.gpus;
+  if (selectors.leftovers && !selectors.holders && !selectors.include_busy) look.gathered = gathered;
   look.diagnosis = diagnose::diagnose(std::move(gathered.input), look.diagnose_options);
   return look;
+}
+
+// One busy sample is not "still computing" (diagnose/activity.h): where a leftover tree the
+// plan would judge shows one, look at the GPUs again and diagnose again with what they show.
+bool settle_leftover_activity(LookBefore& before, const ProcessTable& table,
+                              const diagnose::KillSelectors& selectors,
+                              const diagnose::KillContext& context, const Io& io,
+                              bool live_line) {
+  if (!before.gathered) return false;
+  const auto who = diagnose::leftover_activity_to_settle(table, before.diagnosis.holders,
+                                                         selectors, context);
+  if (who.empty()) return false;
+  if (live_line) {
+    io.err << "\r\x1b[2Kgpuclean: kill: " << who.size()
+           << (who.size() == 1 ? " leftover shows" : " leftovers show")
+           << " GPU activity in one sample: looking again (a last kernel is no work in progress)"
+           << std::flush;
+  }
+  const bool looked = collect::settle_activity(*before.gatherer, *before.gathered, who);
+  if (live_line) io.err << "\r\x1b[2K" << std::flush;
+  if (looked) {
+    before.diagnosis =
+        diagnose::diagnose(std::move(before.gathered->input), before.diagnose_options);
+  }
+  before.gathered.reset();
+  return looked;
 }
 
 // Says on stderr what the plan refused, did not find and skips. An exit code when it refused:
@@ -249,15 +281,39 @@ std::string owners_text(const diagnose::OwnerSelector& owners) {
   return text;
 }
 
-// An empty plan. Every named process already gone is what the caller wanted (an Epilog racing
-// a job's own exit must not drain the node for it); a skipped one is not. Gone is not yet
-// clean: memory NVML still counts for a named PID (being released, or held by an heir) is
-// reported, and makes it dirty.
+// Named PIDs (without @START) that were not there when kill looked: nothing to end, and not
+// what the caller meant (a typo, a stale PID file): exit 1.
+std::size_t never_seen(const KillPlan& plan, const diagnose::KillSelectors& selectors) {
+  return static_cast<std::size_t>(std::count_if(
+      plan.not_found.begin(), plan.not_found.end(),
+      [&](Pid pid) { return selectors.start_ticks.count(pid) == 0; }));
+}
+
+// kill's exit code (docs/reference.md "kill"): 1 when a target remains, memory it held is
+// still counted, a named PID was never there, or (--leftovers) a leftover is still there —
+// skipped as still computing, not permitted or ambiguous; 3 when the GPU memory could not be
+// verified; 0 otherwise. Never 2: that is for usage errors, said before anything is planned.
+int kill_exit_code(const KillReport& report, bool unverified) {
+  const bool leftovers_left = report.leftovers && !report.left.leftovers.empty();
+  if (report.remaining > 0 || !report.left.memory.empty() || leftovers_left ||
+      report.never_seen > 0) {
+    return kExitDirty;
+  }
+  return unverified ? kExitRuntime : kExitClean;
+}
+
+// An empty plan. A process named as PID@START already gone is what the caller wanted (an
+// Epilog racing a job's own exit must not drain the node for it); a plain PID that is not there
+// was never seen, and a skipped one is not gone: both exit 1. Gone is not yet clean: memory
+// NVML still counts for a named PID (being released, or held by an heir) is reported, and
+// makes it dirty. --json always prints one document.
 int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
                            const diagnose::KillSelectors& selectors, const LookBefore& before,
                            const Io& io) {
   const KillPlan& plan = dry_run.plan;
-  const bool all_gone = !plan.not_found.empty() && plan.not_found.size() == selectors.pids.size();
+  const std::size_t unknown = never_seen(plan, selectors);
+  const bool all_gone = !plan.not_found.empty() && unknown == 0 &&
+                        plan.not_found.size() == selectors.pids.size();
   const auto counted = diagnose::gone_but_counted(plan.not_found, before.diagnosis);
   for (const auto& gone : counted) {
     io.err << "gpuclean: kill: pid " << gone.pid << " is gone, but NVML still counts "
@@ -270,20 +326,16 @@ int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
   io.err << "gpuclean: kill: nothing to kill"
          << (all_gone && plan.skipped.empty() ? ": already gone" : "")
          << (owners.empty() ? "" : " (no process of " + owners + " on this node)") << '\n';
-  const int exit_code = !counted.empty()                                          ? kExitDirty
-                        : plan.skipped.empty() && (selectors.broad() || all_gone) ? kExitClean
-                                                                                  : kExitUsage;
-  // --json: one document whenever the answer is not a usage error, an empty plan included.
-  if (!o.common.json || exit_code == kExitUsage) return exit_code;
-  if (o.dry_run) {
-    output::write_json(io.out, output::kill_dry_run_json(dry_run, host_name(), unix_now()));
-    return exit_code;
-  }
   KillReport report;
   report.host = host_name();
   report.time = unix_now();
   report.skipped = plan.skipped;
   report.not_found = plan.not_found;
+  report.leftovers = selectors.leftovers;
+  report.never_seen = unknown;
+  // Skipped: selected, and still there (unless it has gone since the scan).
+  report.remaining = static_cast<std::size_t>(std::count_if(
+      plan.skipped.begin(), plan.skipped.end(), [](const KillSkip& k) { return !k.gone; }));
   std::set<Pid> counted_pids;
   for (const auto& gone : counted) {
     counted_pids.insert(gone.pid);
@@ -304,7 +356,13 @@ int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
                                            .unseen = false});
   report.gpu_not_verified =
       output::not_verified_text(report.memory, before.nvml_state, before.nvml_message);
-  output::write_json(io.out, output::kill_report_json(report));
+  const int exit_code = kill_exit_code(report, false);
+  if (!o.common.json) return exit_code;
+  if (o.dry_run) {
+    output::write_json(io.out, output::kill_dry_run_json(dry_run, host_name(), unix_now()));
+  } else {
+    output::write_json(io.out, output::kill_report_json(report));
+  }
   return exit_code;
 }
 
@@ -365,9 +423,7 @@ int report_kill(const KillOptions& o, const KillReport& report, bool unverified,
   } else {
     output::render_kill_report_text(io.out, report);
   }
-  const int exit_code = report.remaining > 0 || !report.left.memory.empty() ? kExitDirty
-                        : unverified                                        ? kExitRuntime
-                                                                            : kExitClean;
+  const int exit_code = kill_exit_code(report, unverified);
   record::send_action(record::action_socket_path(),
                       output::kill_action_json(report, o.args, exit_code)
                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -413,6 +469,8 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   report.met = diagnose::met_processes(plan, rounds.found, rounds.outcomes, table);
   report.skipped = plan.skipped;
   report.not_found = plan.not_found;
+  report.leftovers = parsed.selectors.leftovers;
+  report.never_seen = never_seen(plan, parsed.selectors);
   report.remaining = rounds.remaining();
   report.left = std::move(look.left);
   // The targets may be gone, but whether their GPU memory came back is unknown when NVML
@@ -449,12 +507,16 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   LookBefore& before = std::get<LookBefore>(looked);
 
   // The gatherer's /proc: a process whose memory map it found locked is not waited on again.
-  const ProcessTable table = procfs::read_process_table(before.gatherer->proc());
+  ProcessTable table = procfs::read_process_table(before.gatherer->proc());
   if (auto ambiguous = ambiguous_container(table, selectors.owners)) {
     io.err << usage_message("kill", *ambiguous);
     return kExitUsage;
   }
   const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
+  if (settle_leftover_activity(before, table, selectors, context, io,
+                               ::isatty(STDERR_FILENO) != 0 && !o.common.json)) {
+    table = procfs::read_process_table(before.gatherer->proc());  // seconds later: as it is now
+  }
   const KillPlan plan = diagnose::plan_kill(table, before.diagnosis.holders, selectors, context,
                                             before.diagnosis.dead_owners);
   if (auto refused = say_plan_exceptions(plan, table, selectors, io)) return *refused;

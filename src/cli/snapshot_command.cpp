@@ -48,7 +48,7 @@ struct Taken {
 // nullopt after a usage or runtime error (printed; exit code in `failed_exit`).
 std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoots roots,
                                    const Io& io, int& failed_exit) {
-  auto gathered = gather(options.common, /*gpu_details=*/true);
+  auto gathered = gather(options.common, {.gpu_details = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
     failed_exit = exit_code_of(*error);

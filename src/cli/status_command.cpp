@@ -82,7 +82,7 @@ void add_recorded_idle(const StatusOptions& options, output::StatusReport& repor
   const auto since = recorded_idle_since(options.history_db, idle, options.common.proc_root);
   if (since.empty()) return;
   for (const auto& [identity, time] : since) {
-    input.idle_seconds[identity] = std::max(0.0, report.time - time);
+    input.activity_history.idle_seconds[identity] = std::max(0.0, report.time - time);
   }
   report.diagnosis = diagnose::diagnose(std::move(input), diagnose_options);
 }
@@ -173,7 +173,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
 }
 
 Prepared prepare(const StatusOptions& options, const Io& io) {
-  auto gathered = gather(options.common);
+  auto gathered = gather(options.common, {.settle_activity = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
     Prepared failed;
@@ -225,7 +225,7 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
 }
 
 int run_check(const StatusOptions& options, const Io& io) {
-  auto gathered = gather(options.common);
+  auto gathered = gather(options.common, {.settle_activity = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
     return exit_code_of(*error);

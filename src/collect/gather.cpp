@@ -1,5 +1,6 @@
 #include "collect/gather.h"
 
+#include "collect/activity_look.h"
 #include "collect/drm_view.h"
 #include "collect/gpu_sampler.h"
 #include "collect/rolling_scan.h"
@@ -266,6 +267,7 @@ Gathered Gatherer::collect() {
   }
   procfs::HolderScan scan = procfs::scan_holders(proc_, files_, scan_options);
   NvmlOutcome nvml = nvml_future.get();
+  const double looked_at = nvml.view ? unix_now() : 0;
   if (rolling_) {
     std::map<Pid, KnownHolding> known;
     for (const procfs::FileHolding& h : scan.holdings) known[h.pid] = {h, now};
@@ -285,6 +287,7 @@ Gathered Gatherer::collect() {
   out.nvml_state = nvml.state;
   out.nvml_message = nvml.message;
   out.gpu_details = std::move(nvml.details);
+  out.looked_at = looked_at;
   out.input.self = ::getpid();
   std::set<Pid> seen;
   for (const Holder& h : out.input.holders) seen.insert(h.process.pid);
@@ -316,13 +319,15 @@ Gathered Gatherer::collect() {
   return out;
 }
 
-std::variant<Gathered, GatherError> gather(const CollectOptions& options, bool gpu_details) {
+std::variant<Gathered, GatherError> gather(const CollectOptions& options, GatherRequest request) {
   auto gatherer = Gatherer::open(options);
   if (auto* error = std::get_if<GatherError>(&gatherer)) return *error;
   Gatherer& g = *std::get<std::unique_ptr<Gatherer>>(gatherer);
-  if (gpu_details) g.want_gpu_details();
+  if (request.gpu_details) g.want_gpu_details();
   g.start_nvml_helper();
-  return std::get<std::unique_ptr<Gatherer>>(gatherer)->collect();
+  Gathered gathered = g.collect();
+  if (request.settle_activity) settle_leftover_activity(g, gathered);
+  return gathered;
 }
 
 }  // namespace gpuclean::collect

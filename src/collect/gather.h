@@ -46,6 +46,8 @@ struct Gathered {
   std::string nvml_message;
   // Only when asked for (Gatherer::want_gpu_details, snapshot): clocks, ECC, … per GPU.
   std::vector<GpuDetails> gpu_details;
+  // When NVML's answer (its per-process samples among it) came: Unix seconds; 0 without one.
+  double looked_at = 0;
 };
 
 // What this collection could not read, and whether it decides a verdict (diagnose/unseen.h):
@@ -146,7 +148,16 @@ class Gatherer {
   bool gpu_details_ = false;
 };
 
+// What a one-shot command wants of its look.
+struct GatherRequest {
+  bool gpu_details = false;  // Gatherer::want_gpu_details (snapshot)
+  // Judge the leftovers' activity as status does: look again where one shows a single busy
+  // sample (collect/activity_look.h).
+  bool settle_activity = false;
+};
+
 // Gatherer::open + one collect(), for the one-shot commands.
-std::variant<Gathered, GatherError> gather(const CollectOptions& options, bool gpu_details = false);
+std::variant<Gathered, GatherError> gather(const CollectOptions& options,
+                                           GatherRequest request = {});
 
 }  // namespace gpuclean::collect

@@ -27,6 +27,7 @@ struct KillTarget {
 struct KillSkip {
   Pid pid = 0;
   std::string reason;  // one line
+  bool gone = false;   // it exited (or its PID was recycled) since the scan: nothing is left
 };
 
 struct KillPlan {
@@ -108,6 +109,9 @@ struct KillLeft {
   std::vector<std::string> still_held;
   // Warnings of processes that were not targets (a stray context): said, the verdict stays.
   std::vector<std::string> warnings;
+  // Of still_held, the leftovers (orphan, heir, zombie-leader and ambiguous-heir problems):
+  // what `kill --leftovers` did not end, skipped as still computing or for another reason.
+  std::vector<std::string> leftovers;
   // What the look after the kill could not read (diagnose/unseen.h), or empty.
   std::string unseen;
 };
@@ -126,6 +130,10 @@ struct KillReport {
   KillLeft left;
   std::size_t remaining = 0;  // targets not known to be gone
   double seconds = 0;         // the teardown's
+  // Selected with --leftovers: the outcome speaks of the leftovers left too (left.leftovers).
+  bool leftovers = false;
+  // Named PIDs (without @START) that did not exist when kill looked: nothing was there to end.
+  std::size_t never_seen = 0;
 };
 
 }  // namespace gpuclean

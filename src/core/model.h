@@ -250,7 +250,14 @@ struct HolderActivity {
   // How long it has shown no activity, from a tracker that watched it (top, the recorder's
   // history); nullopt where nobody watched that long.
   std::optional<double> idle_s;
+  // Busy in looks that span more than one sample period (diagnose/activity.h's rule): work in
+  // progress. A busy sample seen once is not enough: a process's last kernel shows in one or
+  // two samples after it ends (docs/facts.md).
+  bool sustained = false;
+  // Its newest sample is non-zero (a kernel ran in that sample's period).
   [[nodiscard]] bool busy() const { return sm > 0 || mem > 0; }
+  // Still computing: busy, and sustained.
+  [[nodiscard]] bool computing() const { return busy() && sustained; }
 };
 
 struct Holder {
@@ -322,6 +329,9 @@ struct Problem {
   // The holders of `pid`'s process tree this problem counts too (its fix, `gpuclean kill PID`,
   // ends them with it): one problem per tree and GPU, not one per process (issue 35).
   std::vector<Pid> descendants = {};
+  // A leftover whose tree is still computing (an orphan's sustained activity, its own or a
+  // descendant's: diagnose/activity.h): `kill --leftovers` leaves it without --include-busy.
+  bool computing = false;
 };
 
 // How complete a /proc scan was: vanished and unreadable processes are normal and are
@@ -374,6 +384,9 @@ struct ProcessSample {
   Pid pid = 0;  // as NVML reports it: a host PID, possibly dead
   unsigned sm = 0;
   unsigned mem = 0;
+  // When the driver took it: microseconds since the Unix epoch (NVML stamps samples with
+  // CLOCK_REALTIME); 0 where unknown (a view written before this field existed).
+  std::uint64_t time_us = 0;
 };
 
 // How far back a look asks NVML for per-process samples: the driver takes one about every
@@ -477,6 +490,10 @@ struct Diagnosis {
   std::vector<DeadOwner> dead_owners;  // ascending by pid
   std::vector<Problem> problems;
   bool clean = true;  // no problem is an error (warnings alone leave it clean): !has_error
+  // One command for all of them where two or more problems are leftovers that `kill
+  // --leftovers` ends at once ("gpuclean kill --leftovers --yes", with the --gpus selection);
+  // empty otherwise.
+  std::string leftovers_fix;
 };
 
 // True when some problem is an error: what makes a diagnosis dirty.

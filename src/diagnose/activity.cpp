@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/duration.h"
+#include "diagnose/classify.h"
 
 namespace gpuclean::diagnose {
 namespace {
@@ -15,9 +16,16 @@ const ProcessSample* sample_of(const GpuActivity& activity, Pid pid) {
   return nullptr;
 }
 
-std::optional<HolderActivity> activity_of(const std::map<unsigned, const Gpu*>& gpus,
-                                          const Holder& holder) {
-  HolderActivity out;
+// The holder's activity over its GPUs, and when its newest busy sample was taken (Unix
+// seconds; 0: none, or no time stamp).
+struct Seen {
+  HolderActivity activity;
+  double newest_busy = 0;
+};
+
+std::optional<Seen> activity_of(const std::map<unsigned, const Gpu*>& gpus,
+                                const Holder& holder) {
+  Seen out;
   bool known = false;
   bool unknown = false;
   for (const auto& [index, bytes] : holder.gpu_memory) {
@@ -29,37 +37,63 @@ std::optional<HolderActivity> activity_of(const std::map<unsigned, const Gpu*>& 
     known = true;
     for (const Pid pid : {holder.process.pid, holder.inherited_from.value_or(0)}) {
       if (const ProcessSample* s = pid > 0 ? sample_of(*gpu->second->activity, pid) : nullptr) {
-        out.sm = std::max(out.sm, s->sm);
-        out.mem = std::max(out.mem, s->mem);
+        out.activity.sm = std::max(out.activity.sm, s->sm);
+        out.activity.mem = std::max(out.activity.mem, s->mem);
+        if (s->sm > 0 || s->mem > 0) {
+          out.newest_busy = std::max(out.newest_busy, static_cast<double>(s->time_us) / 1e6);
+        }
       }
     }
   }
-  if (!known || (unknown && !out.busy())) return std::nullopt;
+  if (!known || (unknown && !out.activity.busy())) return std::nullopt;
   return out;
+}
+
+std::string percent_text(const HolderActivity& a) {
+  return "SM " + std::to_string(a.sm) + "%, memory " + std::to_string(a.mem) + "%";
 }
 
 }  // namespace
 
-void assign_activity(const GpuView& view, const std::map<ProcessIdentity, double>& idle_seconds,
+void assign_activity(const GpuView& view, const ActivityHistory& history,
                      std::vector<Holder>& holders) {
   std::map<unsigned, const Gpu*> gpus;
   for (const Gpu& gpu : view.gpus) gpus[gpu.index] = &gpu;
   for (Holder& h : holders) {
-    h.activity = h.visible ? activity_of(gpus, h) : std::nullopt;
-    if (!h.activity || h.activity->busy()) continue;
-    if (auto idle = idle_seconds.find({h.process.pid, h.process.start_ticks});
-        idle != idle_seconds.end()) {
+    h.activity.reset();
+    if (!h.visible) continue;
+    std::optional<Seen> seen = activity_of(gpus, h);
+    if (!seen) continue;
+    h.activity = seen->activity;
+    const ProcessIdentity identity{h.process.pid, h.process.start_ticks};
+    if (h.activity->busy()) {
+      const auto since = history.busy_since.find(identity);
+      h.activity->sustained = since != history.busy_since.end() && seen->newest_busy > 0 &&
+                              seen->newest_busy >= since->second + kSustainedAfterSeconds;
+      continue;
+    }
+    if (auto idle = history.idle_seconds.find(identity); idle != history.idle_seconds.end()) {
       h.activity->idle_s = idle->second;
     }
   }
 }
 
+bool owner_gone(const Holder& holder) {
+  const HolderClass klass =
+      holder.klass == HolderClass::kStuck ? lifecycle_class(holder.process) : holder.klass;
+  return klass == HolderClass::kZombieLeader || klass == HolderClass::kHeir;
+}
+
 std::string activity_note(const Holder& holder) {
   if (!holder.activity) return "";
   const HolderActivity& a = *holder.activity;
+  if (a.busy() && owner_gone(holder)) {
+    return "; its threads still run kernels (" + percent_text(a) +
+           "): a rank waiting on a dead peer spins like this, and its owner is gone";
+  }
+  if (a.computing()) return "; still computing (" + percent_text(a) + ")";
   if (a.busy()) {
-    return "; still computing (SM " + std::to_string(a.sm) + "%, memory " + std::to_string(a.mem) +
-           "%)";
+    return "; no sustained GPU activity (one sample, " + percent_text(a) + ": its last kernel)";
   }
   if (a.idle_s) {
     const auto ms = std::chrono::milliseconds(static_cast<long long>(*a.idle_s * 1000));
@@ -70,10 +104,22 @@ std::string activity_note(const Holder& holder) {
 }
 
 std::optional<std::string> busy_reason(const Holder& holder) {
-  if (!holder.activity || !holder.activity->busy()) return std::nullopt;
+  if (!holder.activity || !holder.activity->computing() || owner_gone(holder)) {
+    return std::nullopt;
+  }
   return "still computing (SM " + std::to_string(holder.activity->sm) +
-         "%): check whose work it is (gpuclean explain " + std::to_string(holder.process.pid) +
-         "); --include-busy takes it";
+         "%, sustained): check whose work it is (gpuclean explain " +
+         std::to_string(holder.process.pid) + "); --include-busy takes it";
+}
+
+std::set<ProcessIdentity> unsettled(const std::vector<const Holder*>& holders) {
+  std::set<ProcessIdentity> out;
+  for (const Holder* h : holders) {
+    if (h->activity && h->activity->busy() && !h->activity->sustained) {
+      out.insert({h->process.pid, h->process.start_ticks});
+    }
+  }
+  return out;
 }
 
 }  // namespace gpuclean::diagnose

@@ -83,9 +83,23 @@ std::string leftover_fix(const Holder& h) {
 // detached server still doing someone's work (issue 37).
 void leftover_problem(const Holder& h, Problem& p) {
   p.message += activity_note(h);
-  p.fix = busy_reason(h) ? "check whose work it is before killing it (gpuclean explain " +
-                               std::to_string(h.process.pid) + "); then " + leftover_fix(h)
-                         : leftover_fix(h);
+  p.computing = busy_reason(h).has_value();
+  p.fix = p.computing ? "check whose work it is before killing it (gpuclean explain " +
+                            std::to_string(h.process.pid) + "); then " + leftover_fix(h)
+                      : leftover_fix(h);
+}
+
+// A leftover root whose owner may live (an orphan) is still at work when a holder of its tree
+// is (a server's worker serving): its problem says which, and --leftovers leaves the tree.
+void member_computing(const Holder& root, const Holder& member, Problem& p) {
+  if (p.computing || owner_gone(root)) return;
+  const HolderActivity& a = *member.activity;
+  p.computing = true;
+  p.message += "; its descendant pid " + std::to_string(member.process.pid) +
+               " is still computing (SM " + std::to_string(a.sm) + "%, memory " +
+               std::to_string(a.mem) + "%)";
+  p.fix = "check whose work it is before killing it (gpuclean explain " +
+          std::to_string(member.process.pid) + "); then " + leftover_fix(root);
 }
 
 // The problem for one holder on one GPU (gpu/bytes absent: no NVML view).
@@ -768,6 +782,24 @@ void name_members(Problem& p, const std::string& root_label, const std::vector<P
   p.descendants = members;
 }
 
+// A root whose problem is a dead job's (its fix ends the whole tree, wherever it holds memory).
+bool leftover_root(const Holder& root) {
+  return root.klass == HolderClass::kOrphan || root.klass == HolderClass::kHeir ||
+         root.klass == HolderClass::kZombieLeader;
+}
+
+// The GPUs a root's problems are on: its own, and those its tree's members hold memory on.
+template <typename Members>
+std::set<unsigned> tree_gpus(const Holder& root, const Members& members) {
+  std::set<unsigned> gpus;
+  for (const auto& entry : root.gpu_memory) gpus.insert(entry.first);
+  for (auto it = members.lower_bound({root.process.pid, std::nullopt});
+       it != members.end() && it->first.first == root.process.pid; ++it) {
+    if (it->first.second) gpus.insert(*it->first.second);
+  }
+  return gpus;
+}
+
 // One problem per process tree (tree_roots) and GPU it holds memory on (a stray context's on
 // the GPUs it strays to), each figure taken from the GPU's used memory so that they never add
 // up to more. A member holding memory on a GPU where its root holds none has a problem of its
@@ -783,16 +815,25 @@ std::map<unsigned, Bytes> holder_problems(const std::vector<Holder>& holders,
   for (const Holder& h : holders) by_pid[h.process.pid] = &h;
   // Whether `h`'s memory on `gpu` (nullopt: its device files, without NVML) is counted in its
   // root's problem there; the members' bytes and PIDs each root's problem takes on.
+  // A dead job's tree is one problem on every GPU it holds memory on (its fix ends all of it,
+  // issue 47: a worker on a GPU its orphaned server does not use is no healthy job to wait
+  // for); an active job's member joins only where the job works too.
   const auto joins_root = [&](const Holder& h, std::optional<unsigned> gpu) -> const Holder* {
     const auto it = roots.find(h.process.pid);
     if (it == roots.end()) return nullptr;
     const Holder& root = *by_pid.at(it->second);
-    if (!gpu) return &root;
+    if (!gpu || leftover_root(root)) return &root;
     const bool root_holds = root.gpu_memory.count(*gpu) > 0;
     const bool stray =
         stray_context_gpus(root).count(*gpu) > 0 || stray_context_gpus(h).count(*gpu) > 0;
     return root_holds && !stray ? &root : nullptr;
   };
+  // The first holder of each tree whose activity is sustained, by root.
+  std::map<Pid, const Holder*> computing_member;
+  for (const auto& [member, root] : roots) {
+    const Holder& m = *by_pid.at(member);
+    if (m.activity && m.activity->computing()) computing_member.emplace(root, &m);
+  }
   std::map<std::pair<Pid, std::optional<unsigned>>, std::pair<Bytes, std::vector<Pid>>> members;
   for (const Holder& h : holders) {
     if (!has_problem(options, h)) continue;
@@ -825,12 +866,14 @@ std::map<unsigned, Bytes> holder_problems(const std::vector<Holder>& holders,
     }
     bool reported = false;
     const std::set<unsigned> stray = stray_context_gpus(h);
-    for (const auto& [gpu, own_bytes] : h.gpu_memory) {
+    for (const unsigned gpu : tree_gpus(h, members)) {
       if (!selected(options, gpu)) continue;
       if (joins_root(h, gpu) != nullptr) {
         reported = true;
         continue;
       }
+      const auto own = h.gpu_memory.find(gpu);
+      const Bytes own_bytes = own != h.gpu_memory.end() ? own->second : 0;
       const auto tree = members.find({h.process.pid, gpu});
       const Bytes bytes = own_bytes + (tree != members.end() ? tree->second.first : 0);
       const auto [shown, note] = budget->take(gpu, bytes);
@@ -838,6 +881,10 @@ std::map<unsigned, Bytes> holder_problems(const std::vector<Holder>& holders,
       Problem p = stray.count(gpu) > 0 ? stray_problem(h, gpu, shown, stray, options)
                                        : holder_problem(h, gpu, shown);
       if (tree != members.end()) name_members(p, holder_label(h), tree->second.second);
+      if (auto m = computing_member.find(h.process.pid);
+          m != computing_member.end() && leftover_root(h)) {
+        member_computing(h, *m->second, p);
+      }
       p.message += note;
       p.bytes = shown;
       problems.push_back(std::move(p));
@@ -915,6 +962,23 @@ void mark_displays(std::vector<Holder>& holders) {
   }
 }
 
+// "gpuclean kill --leftovers --yes" where two or more leftover trees (problems of a kind
+// --leftovers takes, not still computing) can be ended at once; the GPU selection goes with it.
+std::string leftovers_fix(const std::vector<Problem>& problems, const Options& options) {
+  std::set<Pid> roots;
+  for (const Problem& p : problems) {
+    const bool leftover = p.kind == ProblemKind::kOrphan || p.kind == ProblemKind::kHeir ||
+                          p.kind == ProblemKind::kZombieLeader;
+    if (leftover && !p.computing && p.pid) roots.insert(*p.pid);
+  }
+  if (roots.size() < 2) return "";
+  std::string gpus;
+  for (const unsigned gpu : options.gpus.value_or(std::set<unsigned>{})) {
+    gpus += (gpus.empty() ? " --gpus " : ",") + std::to_string(gpu);
+  }
+  return "gpuclean kill --leftovers" + gpus + " --yes";
+}
+
 }  // namespace
 
 Diagnosis diagnose(Input input, const Options& options) {
@@ -927,7 +991,7 @@ Diagnosis diagnose(Input input, const Options& options) {
     out.dead_owners =
         tie_heirs(attribution.dead, heir_candidates(attribution.listed_pids, holders));
     apply_dead_owners(out.dead_owners, holders);
-    assign_activity(*input.gpu_view, input.idle_seconds, holders);
+    assign_activity(*input.gpu_view, input.activity_history, holders);
     out.gpus = gpu_reports(*input.gpu_view, options, holders, out.dead_owners, attribution.mps);
   } else {
     // Without NVML: a trusted tool with no context shape is a monitor, as above.
@@ -949,9 +1013,24 @@ Diagnosis diagnose(Input input, const Options& options) {
     mps_problems(holders, attribution.mps, options, *budget, out.problems);
   }
   unattributed_problems(out.gpus, hidden_reported, options, out.problems);
+  out.leftovers_fix = leftovers_fix(out.problems, options);
   out.holders = std::move(holders);
   out.clean = !has_error(out.problems);
   return out;
+}
+
+std::set<ProcessIdentity> activity_to_settle(const Diagnosis& diagnosis) {
+  std::map<Pid, const Holder*> by_pid;
+  for (const Holder& h : diagnosis.holders) by_pid[h.process.pid] = &h;
+  std::vector<const Holder*> judged;
+  for (const Problem& p : diagnosis.problems) {
+    if (p.kind != ProblemKind::kOrphan || !p.pid) continue;
+    for (const Pid pid : p.descendants) {
+      if (auto h = by_pid.find(pid); h != by_pid.end()) judged.push_back(h->second);
+    }
+    if (auto h = by_pid.find(*p.pid); h != by_pid.end()) judged.push_back(h->second);
+  }
+  return unsettled(judged);
 }
 
 }  // namespace gpuclean::diagnose

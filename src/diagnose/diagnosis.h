@@ -50,8 +50,9 @@ struct Input {
   // NVML PIDs that /proc does not have: dead owners, or holders in another PID namespace.
   std::set<Pid> missing_pids;
   std::optional<Pid> self;  // gpuclean's own PID: never a holder
-  // How long holders have shown no GPU activity, where something watched them (IdleTracker).
-  std::map<ProcessIdentity, double> idle_seconds;
+  // What earlier looks saw of the holders' activity: how long idle, since when busy
+  // (collect/activity_tracker.h, collect/activity_look.h, the recorder's history).
+  ActivityHistory activity_history;
 };
 
 // Joins NVML's lists with the holders. Contract (docs/design.md "Diagnosis"):
@@ -81,6 +82,12 @@ struct Input {
 //   or an error under Options::strict. Its work GPUs stay "in-use" problems.
 // - Diagnosis::clean is !has_error(problems): warnings alone leave the GPUs clean.
 Diagnosis diagnose(Input input, const Options& options);
+
+// Whom a one-shot look must see again before it judges them (diagnose/activity.h: one busy
+// sample is not "still computing"): the holders of each orphan's problem — the orphan and the
+// descendants it names — that show a busy sample not known to be sustained. Heirs and zombie
+// leaders are left out: their owner is gone, their activity excuses nothing.
+std::set<ProcessIdentity> activity_to_settle(const Diagnosis& diagnosis);
 
 // The GPUs where `holder` holds only a stray CUDA context (the rule above); empty for a holder
 // that is not eligible or works on a single GPU.

@@ -34,6 +34,10 @@ TargetMemory target_memory(const GpuView& view, const std::set<Pid>& listed) {
 void add_other(const Problem& problem, KillLeft& left) {
   (problem.severity == Severity::kWarning ? left.warnings : left.still_held)
       .push_back(problem.message);
+  const bool leftover =
+      problem.kind == ProblemKind::kOrphan || problem.kind == ProblemKind::kHeir ||
+      problem.kind == ProblemKind::kZombieLeader || problem.kind == ProblemKind::kHeirAmbiguous;
+  if (leftover && problem.severity == Severity::kError) left.leftovers.push_back(problem.message);
 }
 
 void add_others(const Diagnosis& after, const std::set<Pid>& ours, const TargetMemory& memory,

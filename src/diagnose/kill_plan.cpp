@@ -186,37 +186,83 @@ void choose_by_membership(Planning& p) {
   }
 }
 
+// The holders of a leftover's tree: ROOT, then the holders among its descendants now.
+std::vector<const Holder*> tree_holders(const Planning& p, const Holder& root,
+                                        const std::set<Pid>& descendants) {
+  std::vector<const Holder*> out{&root};
+  for (Pid pid : descendants) {
+    if (auto h = p.holder_of.find(pid); h != p.holder_of.end()) out.push_back(h->second);
+  }
+  return out;
+}
+
+// Why --leftovers leaves a leftover's tree alone for its activity: the root or a descendant
+// still computing (its owner may live: an orphan), or nullopt.
+std::optional<std::string> tree_busy_reason(const std::vector<const Holder*>& tree) {
+  if (auto busy = busy_reason(*tree.front())) return busy;
+  if (owner_gone(*tree.front())) return std::nullopt;
+  for (std::size_t i = 1; i < tree.size(); ++i) {
+    const Holder& h = *tree[i];
+    if (!h.activity || !h.activity->computing()) continue;
+    return "its descendant pid " + pid_text(h.process.pid) + " is still computing (SM " +
+           std::to_string(h.activity->sm) +
+           "%, sustained): check whose work it is (gpuclean explain " +
+           pid_text(h.process.pid) + "); --include-busy takes it";
+  }
+  return std::nullopt;
+}
+
+// Why a holder --holders or --leftovers selects is not taken, or nullopt.
+std::optional<std::string> holder_skip_reason(const Planning& p, const Holder& h,
+                                              const std::vector<const Holder*>& tree) {
+  const KillSelectors& s = p.selectors;
+  const Pid pid = h.process.pid;
+  const bool leftovers_only = s.leftovers && !s.holders;
+  if (h.service) return service_reason(h);
+  if (auto owner = p.ambiguous_candidate.find(pid);
+      leftovers_only && owner != p.ambiguous_candidate.end()) {
+    return "may hold the context of dead pid " + pid_text(owner->second) +
+           ", but so may others (ambiguous): see gpuclean explain " + pid_text(owner->second) +
+           ", then kill the right one by PID";
+  }
+  if (leftovers_only && !s.include_busy) {
+    if (auto busy = tree_busy_reason(tree)) return busy;
+  }
+  if (p.recycled.count(pid) > 0) return "its PID was recycled since the scan (now another process)";
+  if (p.table.count(pid) == 0) return "exited since the scan";
+  return std::nullopt;
+}
+
 // --holders and --leftovers (narrowed by --gpus): the scan's holders, never a monitor or a
-// node service, never an ambiguous heir candidate for --leftovers alone.
+// node service, never an ambiguous heir candidate for --leftovers alone. A leftover is taken
+// with its descendants (issue 47: the tree status names in one problem, the unit `gpuclean kill
+// ROOT` ends), selected by --gpus when any holder of the tree holds memory on a selected GPU,
+// and left whole while it is still computing (tree_busy_reason).
 void choose_holders(Planning& p, const std::vector<Holder>& holders, KillPlan& plan) {
   const KillSelectors& s = p.selectors;
   if (!s.holders && !s.leftovers) return;
   for (const Holder& h : holders) {
     if (!h.visible || h.klass == HolderClass::kMonitor) continue;
-    if (!on_selected_gpu(h, s.gpus)) continue;
-    const bool wanted = s.holders || (s.leftovers && is_leftover(h));
-    if (!wanted) continue;
+    const bool as_leftover = !s.holders && is_leftover(h);
+    if (!s.holders && !as_leftover) continue;
     const Pid pid = h.process.pid;
-    if (h.service) {
-      plan.skipped.push_back({pid, service_reason(h)});
+    const std::set<Pid> below = as_leftover && p.table.count(pid) > 0 && p.recycled.count(pid) == 0
+                                    ? descendants(p.table, pid)
+                                    : std::set<Pid>{};
+    const std::vector<const Holder*> tree = tree_holders(p, h, below);
+    if (std::none_of(tree.begin(), tree.end(),
+                     [&](const Holder* t) { return on_selected_gpu(*t, s.gpus); })) {
       continue;
     }
-    if (auto owner = p.ambiguous_candidate.find(pid);
-        s.leftovers && !s.holders && owner != p.ambiguous_candidate.end()) {
-      plan.skipped.push_back({pid, "may hold the context of dead pid " + pid_text(owner->second) +
-                                       ", but so may others (ambiguous): see gpuclean explain " +
-                                       pid_text(owner->second) +
-                                       ", then kill the right one by PID"});
-    } else if (auto busy =
-                   s.leftovers && !s.holders && !s.include_busy ? busy_reason(h) : std::nullopt) {
-      plan.skipped.push_back({pid, *busy});
-    } else if (p.recycled.count(pid) > 0) {
-      plan.skipped.push_back({pid, "its PID was recycled since the scan (now another process)"});
-    } else if (p.table.count(pid) == 0) {
-      plan.skipped.push_back({pid, "exited since the scan"});
-    } else {
-      p.chosen.emplace(pid, s.holders ? std::string("holder")
-                                      : std::string("leftover (") + to_string(h.klass) + ")");
+    if (auto skip = holder_skip_reason(p, h, tree)) {
+      const bool gone = p.recycled.count(pid) > 0 || p.table.count(pid) == 0;
+      plan.skipped.push_back({pid, *skip, gone && !h.service});
+      continue;
+    }
+    p.chosen.emplace(pid, s.holders ? std::string("holder")
+                                    : std::string("leftover (") + to_string(h.klass) + ")");
+    for (Pid child : below) {
+      p.chosen.emplace(child, "descendant of leftover " + pid_text(pid));
     }
   }
 }
@@ -284,6 +330,30 @@ void confirm_reasons(const Planning& p, KillPlan& plan) {
 }
 
 }  // namespace
+
+std::set<ProcessIdentity> leftover_activity_to_settle(const ProcessTable& table,
+                                                      const std::vector<Holder>& holders,
+                                                      const KillSelectors& selectors,
+                                                      const KillContext& context) {
+  std::set<ProcessIdentity> out;
+  if (!selectors.leftovers || selectors.holders || selectors.include_busy) return out;
+  const Planning p = start_planning(table, holders, selectors, context, {});
+  for (const Holder& h : holders) {
+    if (!h.visible || h.klass == HolderClass::kMonitor || !is_leftover(h) || owner_gone(h)) {
+      continue;
+    }
+    if (table.count(h.process.pid) == 0 || p.recycled.count(h.process.pid) > 0) continue;
+    const std::vector<const Holder*> tree =
+        tree_holders(p, h, descendants(table, h.process.pid));
+    if (std::none_of(tree.begin(), tree.end(),
+                     [&](const Holder* t) { return on_selected_gpu(*t, selectors.gpus); })) {
+      continue;
+    }
+    const std::set<ProcessIdentity> busy = unsettled(tree);
+    out.insert(busy.begin(), busy.end());
+  }
+  return out;
+}
 
 KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
                    const KillSelectors& selectors, const KillContext& context,

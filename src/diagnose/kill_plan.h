@@ -37,6 +37,7 @@
 #include "core/kill_model.h"
 #include "core/model.h"
 #include "core/process_tree.h"
+#include "diagnose/activity.h"
 #include "diagnose/owner_match.h"
 
 namespace gpuclean::diagnose {
@@ -78,6 +79,15 @@ struct KillContext {
 KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders,
                    const KillSelectors& selectors, const KillContext& context,
                    const std::vector<DeadOwner>& dead_owners = {});
+
+// Which holders a one-shot --leftovers must look at again before it plans (diagnose/activity.h:
+// one busy sample is not "still computing"): those of the leftover trees it would select whose
+// owner may live (an orphan's) that show a busy sample not known to be sustained. Empty when
+// activity decides nothing (--include-busy, --holders) or nobody is busy.
+std::set<ProcessIdentity> leftover_activity_to_settle(const ProcessTable& table,
+                                                      const std::vector<Holder>& holders,
+                                                      const KillSelectors& selectors,
+                                                      const KillContext& context);
 
 // The classes --leftovers takes: orphan, heir, zombie-leader. Never frozen (its group was
 // frozen on purpose, a suspended Slurm job say: thawing is the owner's call), never active.

@@ -59,7 +59,9 @@ GpuView gpu_view_from_json(const json& doc) {
       GpuActivity activity;
       activity.source = g["activity"].value("source", "");
       for (const json& s : g["activity"].value("samples", json::array())) {
-        activity.samples.push_back({s.at("pid").get<Pid>(), s.value("sm", 0u), s.value("mem", 0u)});
+        const auto time = optional_field<double>(s, "time");
+        activity.samples.push_back({s.at("pid").get<Pid>(), s.value("sm", 0u), s.value("mem", 0u),
+                                    time ? static_cast<std::uint64_t>(*time * 1e6) : 0});
       }
       gpu.activity = std::move(activity);
     }

@@ -91,7 +91,7 @@ Result<std::vector<ProcessSample>> newest_samples(const std::vector<RawSample>& 
   }
   std::vector<ProcessSample> out;
   for (const auto& [pid, s] : newest) {
-    if (s.sm > 0 || s.mem > 0) out.push_back({pid, s.sm, s.mem});
+    if (s.sm > 0 || s.mem > 0) out.push_back({pid, s.sm, s.mem, s.time_stamp_us});
   }
   return out;
 }

@@ -200,7 +200,12 @@ nlohmann::json to_json(const Gpu& gpu) {
   if (gpu.activity) {
     nlohmann::json samples = nlohmann::json::array();
     for (const ProcessSample& s : gpu.activity->samples) {
-      samples.push_back({{"pid", s.pid}, {"sm", s.sm}, {"mem", s.mem}});
+      nlohmann::json sample = {{"pid", s.pid}, {"sm", s.sm}, {"mem", s.mem}};
+      // When the driver took it (Unix seconds), where known: the time that decides whether
+      // a process's activity is sustained (diagnose/activity.h).
+      sample["time"] = s.time_us > 0 ? nlohmann::json(static_cast<double>(s.time_us) / 1e6)
+                                     : nlohmann::json();
+      samples.push_back(std::move(sample));
     }
     out["activity"] = {{"source", gpu.activity->source}, {"samples", std::move(samples)}};
     out["activity_unavailable"] = nullptr;
@@ -236,7 +241,8 @@ nlohmann::json to_json(const Problem& problem) {
   return {{"kind", to_string(problem.kind)}, {"severity", to_string(problem.severity)},
           {"gpu", or_null(problem.gpu)},     {"pid", or_null(problem.pid)},
           {"message", problem.message},      {"fix", problem.fix},
-          {"bytes", or_null(problem.bytes)}, {"descendants", problem.descendants}};
+          {"bytes", or_null(problem.bytes)}, {"descendants", problem.descendants},
+          {"computing", problem.computing}};
 }
 
 nlohmann::json to_json(const ScanStats& stats) {

@@ -216,6 +216,13 @@ void render_kill_report_text(std::ostream& out, const KillReport& report) {
     out << fmt::format("gpuclean: kill: {} of {} targets remain{}{}\n", report.remaining, count,
                        left.memory.empty() ? "" : "; GPU memory not released", unchecked);
   }
+  if (report.leftovers && !left.leftovers.empty()) {
+    const std::size_t n = left.leftovers.size();
+    out << fmt::format(
+        "gpuclean: kill: {} leftover{} still there (above; one still computing is skipped "
+        "until --include-busy takes it)\n",
+        n, n == 1 ? " is" : "s are");
+  }
   if (report.memory == MemoryCheck::kFailed) {
     out << "gpuclean: kill: GPU memory not verified: " << escape_terminal(report.gpu_not_verified)
         << '\n';
@@ -244,6 +251,8 @@ nlohmann::json kill_report_json(const KillReport& report) {
   doc["memory_back_seconds"] =
       left.memory_back_seconds ? nlohmann::json(*left.memory_back_seconds) : nlohmann::json();
   doc["still_held_by"] = left.still_held;
+  // With --leftovers: the leftovers still there (of still_held_by), which make it exit 1.
+  doc["leftovers_left"] = report.leftovers ? nlohmann::json(left.leftovers) : nlohmann::json();
   doc["warnings"] = left.warnings;
   doc["seconds"] = report.seconds;
   return doc;

@@ -395,6 +395,9 @@ void render_problems(std::ostream& out, const StatusReport& report, std::size_t 
       out << "    was: " << wrapped(text + ", from gpuclean history", width, 9) << '\n';
     }
   }
+  if (!d.leftovers_fix.empty()) {
+    out << "  all leftovers: " << wrapped(d.leftovers_fix, width, 4) << '\n';
+  }
 }
 
 // The last line: CLEAN, DIRTY or UNKNOWN, and why.
@@ -478,6 +481,7 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   doc["holders"] = to_json_array(d.holders);
   doc["dead_owners"] = to_json_array(d.dead_owners);
   doc["problems"] = to_json_array(d.problems);
+  doc["leftovers_fix"] = text_or_null(d.leftovers_fix);
   doc["files"] = to_json_array(report.files);
   doc["scan"] = to_json(report.stats);
   doc["recorded_parents"] = nlohmann::json::array();

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "collect/idle_tracker.h"
+#include "collect/activity_tracker.h"
 #include "core/duration.h"
 #include "core/exit_code.h"
 #include "ops/process_handle.h"
@@ -79,14 +79,14 @@ class TopSession {
   void accept(Gathered gathered) {
     const double now = unix_now();
     last_gathered_ = std::move(gathered);
-    last_gathered_->input.idle_seconds = idle_.idle_seconds(now);
+    last_gathered_->input.activity_history = activity_.history(now);
     diagnose_last();
     ++refreshes_;
     if (report_) {
       history_.add(report_->time, report_->diagnosis.gpus);
       utilization_.add(report_->time, report_->diagnosis.gpus,
                        output::MemoryHistory::Series::kUtilization);
-      idle_.observe(report_->diagnosis.holders, now);
+      activity_.observe(report_->diagnosis.holders, now);
       track_cpu(report_->diagnosis.holders, now);
     }
     // The table's rows point into the report just replaced: composed again before any key
@@ -550,7 +550,7 @@ class TopSession {
   output::MemoryHistory history_;
   output::MemoryHistory utilization_;
   bool show_utilization_ = false;  // `u`
-  collect::IdleTracker idle_;      // idle_s of the holders NVML shows idle
+  collect::ActivityTracker activity_;  // idle_s and busy stretches of the holders
   // CPU ticks and when they were read, per process; the CPU% they give at the last refresh.
   std::map<std::pair<Pid, std::uint64_t>, std::pair<std::uint64_t, double>> cpu_ticks_;
   output::CpuPercent cpu_percent_;

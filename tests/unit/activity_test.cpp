@@ -1,8 +1,9 @@
-// Busy or idle (issue 37): the samples read from NVML, a holder's activity from them, how long
-// an idle one has been idle across looks, and the words problems use.
+// Busy or idle (issues 37 and 47): the samples read from NVML, a holder's activity from them,
+// when it is sustained, how long an idle one has been idle across looks, and the words problems
+// use.
 #include <gtest/gtest.h>
 
-#include "collect/idle_tracker.h"
+#include "collect/activity_tracker.h"
 #include "diagnose/activity.h"
 #include "nvml/process_activity.h"
 
@@ -58,7 +59,8 @@ TEST(HolderActivity, KnownWhereSampledUnknownNeverZero) {
                                  holder(13, {{0, 1}, {1, 1}}), holder(14, {{0, 1}, {1, 1}})};
   holders[3].inherited_from = 99;  // an heir: sampled under its dead owner's PID
   holders[4].process.pid = 14;
-  diagnose::assign_activity(view_with(some, std::nullopt), {{{11, 77}, 42.0}}, holders);
+  diagnose::assign_activity(view_with(some, std::nullopt), {.idle_seconds = {{{11, 77}, 42.0}}},
+                            holders);
   ASSERT_TRUE(holders[0].activity);
   EXPECT_EQ(holders[0].activity->sm, 80u);
   ASSERT_TRUE(holders[1].activity);  // listed with a context, no sample: idle
@@ -73,33 +75,85 @@ TEST(HolderActivity, KnownWhereSampledUnknownNeverZero) {
   EXPECT_FALSE(holders[4].activity->busy());
 }
 
+// Unix seconds of a look, and a sample taken `after` seconds later, in microseconds.
+constexpr double kLook = 1'800'000'000.0;
+std::uint64_t at(double after) {
+  return static_cast<std::uint64_t>((kLook + after) * 1e6);
+}
+
+TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSawItBusy) {
+  std::vector<Holder> holders = {holder(10, {{0, 1}})};
+  const diagnose::ActivityHistory seen_busy_at_look{.busy_since = {{{10, 77}, kLook}}};
+  auto judge = [&](std::uint64_t when, const diagnose::ActivityHistory& history) {
+    const GpuActivity sample{"x", {{10, 6, 0, when}}};
+    diagnose::assign_activity(view_with(sample, std::nullopt), history, holders);
+    return *holders[0].activity;
+  };
+  // One look: busy, not sustained (its last kernel may be all it shows).
+  EXPECT_TRUE(judge(at(-0.4), {}).busy());
+  EXPECT_FALSE(judge(at(-0.4), {}).computing());
+  // Looked again: the same sample, or one whose period may still hold the kernel before the
+  // look (taken less than kSustainedAfterSeconds after it), is not work in progress...
+  EXPECT_FALSE(judge(at(-0.4), seen_busy_at_look).computing());
+  EXPECT_FALSE(judge(at(0.9), seen_busy_at_look).computing());
+  // ... one taken a period after the look is.
+  EXPECT_TRUE(judge(at(diagnose::kSustainedAfterSeconds), seen_busy_at_look).computing());
+  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look).computing());
+  // Without a time stamp nothing can be sustained.
+  EXPECT_FALSE(judge(0, seen_busy_at_look).computing());
+  // Another process's history is not this one's.
+  EXPECT_FALSE(judge(at(2.0), {.busy_since = {{{10, 78}, kLook}}}).computing());
+}
+
 TEST(HolderActivity, WordsForProblemsAndKillPlans) {
   Holder h = holder(10, {{0, 1}});
+  h.process.ppid = 1;
+  h.klass = HolderClass::kOrphan;
   EXPECT_EQ(diagnose::activity_note(h), "");
   EXPECT_FALSE(diagnose::busy_reason(h));
-  h.activity = HolderActivity{87, 5, std::nullopt};
+  h.activity = HolderActivity{87, 5, std::nullopt, true};
   EXPECT_EQ(diagnose::activity_note(h), "; still computing (SM 87%, memory 5%)");
   EXPECT_NE(diagnose::busy_reason(h)->find("--include-busy takes it"), std::string::npos);
+  // One busy sample: its last kernel, said so, and no reason to leave it.
+  h.activity = HolderActivity{6, 0, std::nullopt, false};
+  EXPECT_EQ(diagnose::activity_note(h),
+            "; no sustained GPU activity (one sample, SM 6%, memory 0%: its last kernel)");
+  EXPECT_FALSE(diagnose::busy_reason(h));
   h.activity = HolderActivity{0, 0, 330.0};
   EXPECT_EQ(diagnose::activity_note(h), "; idle leftover: no GPU activity for 5 min 30 s");
   EXPECT_FALSE(diagnose::busy_reason(h));
+  // A zombie leader or an heir spinning is a leftover all the same: its owner is gone.
+  for (const HolderClass klass : {HolderClass::kZombieLeader, HolderClass::kHeir}) {
+    h.klass = klass;
+    h.activity = HolderActivity{99, 0, std::nullopt, true};
+    EXPECT_FALSE(diagnose::busy_reason(h)) << to_string(klass);
+    EXPECT_NE(diagnose::activity_note(h).find("its threads still run kernels (SM 99%"),
+              std::string::npos);
+  }
 }
 
-TEST(IdleTracker, CountsFromTheFirstIdleLookAndBusyEndsIt) {
-  collect::IdleTracker tracker;
+TEST(ActivityTracker, CountsIdleFromTheFirstIdleLookAndBusyFromTheFirstBusyOne) {
+  collect::ActivityTracker tracker;
   std::vector<Holder> look = {holder(10, {{0, 1}})};
   look[0].activity = HolderActivity{};
   tracker.observe(look, 100);
   tracker.observe(look, 130);
-  EXPECT_EQ(tracker.idle_seconds(160).at({10, 77}), 60.0);
-  look[0].activity->sm = 20;  // busy again
+  EXPECT_EQ(tracker.history(160).idle_seconds.at({10, 77}), 60.0);
+  EXPECT_TRUE(tracker.history(160).busy_since.empty());
+  look[0].activity->sm = 20;  // busy again: the stretch starts at this look
   tracker.observe(look, 170);
-  EXPECT_TRUE(tracker.idle_seconds(171).empty());
+  tracker.observe(look, 171);
+  EXPECT_TRUE(tracker.history(172).idle_seconds.empty());
+  EXPECT_EQ(tracker.history(172).busy_since.at({10, 77}), 170.0);
   look[0].activity->sm = 0;
   tracker.observe(look, 180);
-  EXPECT_EQ(tracker.idle_seconds(181).at({10, 77}), 1.0);
+  EXPECT_EQ(tracker.history(181).idle_seconds.at({10, 77}), 1.0);
+  EXPECT_TRUE(tracker.history(181).busy_since.empty());
+  look[0].activity.reset();  // unknown ends both
+  tracker.observe(look, 185);
+  EXPECT_TRUE(tracker.history(186).idle_seconds.empty());
   tracker.observe({}, 190);  // gone: forgotten
-  EXPECT_TRUE(tracker.idle_seconds(191).empty());
+  EXPECT_TRUE(tracker.history(191).idle_seconds.empty());
 }
 
 }  // namespace

@@ -438,19 +438,76 @@ TEST(DiagnoseTree, SeparateTreesStaySeparateAndAStuckMemberKeepsItsOwnFix) {
   EXPECT_NE(d.problems[2].fix.find("reset"), std::string::npos);
 }
 
-TEST(DiagnoseTree, AMemberOnAGpuWhereItsRootHoldsNothingIsAProblemThere) {
+// Issue 47: an orphaned server's worker on a GPU the server does not use is part of the dead
+// job, whose fix ends it too; on the code before it was an "in-use" problem of its own there
+// ("wait for it"), and this test failed.
+TEST(DiagnoseTree, AMemberOfADeadJobOnAGpuItsRootDoesNotUseIsTheDeadJobsProblemThere) {
   Holder server = cuda_holder(100, 1);
   server.klass = HolderClass::kOrphan;
-  auto d = diagnose(input_with({gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(101, 2 * kGiB)}),
-                                gpu(1, 3 * kGiB, {entry(101, 3 * kGiB)})},
-                               {server, cuda_holder(101, 100)}),
-                    {});
+  const auto views = std::vector<Gpu>{
+      gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(101, 2 * kGiB)}),
+      gpu(1, 3 * kGiB, {entry(101, 3 * kGiB)})};
+  auto d = diagnose(input_with(views, {server, cuda_holder(101, 100)}), {});
   ASSERT_EQ(d.problems.size(), 2u);
   EXPECT_EQ(d.problems[0].gpu, std::optional<unsigned>(0));
   EXPECT_EQ(d.problems[0].descendants, std::vector<Pid>{101});
   EXPECT_EQ(d.problems[1].gpu, std::optional<unsigned>(1));
-  EXPECT_EQ(d.problems[1].pid, std::optional<Pid>(101));
-  EXPECT_EQ(d.problems[1].kind, ProblemKind::kInUse);
+  EXPECT_EQ(d.problems[1].pid, std::optional<Pid>(100));
+  EXPECT_EQ(d.problems[1].kind, ProblemKind::kOrphan);
+  EXPECT_EQ(d.problems[1].descendants, std::vector<Pid>{101});
+  EXPECT_EQ(d.problems[1].bytes, std::optional<Bytes>(3 * kGiB));
+  EXPECT_EQ(d.problems[1].fix, "gpuclean kill 100");
+  EXPECT_NE(d.problems[1].message.find("GPU 1: 3.0 GiB held by orphan pid 100"),
+            std::string::npos)
+      << d.problems[1].message;
+  // Negative control: an active job's worker on a GPU its parent does not use is that GPU's
+  // own in-use problem (the job is at work; its parent's problem is on GPU 0 only).
+  server.klass = HolderClass::kActive;
+  server.process.ppid = 7;
+  auto active = diagnose(input_with(views, {server, cuda_holder(101, 100)}), {});
+  ASSERT_EQ(active.problems.size(), 2u);
+  EXPECT_EQ(active.problems[1].pid, std::optional<Pid>(101));
+  EXPECT_EQ(active.problems[1].kind, ProblemKind::kInUse);
+}
+
+// Issue 47: status's problem of a dead job whose worker is still at work (sustained) says so,
+// and --leftovers leaves it (Problem::computing); a worker's single busy sample does not.
+TEST(DiagnoseTree, ADeadJobWhoseWorkerStillComputesSaysSo) {
+  Holder server = cuda_holder(100, 1);
+  server.klass = HolderClass::kOrphan;
+  Holder worker = cuda_holder(101, 100);
+  Gpu g = gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(101, 2 * kGiB)});
+  g.activity = GpuActivity{"x", {{101, 87, 5, 1'800'000'002'000'000}}};
+  Input in = input_with({g}, {server, worker});
+  auto once = diagnose(in, {});
+  ASSERT_EQ(once.problems.size(), 1u);
+  EXPECT_FALSE(once.problems[0].computing) << once.problems[0].message;
+  EXPECT_EQ(once.problems[0].fix, "gpuclean kill 100");
+  in.activity_history.busy_since[{101, worker.process.start_ticks}] = 1'800'000'000.0;
+  auto sustained = diagnose(in, {});
+  ASSERT_EQ(sustained.problems.size(), 1u);
+  EXPECT_TRUE(sustained.problems[0].computing);
+  EXPECT_NE(sustained.problems[0].message.find("its descendant pid 101 is still computing (SM 87%"),
+            std::string::npos)
+      << sustained.problems[0].message;
+  EXPECT_EQ(sustained.problems[0].fix.rfind("check whose work it is", 0), 0u);
+}
+
+// Two or more leftover trees: one command ends them all (issue 47); one is said by its own fix.
+TEST(DiagnoseTree, TwoLeftoverTreesGetOneCommandForAll) {
+  Holder a = cuda_holder(100, 1);
+  a.klass = HolderClass::kOrphan;
+  Holder b = cuda_holder(200, 1);
+  b.klass = HolderClass::kOrphan;
+  const Gpu g = gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(200, 2 * kGiB)});
+  EXPECT_EQ(diagnose(input_with({g}, {a, b}), {}).leftovers_fix, "gpuclean kill --leftovers --yes");
+  Options two;
+  two.gpus = std::set<unsigned>{0};
+  EXPECT_EQ(diagnose(input_with({g}, {a, b}), two).leftovers_fix,
+            "gpuclean kill --leftovers --gpus 0 --yes");
+  b.klass = HolderClass::kActive;
+  b.process.ppid = 7;
+  EXPECT_EQ(diagnose(input_with({g}, {a, b}), {}).leftovers_fix, "");
 }
 
 // Review of 521d27e: a ppid alone linked a holder to whatever holder had that PID. A parent

@@ -175,6 +175,70 @@ TEST_F(KillPlanTest, LeftoversTakeOnlyLeftoverClassesOnSelectedGpus) {
       << "never the monitor";
 }
 
+// Issue 47: a dead job is a tree. The orphaned server 300 (its shell gone) with workers 301
+// (GPU 0) and 302 (GPU 1) and a helper 303 that holds nothing: --leftovers takes all four,
+// as `gpuclean kill 300` (status's fix) does; on the code before it took 300 alone and left
+// the workers as fresh orphans. An unrelated orphan that holds nothing (600) is never taken.
+TEST_F(KillPlanTest, LeftoversTakeEachLeftoverWithItsWholeTree) {
+  table_.at(300).ppid = 1;
+  add(303, 300, 100, "tokenizer", kAlice);
+  add(600, 1, 600, "unrelated", kAlice);
+  std::vector<Holder> holders = {holder(300, HolderClass::kOrphan, {{0, 1}}),
+                                 holder(301, HolderClass::kActive, {{0, 1}}),
+                                 holder(302, HolderClass::kActive, {{1, 1}})};
+  KillSelectors s;
+  s.leftovers = true;
+  KillPlan p = plan(s, holders);
+  EXPECT_EQ(target_pids(p), (std::vector<Pid>{300, 301, 302, 303}));
+  EXPECT_EQ(p.targets[0].why, "leftover (orphan)");
+  EXPECT_EQ(p.targets[3].why, "descendant of leftover 300");
+  // --gpus: the tree goes whole wherever one of its holders is on a selected GPU.
+  s.gpus = std::set<unsigned>{1};
+  EXPECT_EQ(target_pids(plan(s, holders)), (std::vector<Pid>{300, 301, 302, 303}));
+  s.gpus = std::set<unsigned>{2};
+  EXPECT_TRUE(plan(s, holders).targets.empty());
+  // Negative control: the server's parent alive, nothing of it is a leftover.
+  table_.at(300).ppid = 100;
+  holders[0] = holder(300, HolderClass::kActive, {{0, 1}});
+  s.gpus.reset();
+  EXPECT_TRUE(plan(s, holders).targets.empty());
+}
+
+// Issue 47: one busy sample is no excuse (sustained activity is: diagnose/activity.h); an
+// orphan's tree with a worker still computing is left whole and said so; a zombie leader or
+// heir spinning is taken (its owner is gone).
+TEST_F(KillPlanTest, ATreeStillComputingIsLeftWholeAndOneSampleIsNotComputing) {
+  table_.at(300).ppid = 1;
+  std::vector<Holder> holders = {holder(300, HolderClass::kOrphan, {{0, 1}}),
+                                 holder(301, HolderClass::kActive, {{0, 1}}),
+                                 holder(302, HolderClass::kActive, {{1, 1}})};
+  holders[2].activity = HolderActivity{87, 5, std::nullopt, false};  // one sample
+  KillSelectors s;
+  s.leftovers = true;
+  EXPECT_EQ(target_pids(plan(s, holders)), (std::vector<Pid>{300, 301, 302}));
+  // The one-shot command looks again at exactly that worker before it plans.
+  EXPECT_EQ(leftover_activity_to_settle(table_, holders, s, context_),
+            (std::set<ProcessIdentity>{{302, 3020}}));
+  holders[2].activity->sustained = true;
+  KillPlan busy = plan(s, holders);
+  EXPECT_TRUE(busy.targets.empty());
+  ASSERT_EQ(busy.skipped.size(), 1u);
+  EXPECT_EQ(busy.skipped[0].pid, 300);
+  EXPECT_NE(busy.skipped[0].reason.find("its descendant pid 302 is still computing"),
+            std::string::npos)
+      << busy.skipped[0].reason;
+  EXPECT_NE(busy.skipped[0].reason.find("--include-busy takes it"), std::string::npos);
+  s.include_busy = true;
+  EXPECT_EQ(target_pids(plan(s, holders)), (std::vector<Pid>{300, 301, 302}));
+  EXPECT_TRUE(leftover_activity_to_settle(table_, holders, s, context_).empty());
+  // A zombie-led root whose thread spins at 99%: taken whatever its activity.
+  s.include_busy = false;
+  holders[0] = holder(300, HolderClass::kZombieLeader, {{0, 1}});
+  holders[0].activity = HolderActivity{99, 0, std::nullopt, true};
+  EXPECT_EQ(target_pids(plan(s, holders)), (std::vector<Pid>{300, 301, 302}));
+  EXPECT_TRUE(leftover_activity_to_settle(table_, holders, s, context_).empty());
+}
+
 // Issue 21 item 3: a process that held the device files without mapping them was a
 // "monitor", and `kill PID`, `kill --user` and --leftovers all skipped it: a user could hide a
 // leftover that way. Now diagnose() makes a monitor only of a trusted tool (Holder::service;
