@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "core/duration.h"
@@ -57,13 +58,14 @@ void sleep_until_unix(double when) {
 }  // namespace
 
 bool settle_activity(Gatherer& gatherer, Gathered& gathered,
-                     const std::set<diagnose::ProcessIdentity>& who) {
+                     std::map<diagnose::ProcessIdentity, diagnose::BusyLook> who) {
   if (who.empty() || !gathered.input.gpu_view || gathered.looked_at <= 0) return false;
   const double first = gathered.looked_at;
   std::set<Pid> waiting;
-  for (const auto& identity : who) {
+  for (auto& [identity, look] : who) {
     waiting.insert(identity.first);
-    gathered.input.activity_history.busy_since[identity] = first;
+    look.time = first;
+    gathered.input.activity_history.busy_looks[identity] = look;
   }
   const double qualifies = first + diagnose::kSustainedAfterSeconds;
   const double deadline = first + diagnose::kSustainedWaitSeconds;

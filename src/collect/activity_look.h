@@ -4,7 +4,7 @@
 // falls only where a leftover shows a busy sample: nobody else is asked about twice.
 #pragma once
 
-#include <set>
+#include <map>
 
 #include "collect/gather.h"
 #include "diagnose/activity.h"
@@ -12,13 +12,14 @@
 namespace gpuclean::collect {
 
 // Looks at the GPUs again (Gatherer::query_gpu_view: NVML, no /proc scan) until each of WHO
-// has shown a busy sample taken kSustainedAfterSeconds after GATHERED's look, or
-// kSustainedWaitSeconds passed since it; each GPU's newer samples go into GATHERED's view and
-// the first look's time into its busy_since for WHO, to be diagnosed again. WHO empty, or no
-// GPU view: nothing is asked, no time spent. A look that gets no answer ends the wait (what
-// was not seen again is not sustained). Returns whether it looked again.
+// (with its figures in GATHERED's look) has shown a busy sample taken kSustainedAfterSeconds
+// after that look, or kSustainedWaitSeconds passed since it; each GPU's newer samples go into
+// GATHERED's view and the first look into its busy_looks for WHO, to be diagnosed again
+// (diagnose::assign_activity judges them). WHO empty, or no GPU view: nothing is asked, no
+// time spent. A look that gets no answer ends the wait (what was not seen again is not
+// sustained). Returns whether it looked again.
 bool settle_activity(Gatherer& gatherer, Gathered& gathered,
-                     const std::set<diagnose::ProcessIdentity>& who);
+                     std::map<diagnose::ProcessIdentity, diagnose::BusyLook> who);
 
 // settle_activity for the leftovers status judges: the holders of its leftover problems whose
 // owner may live (an orphan and the members of its tree) that show a busy sample not known to

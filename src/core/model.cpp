@@ -282,4 +282,16 @@ std::optional<NvmlState> nvml_state_from_string(const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<Pid> dead_job_root(const Diagnosis& diagnosis, Pid pid) {
+  for (const Problem& p : diagnosis.problems) {
+    const bool dead_job = p.kind == ProblemKind::kOrphan || p.kind == ProblemKind::kHeir ||
+                          p.kind == ProblemKind::kZombieLeader;
+    if (dead_job && p.pid &&
+        std::find(p.descendants.begin(), p.descendants.end(), pid) != p.descendants.end()) {
+      return p.pid;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpuclean

@@ -499,4 +499,9 @@ struct Diagnosis {
 // True when some problem is an error: what makes a diagnosis dirty.
 bool has_error(const std::vector<Problem>& problems);
 
+// The root of the dead job PID belongs to (the orphan, heir or zombie-leader problem that
+// names it among its descendants): what ending PID's job means (top's K on a worker ends its
+// whole job, as the problem's fix does). nullopt when PID is no dead job's member.
+std::optional<Pid> dead_job_root(const Diagnosis& diagnosis, Pid pid);
+
 }  // namespace gpuclean

@@ -2,14 +2,15 @@
 // whether it is sustained, how long an idle one has been idle where something watched it
 // (collect/activity_tracker.h), and the words problems and kill plans use for it.
 //
-// The rule for "still computing" (docs/reference.md "Busy or idle"). The driver keeps one
-// sample per process, its newest, each over a period of about a second (docs/facts.md), and a
-// process's last kernel shows in the sample of the period it ran in for a second or two after
-// it ended: a busy sample seen once is not work in progress. A process's activity is
-// *sustained* when a look at time T saw it busy and a busy sample of it was taken at least
-// kSustainedAfterSeconds after T: that sample's period began after the look, so the process
-// ran kernels after it. One-shot commands look again for it (collect/activity_look.h); top
-// tracks it across its refreshes (collect/activity_tracker.h).
+// The rule for "still computing" (docs/reference.md "Busy or idle"). The driver's figure for a
+// process is a smoothed average (docs/facts.md, H100 2026-12-06): a process's last short kernel
+// leaves one sample that stays for seconds, and one that stops after a busy stretch leaves
+// samples whose SM figure decays (86% to 50% in 4 s). A busy sample seen once is therefore not
+// work in progress. A process's activity is *sustained* when a look at time T saw it busy and a
+// busy sample of it was taken at least kSustainedAfterSeconds after T whose figure has not
+// fallen below kWindingDownRatio of the figure at T (a decay is work that has ended). One-shot
+// commands look again for it (collect/activity_look.h); top tracks it across its refreshes
+// (collect/activity_tracker.h).
 #pragma once
 
 #include <cstdint>
@@ -28,20 +29,32 @@ namespace gpuclean::diagnose {
 using ProcessIdentity = std::pair<Pid, std::uint64_t>;
 
 // How long after a look that saw a process busy a busy sample of it must be taken for its
-// activity to be sustained: one sample period (about 1 s on the H200 and H100, docs/facts.md)
-// and a margin.
+// activity to be sustained: longer than a sample period (0.2 s on the H100 with driver 580,
+// about 1 s reported on the H200: docs/facts.md), so that the sample's period lies after the
+// look.
 inline constexpr double kSustainedAfterSeconds = 1.2;
-// How long a one-shot command looks for such a sample at most, from its first look: the
-// period after kSustainedAfterSeconds, and the driver's delay in publishing it.
+// How long a one-shot command looks for such a sample at most, from its first look: a period
+// of 1 s after kSustainedAfterSeconds, and the driver's delay in publishing it.
 inline constexpr double kSustainedWaitSeconds = 2.6;
+// A later figure below this share of the earlier one is a decay: the smoothed average of a
+// process whose kernels have stopped (4-5% a tenth of a second on the H100; steady work stays
+// within a point or two).
+inline constexpr double kWindingDownRatio = 0.9;
+
+// A look that saw a process busy: when (Unix seconds), and its figures then.
+struct BusyLook {
+  double time = 0;
+  unsigned sm = 0;
+  unsigned mem = 0;
+};
 
 // What decides activity beyond the samples: where something watched the holders.
 struct ActivityHistory {
   // How long holders have shown no GPU activity (by identity), where something watched them.
   std::map<ProcessIdentity, double> idle_seconds = {};
-  // When (Unix seconds) a look first saw each holder busy, in its current busy stretch: the
-  // T of the rule above.
-  std::map<ProcessIdentity, double> busy_since = {};
+  // A look that saw each holder busy, at least kSustainedAfterSeconds before the samples now
+  // being judged, in its current busy stretch: the T of the rule above.
+  std::map<ProcessIdentity, BusyLook> busy_looks = {};
 };
 
 // Sets Holder::activity for each holder with memory on GPUs whose activity NVML gives: its own
@@ -71,7 +84,8 @@ std::string activity_note(const Holder& holder);
 std::optional<std::string> busy_reason(const Holder& holder);
 
 // The holders whose newest sample is busy but not (yet) known to be sustained, among
-// `holders`: who a one-shot command must look at again before it judges them.
-std::set<ProcessIdentity> unsettled(const std::vector<const Holder*>& holders);
+// `holders`, with their figures (BusyLook::time is the caller's: when it looked): who a
+// one-shot command must look at again before it judges them.
+std::map<ProcessIdentity, BusyLook> unsettled(const std::vector<const Holder*>& holders);
 
 }  // namespace gpuclean::diagnose

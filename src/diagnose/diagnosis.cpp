@@ -1019,7 +1019,7 @@ Diagnosis diagnose(Input input, const Options& options) {
   return out;
 }
 
-std::set<ProcessIdentity> activity_to_settle(const Diagnosis& diagnosis) {
+std::map<ProcessIdentity, BusyLook> activity_to_settle(const Diagnosis& diagnosis) {
   std::map<Pid, const Holder*> by_pid;
   for (const Holder& h : diagnosis.holders) by_pid[h.process.pid] = &h;
   std::vector<const Holder*> judged;

@@ -87,7 +87,7 @@ Diagnosis diagnose(Input input, const Options& options);
 // sample is not "still computing"): the holders of each orphan's problem — the orphan and the
 // descendants it names — that show a busy sample not known to be sustained. Heirs and zombie
 // leaders are left out: their owner is gone, their activity excuses nothing.
-std::set<ProcessIdentity> activity_to_settle(const Diagnosis& diagnosis);
+std::map<ProcessIdentity, BusyLook> activity_to_settle(const Diagnosis& diagnosis);
 
 // The GPUs where `holder` holds only a stray CUDA context (the rule above); empty for a holder
 // that is not eligible or works on a single GPU.

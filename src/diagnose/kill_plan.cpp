@@ -331,11 +331,11 @@ void confirm_reasons(const Planning& p, KillPlan& plan) {
 
 }  // namespace
 
-std::set<ProcessIdentity> leftover_activity_to_settle(const ProcessTable& table,
+std::map<ProcessIdentity, BusyLook> leftover_activity_to_settle(const ProcessTable& table,
                                                       const std::vector<Holder>& holders,
                                                       const KillSelectors& selectors,
                                                       const KillContext& context) {
-  std::set<ProcessIdentity> out;
+  std::map<ProcessIdentity, BusyLook> out;
   if (!selectors.leftovers || selectors.holders || selectors.include_busy) return out;
   const Planning p = start_planning(table, holders, selectors, context, {});
   for (const Holder& h : holders) {
@@ -349,7 +349,7 @@ std::set<ProcessIdentity> leftover_activity_to_settle(const ProcessTable& table,
                      [&](const Holder* t) { return on_selected_gpu(*t, selectors.gpus); })) {
       continue;
     }
-    const std::set<ProcessIdentity> busy = unsettled(tree);
+    const std::map<ProcessIdentity, BusyLook> busy = unsettled(tree);
     out.insert(busy.begin(), busy.end());
   }
   return out;

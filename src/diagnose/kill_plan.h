@@ -84,7 +84,7 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
 // one busy sample is not "still computing"): those of the leftover trees it would select whose
 // owner may live (an orphan's) that show a busy sample not known to be sustained. Empty when
 // activity decides nothing (--include-busy, --holders) or nobody is busy.
-std::set<ProcessIdentity> leftover_activity_to_settle(const ProcessTable& table,
+std::map<ProcessIdentity, BusyLook> leftover_activity_to_settle(const ProcessTable& table,
                                                       const std::vector<Holder>& holders,
                                                       const KillSelectors& selectors,
                                                       const KillContext& context);

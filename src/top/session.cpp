@@ -401,6 +401,13 @@ class TopSession {
       state_.message = "not visible from this PID namespace: nothing here can signal it";
       return;
     }
+    // A worker of a dead job: K ends the job, as its problem's fix does (issue 47); killing
+    // the worker alone would leave the rest of the job holding the GPUs.
+    if (auto root = dead_job_root(report_->diagnosis, holder->process.pid)) {
+      for (const Holder& h : report_->diagnosis.holders) {
+        if (h.process.pid == *root) holder = &h;
+      }
+    }
     kill_pid_ = holder->process.pid;
     kill_start_ticks_ = holder->process.start_ticks;
     // The plan as JSON (its diagnostics apart, on stderr): read back, it is shown as kill's

@@ -53,12 +53,22 @@
  *   power GPU MILLIWATTS     nvmlDeviceGetPowerUsage (default 75000)
  *   temperature GPU CELSIUS  nvmlDeviceGetTemperature (default 31)
  *   activity GPU PID SM MEM [AGE_MS]
- *                            one utilisation sample of PID, taken AGE_MS ago (default 500):
- *                            both per-process utilisation calls return the samples newer than
- *                            the lastSeenTimeStamp they are given, NVML_ERROR_NOT_FOUND when
- *                            there are none (as the driver does when no process was busy).
+ *                            one utilisation sample of PID, taken AGE_MS ago (default 500) at
+ *                            every call: a process that keeps computing. Both per-process
+ *                            utilisation calls return the samples newer than the
+ *                            lastSeenTimeStamp they are given, NVML_ERROR_NOT_FOUND when there
+ *                            are none (as the driver does when no process was busy).
  *                            nvmlDeviceGetProcessesUtilizationInfo is exported by r580 only
  *                            (the driver added it in 550)
+ *   activity_at GPU PID SM MEM UNIX_MS
+ *                            one sample taken at UNIX_MS (milliseconds since the epoch), the
+ *                            same at every call: a process's last kernel, which the driver
+ *                            keeps showing for seconds (docs/facts.md)
+ *   activity_decay GPU PID SM MEM HALF_LIFE_MS UNIX_MS
+ *                            a process whose kernels stopped at UNIX_MS: a new sample at every
+ *                            call (taken 100 ms before it), its figures SM and MEM halving every
+ *                            HALF_LIFE_MS since then, as the driver's smoothed figure of such a
+ *                            process decays (the H100, docs/facts.md)
  *   crash FUNCTION           FUNCTION dies of SIGSEGV, as a driver bug would. Its default
  *                            action, as in a release build: a sanitizer's handler (ASan build)
  *                            would spend seconds on a report first. Core dumps off, so a test
@@ -75,6 +85,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +137,9 @@ struct FakeProcess {
 
 struct FakeSample {
   unsigned int pid, sm, mem;
-  long age_ms;
+  long age_ms;                   /* activity: taken this long before each call */
+  unsigned long long at_ms;      /* activity_at, activity_decay: taken (stopped) then; 0: none */
+  long half_life_ms;             /* activity_decay: > 0 */
 };
 
 enum { kMaxSamples = 16 };
@@ -284,16 +297,28 @@ static void parse_line(char* line) {
       d->power_mw = (unsigned int)strtoul(b, NULL, 10);
     } else if (strcmp(key, "temperature") == 0) {
       d->temperature = (unsigned int)strtoul(b, NULL, 10);
-    } else if (strcmp(key, "activity") == 0 && d->sample_count < kMaxSamples) {
+    } else if ((strcmp(key, "activity") == 0 || strcmp(key, "activity_at") == 0 ||
+                strcmp(key, "activity_decay") == 0) &&
+               d->sample_count < kMaxSamples) {
       const char* sm = strtok_r(NULL, " \t\r\n", &save);
       const char* mem = strtok_r(NULL, " \t\r\n", &save);
-      const char* age = strtok_r(NULL, " \t\r\n", &save);
+      const char* third = strtok_r(NULL, " \t\r\n", &save);
+      const char* fourth = strtok_r(NULL, " \t\r\n", &save);
       if (sm == NULL || mem == NULL) return;
+      const int at = strcmp(key, "activity_at") == 0;
+      const int decay = strcmp(key, "activity_decay") == 0;
+      if ((at && third == NULL) || (decay && fourth == NULL)) return;
       struct FakeSample* s = &d->samples[d->sample_count++];
+      memset(s, 0, sizeof *s);
       s->pid = (unsigned int)strtoul(b, NULL, 10);
       s->sm = (unsigned int)strtoul(sm, NULL, 10);
       s->mem = (unsigned int)strtoul(mem, NULL, 10);
-      s->age_ms = age != NULL ? atol(age) : 500;
+      s->age_ms = at || decay ? 100 : third != NULL ? atol(third) : 500;
+      if (at) s->at_ms = strtoull(third, NULL, 10);
+      if (decay) {
+        s->half_life_ms = atol(third);
+        s->at_ms = strtoull(fourth, NULL, 10);
+      }
     } else if (strcmp(key, "mig") == 0) {
       d->mig = (unsigned int)strtoul(b, NULL, 10);
     } else if (strcmp(key, "process") == 0 && d->process_count < kMaxProcesses) {
@@ -719,13 +744,20 @@ static unsigned int samples_since(const struct FakeDevice* d, unsigned long long
   const unsigned long long now = now_us();
   unsigned int n = 0;
   for (int i = 0; i < d->sample_count; ++i) {
-    const unsigned long long at = now - (unsigned long long)d->samples[i].age_ms * 1000ULL;
+    const struct FakeSample* s = &d->samples[i];
+    const int fixed = s->at_ms > 0 && s->half_life_ms == 0;
+    const unsigned long long at =
+        fixed ? s->at_ms * 1000ULL : now - (unsigned long long)s->age_ms * 1000ULL;
     if (at <= last_seen) continue;
+    double factor = 1.0;
+    if (s->half_life_ms > 0 && at > s->at_ms * 1000ULL) {
+      factor = exp2(-(double)(at - s->at_ms * 1000ULL) / 1000.0 / (double)s->half_life_ms);
+    }
     if (n < capacity) {
-      pids[n] = d->samples[i].pid;
+      pids[n] = s->pid;
       times[n] = at;
-      sm[n] = d->samples[i].sm;
-      mem[n] = d->samples[i].mem;
+      sm[n] = (unsigned int)(s->sm * factor + 0.5);
+      mem[n] = (unsigned int)(s->mem * factor + 0.5);
     }
     ++n;
   }

@@ -3,15 +3,17 @@
 process that keeps computing (issue 47: one sample is not "busy"). Runs on the GPU machine with
 PyTorch's python; NVML through ctypes (no pynvml needed).
 
-Two torch workers on GPU 0, 2 GiB each:
+Three torch workers on GPU 0, 2 GiB each:
   busy:  a matmul loop for BUSY_S seconds, then idle (holding its memory);
-  once:  allocates and fills its memory (the fill is its last kernel), then idle.
+  once:  allocates and fills its memory (the fill is its last kernel), then idle;
+  duty:  busy 0.3 s, idle 0.3 s, for the whole run (intermittent work, as a server between
+         requests).
 A poller calls nvmlDeviceGetProcessUtilization every 100 ms for the whole run with
 lastSeenTimeStamp = 0 and with now - 2 s, and prints every new (pid, timeStamp) sample once:
 its age when first seen, SM and memory percent, relative to each worker's last kernel (the
 time each worker printed after torch.cuda.synchronize()).
 
-  utilization_probe.py [BUSY_S]        prints one line per new sample, then a summary
+  utilization_probe.py [BUSY_S [AFTER_S]]   prints one line per new sample, then a summary
 """
 import ctypes
 import json
@@ -21,7 +23,7 @@ import sys
 import time
 
 BUSY_S = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
-RUN_S = BUSY_S + 9.0
+RUN_S = BUSY_S + float(sys.argv[2]) if len(sys.argv) > 2 else BUSY_S + 9.0
 
 WORKER = r"""
 import sys, time, torch
@@ -29,13 +31,20 @@ mode, busy_s = sys.argv[1], float(sys.argv[2])
 x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda:0")
 x.fill_(1)
 torch.cuda.synchronize()
-if mode == "busy":
-    a = torch.randn(4096, 4096, device="cuda:0")
-    end = time.time() + busy_s
+a = torch.randn(4096, 4096, device="cuda:0")
+def spin(seconds):
+    global a
+    end = time.time() + seconds
     while time.time() < end:
         a = a @ a
         a = a / a.norm()
         torch.cuda.synchronize()
+if mode == "busy":
+    spin(busy_s)
+if mode == "duty":
+    while True:
+        spin(0.3)
+        time.sleep(0.3)
 print("last_kernel", time.time(), flush=True)
 time.sleep(60)
 """
@@ -53,7 +62,7 @@ def main():
     dev = ctypes.c_void_p()
     assert nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(dev)) == 0
     workers = {}
-    for mode in ("busy", "once"):
+    for mode in ("busy", "once", "duty"):
         p = subprocess.Popen([sys.executable, "-c", WORKER, mode, str(BUSY_S)],
                              stdout=subprocess.PIPE, text=True)
         workers[p.pid] = (mode, p)

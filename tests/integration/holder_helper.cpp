@@ -20,6 +20,10 @@
 //   fork-on-term  lead its own process group, open FILE; on SIGTERM fork a child that ignores
 //             SIGTERM and keeps FILE (it reports its PID in READY_FILE.child), then exit — a
 //             server whose shutdown handler starts a helper after gpuclean made its plan
+//   orphan-tree N  a server whose launcher is gone (double fork + setsid) opens FILE and forks N
+//             workers that hold it and one helper that closes it (a tokenizer, say); reports
+//             "SERVER W1 … WN HELPER"; the server reaps them. A killed inference server's shape
+//             with its launcher gone: the tree `kill --leftovers` must end whole (issue 47)
 //   chain N   open FILE; this process and N-1 more, each forked by the one before (a chain of
 //             N, the last at depth N-1), all holding FILE; each dies with its parent
 //             (PR_SET_PDEATHSIG(SIGKILL)), so killing the first ends the chain; reports
@@ -280,6 +284,41 @@ int main(int argc, char** argv) {
     ::close(pid_pipe[1]);
     report(g_ready, pids);
     reap_forever();
+  }
+  if (mode == "orphan-tree") {
+    const int workers = argc > 4 ? std::atoi(argv[4]) : 0;
+    if (workers < 1) return 2;
+    const pid_t first = ::fork();
+    if (first < 0) return 3;
+    if (first == 0) {
+      ::setsid();
+      const pid_t second = ::fork();
+      if (second != 0) _exit(0);
+      ::alarm(kLifetimeSeconds);
+      const int fd = open_or_die(file);  // O_CLOEXEC, but fork keeps it
+      int pid_pipe[2];
+      if (::pipe(pid_pipe) != 0) _exit(3);
+      std::string pids = self_pid();
+      for (int i = 0; i <= workers; ++i) {
+        const pid_t child = ::fork();
+        if (child < 0) _exit(3);  // the children forked so far end with their own alarms
+        if (child == 0) {
+          ::alarm(kLifetimeSeconds);
+          if (i == workers) ::close(fd);  // the helper holds nothing
+          ::close(pid_pipe[0]);
+          write_pid(pid_pipe[1]);
+          ::close(pid_pipe[1]);
+          wait_forever();
+        }
+        pids += " " + read_pid(pid_pipe[0]);
+      }
+      ::close(pid_pipe[0]);
+      ::close(pid_pipe[1]);
+      report(g_ready, pids);
+      reap_forever();
+    }
+    ::waitpid(first, nullptr, 0);
+    return 0;
   }
   if (mode == "chain") {
     const int links = argc > 4 ? std::atoi(argv[4]) : 0;

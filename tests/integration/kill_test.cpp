@@ -438,6 +438,17 @@ TEST(KillBadInput, UsageErrorsExitTwo) {
   EXPECT_EQ(yes_only.exit_code, 2) << "--yes selects nothing\n" << yes_only.out << yes_only.err;
 }
 
+// /proc/PID/stat's starttime (field 22), as `kill PID@START` takes it.
+std::uint64_t start_ticks_of(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
+  std::string field;
+  for (int i = 3; i < 22; ++i) rest >> field;
+  std::uint64_t ticks = 0;
+  rest >> ticks;
+  return ticks;
+}
+
 TEST_F(KillTest, BadInput) {
   const pid_t holder = start("hold", held_).at(0);
 
@@ -457,33 +468,34 @@ TEST_F(KillTest, BadInput) {
 
   const pid_t missing = missing_pid();
   ASSERT_NE(missing, 0);
-  // Issue 21 item 4: every named PID already gone is success (exit 0, "already gone"): the
-  // Epilog drained the node when a job's leftover exited on its own between the scan and the
-  // kill. Failed before the fix: alone.exit_code Which is: 2.
+  // Issue 47 item 3: a plain PID that is not there was never seen: nothing was ended, exit 1
+  // (exit 0 and "already gone" before, which said success when nothing happened).
   auto alone = run_kill({str(missing), "--grace", "300ms", "--wait", "2s"}, 20s);
-  EXPECT_EQ(alone.exit_code, 0) << both(alone);
+  EXPECT_EQ(alone.exit_code, 1) << both(alone);
   EXPECT_TRUE(contains(lower(alone.out + alone.err), "no such process")) << both(alone);
-  EXPECT_TRUE(contains(alone.out + alone.err, "already gone")) << both(alone);
+  EXPECT_FALSE(contains(alone.out + alone.err, "already gone")) << both(alone);
+  // Issue 21 item 4 stands for what was seen: a process named as PID@START (what the Slurm
+  // Epilog passes, from its scan) that has exited since is what the caller wanted: exit 0,
+  // "already gone" (the Epilog drained the node when a job's leftover exited on its own).
+  const pid_t exited = spawn({"/bin/sleep", "30"});
+  ASSERT_GT(exited, 0);
+  ASSERT_TRUE(wait_until([&] { return proc_state(exited) == 'S'; }, 5s));
+  const std::uint64_t exited_start = start_ticks_of(exited);
+  ::kill(exited, SIGKILL);
+  reap(exited);
+  auto seen = run_kill({str(exited) + "@" + std::to_string(exited_start)}, 20s);
+  EXPECT_EQ(seen.exit_code, 0) << both(seen);
+  EXPECT_TRUE(contains(seen.out + seen.err, "already gone")) << both(seen);
   // Negative control: a named PID that is skipped (PID 1 refused) is still a failure.
   auto refused = run_kill({str(missing), "1"}, 20s);
   EXPECT_EQ(refused.exit_code, 2) << both(refused);
 
-  // Among others, a missing PID is reported and the rest proceeds.
+  // Among others, a missing PID is reported, the rest proceeds, and the exit says one was not
+  // there.
   auto mixed = run_kill({str(missing), str(holder), "--grace", "300ms", "--wait", "5s"});
-  EXPECT_EQ(mixed.exit_code, 0) << both(mixed);
+  EXPECT_EQ(mixed.exit_code, 1) << both(mixed);
   EXPECT_TRUE(contains(mixed.out + mixed.err, str(missing))) << both(mixed);
   EXPECT_TRUE(wait_gone(holder, 2s)) << both(mixed);
-}
-
-// /proc/PID/stat's starttime (field 22), as `kill PID@START` takes it.
-std::uint64_t start_ticks_of(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));  // field 3 onwards
-  std::string field;
-  for (int i = 3; i < 22; ++i) rest >> field;
-  std::uint64_t ticks = 0;
-  rest >> ticks;
-  return ticks;
 }
 
 // PID@START names one process: after the PID was reused, it is gone and the newcomer (here

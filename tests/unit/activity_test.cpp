@@ -83,9 +83,10 @@ std::uint64_t at(double after) {
 
 TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSawItBusy) {
   std::vector<Holder> holders = {holder(10, {{0, 1}})};
-  const diagnose::ActivityHistory seen_busy_at_look{.busy_since = {{{10, 77}, kLook}}};
-  auto judge = [&](std::uint64_t when, const diagnose::ActivityHistory& history) {
-    const GpuActivity sample{"x", {{10, 6, 0, when}}};
+  const diagnose::ActivityHistory seen_busy_at_look{.busy_looks = {{{10, 77}, {kLook, 60, 4}}}};
+  auto judge = [&](std::uint64_t when, const diagnose::ActivityHistory& history,
+                   unsigned sm = 60) {
+    const GpuActivity sample{"x", {{10, sm, 4, when}}};
     diagnose::assign_activity(view_with(sample, std::nullopt), history, holders);
     return *holders[0].activity;
   };
@@ -96,13 +97,17 @@ TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSaw
   // look (taken less than kSustainedAfterSeconds after it), is not work in progress...
   EXPECT_FALSE(judge(at(-0.4), seen_busy_at_look).computing());
   EXPECT_FALSE(judge(at(0.9), seen_busy_at_look).computing());
-  // ... one taken a period after the look is.
+  // ... one taken a period after the look is, at the same figure or higher...
   EXPECT_TRUE(judge(at(diagnose::kSustainedAfterSeconds), seen_busy_at_look).computing());
-  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look).computing());
+  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 55).computing());
+  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 90).computing());
+  // ... but not a decay: the driver's smoothed figure of a process whose kernels stopped
+  // (86% to 72% in a second on the H100, docs/facts.md).
+  EXPECT_FALSE(judge(at(2.0), seen_busy_at_look, 50).computing());
   // Without a time stamp nothing can be sustained.
   EXPECT_FALSE(judge(0, seen_busy_at_look).computing());
   // Another process's history is not this one's.
-  EXPECT_FALSE(judge(at(2.0), {.busy_since = {{{10, 78}, kLook}}}).computing());
+  EXPECT_FALSE(judge(at(2.0), {.busy_looks = {{{10, 78}, {kLook, 60, 4}}}}).computing());
 }
 
 TEST(HolderActivity, WordsForProblemsAndKillPlans) {
@@ -132,23 +137,27 @@ TEST(HolderActivity, WordsForProblemsAndKillPlans) {
   }
 }
 
-TEST(ActivityTracker, CountsIdleFromTheFirstIdleLookAndBusyFromTheFirstBusyOne) {
+TEST(ActivityTracker, CountsIdleFromTheFirstIdleLookAndKeepsTheLooksOfABusyStretch) {
   collect::ActivityTracker tracker;
   std::vector<Holder> look = {holder(10, {{0, 1}})};
   look[0].activity = HolderActivity{};
   tracker.observe(look, 100);
   tracker.observe(look, 130);
   EXPECT_EQ(tracker.history(160).idle_seconds.at({10, 77}), 60.0);
-  EXPECT_TRUE(tracker.history(160).busy_since.empty());
+  EXPECT_TRUE(tracker.history(160).busy_looks.empty());
   look[0].activity->sm = 20;  // busy again: the stretch starts at this look
   tracker.observe(look, 170);
+  look[0].activity->sm = 30;
   tracker.observe(look, 171);
-  EXPECT_TRUE(tracker.history(172).idle_seconds.empty());
-  EXPECT_EQ(tracker.history(172).busy_since.at({10, 77}), 170.0);
+  EXPECT_TRUE(tracker.history(171.5).idle_seconds.empty());
+  // The look compared with is the newest one at least kSustainedAfterSeconds old.
+  EXPECT_TRUE(tracker.history(171).busy_looks.empty()) << "no look old enough yet";
+  EXPECT_EQ(tracker.history(172).busy_looks.at({10, 77}).time, 170.0);
+  EXPECT_EQ(tracker.history(172.5).busy_looks.at({10, 77}).sm, 30u);
   look[0].activity->sm = 0;
   tracker.observe(look, 180);
   EXPECT_EQ(tracker.history(181).idle_seconds.at({10, 77}), 1.0);
-  EXPECT_TRUE(tracker.history(181).busy_since.empty());
+  EXPECT_TRUE(tracker.history(181).busy_looks.empty());
   look[0].activity.reset();  // unknown ends both
   tracker.observe(look, 185);
   EXPECT_TRUE(tracker.history(186).idle_seconds.empty());

@@ -460,6 +460,9 @@ TEST(DiagnoseTree, AMemberOfADeadJobOnAGpuItsRootDoesNotUseIsTheDeadJobsProblemT
   EXPECT_NE(d.problems[1].message.find("GPU 1: 3.0 GiB held by orphan pid 100"),
             std::string::npos)
       << d.problems[1].message;
+  // top's K on the worker ends the job (its root), as the problem's fix does.
+  EXPECT_EQ(dead_job_root(d, 101), std::optional<Pid>(100));
+  EXPECT_FALSE(dead_job_root(d, 100)) << "the root is no member of its own job";
   // Negative control: an active job's worker on a GPU its parent does not use is that GPU's
   // own in-use problem (the job is at work; its parent's problem is on GPU 0 only).
   server.klass = HolderClass::kActive;
@@ -468,6 +471,7 @@ TEST(DiagnoseTree, AMemberOfADeadJobOnAGpuItsRootDoesNotUseIsTheDeadJobsProblemT
   ASSERT_EQ(active.problems.size(), 2u);
   EXPECT_EQ(active.problems[1].pid, std::optional<Pid>(101));
   EXPECT_EQ(active.problems[1].kind, ProblemKind::kInUse);
+  EXPECT_FALSE(dead_job_root(active, 101)) << "an active job's worker is its own to end";
 }
 
 // Issue 47: status's problem of a dead job whose worker is still at work (sustained) says so,
@@ -483,7 +487,7 @@ TEST(DiagnoseTree, ADeadJobWhoseWorkerStillComputesSaysSo) {
   ASSERT_EQ(once.problems.size(), 1u);
   EXPECT_FALSE(once.problems[0].computing) << once.problems[0].message;
   EXPECT_EQ(once.problems[0].fix, "gpuclean kill 100");
-  in.activity_history.busy_since[{101, worker.process.start_ticks}] = 1'800'000'000.0;
+  in.activity_history.busy_looks[{101, worker.process.start_ticks}] = {1'800'000'000.0, 85, 5};
   auto sustained = diagnose(in, {});
   ASSERT_EQ(sustained.problems.size(), 1u);
   EXPECT_TRUE(sustained.problems[0].computing);
