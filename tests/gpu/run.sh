@@ -979,6 +979,111 @@ scenario_server() {
   expect_dirty
 }
 
+# ---- issue 47: `kill --leftovers` ends a dead job, all of it and only what is dead ------------
+# `kill --leftovers` is machine-wide: each scenario first asks for its plan (--dry-run) and goes
+# on only when it is empty, so that the kill can take nothing but the scenario's own processes
+# (the lent machine runs nothing else; this makes sure of it).
+
+launch_orphan() {  # MODE ARGS... READY: the scenario program with its launcher gone (ppid 1)
+  PIDS_FILE=${!#}.pids
+  ( "$SCENARIOS" "$@" </dev/null >>"$work/scenario.log" 2>&1 3>&- 4>&- & )
+  LAUNCHED=
+}
+
+no_other_leftovers() {
+  local plan=$work/leftovers-before.json
+  gc kill --leftovers --dry-run --json >"$plan" 2>/dev/null
+  "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(1 if d.get("targets") else 0)' \
+    "$plan" 2>/dev/null
+}
+
+# The held-out suite's S6 (failed on the H200 with 79f91ce): four workers orphaned 0.5 s after
+# they allocated still show their memset kernel in one utilisation sample each. One `kill
+# --leftovers --yes` must end all four and verify their memory (exit 0), and check be clean.
+scenario_leftovers_s6() {
+  local n=4 mib=2048 ready=$work/s6.ready out=$work/s6.kill.json parent worker workers rc t0 ms
+  expect "s6: no leftover on the machine before the scenario" no_other_leftovers || return
+  launch server "$n" "$mib" "$ready"
+  wait_ready "$ready" "$LAUNCHED" || return
+  parent=${READY[0]}
+  workers=("${READY[@]:1}")
+  sleep 0.5
+  kill_ours KILL "$parent"
+  wait_until 10 0.01 is_gone "$parent" || { record FAIL "s6: server parent $parent gone"; return; }
+  t0=$(now_us)
+  timeout 60 "$GPUCLEAN" kill --leftovers --yes --json --grace 2s >"$out" 2>"$work/s6.kill.err"
+  rc=$?
+  ms=$((($(now_us) - t0) / 1000))
+  keep "$out"
+  indent <"$work/s6.kill.err"
+  expect "s6: kill --leftovers --yes exits 0 in ${ms} ms (got $rc)" test "$rc" -eq 0
+  for worker in "${workers[@]}"; do
+    expect "s6: worker $worker ended by the one kill" is_gone "$worker"
+  done
+  expect "s6: gpuclean check clean right after" gc check
+}
+
+# An orphaned server that holds a context of its own, with two workers: status names the tree
+# as one problem, `kill --leftovers` ends the server and its workers (79f91ce ended the server
+# only), and the GPU is clean.
+scenario_leftover_tree() {
+  local n=2 mib=2048 ready=$work/tree.ready out=$work/tree.kill.json server worker workers rc doc
+  expect "tree: no leftover on the machine before the scenario" no_other_leftovers || return
+  launch_orphan ctx-server "$n" "$mib" "$ready"
+  wait_ready "$ready" || return
+  server=${READY[0]}
+  workers=("${READY[@]:1}")
+  for worker in "${workers[@]}"; do wait_nvml "$worker" "$mib" "worker" || return; done
+  wait_nvml "$server" 1 "server context" || return
+  doc=$work/tree.status.json
+  gc status --json >"$doc" 2>/dev/null
+  keep "$doc"
+  expect "tree: status names one problem, the server's, with its workers as descendants" \
+    "$PY" -c 'import json,sys
+d=json.load(open(sys.argv[1])); s=int(sys.argv[2]); w=sorted(map(int,sys.argv[3:]))
+p=[x for x in d["problems"] if x["severity"]=="error"]
+sys.exit(0 if len(p)==1 and p[0]["pid"]==s and p[0]["kind"]=="orphan" and sorted(p[0]["descendants"])==w else 1)' \
+    "$doc" "$server" "${workers[@]}"
+  timeout 60 "$GPUCLEAN" kill --leftovers --yes --json --grace 2s >"$out" 2>"$work/tree.kill.err"
+  rc=$?
+  keep "$out"
+  indent <"$work/tree.kill.err"
+  expect "tree: kill --leftovers --yes exits 0 (got $rc)" test "$rc" -eq 0
+  for worker in "$server" "${workers[@]}"; do
+    expect "tree: pid $worker ended by the one kill" is_gone "$worker"
+  done
+  expect "tree: gpuclean check clean right after" gc check
+}
+
+# A zombie leader whose thread spins kernels is a leftover whatever it computes (its owner is
+# gone): taken. An orphan spinning in every look is at work: skipped, named, exit 1.
+scenario_busy_leftovers() {
+  local mib=2048 zl_ready=$work/busy-zl.ready orphan_ready=$work/busy-orphan.ready
+  local out=$work/busy.kill.json leader orphan rc
+  expect "busy: no leftover on the machine before the scenario" no_other_leftovers || return
+  launch busy-zombie-leader "$mib" "$zl_ready"
+  wait_ready "$zl_ready" || return
+  leader=${READY[0]}
+  launch_orphan busy "$mib" "$orphan_ready"
+  wait_ready "$orphan_ready" || return
+  orphan=${READY[0]}
+  wait_nvml "$leader" "$mib" "spinning zombie leader" || return
+  wait_nvml "$orphan" "$mib" "spinning orphan" || return
+  sleep 2  # both well into their spinning
+  timeout 60 "$GPUCLEAN" kill --leftovers --yes --json --grace 2s >"$out" 2>"$work/busy.kill.err"
+  rc=$?
+  keep "$out"
+  indent <"$work/busy.kill.err"
+  expect "busy: kill --leftovers exits 1: a leftover is left (got $rc)" test "$rc" -eq 1
+  expect "busy: the spinning zombie leader $leader is taken" wait_until 10 0.05 is_gone "$leader"
+  expect "busy: the spinning orphan $orphan is left running" test "$(proc_state "$orphan")" != gone
+  expect "busy: the spinning orphan is named in kill's skipped list" \
+    "$PY" -c 'import json,sys
+d=json.load(open(sys.argv[1])); sys.exit(0 if int(sys.argv[2]) in [s["pid"] for s in d["skipped"]] else 1)' \
+    "$out" "$orphan"
+  expect "busy: stderr says --include-busy takes it" grep -q -- "--include-busy takes it" "$work/busy.kill.err"
+}
+
 # The server of scenario_server under `gpuclean run` (scenario_server is its negative control:
 # there the workers outlive their SIGKILLed parent and hold the GPU).
 scenario_run_server() {
@@ -1316,6 +1421,9 @@ run_scenario zombie-leader "main thread exited, a worker keeps the context (prob
 run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
 run_scenario ipc "CUDA IPC importer after the exporter died" scenario_ipc
 run_scenario server "orphaned server workers (problem 4)" scenario_server
+run_scenario s6 "four workers orphaned 0.5 s after allocating: one kill --leftovers (issue 47)" scenario_leftovers_s6
+run_scenario leftover-tree "an orphaned server with a context and its workers, ended whole (issue 47)" scenario_leftover_tree
+run_scenario busy-leftovers "a spinning zombie leader is taken, a spinning orphan is left (issue 47)" scenario_busy_leftovers
 run_scenario run-server "the same server under gpuclean run, parent SIGKILLed" scenario_run_server
 run_scenario run-killed "gpuclean run itself SIGKILLed: its leftovers are the run's (issue 35)" scenario_run_killed
 run_scenario second-node "a holder of the GPU's device through a second node (issue 32)" scenario_second_node

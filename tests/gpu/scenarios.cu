@@ -11,6 +11,11 @@
 //   scenarios zombie READY              a CUDA child exits, never reaped: "CHILD PARENT"
 //   scenarios ipc MIB READY             exporter + IPC importer: "EXPORTER IMPORTER"
 //   scenarios server N MIB READY        parent with N workers of MIB each: "PARENT W1 .. WN"
+//   scenarios ctx-server N MIB READY    the same, and the parent makes a context of its own once
+//                                       its workers have their memory (a holder: the root of
+//                                       the tree `kill --leftovers` must end whole, issue 47)
+//   scenarios busy-zombie-leader MIB READY  zombie-leader whose worker thread spins kernels
+//                                       without end: a rank waiting on a dead peer: "PID"
 //
 // READY is a file written once the shape exists: the PIDs to check, space separated, or a line
 // "error: ..." when the scenario could not be built. Besides, every process appends
@@ -20,7 +25,8 @@
 //
 // Build: nvcc -O2 -o scenarios tests/gpu/scenarios.cu -lpthread
 // Only plain cudaMalloc memory is used: managed memory is accounted differently by NVML and
-// would test something else. No kernels are launched, so any GPU architecture works.
+// would test something else. The only kernel is busy modes' spin loop (clock64: every
+// architecture since Fermi).
 
 #include <cuda_runtime.h>
 #include <fcntl.h>
@@ -190,14 +196,12 @@ __global__ void spin(long long cycles) {
 
 // Issue 37: a holder at work, as busy as a kernel can keep the SMs, until killed (the lifetime
 // alarm bounds it).
+[[noreturn]] void spin_forever();
+
 [[noreturn]] void busy(unsigned long mib) {
   allocate(mib);
   if (!write_ready(std::to_string(getpid()))) fail("cannot write the ready file");
-  constexpr long long kCycles = 100000000;  // ~50 ms per launch at ~2 GHz
-  while (true) {
-    spin<<<1024, 256>>>(kCycles);
-    if (cudaDeviceSynchronize() != cudaSuccess) fail("the spinning kernel failed");
-  }
+  spin_forever();
 }
 
 // Problem 3: the child of a fork after CUDA init keeps the context alive when the parent dies,
@@ -252,20 +256,32 @@ __global__ void spin(long long cycles) {
 }
 
 pid_t g_leader = 0;
+bool g_leader_spins = false;
+
+[[noreturn]] void spin_forever() {
+  constexpr long long kCycles = 100000000;  // ~50 ms per launch at ~2 GHz
+  while (true) {
+    spin<<<1024, 256>>>(kCycles);
+    if (cudaDeviceSynchronize() != cudaSuccess) fail("the spinning kernel failed");
+  }
+}
 
 void* zombie_leader_worker(void*) {
   // Report only once the kernel shows the leader as a zombie: that is the shape under test
   // (ps: Zl, empty /proc/PID/fd), not the moment just before it.
   while (proc_state(g_leader) != 'Z') usleep(10 * 1000);
   if (!write_ready(std::to_string(g_leader))) fail("cannot write the ready file");
+  if (g_leader_spins) spin_forever();
   sleep_until_killed();
 }
 
 // Problem 2: the leader thread exits, a worker thread keeps the context. The files then show
-// only in /proc/PID/task/TID/fd, which fuser and lsof do not read.
-[[noreturn]] void zombie_leader(unsigned long mib) {
+// only in /proc/PID/task/TID/fd, which fuser and lsof do not read. SPINS: the worker thread
+// then runs kernels without end (issue 47: its owner is gone, whatever it computes).
+[[noreturn]] void zombie_leader(unsigned long mib, bool spins = false) {
   allocate(mib);
   g_leader = getpid();
+  g_leader_spins = spins;
   pthread_t worker;
   const int error = pthread_create(&worker, nullptr, zombie_leader_worker, nullptr);
   if (error != 0) fail(std::string("pthread_create: ") + std::strerror(error));
@@ -329,8 +345,10 @@ void* zombie_leader_worker(void*) {
 }
 
 // Problem 4: an inference server's workers, each with its own context (forked before any CUDA
-// call, like multiprocessing's spawn). run.sh SIGKILLs the parent to orphan them.
-[[noreturn]] void server(unsigned long workers, unsigned long mib) {
+// call, like multiprocessing's spawn). run.sh SIGKILLs the parent to orphan them. WITH_CONTEXT:
+// the parent makes a context of its own after its workers have their memory (it holds the GPU
+// too: the root of their tree).
+[[noreturn]] void server(unsigned long workers, unsigned long mib, bool with_context = false) {
   int done_pipe[2];
   if (pipe(done_pipe) != 0) fail(std::string("pipe: ") + std::strerror(errno));
   std::vector<pid_t> pids;
@@ -352,6 +370,7 @@ void* zombie_leader_worker(void*) {
     char ok = 0;
     if (!read_all(done_pipe[0], &ok, 1)) fail("a worker died before allocating");
   }
+  if (with_context) allocate(0);
   std::string line = std::to_string(getpid());
   for (pid_t pid : pids) line += " " + std::to_string(pid);
   if (!write_ready(line)) fail("cannot write the ready file");
@@ -372,8 +391,9 @@ bool parse_number(const char* text, unsigned long max, unsigned long* out) {
   std::fprintf(stderr,
                "usage: scenarios leftover MIB READY | busy MIB READY | heir MIB READY |\n"
                "                 unmapped-heir MIB READY |\n"
-               "                 zombie-leader MIB READY |\n"
-               "                 zombie READY | ipc MIB READY | server N MIB READY\n"
+               "                 zombie-leader MIB READY | busy-zombie-leader MIB READY |\n"
+               "                 zombie READY | ipc MIB READY | server N MIB READY |\n"
+               "                 ctx-server N MIB READY\n"
                "Lifetime of every process: $GPUCLEAN_SCENARIO_LIFETIME seconds (default 120).\n");
   _exit(2);
 }
@@ -383,7 +403,7 @@ bool parse_number(const char* text, unsigned long max, unsigned long* out) {
 int main(int argc, char** argv) {
   if (argc < 2) usage();
   const std::string mode = argv[1];
-  const int want_argc = mode == "zombie" ? 3 : mode == "server" ? 5 : 4;
+  const int want_argc = mode == "zombie" ? 3 : mode == "server" || mode == "ctx-server" ? 5 : 4;
   if (argc != want_argc) usage();
   if (const char* lifetime = std::getenv("GPUCLEAN_SCENARIO_LIFETIME")) {
     unsigned long seconds = 0;
@@ -400,13 +420,13 @@ int main(int argc, char** argv) {
   const unsigned long max_mib = 1UL << 20;  // 1 TiB: far beyond any GPU, catches typos
   unsigned long mib = 0;
   if (mode == "zombie") zombie();
-  if (mode == "server") {
+  if (mode == "server" || mode == "ctx-server") {
     unsigned long workers = 0;
     if (!parse_number(argv[2], 64, &workers) || workers == 0 ||
         !parse_number(argv[3], max_mib, &mib)) {
       usage();
     }
-    server(workers, mib);
+    server(workers, mib, mode == "ctx-server");
   }
   if (!parse_number(argv[2], max_mib, &mib)) usage();
   if (mode == "leftover") leftover(mib);
@@ -414,6 +434,7 @@ int main(int argc, char** argv) {
   if (mode == "heir") heir(mib);
   if (mode == "unmapped-heir") unmapped_heir(mib);
   if (mode == "zombie-leader") zombie_leader(mib);
+  if (mode == "busy-zombie-leader") zombie_leader(mib, true);
   if (mode == "ipc") ipc(mib);
   usage();
 }
