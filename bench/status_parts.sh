@@ -4,15 +4,19 @@
 # interleaved with nvidia-smi --query-gpu=memory.used, medians of --runs calls, same machine
 # state; the difference between a variant and `status` is that part's cost. Issue 47: status
 # on an idle GPU at <= 1.05x nvidia-smi.
-#   bench/status_parts.sh [--gpuclean PATH] [--runs N]
+# --baseline PATH adds another build's `status` (and `--version`) to the same interleaving: a
+# change measured against the code before it, on the same machine in the same minutes.
+#   bench/status_parts.sh [--gpuclean PATH] [--baseline PATH] [--runs N]
 set -euo pipefail
 gpuclean=build/gpuclean
+baseline=
 runs=40
 while [ $# -gt 0 ]; do
   case $1 in
     --gpuclean) gpuclean=$2; shift 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    *) echo "usage: $0 [--gpuclean PATH] [--runs N]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--gpuclean PATH] [--baseline PATH] [--runs N]" >&2; exit 2 ;;
   esac
 done
 ms() { # wall milliseconds of one run of "$@" (output discarded)
@@ -32,6 +36,9 @@ commands=(
   "$gpuclean who"
   "$gpuclean --version"
 )
+if [ -n "$baseline" ]; then
+  commands+=("$baseline status" "$baseline --version")
+fi
 for c in "${commands[@]}"; do $c >/dev/null 2>&1 || true; done
 declare -A times
 for _ in $(seq "$runs"); do
@@ -47,6 +54,8 @@ for i in "${!commands[@]}"; do
   # shellcheck disable=SC2086
   m=$(printf '%s\n' ${times[$i]} | median)
   [ -z "$base" ] && base=$m
-  printf '%-60s %8.1f ms  %5.2fx\n' "${commands[$i]#"$gpuclean" }" "$m" \
+  label=${commands[$i]#"$gpuclean" }
+  [ -n "$baseline" ] && label=${label/#"$baseline"/baseline}
+  printf '%-60s %8.1f ms  %5.2fx\n' "$label" "$m" \
     "$(python3 -c "print($m / $base)")"
 done

@@ -166,7 +166,8 @@ struct Commands {
 }  // namespace
 
 int run_command_line(int argc, char** argv, const std::string& version,
-                     const std::string& version_text) {
+                     const std::string& version_text,
+                     std::shared_ptr<collect::GpuSampler> early_helper) {
   const std::vector<std::string> args = expand_help_command({argv + 1, argv + argc});
   if (!args.empty() && args.front() == "run") return run_alone(args);
   CLI::App app{kDescription, "gpuclean"};
@@ -198,6 +199,14 @@ int run_command_line(int argc, char** argv, const std::string& version,
       return kExitUsage;
     }
   }
+  // The commands start_early_helper forks it for; set after the global options were applied
+  // (they copy the whole CommonOptions).
+  for (CommonOptions* common : {&commands.bare.common, &commands.status.common,
+                                &commands.check.common, &commands.explain.common,
+                                &commands.kill.common}) {
+    common->early_helper = early_helper;
+  }
+  early_helper.reset();  // the command's reference is the last: unused, it ends with the command
   return commands.dispatch(app, Io{std::cout, std::cerr});
 }
 

@@ -5,8 +5,10 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #include "cli/app.h"
+#include "cli/early_helper.h"
 #include "core/exit_code.h"
 
 #include "gpuclean_commit.h"  // GPUCLEAN_COMMIT, written at build time (cmake/version.cmake)
@@ -36,7 +38,10 @@ int main(int argc, char** argv) {
   // Exceptions are for bugs (docs/design.md); one escaping still gets a message and exit 3, not an
   // abort with a core dump in someone's Slurm epilog.
   try {
-    return gpuclean::cli::run_command_line(argc, argv, GPUCLEAN_VERSION, version_text());
+    // First, before any parse: NVML's init (most of a look's time) runs beside the rest.
+    auto early_helper = gpuclean::cli::start_early_helper(argc, argv);
+    return gpuclean::cli::run_command_line(argc, argv, GPUCLEAN_VERSION, version_text(),
+                                           std::move(early_helper));
   } catch (const std::exception& e) {
     std::cerr << "gpuclean: internal error: " << e.what() << '\n';
   } catch (...) {

@@ -201,6 +201,10 @@ void Gatherer::use_gpu_source(nvml::OpenedSource source) {
 
 void Gatherer::start_nvml_helper() {
   if (options_.no_nvml || source_tried_ || helper_) return;
+  if (options_.early_helper && options_.test_gpu_source.empty()) {
+    helper_ = std::move(options_.early_helper);
+    return;
+  }
   auto started = GpuSampler::start(options_, GpuSampler::Ending::kAbandon);
   if (started.ok()) {
     helper_ = std::move(started).value();

@@ -20,6 +20,8 @@
 
 namespace gpuclean::collect {
 
+class GpuSampler;
+
 // What a collection reads: the device files, /proc and NVML, and how.
 struct CollectOptions {
   std::vector<std::string> device_globs;  // empty: docs/reference.md's NVIDIA defaults
@@ -36,6 +38,9 @@ struct CollectOptions {
   // How long a /proc read that takes a process's mmap lock may take (--proc-timeout; nullopt:
   // no limit): one that does not answer marks the process `stuck` (procfs/proc_fs.h).
   std::optional<Duration> proc_timeout = procfs::kDefaultReadDeadline;
+  // NVML's helper, forked before the command line was parsed (cli/early_helper.h):
+  // Gatherer::start_nvml_helper adopts it instead of forking one.
+  std::shared_ptr<GpuSampler> early_helper;
 };
 
 struct Gathered {

@@ -119,13 +119,16 @@ TEST_F(NodeServiceTest, ANameAloneIsNotTrusted) {
   ASSERT_NE(problem_of(dead, gone), nullptr) << dead.dump(1);
   EXPECT_EQ(problem_of(dead, gone)->at("kind"), "mps-leftover");
   EXPECT_NE(find_holder(dead, daemon)->at("class"), "heir");
-  // `kill GONE`: gone, but its memory still counted — not a clean kill (exit 1).
-  const CommandResult killed = gpuclean_in({}, dead_client, {"kill", std::to_string(gone)});
+  // `kill GONE@START`: gone, but its memory still counted — not a clean kill (exit 1). Named
+  // with a start time (any: the PID is not there), as a caller that saw it does: a plain PID
+  // that is not there exits 1 for that alone (issue 47).
+  const std::string gone_seen = std::to_string(gone) + "@1";
+  const CommandResult killed = gpuclean_in({}, dead_client, {"kill", gone_seen});
   EXPECT_EQ(killed.exit_code, 1) << killed.err;
   EXPECT_NE(killed.err.find("is gone, but NVML still counts 2.0 GiB"), std::string::npos)
       << killed.err;
-  // Negative control: a gone PID NVML does not list is simply gone (exit 0).
-  const CommandResult gone_clean = gpuclean_in({}, idle, {"kill", std::to_string(gone)});
+  // Negative control: a gone process NVML does not list is simply gone (exit 0).
+  const CommandResult gone_clean = gpuclean_in({}, idle, {"kill", gone_seen});
   EXPECT_EQ(gone_clean.exit_code, 0) << gone_clean.err;
   EXPECT_NE(gone_clean.err.find("already gone"), std::string::npos) << gone_clean.err;
 }
