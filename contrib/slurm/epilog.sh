@@ -109,9 +109,9 @@ log "job $SLURM_JOB_ID left ${#targets[@]} GPU holder(s) outside its cgroup: ${t
   --wait "${GPUCLEAN_WAIT:-30s}" "${targets[@]}" >&2
 status=$?
 [ "$status" -eq 0 ] && exit 0
-# Not necessarily a failure: a target that exited by itself meanwhile (its PID perhaps reused)
-# makes `gpuclean kill` say "nothing to kill" (exit 2). What counts is whether any target, the
-# same process (PID@START), still holds the files.
+# Not necessarily a failure: exit 1 also says that memory a gone target held is still counted
+# (being released). What counts is whether any target, the same process (PID@START), still
+# holds the files.
 if ! now=$(user_holders); then
   drain "gpuclean: epilog of job $SLURM_JOB_ID could not re-scan the GPUs after kill (exit $status)"
 fi

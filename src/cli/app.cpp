@@ -201,9 +201,9 @@ int run_command_line(int argc, char** argv, const std::string& version,
   }
   // The commands start_early_helper forks it for; set after the global options were applied
   // (they copy the whole CommonOptions).
-  for (CommonOptions* common : {&commands.bare.common, &commands.status.common,
-                                &commands.check.common, &commands.explain.common,
-                                &commands.kill.common}) {
+  for (CommonOptions* common :
+       {&commands.bare.common, &commands.status.common, &commands.check.common,
+        &commands.explain.common, &commands.kill.common}) {
     common->early_helper = early_helper;
   }
   early_helper.reset();  // the command's reference is the last: unused, it ends with the command

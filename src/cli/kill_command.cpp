@@ -212,7 +212,8 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
     }
   }
   look.diagnose_options.gpus = selectors.gpus;
-  if (selectors.leftovers && !selectors.holders && !selectors.include_busy) look.gathered = gathered;
+  if (selectors.leftovers && !selectors.holders && !selectors.include_busy)
+    look.gathered = gathered;
   look.diagnosis = diagnose::diagnose(std::move(gathered.input), look.diagnose_options);
   return look;
 }
@@ -221,11 +222,10 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
 // plan would judge shows one, look at the GPUs again and diagnose again with what they show.
 bool settle_leftover_activity(LookBefore& before, const ProcessTable& table,
                               const diagnose::KillSelectors& selectors,
-                              const diagnose::KillContext& context, const Io& io,
-                              bool live_line) {
+                              const diagnose::KillContext& context, const Io& io, bool live_line) {
   if (!before.gathered) return false;
-  const auto who = diagnose::leftover_activity_to_settle(table, before.diagnosis.holders,
-                                                         selectors, context);
+  const auto who =
+      diagnose::leftover_activity_to_settle(table, before.diagnosis.holders, selectors, context);
   if (who.empty()) return false;
   if (live_line) {
     io.err << "\r\x1b[2Kgpuclean: kill: " << who.size()
@@ -284,9 +284,9 @@ std::string owners_text(const diagnose::OwnerSelector& owners) {
 // Named PIDs (without @START) that were not there when kill looked: nothing to end, and not
 // what the caller meant (a typo, a stale PID file): exit 1.
 std::size_t never_seen(const KillPlan& plan, const diagnose::KillSelectors& selectors) {
-  return static_cast<std::size_t>(std::count_if(
-      plan.not_found.begin(), plan.not_found.end(),
-      [&](Pid pid) { return selectors.start_ticks.count(pid) == 0; }));
+  return static_cast<std::size_t>(
+      std::count_if(plan.not_found.begin(), plan.not_found.end(),
+                    [&](Pid pid) { return selectors.start_ticks.count(pid) == 0; }));
 }
 
 // kill's exit code (docs/reference.md "kill"): 1 when a target remains, memory it held is
@@ -312,8 +312,8 @@ int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
                            const Io& io) {
   const KillPlan& plan = dry_run.plan;
   const std::size_t unknown = never_seen(plan, selectors);
-  const bool all_gone = !plan.not_found.empty() && unknown == 0 &&
-                        plan.not_found.size() == selectors.pids.size();
+  const bool all_gone =
+      !plan.not_found.empty() && unknown == 0 && plan.not_found.size() == selectors.pids.size();
   const auto counted = diagnose::gone_but_counted(plan.not_found, before.diagnosis);
   for (const auto& gone : counted) {
     io.err << "gpuclean: kill: pid " << gone.pid << " is gone, but NVML still counts "

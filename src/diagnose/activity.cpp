@@ -23,8 +23,7 @@ struct Seen {
   double newest_busy = 0;
 };
 
-std::optional<Seen> activity_of(const std::map<unsigned, const Gpu*>& gpus,
-                                const Holder& holder) {
+std::optional<Seen> activity_of(const std::map<unsigned, const Gpu*>& gpus, const Holder& holder) {
   Seen out;
   bool known = false;
   bool unknown = false;

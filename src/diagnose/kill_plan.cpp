@@ -206,8 +206,8 @@ std::optional<std::string> tree_busy_reason(const std::vector<const Holder*>& tr
     if (!h.activity || !h.activity->computing()) continue;
     return "its descendant pid " + pid_text(h.process.pid) + " is still computing (SM " +
            std::to_string(h.activity->sm) +
-           "%, sustained): check whose work it is (gpuclean explain " +
-           pid_text(h.process.pid) + "); --include-busy takes it";
+           "%, sustained): check whose work it is (gpuclean explain " + pid_text(h.process.pid) +
+           "); --include-busy takes it";
   }
   return std::nullopt;
 }
@@ -332,9 +332,9 @@ void confirm_reasons(const Planning& p, KillPlan& plan) {
 }  // namespace
 
 std::map<ProcessIdentity, BusyLook> leftover_activity_to_settle(const ProcessTable& table,
-                                                      const std::vector<Holder>& holders,
-                                                      const KillSelectors& selectors,
-                                                      const KillContext& context) {
+                                                                const std::vector<Holder>& holders,
+                                                                const KillSelectors& selectors,
+                                                                const KillContext& context) {
   std::map<ProcessIdentity, BusyLook> out;
   if (!selectors.leftovers || selectors.holders || selectors.include_busy) return out;
   const Planning p = start_planning(table, holders, selectors, context, {});
@@ -343,8 +343,7 @@ std::map<ProcessIdentity, BusyLook> leftover_activity_to_settle(const ProcessTab
       continue;
     }
     if (table.count(h.process.pid) == 0 || p.recycled.count(h.process.pid) > 0) continue;
-    const std::vector<const Holder*> tree =
-        tree_holders(p, h, descendants(table, h.process.pid));
+    const std::vector<const Holder*> tree = tree_holders(p, h, descendants(table, h.process.pid));
     if (std::none_of(tree.begin(), tree.end(),
                      [&](const Holder* t) { return on_selected_gpu(*t, selectors.gpus); })) {
       continue;

@@ -85,9 +85,9 @@ KillPlan plan_kill(const ProcessTable& table, const std::vector<Holder>& holders
 // owner may live (an orphan's) that show a busy sample not known to be sustained. Empty when
 // activity decides nothing (--include-busy, --holders) or nobody is busy.
 std::map<ProcessIdentity, BusyLook> leftover_activity_to_settle(const ProcessTable& table,
-                                                      const std::vector<Holder>& holders,
-                                                      const KillSelectors& selectors,
-                                                      const KillContext& context);
+                                                                const std::vector<Holder>& holders,
+                                                                const KillSelectors& selectors,
+                                                                const KillContext& context);
 
 // The classes --leftovers takes: orphan, heir, zombie-leader. Never frozen (its group was
 // frozen on purpose, a suspended Slurm job say: thawing is the owner's call), never active.

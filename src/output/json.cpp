@@ -203,8 +203,8 @@ nlohmann::json to_json(const Gpu& gpu) {
       nlohmann::json sample = {{"pid", s.pid}, {"sm", s.sm}, {"mem", s.mem}};
       // When the driver took it (Unix seconds), where known: the time that decides whether
       // a process's activity is sustained (diagnose/activity.h).
-      sample["time"] = s.time_us > 0 ? nlohmann::json(static_cast<double>(s.time_us) / 1e6)
-                                     : nlohmann::json();
+      sample["time"] =
+          s.time_us > 0 ? nlohmann::json(static_cast<double>(s.time_us) / 1e6) : nlohmann::json();
       samples.push_back(std::move(sample));
     }
     out["activity"] = {{"source", gpu.activity->source}, {"samples", std::move(samples)}};

@@ -556,7 +556,7 @@ class TopSession {
   std::optional<output::StatusReport> report_;
   output::MemoryHistory history_;
   output::MemoryHistory utilization_;
-  bool show_utilization_ = false;  // `u`
+  bool show_utilization_ = false;      // `u`
   collect::ActivityTracker activity_;  // idle_s and busy stretches of the holders
   // CPU ticks and when they were read, per process; the CPU% they give at the last refresh.
   std::map<std::pair<Pid, std::uint64_t>, std::pair<std::uint64_t, double>> cpu_ticks_;

@@ -137,9 +137,9 @@ struct FakeProcess {
 
 struct FakeSample {
   unsigned int pid, sm, mem;
-  long age_ms;                   /* activity: taken this long before each call */
-  unsigned long long at_ms;      /* activity_at, activity_decay: taken (stopped) then; 0: none */
-  long half_life_ms;             /* activity_decay: > 0 */
+  long age_ms;              /* activity: taken this long before each call */
+  unsigned long long at_ms; /* activity_at, activity_decay: taken (stopped) then; 0: none */
+  long half_life_ms;        /* activity_decay: > 0 */
 };
 
 enum { kMaxSamples = 16 };

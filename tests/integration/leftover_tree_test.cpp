@@ -17,8 +17,7 @@ constexpr unsigned long long kGiB = 1ull << 30;
 
 std::string unix_ms_ago(std::chrono::milliseconds ago) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return std::to_string(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - ago).count());
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - ago).count());
 }
 
 std::vector<pid_t> pids_of(const json& list, const char* key = "pid") {
@@ -35,8 +34,8 @@ class LeftoverTreeTest : public FakeNvmlTest {
  protected:
   // How the tests kill: short, so that what ignores nothing is gone at once.
   std::vector<std::string> kill_leftovers(std::vector<std::string> more = {}) {
-    std::vector<std::string> args = {"kill", "--leftovers", "--yes", "--grace", "300ms",
-                                     "--wait", "5s"};
+    std::vector<std::string> args = {"kill",  "--leftovers", "--yes", "--grace",
+                                     "300ms", "--wait",      "5s"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
   }
@@ -55,11 +54,11 @@ TEST_F(LeftoverTreeTest, AnOrphanedServerWithWorkersOnTwoGpusIsOneProblemAndEnds
   const pid_t helper = tree[3];
   // The negative control: an orphan of the test's that holds another file, not selected.
   const pid_t unrelated = start("daemon", other_).at(0);
-  const std::string s = scenario(
-      "gpus 2\nrelease_exited 1\nused 0 " + std::to_string(8 * kGiB) + "\nused 1 " +
-      std::to_string(8 * kGiB) + "\n" + pid_line(server, 2 * kGiB) +
-      pid_line(gpu0_worker, 6 * kGiB) + "process 1 compute " + std::to_string(gpu1_worker) +
-      " " + std::to_string(8 * kGiB) + "\n");
+  const std::string s =
+      scenario("gpus 2\nrelease_exited 1\nused 0 " + std::to_string(8 * kGiB) + "\nused 1 " +
+               std::to_string(8 * kGiB) + "\n" + pid_line(server, 2 * kGiB) +
+               pid_line(gpu0_worker, 6 * kGiB) + "process 1 compute " +
+               std::to_string(gpu1_worker) + " " + std::to_string(8 * kGiB) + "\n");
 
   // status: one problem per GPU, both the server's, whose fix ends the tree.
   json doc = parse(run("r580", s, {"status", "--json"}));
@@ -103,9 +102,9 @@ TEST_F(LeftoverTreeTest, OneSampleIsNoExcuseAndOnlySustainedActivityIsSkipped) {
   const std::string s = scenario(
       "release_exited 1\nused 0 " + std::to_string(16 * kGiB) + "\n" +
       pid_line(last_kernel, 4 * kGiB) + pid_line(computing, 4 * kGiB) +
-      pid_line(winding_down, 4 * kGiB) + pid_line(spinning_leader, 4 * kGiB) +
-      "activity_at 0 " + std::to_string(last_kernel) + " 3 0 " + unix_ms_ago(500ms) + "\n" +
-      "activity 0 " + std::to_string(computing) + " 90 6 100\n" + "activity_decay 0 " +
+      pid_line(winding_down, 4 * kGiB) + pid_line(spinning_leader, 4 * kGiB) + "activity_at 0 " +
+      std::to_string(last_kernel) + " 3 0 " + unix_ms_ago(500ms) + "\n" + "activity 0 " +
+      std::to_string(computing) + " 90 6 100\n" + "activity_decay 0 " +
       std::to_string(winding_down) + " 80 5 1000 " + unix_ms_ago(300ms) + "\n" + "activity 0 " +
       std::to_string(spinning_leader) + " 99 0 100\n");
 
@@ -163,9 +162,9 @@ TEST_F(LeftoverTreeTest, ExitCodesSayWhetherAnythingWasThereAndJsonIsAlwaysOneDo
 
   // Every leftover skipped: exit 1 (never 2, the usage code), with a document.
   const pid_t computing = start("daemon", held_).at(0);
-  const std::string busy = scenario("used 0 " + std::to_string(4 * kGiB) + "\n" +
-                                    pid_line(computing, 4 * kGiB) + "activity 0 " +
-                                    std::to_string(computing) + " 90 6 100\n");
+  const std::string busy =
+      scenario("used 0 " + std::to_string(4 * kGiB) + "\n" + pid_line(computing, 4 * kGiB) +
+               "activity 0 " + std::to_string(computing) + " 90 6 100\n");
   auto skipped = run("r580", busy, {"kill", "--leftovers", "--yes", "--json"});
   EXPECT_EQ(skipped.exit_code, 1) << skipped.out << skipped.err;
   const json skipped_doc = parse(skipped);

@@ -84,8 +84,7 @@ std::uint64_t at(double after) {
 TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSawItBusy) {
   std::vector<Holder> holders = {holder(10, {{0, 1}})};
   const diagnose::ActivityHistory seen_busy_at_look{.busy_looks = {{{10, 77}, {kLook, 60, 4}}}};
-  auto judge = [&](std::uint64_t when, const diagnose::ActivityHistory& history,
-                   unsigned sm = 60) {
+  auto judge = [&](std::uint64_t when, const diagnose::ActivityHistory& history, unsigned sm = 60) {
     const GpuActivity sample{"x", {{10, sm, 4, when}}};
     diagnose::assign_activity(view_with(sample, std::nullopt), history, holders);
     return *holders[0].activity;

@@ -444,9 +444,9 @@ TEST(DiagnoseTree, SeparateTreesStaySeparateAndAStuckMemberKeepsItsOwnFix) {
 TEST(DiagnoseTree, AMemberOfADeadJobOnAGpuItsRootDoesNotUseIsTheDeadJobsProblemThere) {
   Holder server = cuda_holder(100, 1);
   server.klass = HolderClass::kOrphan;
-  const auto views = std::vector<Gpu>{
-      gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(101, 2 * kGiB)}),
-      gpu(1, 3 * kGiB, {entry(101, 3 * kGiB)})};
+  const auto views =
+      std::vector<Gpu>{gpu(0, 4 * kGiB, {entry(100, 2 * kGiB), entry(101, 2 * kGiB)}),
+                       gpu(1, 3 * kGiB, {entry(101, 3 * kGiB)})};
   auto d = diagnose(input_with(views, {server, cuda_holder(101, 100)}), {});
   ASSERT_EQ(d.problems.size(), 2u);
   EXPECT_EQ(d.problems[0].gpu, std::optional<unsigned>(0));
@@ -457,8 +457,7 @@ TEST(DiagnoseTree, AMemberOfADeadJobOnAGpuItsRootDoesNotUseIsTheDeadJobsProblemT
   EXPECT_EQ(d.problems[1].descendants, std::vector<Pid>{101});
   EXPECT_EQ(d.problems[1].bytes, std::optional<Bytes>(3 * kGiB));
   EXPECT_EQ(d.problems[1].fix, "gpuclean kill 100");
-  EXPECT_NE(d.problems[1].message.find("GPU 1: 3.0 GiB held by orphan pid 100"),
-            std::string::npos)
+  EXPECT_NE(d.problems[1].message.find("GPU 1: 3.0 GiB held by orphan pid 100"), std::string::npos)
       << d.problems[1].message;
   // top's K on the worker ends the job (its root), as the problem's fix does.
   EXPECT_EQ(dead_job_root(d, 101), std::optional<Pid>(100));

@@ -126,8 +126,11 @@ def kill(*pids: Union[int, str], tree: bool = True, leftovers: bool = False,
     Selectors are gpuclean's: PIDs (with their descendants unless ``tree=False``; a string
     ``"PID@START"``, START being the start time in clock ticks, names that process only, never
     one that reused its PID),
-    ``leftovers`` (without ``include_busy``, not those NVML shows still computing), ``holders``,
-    sessions, process groups, users, cgroups, Slurm jobs, containers.
+    ``leftovers`` (each dead job with all its descendants; without ``include_busy``, not an
+    orphan's job whose activity is sustained — one busy sample is a last kernel, not work),
+    ``holders``, sessions, process groups, users, cgroups, Slurm jobs, containers. With
+    ``leftovers``, a leftover left (skipped as still computing, say) is a failure like a target
+    that remains: ``check`` raises, ``KillResult.skipped`` names it.
     ``yes`` (the default here: a program cannot answer a prompt) confirms broad selectors. With
     ``check`` (the default) a target that remains raises GpucleanError carrying the KillResult.
     """

@@ -343,6 +343,9 @@ class KillResult:
     skipped: List[Skipped]
     still_held_by: List[str]  # what the selection still has: the problems' messages
     not_found: List[int]  # named PIDs gone (or, given as PID@START, another process now)
+    # With leftovers=True: the leftovers still there (skipped as still computing, say), which
+    # make the kill a failure; empty otherwise.
+    leftovers_left: List[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
 
     @property
@@ -359,7 +362,8 @@ class KillResult:
         skipped = [Skipped(s["pid"], s.get("reason", "")) for s in d.get("skipped") or []]
         return cls(d.get("verdict"), bool(d.get("dry_run")), targets, skipped,
                    [str(x) for x in d.get("still_held_by") or []],
-                   list(d.get("not_found") or []), d)
+                   list(d.get("not_found") or []),
+                   [str(x) for x in d.get("leftovers_left") or []], d)
 
 
 @dataclass(frozen=True)
