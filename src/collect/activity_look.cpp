@@ -58,14 +58,15 @@ void sleep_until_unix(double when) {
 }  // namespace
 
 bool settle_activity(Gatherer& gatherer, Gathered& gathered,
-                     std::map<diagnose::ProcessIdentity, diagnose::BusyLook> who) {
+                     const std::map<diagnose::ProcessIdentity, diagnose::BusyLook>& who) {
   if (who.empty() || !gathered.input.gpu_view || gathered.looked_at <= 0) return false;
   const double first = gathered.looked_at;
   std::set<Pid> waiting;
-  for (auto& [identity, look] : who) {
+  for (const auto& [identity, look] : who) {
     waiting.insert(identity.first);
-    look.time = first;
-    gathered.input.activity_history.busy_looks[identity] = look;
+    diagnose::BusyLook at_first = look;
+    at_first.time = first;
+    gathered.input.activity_history.busy_looks[identity] = at_first;
   }
   const double qualifies = first + diagnose::kSustainedAfterSeconds;
   const double deadline = first + diagnose::kSustainedWaitSeconds;

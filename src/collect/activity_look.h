@@ -19,7 +19,7 @@ namespace gpuclean::collect {
 // time spent. A look that gets no answer ends the wait (what was not seen again is not
 // sustained). Returns whether it looked again.
 bool settle_activity(Gatherer& gatherer, Gathered& gathered,
-                     std::map<diagnose::ProcessIdentity, diagnose::BusyLook> who);
+                     const std::map<diagnose::ProcessIdentity, diagnose::BusyLook>& who);
 
 // settle_activity for the leftovers status judges: the holders of its leftover problems whose
 // owner may live (an orphan and the members of its tree) that show a busy sample not known to
