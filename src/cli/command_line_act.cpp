@@ -45,8 +45,8 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
       ->option_text("ID")
       ->check(container_id_check());
   kill->add_flag("--leftovers", o.leftovers,
-                 "Holders classed orphan, heir, zombie-leader, stuck; not those NVML shows still "
-                 "computing");
+                 "Each dead job whole: orphan, heir, zombie-leader and stuck holders with their "
+                 "descendants; not an orphan's job still computing");
   kill->add_flag("--include-busy", o.include_busy,
                  "With --leftovers: take leftovers still computing on the GPU too")
       ->needs("--leftovers");
@@ -64,11 +64,14 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
   set_help_footer(
       *kill,
       {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
-       {"gpuclean kill --leftovers --yes", "every orphan, heir, zombie-led and stuck holder"},
+       {"gpuclean kill --leftovers --yes",
+        "every dead job: orphan, heir, zombie-led and stuck holders with their descendants"},
        {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
        {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
-      {"0  every target gone and its memory released, or nothing to kill",
-       "1  a target or its memory remains, or the plan was not confirmed",
+      {"0  every target gone and its memory released (--leftovers: no leftover left), or "
+       "nothing to kill",
+       "1  a target, its memory or a leftover remains, a PID that does not exist, or the plan "
+       "was not confirmed",
        "2  usage error: no selector, a protected PID, selecting by GPU without NVML",
        "3  NVML failed: the targets were signalled, their memory not verified"});
 }
