@@ -33,6 +33,7 @@
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
 #include "record/action_socket.h"
+#include "record/proc_events.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -430,6 +431,32 @@ int report_kill(const KillOptions& o, const KillReport& report, bool unverified,
   return exit_code;
 }
 
+// The kernel's process events while the teardown runs, where kill follows what its targets fork
+// (the tree) and may subscribe (root): a child a target forks and leaves behind — its parent
+// exited at once, and it left the process group with setsid — is still the target's, by the
+// fork the kernel reported (issue 47: a dead job is ended whole). nullptr where they cannot be
+// had; the teardown then follows lineage and process groups from /proc alone, as before.
+std::unique_ptr<record::ProcEvents> watch_forks(const std::vector<ProcessInfo>& planned,
+                                                bool follow_children) {
+  if (!follow_children || planned.empty()) return nullptr;
+  auto started = record::ProcEvents::start(kRealProc);
+  if (!started.ok()) return nullptr;
+  for (const ProcessInfo& target : planned) (*started)->know(target);
+  return std::move(started).value();
+}
+
+ops::PlannedMembers::ForkEvents fork_events(const record::ProcEvents* events) {
+  if (events == nullptr) return {};
+  // Bounded: a look waits at most this long for the forks reported before it.
+  constexpr std::chrono::milliseconds kCatchUp{100};
+  return {[events](Pid pid, std::uint64_t start) -> std::optional<ops::PlannedMembers::Forker> {
+            const auto parent = events->parent_of(pid, start);
+            if (!parent) return std::nullopt;
+            return ops::PlannedMembers::Forker{parent->pid, parent->start_ticks};
+          },
+          [events] { (void)events->catch_up(kCatchUp); }};
+}
+
 int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
            const ProcessTable& table, const diagnose::KillContext& context, LookBefore& before,
            const Io& io) {
@@ -444,8 +471,10 @@ int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,
   }
   std::set<ops::PlannedMembers::Identity> existing;
   for (const auto& [pid, info] : table) existing.insert({pid, info.start_ticks});
+  const auto events = watch_forks(planned, parsed.selectors.tree);
   const ops::PlannedMembers members(std::move(planned), std::move(existing), parsed.selectors.tree,
-                                    context.self, context.euid, context.privileged);
+                                    context.self, context.euid, context.privileged,
+                                    fork_events(events.get()));
   const ops::TeardownOptions& t = parsed.teardown;
   LiveLine live(io, ::isatty(STDERR_FILENO) != 0 && !o.common.json);
   request.started = std::chrono::steady_clock::now();

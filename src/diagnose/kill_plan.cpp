@@ -246,9 +246,10 @@ void choose_holders(Planning& p, const std::vector<Holder>& holders, KillPlan& p
     const bool as_leftover = !s.holders && is_leftover(h);
     if (!s.holders && !as_leftover) continue;
     const Pid pid = h.process.pid;
-    const std::set<Pid> below = as_leftover && p.table.count(pid) > 0 && p.recycled.count(pid) == 0
-                                    ? descendants(p.table, pid)
-                                    : std::set<Pid>{};
+    const std::set<Pid> below =
+        as_leftover && s.tree && p.table.count(pid) > 0 && p.recycled.count(pid) == 0
+            ? descendants(p.table, pid)
+            : std::set<Pid>{};
     const std::vector<const Holder*> tree = tree_holders(p, h, below);
     if (std::none_of(tree.begin(), tree.end(),
                      [&](const Holder* t) { return on_selected_gpu(*t, s.gpus); })) {

@@ -241,6 +241,7 @@ RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& s
 }
 
 std::vector<ProcessInfo> PlannedMembers::members(const procfs::ProcFs& proc) const {
+  if (follow_children_ && forks_.caught_up) forks_.caught_up();
   const ProcessTable table = procfs::read_process_table(proc);
   std::vector<ProcessInfo> out;
   std::set<Pid> alive;  // members now, for the newcomers' ancestry
@@ -287,16 +288,36 @@ std::vector<ProcessInfo> PlannedMembers::members(const procfs::ProcFs& proc) con
     if (chain.count(self_) > 0) continue;
     const bool known = adopted_.count({pid, info.start_ticks}) > 0;
     const bool descends = std::any_of(chain.begin(), chain.end(), is_member);
+    // The kernel saw a member fork it: its lineage whatever its parent and group are now.
+    const std::optional<Forker> forker =
+        forks_.forked_by ? forks_.forked_by(pid, info.start_ticks) : std::nullopt;
+    const bool forked_by_member = forker && is_member_identity(*forker);
     // The group ties a newcomer only once it lost its parent (re-parented to init): a child
     // forked by another process of a shared job (`a | b`, only `a` named) still has its parent.
     const auto parent = table.find(info.ppid);
     const bool orphaned = info.ppid == 1 || parent == table.end();
     const bool in_led_group = orphaned && led_groups.count(info.pgid) > 0;
-    if (!known && !descends && !in_led_group) continue;
+    if (!known && !descends && !in_led_group && !forked_by_member) continue;
     adopted_.insert({pid, info.start_ticks});
     out.push_back(info);
   }
   return out;
+}
+
+bool PlannedMembers::is_member_identity(const Forker& forker) const {
+  if (!forker.start_ticks) return false;  // a PID alone may be another process
+  const auto near = [&](std::uint64_t ticks) {
+    const std::uint64_t a = *forker.start_ticks;
+    return (a > ticks ? a - ticks : ticks - a) <= kForkerTicksTolerance;
+  };
+  for (const ProcessInfo& p : planned_) {
+    if (p.pid == forker.pid && near(p.start_ticks)) return true;
+  }
+  for (auto it = adopted_.lower_bound({forker.pid, 0});
+       it != adopted_.end() && it->pid == forker.pid; ++it) {
+    if (near(it->start_ticks)) return true;
+  }
+  return false;
 }
 
 }  // namespace gpuclean::ops

@@ -91,10 +91,12 @@ RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& s
 
 // kill's members: the planned processes (same PID and start time, still alive) and, when
 // `follow_children`, every process that did not exist at plan time and either descends from a
-// live member or is in a process group a planned member leads — forked after the plan (the
-// group catches a child whose parent exited at once, re-parenting it to init). A newcomer
-// once seen stays a member by identity. Newcomers are taken only where the plan could have
-// taken them: never gpuclean, never another user's process unless `privileged`.
+// live member, is in a process group a planned member leads, or was forked by a member as the
+// kernel's process events saw it (`forked_by`) — forked after the plan (the group and the
+// events catch a child whose parent exited at once, re-parenting it to init; the events also
+// one that left the group with setsid). A newcomer once seen stays a member by identity.
+// Newcomers are taken only where the plan could have taken them: never gpuclean, never another
+// user's process unless `privileged`.
 class PlannedMembers : public MemberSource {
  public:
   struct Identity {
@@ -104,17 +106,38 @@ class PlannedMembers : public MemberSource {
       return pid != other.pid ? pid < other.pid : start_ticks < other.start_ticks;
     }
   };
+  // Who forked a process (PID, start ticks), where the kernel's process events saw its fork:
+  // the forker's PID and, when known, its start ticks (from the event's clock: within
+  // kForkerTicksTolerance of /proc's). Unset or nullopt: unknown.
+  struct Forker {
+    Pid pid = 0;
+    std::optional<std::uint64_t> start_ticks;
+  };
+  using ForkedBy = std::function<std::optional<Forker>(Pid, std::uint64_t)>;
+  // Where forks are reported: `forked_by`, and `caught_up`, run before each look, which waits
+  // until the forks reported so far have been read (a parent that forks and exits within a
+  // millisecond of the look).
+  struct ForkEvents {
+    ForkedBy forked_by;
+    std::function<void()> caught_up;
+  };
+  static constexpr std::uint64_t kForkerTicksTolerance = 5;
+
   PlannedMembers(std::vector<ProcessInfo> planned, std::set<Identity> existing_at_plan,
-                 bool follow_children, Pid self, Uid euid, bool privileged)
+                 bool follow_children, Pid self, Uid euid, bool privileged, ForkEvents forks = {})
       : planned_(std::move(planned)),
         existing_(std::move(existing_at_plan)),
         follow_children_(follow_children),
         self_(self),
         euid_(euid),
-        privileged_(privileged) {}
+        privileged_(privileged),
+        forks_(std::move(forks)) {}
   [[nodiscard]] std::vector<ProcessInfo> members(const procfs::ProcFs& proc) const override;
 
  private:
+  // Whether FORKER is a planned member or an adopted newcomer, by identity (alive or not).
+  [[nodiscard]] bool is_member_identity(const Forker& forker) const;
+
   std::vector<ProcessInfo> planned_;
   // Newcomers met so far: lineage is learnt while their parent lives and kept after it dies.
   mutable std::set<Identity> adopted_;
@@ -123,6 +146,7 @@ class PlannedMembers : public MemberSource {
   Pid self_;
   Uid euid_;
   bool privileged_;
+  ForkEvents forks_;
 };
 
 }  // namespace gpuclean::ops

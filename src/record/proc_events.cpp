@@ -215,6 +215,26 @@ std::optional<SeenParent> ProcEvents::parent_of(Pid child, std::uint64_t start_t
   return lineage_.parent_of(child, start_ticks);
 }
 
+void ProcEvents::know(const ProcessInfo& process) {
+  std::lock_guard lock(mutex_);
+  if (!lineage_.has(process.pid)) {
+    lineage_.known(process.pid, process.start_ticks, process.cmdline);
+  }
+}
+
+bool ProcEvents::catch_up(std::chrono::milliseconds limit) const {
+  const pid_t probe = ::fork();
+  if (probe == 0) ::_exit(0);
+  if (probe < 0) return false;
+  ::waitpid(probe, nullptr, 0);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!saw_fork_of(probe)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 bool ProcEvents::saw_fork_of(Pid pid) const {
   std::lock_guard lock(mutex_);
   return std::find(recent_forks_.begin(), recent_forks_.end(), pid) != recent_forks_.end();

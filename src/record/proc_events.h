@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,14 @@ class ProcEvents {
   ~ProcEvents();
 
   [[nodiscard]] std::optional<SeenParent> parent_of(Pid child, std::uint64_t start_ticks) const;
+  // Takes in a process that started before the events (its start time from /proc), so that a
+  // child it forks is tied to it by identity even when it exits before the fork event is read
+  // (kill's targets: a server whose shutdown handler forks and exits at once).
+  void know(const ProcessInfo& process);
+  // Waits (at most LIMIT) until every fork the kernel reported before this call has been read:
+  // forks a child of its own that exits at once and waits for its event (the connector delivers
+  // events in order). False when that did not come in time.
+  bool catch_up(std::chrono::milliseconds limit) const;
 
   struct Counts {
     std::uint64_t events = 0;

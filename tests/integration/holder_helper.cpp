@@ -24,6 +24,11 @@
 //             workers that hold it and one helper that closes it (a tokenizer, say); reports
 //             "SERVER W1 … WN HELPER"; the server reaps them. A killed inference server's shape
 //             with its launcher gone: the tree `kill --leftovers` must end whole (issue 47)
+//   orphan-fork-on-term  a leftover whose shutdown handler starts a helper that escapes: double
+//             fork + setsid, open FILE; on SIGTERM fork a child that calls setsid() (a session
+//             and group of its own), ignores SIGTERM and keeps FILE (its PID in
+//             READY_FILE.child), then exit at once. Only the kernel's fork events tie the child
+//             to its parent afterwards (issue 47)
 //   chain N   open FILE; this process and N-1 more, each forked by the one before (a chain of
 //             N, the last at depth N-1), all holding FILE; each dies with its parent
 //             (PR_SET_PDEATHSIG(SIGKILL)), so killing the first ends the chain; reports
@@ -109,9 +114,11 @@ void on_usr1(int) {
 }
 
 // fork-on-term's handler: only async-signal-safe calls until the child's own code.
+bool g_child_escapes = false;
 void on_term_fork(int) {
   const pid_t child = ::fork();
   if (child == 0) {
+    if (g_child_escapes) ::setsid();
     ::signal(SIGTERM, SIG_IGN);
     ::alarm(kLifetimeSeconds);
     report((std::string(g_ready) + ".child").c_str(), self_pid());
@@ -284,6 +291,23 @@ int main(int argc, char** argv) {
     ::close(pid_pipe[1]);
     report(g_ready, pids);
     reap_forever();
+  }
+  if (mode == "orphan-fork-on-term") {
+    const pid_t first = ::fork();
+    if (first < 0) return 3;
+    if (first == 0) {
+      ::setsid();
+      const pid_t second = ::fork();
+      if (second != 0) _exit(0);
+      ::alarm(kLifetimeSeconds);
+      open_or_die(file);
+      g_child_escapes = true;
+      if (::signal(SIGTERM, on_term_fork) == SIG_ERR) _exit(3);
+      report(g_ready, self_pid());
+      wait_forever();
+    }
+    ::waitpid(first, nullptr, 0);
+    return 0;
   }
   if (mode == "orphan-tree") {
     const int workers = argc > 4 ? std::atoi(argv[4]) : 0;

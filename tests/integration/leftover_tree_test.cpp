@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <string>
 
 #include "fake_nvml_fixture.h"
@@ -88,6 +90,49 @@ TEST_F(LeftoverTreeTest, AnOrphanedServerWithWorkersOnTwoGpusIsOneProblemAndEnds
   EXPECT_FALSE(alive(helper));
   auto check = run("r580", s, {"check"});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+}
+
+// A leftover whose shutdown handler forks a helper that calls setsid() and exits at once: the
+// helper is in no target's process group and its parent is init by the time the teardown
+// looks. The kernel's fork event ties it to its parent: it is taken in the next round. On the
+// code before (79f91ce) it lived on holding the device. --no-tree is the negative control (no
+// newcomer followed: the test sees the escape), and an unrelated orphan is never taken.
+TEST_F(LeftoverTreeTest, AHelperForkedMidKillThatLeavesTheGroupIsTakenInTheNextRound) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the kernel's process events need root";
+  const std::string child_ready = ready_ + ".child";
+  const pid_t unrelated = start("daemon", other_).at(0);
+  const std::vector<std::string> args = {"kill", "--leftovers", "--yes", "--no-nvml", "--grace",
+                                         "1s",   "--wait",      "5s",    "--json"};
+
+  const pid_t lone = start("orphan-fork-on-term", held_).at(0);
+  std::vector<std::string> no_tree = args;
+  no_tree.emplace_back("--no-tree");
+  auto control = run("r580", scenario("used 0 0\n"), no_tree);
+  const auto escaped = wait_for_pids(child_ready);
+  ASSERT_EQ(escaped.size(), 1u) << control.out << control.err;
+  reaper_.adopt(escaped[0]);
+  EXPECT_TRUE(wait_gone(lone, 5s));
+  EXPECT_TRUE(alive(escaped[0])) << "the negative control did not leak";
+  ::kill(escaped[0], SIGKILL);
+  ASSERT_TRUE(wait_gone(escaped[0], 5s));
+  std::filesystem::remove(child_ready);
+
+  const pid_t server = start("orphan-fork-on-term", held_).at(0);
+  auto killed = run("r580", scenario("used 0 0\n"), args);
+  const auto helper = wait_for_pids(child_ready);
+  ASSERT_EQ(helper.size(), 1u) << killed.out << killed.err;
+  reaper_.adopt(helper[0]);
+  EXPECT_TRUE(wait_gone(server, 5s));
+  EXPECT_TRUE(wait_gone(helper[0], 5s)) << "the helper forked mid-kill lives on\n"
+                                        << killed.out << killed.err;
+  EXPECT_EQ(killed.exit_code, 0) << killed.out << killed.err;
+  const json doc = parse(killed);
+  bool followed = false;
+  for (const json& t : doc["targets"]) {
+    if (t["pid"] == helper[0]) followed = t["why"] == "forked after the plan";
+  }
+  EXPECT_TRUE(followed) << doc.dump(1);
+  EXPECT_TRUE(alive(unrelated)) << "an orphan that was never in a target's tree";
 }
 
 // One busy sample is a process's last kernel, not work (the H200's S6 failed on it); a zombie
