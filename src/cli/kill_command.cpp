@@ -445,16 +445,17 @@ std::unique_ptr<record::ProcEvents> watch_forks(const std::vector<ProcessInfo>& 
   return std::move(started).value();
 }
 
+// Bounded: a look waits at most this long for the forks reported before it.
+constexpr std::chrono::milliseconds kForksCatchUp{100};
+
 ops::PlannedMembers::ForkEvents fork_events(const record::ProcEvents* events) {
   if (events == nullptr) return {};
-  // Bounded: a look waits at most this long for the forks reported before it.
-  constexpr std::chrono::milliseconds kCatchUp{100};
   return {[events](Pid pid, std::uint64_t start) -> std::optional<ops::PlannedMembers::Forker> {
             const auto parent = events->parent_of(pid, start);
             if (!parent) return std::nullopt;
             return ops::PlannedMembers::Forker{parent->pid, parent->start_ticks};
           },
-          [events] { (void)events->catch_up(kCatchUp); }};
+          [events] { (void)events->catch_up(kForksCatchUp); }};
 }
 
 int act_on(const KillOptions& o, const Parsed& parsed, const KillPlan& plan,

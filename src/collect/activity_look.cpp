@@ -64,9 +64,8 @@ bool settle_activity(Gatherer& gatherer, Gathered& gathered,
   std::set<Pid> waiting;
   for (const auto& [identity, look] : who) {
     waiting.insert(identity.first);
-    diagnose::BusyLook at_first = look;
-    at_first.time = first;
-    gathered.input.activity_history.busy_looks[identity] = at_first;
+    (void)look;  // the time is this look's
+    gathered.input.activity_history.busy_looks[identity] = diagnose::BusyLook{first};
   }
   const double qualifies = first + diagnose::kSustainedAfterSeconds;
   const double deadline = first + diagnose::kSustainedWaitSeconds;

@@ -12,7 +12,7 @@
 namespace gpuclean::collect {
 
 // Looks at the GPUs again (Gatherer::query_gpu_view: NVML, no /proc scan) until each of WHO
-// (with its figures in GATHERED's look) has shown a busy sample taken kSustainedAfterSeconds
+// has shown a busy sample taken kSustainedAfterSeconds
 // after that look, or kSustainedWaitSeconds passed since it; each GPU's newer samples go into
 // GATHERED's view and the first look into its busy_looks for WHO, to be diagnosed again
 // (diagnose::assign_activity judges them). WHO empty, or no GPU view: nothing is asked, no

@@ -33,7 +33,7 @@ void ActivityTracker::observe(const std::vector<Holder>& holders, double now) {
       if (auto before = busy_.find(identity); before != busy_.end()) {
         looks = std::move(before->second);
       }
-      looks.push_back({now, h.activity->sm, h.activity->mem});
+      looks.push_back({now});
       if (looks.size() > kBusyLooksKept) looks.pop_front();
       continue;
     }

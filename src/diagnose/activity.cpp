@@ -52,15 +52,6 @@ std::string percent_text(const HolderActivity& a) {
   return "SM " + std::to_string(a.sm) + "%, memory " + std::to_string(a.mem) + "%";
 }
 
-// Whether figures taken after LOOK have fallen below kWindingDownRatio of LOOK's: judged on
-// SM where the look saw SM busy, else on the memory figure.
-bool winding_down(const BusyLook& look, const HolderActivity& now) {
-  const bool by_sm = look.sm > 0;
-  const double before = by_sm ? look.sm : look.mem;
-  const double after = by_sm ? now.sm : now.mem;
-  return after < before * kWindingDownRatio;
-}
-
 }  // namespace
 
 void assign_activity(const GpuView& view, const ActivityHistory& history,
@@ -77,8 +68,7 @@ void assign_activity(const GpuView& view, const ActivityHistory& history,
     if (h.activity->busy()) {
       const auto look = history.busy_looks.find(identity);
       h.activity->sustained = look != history.busy_looks.end() && seen->newest_busy > 0 &&
-                              seen->newest_busy >= look->second.time + kSustainedAfterSeconds &&
-                              !winding_down(look->second, *h.activity);
+                              seen->newest_busy >= look->second.time + kSustainedAfterSeconds;
       continue;
     }
     if (auto idle = history.idle_seconds.find(identity); idle != history.idle_seconds.end()) {
@@ -125,7 +115,7 @@ std::map<ProcessIdentity, BusyLook> unsettled(const std::vector<const Holder*>& 
   std::map<ProcessIdentity, BusyLook> out;
   for (const Holder* h : holders) {
     if (h->activity && h->activity->busy() && !h->activity->sustained) {
-      out[{h->process.pid, h->process.start_ticks}] = {0, h->activity->sm, h->activity->mem};
+      out[{h->process.pid, h->process.start_ticks}] = BusyLook{};
     }
   }
   return out;

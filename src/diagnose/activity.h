@@ -4,13 +4,15 @@
 //
 // The rule for "still computing" (docs/reference.md "Busy or idle"). The driver's figure for a
 // process is a smoothed average (docs/facts.md, H100 2026-12-06): a process's last short kernel
-// leaves one sample that stays for seconds, and one that stops after a busy stretch leaves
-// samples whose SM figure decays (86% to 50% in 4 s). A busy sample seen once is therefore not
-// work in progress. A process's activity is *sustained* when a look at time T saw it busy and a
-// busy sample of it was taken at least kSustainedAfterSeconds after T whose figure has not
-// fallen below kWindingDownRatio of the figure at T (a decay is work that has ended). One-shot
-// commands look again for it (collect/activity_look.h); top tracks it across its refreshes
-// (collect/activity_tracker.h).
+// leaves one sample that stays for seconds. A busy sample seen once is therefore not work in
+// progress. A process's activity is *sustained* when a look at time T saw it busy and a busy
+// sample of it was taken at least kSustainedAfterSeconds after T. One-shot commands look again
+// for it (collect/activity_look.h); top tracks it across its refreshes
+// (collect/activity_tracker.h). A falling figure is no evidence either way: one that stops
+// after a long busy stretch may go on being sampled, decaying, for seconds, but a process at
+// work also falls when another one shares the GPU (the H100 saw 83% → 71% in 1.4 s of a loop
+// that never stopped) — so such a process counts as computing, and --leftovers leaves it: the
+// safe side (a look a few seconds later, or --include-busy, takes it).
 #pragma once
 
 #include <cstdint>
@@ -36,16 +38,10 @@ inline constexpr double kSustainedAfterSeconds = 1.2;
 // How long a one-shot command looks for such a sample at most, from its first look: a period
 // of 1 s after kSustainedAfterSeconds, and the driver's delay in publishing it.
 inline constexpr double kSustainedWaitSeconds = 2.6;
-// A later figure below this share of the earlier one is a decay: the smoothed average of a
-// process whose kernels have stopped (4-5% a tenth of a second on the H100; steady work stays
-// within a point or two).
-inline constexpr double kWindingDownRatio = 0.9;
 
-// A look that saw a process busy: when (Unix seconds), and its figures then.
+// A look that saw a process busy: when (Unix seconds).
 struct BusyLook {
   double time = 0;
-  unsigned sm = 0;
-  unsigned mem = 0;
 };
 
 // What decides activity beyond the samples: where something watched the holders.
@@ -84,8 +80,8 @@ std::string activity_note(const Holder& holder);
 std::optional<std::string> busy_reason(const Holder& holder);
 
 // The holders whose newest sample is busy but not (yet) known to be sustained, among
-// `holders`, with their figures (BusyLook::time is the caller's: when it looked): who a
-// one-shot command must look at again before it judges them.
+// `holders` (BusyLook::time is the caller's: when it looked): who a one-shot command must look
+// at again before it judges them.
 std::map<ProcessIdentity, BusyLook> unsettled(const std::vector<const Holder*>& holders);
 
 }  // namespace gpuclean::diagnose

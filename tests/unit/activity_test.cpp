@@ -83,7 +83,7 @@ std::uint64_t at(double after) {
 
 TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSawItBusy) {
   std::vector<Holder> holders = {holder(10, {{0, 1}})};
-  const diagnose::ActivityHistory seen_busy_at_look{.busy_looks = {{{10, 77}, {kLook, 60, 4}}}};
+  const diagnose::ActivityHistory seen_busy_at_look{.busy_looks = {{{10, 77}, {kLook}}}};
   auto judge = [&](std::uint64_t when, const diagnose::ActivityHistory& history, unsigned sm = 60) {
     const GpuActivity sample{"x", {{10, sm, 4, when}}};
     diagnose::assign_activity(view_with(sample, std::nullopt), history, holders);
@@ -96,17 +96,16 @@ TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSaw
   // look (taken less than kSustainedAfterSeconds after it), is not work in progress...
   EXPECT_FALSE(judge(at(-0.4), seen_busy_at_look).computing());
   EXPECT_FALSE(judge(at(0.9), seen_busy_at_look).computing());
-  // ... one taken a period after the look is, at the same figure or higher...
+  // ... one taken a period after the look is, whatever its figure: a falling one may be a
+  // share lost to another process as well as work that ended (docs/facts.md), and the safe
+  // side is to leave it.
   EXPECT_TRUE(judge(at(diagnose::kSustainedAfterSeconds), seen_busy_at_look).computing());
-  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 55).computing());
+  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 30).computing());
   EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 90).computing());
-  // ... but not a decay: the driver's smoothed figure of a process whose kernels stopped
-  // (86% to 72% in a second on the H100, docs/facts.md).
-  EXPECT_FALSE(judge(at(2.0), seen_busy_at_look, 50).computing());
   // Without a time stamp nothing can be sustained.
   EXPECT_FALSE(judge(0, seen_busy_at_look).computing());
   // Another process's history is not this one's.
-  EXPECT_FALSE(judge(at(2.0), {.busy_looks = {{{10, 78}, {kLook, 60, 4}}}}).computing());
+  EXPECT_FALSE(judge(at(2.0), {.busy_looks = {{{10, 78}, {kLook}}}}).computing());
 }
 
 TEST(HolderActivity, WordsForProblemsAndKillPlans) {
@@ -152,7 +151,7 @@ TEST(ActivityTracker, CountsIdleFromTheFirstIdleLookAndKeepsTheLooksOfABusyStret
   // The look compared with is the newest one at least kSustainedAfterSeconds old.
   EXPECT_TRUE(tracker.history(171).busy_looks.empty()) << "no look old enough yet";
   EXPECT_EQ(tracker.history(172).busy_looks.at({10, 77}).time, 170.0);
-  EXPECT_EQ(tracker.history(172.5).busy_looks.at({10, 77}).sm, 30u);
+  EXPECT_EQ(tracker.history(172.5).busy_looks.at({10, 77}).time, 171.0);
   look[0].activity->sm = 0;
   tracker.observe(look, 180);
   EXPECT_EQ(tracker.history(181).idle_seconds.at({10, 77}), 1.0);

@@ -486,7 +486,7 @@ TEST(DiagnoseTree, ADeadJobWhoseWorkerStillComputesSaysSo) {
   ASSERT_EQ(once.problems.size(), 1u);
   EXPECT_FALSE(once.problems[0].computing) << once.problems[0].message;
   EXPECT_EQ(once.problems[0].fix, "gpuclean kill 100");
-  in.activity_history.busy_looks[{101, worker.process.start_ticks}] = {1'800'000'000.0, 85, 5};
+  in.activity_history.busy_looks[{101, worker.process.start_ticks}] = {1'800'000'000.0};
   auto sustained = diagnose(in, {});
   ASSERT_EQ(sustained.problems.size(), 1u);
   EXPECT_TRUE(sustained.problems[0].computing);
