@@ -1070,6 +1070,15 @@ scenario_busy_leftovers() {
   wait_nvml "$leader" "$mib" "spinning zombie leader" || return
   wait_nvml "$orphan" "$mib" "spinning orphan" || return
   sleep 2  # both well into their spinning
+  gc status --json >"$work/busy.status.json" 2>/dev/null
+  keep "$work/busy.status.json"
+  "$PY" -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+for h in d["holders"]:
+    print("  pid %s %s activity %s" % (h["pid"], h["class"], h.get("activity")))
+for p in d["problems"]:
+    print("  problem pid %s computing %s: %s" % (p.get("pid"), p.get("computing"), p["message"]))' \
+    "$work/busy.status.json" 2>&1
   timeout 60 "$GPUCLEAN" kill --leftovers --yes --json --grace 2s >"$out" 2>"$work/busy.kill.err"
   rc=$?
   keep "$out"
