@@ -68,7 +68,8 @@ void assign_activity(const GpuView& view, const ActivityHistory& history,
     if (h.activity->busy()) {
       const auto look = history.busy_looks.find(identity);
       h.activity->sustained = look != history.busy_looks.end() && seen->newest_busy > 0 &&
-                              seen->newest_busy >= look->second.time + kSustainedAfterSeconds;
+                              seen->newest_busy >= look->second.time + kSustainedAfterSeconds &&
+                              std::max(h.activity->sm, h.activity->mem) >= kComputingFloorPercent;
       continue;
     }
     if (auto idle = history.idle_seconds.find(identity); idle != history.idle_seconds.end()) {
@@ -92,7 +93,8 @@ std::string activity_note(const Holder& holder) {
   }
   if (a.computing()) return "; still computing (" + percent_text(a) + ")";
   if (a.busy()) {
-    return "; no sustained GPU activity (one sample, " + percent_text(a) + ": its last kernel)";
+    return "; no sustained GPU activity (" + percent_text(a) +
+           ": what a last kernel leaves in the driver's figures)";
   }
   if (a.idle_s) {
     const auto ms = std::chrono::milliseconds(static_cast<long long>(*a.idle_s * 1000));

@@ -6,7 +6,10 @@
 // process is a smoothed average (docs/facts.md, H100 2026-12-06): a process's last short kernel
 // leaves one sample that stays for seconds. A busy sample seen once is therefore not work in
 // progress. A process's activity is *sustained* when a look at time T saw it busy and a busy
-// sample of it was taken at least kSustainedAfterSeconds after T. One-shot commands look again
+// sample of it was taken at least kSustainedAfterSeconds after T, at kComputingFloorPercent or
+// more: the driver goes on sampling a process whose kernels ended, its figure decaying, and a
+// last kernel's few percent can stay that way for seconds (the H100 in S6: a worker idle since
+// its memset showed a new 1% sample 1.5 s later). One-shot commands look again
 // for it (collect/activity_look.h); top tracks it across its refreshes
 // (collect/activity_tracker.h). A falling figure is no evidence either way: one that stops
 // after a long busy stretch may go on being sampled, decaying, for seconds, but a process at
@@ -35,6 +38,10 @@ using ProcessIdentity = std::pair<Pid, std::uint64_t>;
 // about 1 s reported on the H200: docs/facts.md), so that the sample's period lies after the
 // look.
 inline constexpr double kSustainedAfterSeconds = 1.2;
+// The least SM or memory figure that is work in progress: below it, what a process's last
+// kernels leave in the driver's smoothed figure (1–6% seen on the H100 and H200 after a
+// worker's allocation); a process at work showed 19–79% even sharing the GPU with another.
+inline constexpr unsigned kComputingFloorPercent = 10;
 // How long a one-shot command looks for such a sample at most, from its first look: a period
 // of 1 s after kSustainedAfterSeconds, and the driver's delay in publishing it.
 inline constexpr double kSustainedWaitSeconds = 2.6;
@@ -68,7 +75,8 @@ bool owner_gone(const Holder& holder);
 
 // What a leftover's problem adds for its activity:
 // - an orphan computing (sustained): "; still computing (SM 87%, memory 5%)";
-// - busy in one sample only: "; no sustained GPU activity (one sample, SM 6%: its last kernel)";
+// - busy, not sustained: "; no sustained GPU activity (SM 6%, memory 0%: what a last kernel
+//   leaves in the driver's figures)";
 // - a zombie leader or heir busy: "; its threads still run kernels (SM 99%): a rank waiting on a
 //   dead peer spins like this, with its owner gone";
 // - idle: "; idle leftover: no GPU activity for 5 min" (or "in NVML's latest samples");

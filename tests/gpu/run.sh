@@ -644,6 +644,8 @@ cleanup_scenario() {  # ID
 }
 
 run_scenario() {  # ID TITLE FUNCTION
+  # GPU_TEST_ONLY="id id …": only these scenarios (a failure looked at again, alone).
+  if [[ -n ${GPU_TEST_ONLY:-} && " $GPU_TEST_ONLY " != *" $1 "* ]]; then return 0; fi
   echo
   echo "=== $1: $2  ($(date -u +%T), ${SECONDS}s into the run)"
   scenario_pids=()
@@ -1079,8 +1081,10 @@ for h in d["holders"]:
 for p in d["problems"]:
     print("  problem pid %s computing %s: %s" % (p.get("pid"), p.get("computing"), p["message"]))' \
     "$work/busy.status.json" 2>&1
+  local t0=$(now_us)
   timeout 60 "$GPUCLEAN" kill --leftovers --yes --json --grace 2s >"$out" 2>"$work/busy.kill.err"
   rc=$?
+  echo "  kill --leftovers took $((($(now_us) - t0) / 1000)) ms"
   keep "$out"
   indent <"$work/busy.kill.err"
   expect "busy: kill --leftovers exits 1: a leftover is left (got $rc)" test "$rc" -eq 1

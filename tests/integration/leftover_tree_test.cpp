@@ -151,13 +151,12 @@ TEST_F(LeftoverTreeTest, OneSampleIsNoExcuseAndOnlySustainedActivityIsSkipped) {
       pid_line(winding_down, 4 * kGiB) + pid_line(spinning_leader, 4 * kGiB) + "activity_at 0 " +
       std::to_string(last_kernel) + " 3 0 " + unix_ms_ago(500ms) + "\n" + "activity 0 " +
       std::to_string(computing) + " 90 6 100\n" + "activity_decay 0 " +
-      std::to_string(winding_down) + " 80 5 1000 " + unix_ms_ago(300ms) + "\n" + "activity 0 " +
+      std::to_string(winding_down) + " 80 5 20000 " + unix_ms_ago(300ms) + "\n" + "activity 0 " +
       std::to_string(spinning_leader) + " 99 0 100\n");
 
   // status says which is which, and one command for the three leftovers it would end.
   auto text = run("r580", s, {"status"});
-  EXPECT_NE(text.out.find("no sustained GPU activity (one sample, SM 3%"), std::string::npos)
-      << text.out;
+  EXPECT_NE(text.out.find("no sustained GPU activity (SM 3%"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("still computing (SM 90%"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("its threads still run kernels (SM 99%"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("all leftovers: gpuclean kill --leftovers --yes"), std::string::npos)

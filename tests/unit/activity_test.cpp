@@ -102,6 +102,11 @@ TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSaw
   EXPECT_TRUE(judge(at(diagnose::kSustainedAfterSeconds), seen_busy_at_look).computing());
   EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 30).computing());
   EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, 90).computing());
+  // ... but not a few percent: the driver went on sampling a worker idle since its memset at
+  // 1% (the H100's S6, docs/facts.md).
+  EXPECT_FALSE(judge(at(2.0), seen_busy_at_look, 1).computing());
+  EXPECT_FALSE(judge(at(2.0), seen_busy_at_look, diagnose::kComputingFloorPercent - 1).computing());
+  EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, diagnose::kComputingFloorPercent).computing());
   // Without a time stamp nothing can be sustained.
   EXPECT_FALSE(judge(0, seen_busy_at_look).computing());
   // Another process's history is not this one's.
@@ -120,7 +125,8 @@ TEST(HolderActivity, WordsForProblemsAndKillPlans) {
   // One busy sample: its last kernel, said so, and no reason to leave it.
   h.activity = HolderActivity{6, 0, std::nullopt, false};
   EXPECT_EQ(diagnose::activity_note(h),
-            "; no sustained GPU activity (one sample, SM 6%, memory 0%: its last kernel)");
+            "; no sustained GPU activity (SM 6%, memory 0%: what a last kernel leaves in the "
+            "driver's figures)");
   EXPECT_FALSE(diagnose::busy_reason(h));
   h.activity = HolderActivity{0, 0, 330.0};
   EXPECT_EQ(diagnose::activity_note(h), "; idle leftover: no GPU activity for 5 min 30 s");
