@@ -35,19 +35,17 @@ void merge_samples(const GpuView& later, GpuView& view) {
   }
 }
 
-// The PIDs among PIDS with a busy sample in VIEW taken at or after AFTER (Unix seconds).
-std::set<Pid> busy_after(const GpuView& view, const std::set<Pid>& pids, double after) {
-  std::set<Pid> out;
+// Raises PEAK (by PID, for the PIDs it has) to the figures of VIEW's samples taken at or after
+// AFTER (Unix seconds).
+void raise_peaks(const GpuView& view, double after, std::map<Pid, unsigned>& peak) {
   for (const Gpu& gpu : view.gpus) {
     if (!gpu.activity) continue;
     for (const ProcessSample& s : gpu.activity->samples) {
-      const bool busy = s.sm > 0 || s.mem > 0;
-      if (busy && pids.count(s.pid) > 0 && static_cast<double>(s.time_us) / 1e6 >= after) {
-        out.insert(s.pid);
-      }
+      auto it = peak.find(s.pid);
+      if (it == peak.end() || static_cast<double>(s.time_us) / 1e6 < after) continue;
+      it->second = std::max({it->second, s.sm, s.mem});
     }
   }
-  return out;
 }
 
 void sleep_until_unix(double when) {
@@ -61,22 +59,27 @@ bool settle_activity(Gatherer& gatherer, Gathered& gathered,
                      const std::map<diagnose::ProcessIdentity, diagnose::BusyLook>& who) {
   if (who.empty() || !gathered.input.gpu_view || gathered.looked_at <= 0) return false;
   const double first = gathered.looked_at;
-  std::set<Pid> waiting;
-  for (const auto& [identity, look] : who) {
-    waiting.insert(identity.first);
-    (void)look;  // the time is this look's
-    gathered.input.activity_history.busy_looks[identity] = diagnose::BusyLook{first};
-  }
+  std::map<Pid, unsigned> peak;  // each one's highest figure a period after the first look
+  for (const auto& entry : who) peak[entry.first.first] = 0;
+  const auto settled = [&peak] {
+    return std::all_of(peak.begin(), peak.end(),
+                       [](const auto& p) { return p.second >= diagnose::kComputingFloorPercent; });
+  };
   const double qualifies = first + diagnose::kSustainedAfterSeconds;
   const double deadline = first + diagnose::kSustainedWaitSeconds;
-  // No sample can qualify before `qualifies`: the first look again just after it.
-  for (double next = qualifies + 0.1; !waiting.empty(); next += kPollSeconds) {
+  // No sample can qualify before `qualifies`: the first look again just after it. A process
+  // at work is known at its first sample over the floor; one that is not waits out the window.
+  for (double next = qualifies + 0.1; !settled(); next += kPollSeconds) {
     sleep_until_unix(std::min(next, deadline));
     const std::optional<GpuView> later = gatherer.query_gpu_view();
     if (!later) break;
     merge_samples(*later, *gathered.input.gpu_view);
-    for (Pid pid : busy_after(*later, waiting, qualifies)) waiting.erase(pid);
+    raise_peaks(*later, qualifies, peak);
     if (next >= deadline) break;
+  }
+  for (const auto& entry : who) {
+    gathered.input.activity_history.busy_looks[entry.first] =
+        diagnose::BusyLook{first, peak[entry.first.first]};
   }
   return true;
 }

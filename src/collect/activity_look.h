@@ -12,12 +12,12 @@
 namespace gpuclean::collect {
 
 // Looks at the GPUs again (Gatherer::query_gpu_view: NVML, no /proc scan) until each of WHO
-// has shown a busy sample taken kSustainedAfterSeconds
-// after that look, or kSustainedWaitSeconds passed since it; each GPU's newer samples go into
-// GATHERED's view and the first look into its busy_looks for WHO, to be diagnosed again
-// (diagnose::assign_activity judges them). WHO empty, or no GPU view: nothing is asked, no
-// time spent. A look that gets no answer ends the wait (what was not seen again is not
-// sustained). Returns whether it looked again.
+// has shown a sample taken kSustainedAfterSeconds after GATHERED's look at
+// kComputingFloorPercent or more, or kSustainedWaitSeconds passed since it; each GPU's newer
+// samples go into GATHERED's view and the first look, with the highest figure seen after it,
+// into its busy_looks for WHO, to be diagnosed again (diagnose::assign_activity judges them). WHO
+// empty, or no GPU view: nothing is asked, no time spent. A look that gets no answer ends the wait
+// (what was not seen again is not sustained). Returns whether it looked again.
 bool settle_activity(Gatherer& gatherer, Gathered& gathered,
                      const std::map<diagnose::ProcessIdentity, diagnose::BusyLook>& who);
 

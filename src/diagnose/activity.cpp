@@ -67,9 +67,13 @@ void assign_activity(const GpuView& view, const ActivityHistory& history,
     const ProcessIdentity identity{h.process.pid, h.process.start_ticks};
     if (h.activity->busy()) {
       const auto look = history.busy_looks.find(identity);
-      h.activity->sustained = look != history.busy_looks.end() && seen->newest_busy > 0 &&
-                              seen->newest_busy >= look->second.time + kSustainedAfterSeconds &&
-                              std::max(h.activity->sm, h.activity->mem) >= kComputingFloorPercent;
+      const bool newest_qualifies =
+          look != history.busy_looks.end() && seen->newest_busy > 0 &&
+          seen->newest_busy >= look->second.time + kSustainedAfterSeconds &&
+          std::max(h.activity->sm, h.activity->mem) >= kComputingFloorPercent;
+      h.activity->sustained =
+          newest_qualifies ||
+          (look != history.busy_looks.end() && look->second.peak_after >= kComputingFloorPercent);
       continue;
     }
     if (auto idle = history.idle_seconds.find(identity); idle != history.idle_seconds.end()) {

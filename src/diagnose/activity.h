@@ -46,9 +46,14 @@ inline constexpr unsigned kComputingFloorPercent = 10;
 // of 1 s after kSustainedAfterSeconds, and the driver's delay in publishing it.
 inline constexpr double kSustainedWaitSeconds = 2.6;
 
-// A look that saw a process busy: when (Unix seconds).
+// A look that saw a process busy: when (Unix seconds), and what looking again found.
 struct BusyLook {
   double time = 0;
+  // The highest SM or memory figure among its samples taken kSustainedAfterSeconds or more
+  // after `time`, where someone looked again for them (collect/activity_look.h): a process
+  // sharing the GPU swings between 9% and 79% from sample to sample (the H100), so the newest
+  // sample alone may sit under the floor while the process works.
+  unsigned peak_after = 0;
 };
 
 // What decides activity beyond the samples: where something watched the holders.

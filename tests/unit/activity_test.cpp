@@ -107,6 +107,13 @@ TEST(HolderActivity, SustainedOnlyWithABusySampleTakenAPeriodAfterTheLookThatSaw
   EXPECT_FALSE(judge(at(2.0), seen_busy_at_look, 1).computing());
   EXPECT_FALSE(judge(at(2.0), seen_busy_at_look, diagnose::kComputingFloorPercent - 1).computing());
   EXPECT_TRUE(judge(at(2.0), seen_busy_at_look, diagnose::kComputingFloorPercent).computing());
+  // A process sharing the GPU swings from sample to sample (9-79% on the H100): a second look
+  // that saw it over the floor a period after the first keeps it computing whatever its newest
+  // sample says.
+  const diagnose::ActivityHistory seen_again_at_40{.busy_looks = {{{10, 77}, {kLook, 40}}}};
+  EXPECT_TRUE(judge(at(2.0), seen_again_at_40, 5).computing());
+  const diagnose::ActivityHistory seen_again_at_5{.busy_looks = {{{10, 77}, {kLook, 5}}}};
+  EXPECT_FALSE(judge(at(2.0), seen_again_at_5, 5).computing());
   // Without a time stamp nothing can be sustained.
   EXPECT_FALSE(judge(0, seen_busy_at_look).computing());
   // Another process's history is not this one's.
