@@ -12,6 +12,27 @@
 
 namespace gpuclean::cli {
 
+namespace {
+
+// kill's examples and exit codes, under its options.
+void set_kill_help_footer(CLI::App& kill) {
+  set_help_footer(
+      kill,
+      {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
+       {"gpuclean kill --leftovers --yes",
+        "every dead job: orphan, heir, zombie-led and stuck holders with their descendants"},
+       {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
+       {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
+      {"0  every target gone and its memory released (--leftovers: no leftover left), or "
+       "nothing to kill",
+       "1  a target, its memory or a leftover remains, a PID that does not exist, or the plan "
+       "was not confirmed",
+       "2  usage error: no selector, a protected PID, selecting by GPU without NVML",
+       "3  NVML failed: the targets were signalled, their memory not verified"});
+}
+
+}  // namespace
+
 void add_kill_command(CLI::App& app, KillOptions& o) {
   CLI::App* kill = app.add_subcommand(
       "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
@@ -61,19 +82,7 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
   kill->add_flag("--no-kill9", o.no_kill9, "Never escalate to SIGKILL");
   kill->add_option("--wait", o.wait, "How long to wait for the exits and the memory (default: 30s)")
       ->option_text("DURATION");
-  set_help_footer(
-      *kill,
-      {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
-       {"gpuclean kill --leftovers --yes",
-        "every dead job: orphan, heir, zombie-led and stuck holders with their descendants"},
-       {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
-       {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
-      {"0  every target gone and its memory released (--leftovers: no leftover left), or "
-       "nothing to kill",
-       "1  a target, its memory or a leftover remains, a PID that does not exist, or the plan "
-       "was not confirmed",
-       "2  usage error: no selector, a protected PID, selecting by GPU without NVML",
-       "3  NVML failed: the targets were signalled, their memory not verified"});
+  set_kill_help_footer(*kill);
 }
 
 void add_run_command(CLI::App& app, RunOptions& o) {
