@@ -19,14 +19,8 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--gpuclean PATH] [--baseline PATH] [--runs N]" >&2; exit 2 ;;
   esac
 done
-ms() { # wall milliseconds of one run of "$@" (output discarded)
-  local start end
-  start=$EPOCHREALTIME
-  "$@" >/dev/null 2>&1 || true
-  end=$EPOCHREALTIME
-  python3 -c "print(($end - $start) * 1000)"
-}
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+# shellcheck source=bench/timing.sh
+source "$(dirname "$0")/timing.sh"
 commands=(
   "nvidia-smi --query-gpu=memory.used --format=csv"
   "$gpuclean status"
@@ -39,20 +33,12 @@ commands=(
 if [ -n "$baseline" ]; then
   commands+=("$baseline status" "$baseline --version")
 fi
-for c in "${commands[@]}"; do $c >/dev/null 2>&1 || true; done
-declare -A times
-for _ in $(seq "$runs"); do
-  for i in "${!commands[@]}"; do
-    # shellcheck disable=SC2086  # each entry is a command line
-    times[$i]+="$(ms ${commands[$i]}) "
-  done
-done
+time_interleaved "$runs" "${commands[@]}"
 echo "status_parts $(date -u +%FT%TZ) kernel $(uname -r) nproc $(nproc) runs $runs"
 nvidia-smi --query-gpu=name,driver_version,persistence_mode,memory.used --format=csv,noheader
 base=
 for i in "${!commands[@]}"; do
-  # shellcheck disable=SC2086
-  m=$(printf '%s\n' ${times[$i]} | median)
+  m=${MEDIANS[$i]}
   [ -z "$base" ] && base=$m
   label=${commands[$i]#"$gpuclean" }
   [ -n "$baseline" ] && label=${label/#"$baseline"/baseline}

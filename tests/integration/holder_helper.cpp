@@ -151,6 +151,22 @@ void on_term_fork(int) {
   wait_forever();
 }
 
+// Double fork + setsid: true in the grandchild, whose launcher is gone (re-parented to init, a
+// session and group of its own, its lifetime armed); false in this process once the first
+// child has exited, for it to return 0. Exits 3 when a fork fails.
+bool become_orphan() {
+  const pid_t first = ::fork();
+  if (first < 0) ::exit(3);
+  if (first == 0) {
+    ::setsid();
+    if (::fork() != 0) _exit(0);
+    ::alarm(kLifetimeSeconds);
+    return true;
+  }
+  ::waitpid(first, nullptr, 0);
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -219,19 +235,10 @@ int main(int argc, char** argv) {
     wait_forever();  // never calls wait(): the child stays a zombie after it exits
   }
   if (mode == "daemon") {
-    const pid_t first = ::fork();
-    if (first < 0) return 3;
-    if (first == 0) {
-      ::setsid();
-      const pid_t second = ::fork();
-      if (second != 0) _exit(0);
-      ::alarm(kLifetimeSeconds);
-      open_or_die(file);
-      report(g_ready, self_pid());
-      wait_forever();
-    }
-    ::waitpid(first, nullptr, 0);
-    return 0;
+    if (!become_orphan()) return 0;
+    open_or_die(file);
+    report(g_ready, self_pid());
+    wait_forever();
   }
   if (mode == "map") {
     const int fd = open_or_die(file);
@@ -293,56 +300,38 @@ int main(int argc, char** argv) {
     reap_forever();
   }
   if (mode == "orphan-fork-on-term") {
-    const pid_t first = ::fork();
-    if (first < 0) return 3;
-    if (first == 0) {
-      ::setsid();
-      const pid_t second = ::fork();
-      if (second != 0) _exit(0);
-      ::alarm(kLifetimeSeconds);
-      open_or_die(file);
-      g_child_escapes = true;
-      if (::signal(SIGTERM, on_term_fork) == SIG_ERR) _exit(3);
-      report(g_ready, self_pid());
-      wait_forever();
-    }
-    ::waitpid(first, nullptr, 0);
-    return 0;
+    if (!become_orphan()) return 0;
+    open_or_die(file);
+    g_child_escapes = true;
+    if (::signal(SIGTERM, on_term_fork) == SIG_ERR) _exit(3);
+    report(g_ready, self_pid());
+    wait_forever();
   }
   if (mode == "orphan-tree") {
     const int workers = argc > 4 ? std::atoi(argv[4]) : 0;
     if (workers < 1) return 2;
-    const pid_t first = ::fork();
-    if (first < 0) return 3;
-    if (first == 0) {
-      ::setsid();
-      const pid_t second = ::fork();
-      if (second != 0) _exit(0);
-      ::alarm(kLifetimeSeconds);
-      const int fd = open_or_die(file);  // O_CLOEXEC, but fork keeps it
-      int pid_pipe[2];
-      if (::pipe(pid_pipe) != 0) _exit(3);
-      std::string pids = self_pid();
-      for (int i = 0; i <= workers; ++i) {
-        const pid_t child = ::fork();
-        if (child < 0) _exit(3);  // the children forked so far end with their own alarms
-        if (child == 0) {
-          ::alarm(kLifetimeSeconds);
-          if (i == workers) ::close(fd);  // the helper holds nothing
-          ::close(pid_pipe[0]);
-          write_pid(pid_pipe[1]);
-          ::close(pid_pipe[1]);
-          wait_forever();
-        }
-        pids += " " + read_pid(pid_pipe[0]);
+    if (!become_orphan()) return 0;
+    const int fd = open_or_die(file);  // O_CLOEXEC, but fork keeps it
+    int pid_pipe[2];
+    if (::pipe(pid_pipe) != 0) _exit(3);
+    std::string pids = self_pid();
+    for (int i = 0; i <= workers; ++i) {
+      const pid_t child = ::fork();
+      if (child < 0) _exit(3);  // the children forked so far end with their own alarms
+      if (child == 0) {
+        ::alarm(kLifetimeSeconds);
+        if (i == workers) ::close(fd);  // the helper holds nothing
+        ::close(pid_pipe[0]);
+        write_pid(pid_pipe[1]);
+        ::close(pid_pipe[1]);
+        wait_forever();
       }
-      ::close(pid_pipe[0]);
-      ::close(pid_pipe[1]);
-      report(g_ready, pids);
-      reap_forever();
+      pids += " " + read_pid(pid_pipe[0]);
     }
-    ::waitpid(first, nullptr, 0);
-    return 0;
+    ::close(pid_pipe[0]);
+    ::close(pid_pipe[1]);
+    report(g_ready, pids);
+    reap_forever();
   }
   if (mode == "chain") {
     const int links = argc > 4 ? std::atoi(argv[4]) : 0;
