@@ -104,6 +104,12 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
       if (process.error().is_vanished()) ++scan.stats.vanished;
       continue;
     }
+    if (holding.start_ticks != 0 && process->start_ticks != holding.start_ticks) {
+      // Its PID was handed on after the scan: the newcomer never held what the scan found, and
+      // must not inherit it (kill would approve it by its own start time). Vanished.
+      ++scan.stats.vanished;
+      continue;
+    }
     holders.push_back(make_holder(proc, std::move(process).value(), std::move(holding.files)));
   }
   return holders;

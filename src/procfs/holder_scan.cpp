@@ -359,6 +359,14 @@ PidScan Worker::scan_process(Pid pid, bool maps, std::atomic<bool>* in_maps) {
   const Open mapped = maps ? scan_maps(pid_fd) : Open::kOk;
   if (in_maps != nullptr) *in_maps = false;
 
+  if (!current_.files.empty()) {
+    // Through the handle the files were found by: this process's start time, whatever gets
+    // its PID after it exits (a stat read takes no lock of the target's).
+    std::string stat;
+    if (read_file_at(pid_fd, "stat", stat, 4096)) {
+      if (auto fields = parse_stat(stat); fields.ok()) current_.start_ticks = fields->start_ticks;
+    }
+  }
   result.denied = fds == Open::kDenied || mapped == Open::kDenied;
   if (result.denied) {
     // Whose it is decides what a refusal means (diagnose/unseen.h): another user's process is

@@ -31,6 +31,10 @@ struct ScanOptions {
 
 struct FileHolding {
   Pid pid = 0;
+  // Its start time (stat's field 22), read through the scan's own /proc/PID handle: the
+  // identity every later read checks, so that a PID handed on after the scan is another,
+  // vanished process, never this holder (issue 48 item 1). 0: not read (gone meanwhile).
+  std::uint64_t start_ticks = 0;
   // fds, mapped, deleted, via_thread and nvidia_minor are filled; readable/writable are not
   // (they need one fdinfo read per fd, done only for the holders: see fill_access()).
   std::vector<HeldFile> files;
