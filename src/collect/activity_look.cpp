@@ -86,6 +86,13 @@ bool settle_activity(Gatherer& gatherer, Gathered& gathered,
 
 bool settle_leftover_activity(Gatherer& gatherer, Gathered& gathered) {
   if (!gathered.input.gpu_view) return false;
+  // Nobody busy (the common case: an idle node, idle holders): nothing to settle, and no
+  // diagnosis of a copy to find out.
+  const auto& gpus = gathered.input.gpu_view->gpus;
+  if (std::none_of(gpus.begin(), gpus.end(),
+                   [](const Gpu& g) { return g.activity && !g.activity->samples.empty(); })) {
+    return false;
+  }
   // Which problems are leftover trees is the diagnosis's to say: asked of a copy, with no
   // option that could excuse or leave out a holder.
   const Diagnosis first = diagnose::diagnose(gathered.input, {});

@@ -40,7 +40,7 @@ using ProcessIdentity = std::pair<Pid, std::uint64_t>;
 inline constexpr double kSustainedAfterSeconds = 1.2;
 // The least SM or memory figure that is work in progress: below it, what a process's last
 // kernels leave in the driver's smoothed figure (1–6% seen on the H100 and H200 after a
-// worker's allocation); a process at work showed 19–79% even sharing the GPU with another.
+// worker's allocation); a process at work showed 29–69% even sharing the GPU with another.
 inline constexpr unsigned kComputingFloorPercent = 10;
 // How long a one-shot command looks for such a sample at most, from its first look: a period
 // of 1 s after kSustainedAfterSeconds, and the driver's delay in publishing it.

@@ -233,36 +233,51 @@ std::optional<std::string> holder_skip_reason(const Planning& p, const Holder& h
   return std::nullopt;
 }
 
-// --holders and --leftovers (narrowed by --gpus): the scan's holders, never a monitor or a
-// node service, never an ambiguous heir candidate for --leftovers alone. A leftover is taken
-// with its descendants (issue 47: the tree status names in one problem, the unit `gpuclean kill
-// ROOT` ends), selected by --gpus when any holder of the tree holds memory on a selected GPU,
-// and left whole while it is still computing (tree_busy_reason).
+// What --holders or --leftovers selects of holder H: H alone for --holders; for --leftovers a
+// leftover with its descendants now (`below`, unless --no-tree) and the holders among them,
+// root first (issue 47: the tree status names in one problem, the unit `gpuclean kill ROOT`
+// ends). nullopt when H is not selected: a monitor, not visible, not a leftover, or --gpus
+// names no GPU any holder of the tree holds memory on.
+struct SelectedTree {
+  std::set<Pid> below;
+  std::vector<const Holder*> holders;
+};
+std::optional<SelectedTree> selected_tree(const Planning& p, const Holder& h) {
+  const KillSelectors& s = p.selectors;
+  if (!h.visible || h.klass == HolderClass::kMonitor) return std::nullopt;
+  const bool as_leftover = !s.holders && is_leftover(h);
+  if (!s.holders && !as_leftover) return std::nullopt;
+  const Pid pid = h.process.pid;
+  SelectedTree tree;
+  if (as_leftover && s.tree && p.table.count(pid) > 0 && p.recycled.count(pid) == 0) {
+    tree.below = descendants(p.table, pid);
+  }
+  tree.holders = tree_holders(p, h, tree.below);
+  if (std::none_of(tree.holders.begin(), tree.holders.end(),
+                   [&](const Holder* t) { return on_selected_gpu(*t, s.gpus); })) {
+    return std::nullopt;
+  }
+  return tree;
+}
+
+// --holders and --leftovers (narrowed by --gpus): each selected tree (selected_tree), never a
+// node service, never an ambiguous heir candidate for --leftovers alone, and a leftover's tree
+// left whole while it is still computing (tree_busy_reason).
 void choose_holders(Planning& p, const std::vector<Holder>& holders, KillPlan& plan) {
   const KillSelectors& s = p.selectors;
   if (!s.holders && !s.leftovers) return;
   for (const Holder& h : holders) {
-    if (!h.visible || h.klass == HolderClass::kMonitor) continue;
-    const bool as_leftover = !s.holders && is_leftover(h);
-    if (!s.holders && !as_leftover) continue;
+    const std::optional<SelectedTree> tree = selected_tree(p, h);
+    if (!tree) continue;
     const Pid pid = h.process.pid;
-    const std::set<Pid> below =
-        as_leftover && s.tree && p.table.count(pid) > 0 && p.recycled.count(pid) == 0
-            ? descendants(p.table, pid)
-            : std::set<Pid>{};
-    const std::vector<const Holder*> tree = tree_holders(p, h, below);
-    if (std::none_of(tree.begin(), tree.end(),
-                     [&](const Holder* t) { return on_selected_gpu(*t, s.gpus); })) {
-      continue;
-    }
-    if (auto skip = holder_skip_reason(p, h, tree)) {
+    if (auto skip = holder_skip_reason(p, h, tree->holders)) {
       const bool gone = p.recycled.count(pid) > 0 || p.table.count(pid) == 0;
       plan.skipped.push_back({pid, *skip, gone && !h.service});
       continue;
     }
     p.chosen.emplace(pid, s.holders ? std::string("holder")
                                     : std::string("leftover (") + to_string(h.klass) + ")");
-    for (Pid child : below) {
+    for (Pid child : tree->below) {
       p.chosen.emplace(child, "descendant of leftover " + pid_text(pid));
     }
   }
@@ -340,16 +355,10 @@ std::map<ProcessIdentity, BusyLook> leftover_activity_to_settle(const ProcessTab
   if (!selectors.leftovers || selectors.holders || selectors.include_busy) return out;
   const Planning p = start_planning(table, holders, selectors, context, {});
   for (const Holder& h : holders) {
-    if (!h.visible || h.klass == HolderClass::kMonitor || !is_leftover(h) || owner_gone(h)) {
-      continue;
-    }
-    if (table.count(h.process.pid) == 0 || p.recycled.count(h.process.pid) > 0) continue;
-    const std::vector<const Holder*> tree = tree_holders(p, h, descendants(table, h.process.pid));
-    if (std::none_of(tree.begin(), tree.end(),
-                     [&](const Holder* t) { return on_selected_gpu(*t, selectors.gpus); })) {
-      continue;
-    }
-    const std::map<ProcessIdentity, BusyLook> busy = unsettled(tree);
+    if (owner_gone(h)) continue;  // its activity decides nothing
+    const std::optional<SelectedTree> tree = selected_tree(p, h);
+    if (!tree || table.count(h.process.pid) == 0 || p.recycled.count(h.process.pid) > 0) continue;
+    const std::map<ProcessIdentity, BusyLook> busy = unsettled(tree->holders);
     out.insert(busy.begin(), busy.end());
   }
   return out;
