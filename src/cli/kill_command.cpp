@@ -290,19 +290,6 @@ std::size_t never_seen(const KillPlan& plan, const diagnose::KillSelectors& sele
                     [&](Pid pid) { return selectors.start_ticks.count(pid) == 0; }));
 }
 
-// kill's exit code (docs/reference.md "kill"): 1 when a target remains, memory it held is
-// still counted, a named PID was never there, or (--leftovers) a leftover is still there —
-// skipped as still computing, not permitted or ambiguous; 3 when the GPU memory could not be
-// verified; 0 otherwise. Never 2: that is for usage errors, said before anything is planned.
-int kill_exit_code(const KillReport& report, bool unverified) {
-  const bool leftovers_left = report.leftovers && !report.left.leftovers.empty();
-  if (report.remaining > 0 || !report.left.memory.empty() || leftovers_left ||
-      report.never_seen > 0) {
-    return kExitDirty;
-  }
-  return unverified ? kExitRuntime : kExitClean;
-}
-
 // An empty plan. A process named as PID@START already gone is what the caller wanted (an
 // Epilog racing a job's own exit must not drain the node for it); a plain PID that is not there
 // was never seen, and a skipped one is not gone: both exit 1. Gone is not yet clean: memory
@@ -357,7 +344,7 @@ int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
                                            .unseen = false});
   report.gpu_not_verified =
       output::not_verified_text(report.memory, before.nvml_state, before.nvml_message);
-  const int exit_code = kill_exit_code(report, false);
+  const int exit_code = diagnose::kill_exit_code(report, false);
   if (!o.common.json) return exit_code;
   if (o.dry_run) {
     output::write_json(io.out, output::kill_dry_run_json(dry_run, host_name(), unix_now()));
@@ -424,7 +411,7 @@ int report_kill(const KillOptions& o, const KillReport& report, bool unverified,
   } else {
     output::render_kill_report_text(io.out, report);
   }
-  const int exit_code = kill_exit_code(report, unverified);
+  const int exit_code = diagnose::kill_exit_code(report, unverified);
   record::send_action(record::action_socket_path(),
                       output::kill_action_json(report, o.args, exit_code)
                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -51,7 +51,7 @@ struct BusyLook {
   double time = 0;
   // The highest SM or memory figure among its samples taken kSustainedAfterSeconds or more
   // after `time`, where someone looked again for them (collect/activity_look.h): a process
-  // sharing the GPU swings between 9% and 79% from sample to sample (the H100), so the newest
+  // sharing the GPU swings between 29% and 69% from sample to sample (the H100), so the newest
   // sample alone may sit under the floor while the process works.
   unsigned peak_after = 0;
 };

@@ -1,5 +1,7 @@
 #include "diagnose/kill_verdict.h"
 
+#include "core/exit_code.h"
+
 namespace gpuclean::diagnose {
 
 Verdict kill_verdict(const KillAftermath& after) {
@@ -11,6 +13,15 @@ Verdict kill_verdict(const KillAftermath& after) {
   // An unread process may hold the files; without NVML nothing else would show its memory.
   if (after.unseen && after.memory == MemoryCheck::kNotChecked) return Verdict::kUnknown;
   return Verdict::kClean;
+}
+
+int kill_exit_code(const KillReport& report, bool unverified) {
+  const bool leftovers_left = report.leftovers && !report.left.leftovers.empty();
+  if (report.remaining > 0 || !report.left.memory.empty() || leftovers_left ||
+      report.never_seen > 0) {
+    return kExitDirty;
+  }
+  return unverified ? kExitRuntime : kExitClean;
 }
 
 }  // namespace gpuclean::diagnose

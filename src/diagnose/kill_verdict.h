@@ -25,7 +25,14 @@ struct KillAftermath {
 
 // kDirty when anything is left, a target or not (seen is seen, whatever was not); else
 // kUnknown when NVML failed, or when the verdict rests on /proc and the scan was incomplete;
-// else kClean. The exit code is not this: it describes the targets (cli/kill_command.cpp).
+// else kClean. The exit code is not this: it describes the targets (kill_exit_code).
 Verdict kill_verdict(const KillAftermath& after);
+
+// kill's exit code (docs/reference.md "kill"): 1 when a target remains (a skipped one that has
+// not gone counts in REPORT.remaining), memory it held is still counted, a named PID was never
+// there, or (--leftovers) a leftover is still there — skipped as still computing, not permitted
+// or ambiguous; 3 when the GPU memory could not be verified (UNVERIFIED); 0 otherwise. Never 2:
+// that is for usage errors, said before anything is planned.
+int kill_exit_code(const KillReport& report, bool unverified);
 
 }  // namespace gpuclean::diagnose

@@ -50,5 +50,29 @@ TEST(KillVerdict, UnknownWhenItCouldNotTell) {
   EXPECT_EQ(kill_verdict(unseen), Verdict::kClean);
 }
 
+// Issue 47: kill's exit code says whether anything is left of what was asked — with --leftovers,
+// whether a leftover is left — and never 2 once it has planned (79f91ce exited 0 with busy
+// leftovers skipped, and 0 for a PID that never existed).
+TEST(KillExitCode, OneWhenATargetItsMemoryALeftoverOrANeverSeenPidRemains) {
+  KillReport clean;
+  EXPECT_EQ(kill_exit_code(clean, false), 0);
+  EXPECT_EQ(kill_exit_code(clean, true), 3) << "memory not verified";
+  KillReport remaining = clean;
+  remaining.remaining = 1;
+  EXPECT_EQ(kill_exit_code(remaining, false), 1);
+  KillReport memory = clean;
+  memory.left.memory = {"GPU 0: 8.0 GiB still listed for pid 442"};
+  EXPECT_EQ(kill_exit_code(memory, false), 1);
+  KillReport never_seen = clean;
+  never_seen.never_seen = 1;
+  EXPECT_EQ(kill_exit_code(never_seen, false), 1);
+  // A leftover left fails --leftovers only: another selector's kill mentions it and succeeds.
+  KillReport leftover = clean;
+  leftover.left.leftovers = {"GPU 0: 4.0 GiB held by orphan pid 7 (python3): still computing"};
+  EXPECT_EQ(kill_exit_code(leftover, false), 0);
+  leftover.leftovers = true;
+  EXPECT_EQ(kill_exit_code(leftover, false), 1);
+}
+
 }  // namespace
 }  // namespace gpuclean::diagnose
