@@ -30,6 +30,7 @@
 #include "output/json.h"
 #include "output/kill_view.h"
 #include "output/text_width.h"
+#include "procfs/capabilities.h"
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
 #include "record/action_socket.h"
@@ -529,7 +530,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     io.err << usage_message("kill", *ambiguous);
     return kExitUsage;
   }
-  const diagnose::KillContext context{::getpid(), ::geteuid(), ::geteuid() == 0};
+  // CAP_KILL, not uid 0: a root without it is refused other users' processes.
+  const diagnose::KillContext context{::getpid(), ::geteuid(), procfs::may_signal_every_process()};
   if (settle_leftover_activity(before, table, selectors, context, io,
                                ::isatty(STDERR_FILENO) != 0 && !o.common.json)) {
     table = procfs::read_process_table(before.gatherer->proc());  // seconds later: as it is now

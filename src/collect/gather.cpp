@@ -245,6 +245,54 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
   return input.gpu_view;
 }
 
+// Processes NVML names that the scan did not find holding a device file. Each is scanned again,
+// alone (it may have opened them since). A CUDA process keeps the device files open, so a live
+// one whose descriptors and maps were read completely and hold none is not NVML's process: the
+// owner died and its PID went to another (issue 48 item 2). Its memory is a dead owner's (an
+// heir's, or nobody's here); the newcomer is never its holder. Kept as before, with no devices:
+// one that could not be read (what it holds is unknown), a zombie (its context is being torn
+// down), and an MPS client (it reaches the GPU through the server). The ones /proc lacks are
+// dead owners or live in another PID namespace.
+void Gatherer::add_listed_only(const GpuView& view, std::set<Pid>& seen, diagnose::Input& input) {
+  std::vector<Pid> listed_only;
+  std::set<Pid> in_mps_list;
+  for (const Gpu& gpu : view.gpus) {
+    for (const GpuProcess& p : gpu.processes) {
+      if (p.kind == GpuProcess::Kind::kMps) in_mps_list.insert(p.pid);
+      if (seen.insert(p.pid).second) listed_only.push_back(p.pid);
+    }
+  }
+  if (listed_only.empty()) return;
+  std::sort(listed_only.begin(), listed_only.end());
+  procfs::HolderScan again =
+      procfs::scan_holders(proc_, files_, {.threads = 1, .only = listed_only});
+  const std::set<Pid> unknown(again.not_read_fully.begin(), again.not_read_fully.end());
+  std::vector<Holder> found = read_holders(proc_, again);
+  std::set<Pid> holding;
+  for (Holder& h : found) {
+    holding.insert(h.process.pid);
+    input.holders.push_back(std::move(h));
+  }
+  std::vector<Pid> rest;
+  std::copy_if(listed_only.begin(), listed_only.end(), std::back_inserter(rest),
+               [&holding](Pid pid) { return holding.count(pid) == 0; });
+  std::vector<Result<ProcessInfo>> processes = proc_.read_processes(rest);
+  procfs::settle_blocked(proc_, processes);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (!processes[i].ok()) {
+      input.missing_pids.insert(rest[i]);
+      continue;
+    }
+    const bool handed_on = unknown.count(rest[i]) == 0 && in_mps_list.count(rest[i]) == 0 &&
+                           processes[i]->state != 'Z' && !processes[i]->kernel_thread;
+    if (handed_on) {
+      input.handed_on_pids.insert(rest[i]);
+    } else {
+      input.holders.push_back(make_holder(proc_, std::move(processes[i]).value(), {}));
+    }
+  }
+}
+
 Gathered Gatherer::collect() {
   // NVML (its init alone is ~17 ms on an H200) runs beside the /proc scan.
   auto nvml_future = std::async(std::launch::async, [this] { return query_gpus(); });
@@ -302,23 +350,7 @@ Gathered Gatherer::collect() {
   std::set<Pid> seen;
   for (const Holder& h : out.input.holders) seen.insert(h.process.pid);
   if (nvml.view) {
-    // Processes NVML names that hold no (readable) device file: read them too; the ones
-    // /proc lacks are dead owners or live in another PID namespace.
-    std::vector<Pid> listed_only;
-    for (const Gpu& gpu : nvml.view->gpus) {
-      for (const GpuProcess& p : gpu.processes) {
-        if (seen.insert(p.pid).second) listed_only.push_back(p.pid);
-      }
-    }
-    std::vector<Result<ProcessInfo>> processes = proc_.read_processes(listed_only);
-    procfs::settle_blocked(proc_, processes);
-    for (std::size_t i = 0; i < listed_only.size(); ++i) {
-      if (processes[i].ok()) {
-        out.input.holders.push_back(make_holder(proc_, std::move(processes[i]).value(), {}));
-      } else {
-        out.input.missing_pids.insert(listed_only[i]);
-      }
-    }
+    add_listed_only(*nvml.view, seen, out.input);
     out.input.gpu_view = std::move(nvml.view);
   }
   add_drm_gpus(out.input);

@@ -103,6 +103,12 @@ std::vector<std::size_t> run_with_deadline(std::size_t count, const DeadlineOpti
   }
   if (runners.empty()) {
     lock.unlock();
+    if (options.deadline) {
+      // No thread to walk away from: a bounded item is not run at all (unknown) rather than
+      // run here without its bound (issue 48 item 5: a read that blocks then blocks gpuclean).
+      for (std::size_t i = 0; i < count; ++i) overdue.push_back(i);
+      return overdue;
+    }
     for (std::size_t i = 0; i < count; ++i) shared->work(i);
     return overdue;
   }
@@ -135,12 +141,10 @@ std::vector<std::size_t> run_with_deadline(std::size_t count, const DeadlineOpti
       runner.thread.detach();
       overdue.push_back(item);
       if (!start_runner(shared, runners)) {
-        // No thread for the rest: finish them here, unbounded, rather than drop them.
-        lock.unlock();
+        // No thread for the rest: they are overdue unrun, never run here without the bound.
         for (std::size_t i = shared->next.fetch_add(1); i < count; i = shared->next.fetch_add(1)) {
-          shared->work(i);
+          overdue.push_back(i);
         }
-        lock.lock();
       }
     }
     shared->changed.wait_until(lock, Clock::time_point(std::chrono::nanoseconds(wake)));

@@ -30,8 +30,9 @@ struct DeadlineOptions {
 // `work` may still be running for an overdue item after this returns, for ever: it must own
 // (by value or shared_ptr) everything it touches, and write its result for item i only into
 // item i's place in storage it shares (a shared_ptr the caller holds too), which the caller
-// does not read for an overdue item. If no thread can be started, the items run in the calling
-// thread, without a deadline.
+// does not read for an overdue item. If no thread can be started, the items with a deadline are
+// overdue without being run (never run in the calling thread without their bound); without a
+// deadline they run in the calling thread.
 std::vector<std::size_t> run_with_deadline(std::size_t count, const DeadlineOptions& options,
                                            std::function<void(std::size_t)> work);
 

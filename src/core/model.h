@@ -270,6 +270,9 @@ struct Holder {
   std::optional<Pid> inherited_from;  // heir: the dead owner NVML still names
   std::optional<HeirEvidence> heir;   // heir: why it is one (dead_owner == *inherited_from)
   bool visible = true;                // false: known only from NVML (foreign); /proc lacks it
+  // Foreign: /proc has the PID, but its process holds no GPU device file: NVML's owner died and
+  // the PID was handed on (the newcomer is not this holder; diagnose/diagnosis.h Input).
+  bool pid_handed_on = false;
   // One of the node's GPU services (trusted by its executable, `executable`), or nullopt.
   std::optional<NodeService> service;
   std::string executable;  // the service's executable path, when `service` is set
@@ -354,6 +357,10 @@ struct ScanStats {
   // The scan ran as root (euid 0): a permission refusal then comes from a supervisor more
   // privileged than root's namespace (PID 1 on a sandboxed host), not from ownership.
   bool as_root = false;
+  // The scan held CAP_SYS_PTRACE: every process's descriptors and maps were open to it, so a
+  // refusal comes from a supervisor, not ownership. Root without it (Docker's default
+  // capabilities) is refused other users' descriptors like any user (procfs/capabilities.h).
+  bool may_read_all = false;
   // /proc/PID/map_files could be read (root): mappings are matched by the mapped file's
   // device number too. When false, only by the inode maps prints, which misses a mapping of
   // a second node with the same number whose descriptor was closed.
@@ -477,6 +484,8 @@ struct DeadOwner {
   // owner shows as a `foreign` holder).
   std::vector<Candidate> candidates;
   std::optional<Pid> heir;  // the one candidate named heir, when the evidence is unambiguous
+  // Its PID now names another process, which holds no GPU device file (Input::handed_on_pids).
+  bool pid_handed_on = false;
   // True when there are candidates but no heir: several holders have evidence for it, or
   // orphans with inherited contexts and dead owners cannot be paired one to one.
   bool ambiguous = false;

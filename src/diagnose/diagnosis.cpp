@@ -174,6 +174,15 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       return p;
     case HolderClass::kForeign:
       p.kind = ProblemKind::kForeign;
+      if (h.pid_handed_on) {
+        p.message = where + amount + "pid " + pid +
+                    ", which exited: its PID now names another process, which holds no GPU "
+                    "device file (whatever holds the memory is not a process here)";
+        p.fix =
+            "look for a process that inherited its CUDA context (gpuclean explain) in "
+            "containers on this node; if none holds it, only a GPU reset or a reboot frees it";
+        return p;
+      }
       p.message = where + amount + "pid " + pid +
                   ", which this PID namespace cannot see (a container, or a process on the host "
                   "when gpuclean runs in one)";
@@ -613,8 +622,8 @@ void mark_mps_clients(const std::set<Pid>& in_mps_list, std::vector<Holder>& hol
 }
 
 // NVML's entries: to live holders directly; dead owners' entries collected per owner.
-Attribution attribute(const GpuView& view, const std::set<Pid>& missing_pids,
-                      std::vector<Holder>& holders) {
+Attribution attribute(const GpuView& view, const Input& input, std::vector<Holder>& holders) {
+  const std::set<Pid>& missing_pids = input.missing_pids;
   Attribution a;
   a.listed = listed_memory(view);
   const std::set<Pid> in_mps_list = mps_listed(view);
@@ -633,6 +642,8 @@ Attribution attribute(const GpuView& view, const std::set<Pid>& missing_pids,
         } else {
           a.dead[pid][gpu] = bytes;
         }
+      } else if (input.handed_on_pids.count(pid) > 0) {
+        a.dead[pid][gpu] = bytes;  // a dead owner whose PID another process has now
       }
     }
   }
@@ -678,6 +689,7 @@ void apply_dead_owners(const std::vector<DeadOwner>& owners, std::vector<Holder>
       foreign.process.comm = "?";
       foreign.klass = HolderClass::kForeign;
       foreign.visible = false;
+      foreign.pid_handed_on = owner.pid_handed_on;
       foreign.gpu_memory = owner.gpu_memory;
       holders.push_back(std::move(foreign));
     }
@@ -948,17 +960,33 @@ void unattributed_problems(const std::vector<GpuReport>& reports,
   }
 }
 
+// The device-local memory (VRAM) a holder's DRM clients hold, summed; 0 when none names any.
+Bytes drm_vram(const Holder& h) {
+  Bytes total = 0;
+  for (const HeldFile& f : h.devices) {
+    for (const DrmClient& c : f.drm_clients) total += c.vram.value_or(0);
+  }
+  return total;
+}
+
 // A display server or console: it holds only primary DRM nodes (/dev/dri/cardN) of AMD or
-// Intel GPUs, never a render node or /dev/kfd, so it does no compute. Its memory (scan-out
-// buffers) is accounted, but holding it is its job: a monitor, never a problem. A stuck,
-// frozen or zombie-led one keeps its class.
+// Intel GPUs, never a render node or /dev/kfd. Its memory (scan-out buffers) is accounted, but
+// holding it is its job: a monitor, never a problem. The primary node can allocate device
+// memory too, so the holder must also look like a display by what it holds (issue 48 item 6:
+// before, an orphan with 60 GiB through card0 was a monitor and the GPU CLEAN): no device-local
+// memory at all, or a live (not orphaned) process with no more than a display's share
+// (kDisplayMemoryMax). A stuck, frozen or zombie-led one keeps its class.
 void mark_displays(std::vector<Holder>& holders) {
   for (Holder& h : holders) {
     const bool display_only =
         !h.devices.empty() && std::all_of(h.devices.begin(), h.devices.end(), [](const auto& f) {
           return f.drm && f.drm->kind == DrmNode::Kind::kPrimary;
         });
-    if (display_only && h.visible && is_plain_live(h)) h.klass = HolderClass::kMonitor;
+    if (!display_only || !h.visible || !is_plain_live(h)) continue;
+    const Bytes vram = drm_vram(h);
+    const bool display_sized =
+        vram == 0 || (h.klass == HolderClass::kActive && vram <= kDisplayMemoryMax);
+    if (display_sized) h.klass = HolderClass::kMonitor;
   }
 }
 
@@ -987,9 +1015,12 @@ Diagnosis diagnose(Input input, const Options& options) {
   mark_displays(holders);
   Attribution attribution;
   if (input.gpu_view) {
-    attribution = attribute(*input.gpu_view, input.missing_pids, holders);
+    attribution = attribute(*input.gpu_view, input, holders);
     out.dead_owners =
         tie_heirs(attribution.dead, heir_candidates(attribution.listed_pids, holders));
+    for (DeadOwner& owner : out.dead_owners) {
+      owner.pid_handed_on = input.handed_on_pids.count(owner.pid) > 0;
+    }
     apply_dead_owners(out.dead_owners, holders);
     assign_activity(*input.gpu_view, input.activity_history, holders);
     out.gpus = gpu_reports(*input.gpu_view, options, holders, out.dead_owners, attribution.mps);

@@ -30,6 +30,11 @@ constexpr Bytes kStrayContextMax = 1ull << 30;
 // GPUs are a process working on both.
 constexpr Bytes kStrayWorkMargin = 1ull << 30;
 
+// A display server's device-local memory through a primary DRM node (scan-out buffers, a
+// compositor's textures: 256 MiB on the fixtures' MI300X display). A primary-node holder with
+// more, or an orphaned one with any, holds memory a display does not need: not a monitor.
+constexpr Bytes kDisplayMemoryMax = 1ull << 30;
+
 struct Options {
   // Used memory per GPU that no visible holder explains and is still tolerated. NVML's v2
   // memory query keeps the driver reserve apart (idle H200: used 0, reserved 615 MiB), the v1
@@ -49,6 +54,10 @@ struct Input {
   std::vector<Holder> holders;
   // NVML PIDs that /proc does not have: dead owners, or holders in another PID namespace.
   std::set<Pid> missing_pids;
+  // NVML PIDs whose process now, read completely, holds none of the device files: the owner
+  // NVML names died and its PID went to another process (a CUDA process keeps the files open).
+  // A dead owner like a missing PID; the process with that PID now is never its holder.
+  std::set<Pid> handed_on_pids;
   std::optional<Pid> self;  // gpuclean's own PID: never a holder
   // What earlier looks saw of the holders' activity: how long idle, since when busy
   // (collect/activity_tracker.h, collect/activity_look.h, the recorder's history).

@@ -70,7 +70,7 @@ struct KillSelectors {
 struct KillContext {
   Pid self = 0;             // gpuclean's PID
   Uid euid = 0;             // gpuclean's effective uid
-  bool privileged = false;  // may signal other users' processes (root)
+  bool privileged = false;  // may signal other users' processes (CAP_KILL)
 };
 
 // `table`: every process now (real /proc). `holders`: the diagnosed holders of the scan (their

@@ -33,11 +33,16 @@ Unseen unseen_processes(const ScanStats& stats, bool memory_from_nvml) {
                     "); what they hold is not known");
     decides = true;
   }
-  if (stats.denied > 0 && !stats.as_root) {
+  if (stats.denied > 0 && !stats.may_read_all) {
     const bool all_others = stats.denied_other_users == stats.denied;
+    // Root without CAP_SYS_PTRACE is refused other users' descriptors as any user is.
+    const std::string remedy =
+        stats.as_root ? "this root lacks CAP_SYS_PTRACE (a container's default capabilities drop "
+                        "it: add it, e.g. docker run --cap-add SYS_PTRACE)"
+                      : "run as root";
     parts.push_back(count_text(stats.denied) + (all_others ? " of other users" : "") +
                     " could not be read (" + sample_text(stats.denied_pids, stats.denied) +
-                    "): run as root");
+                    "): " + remedy);
     decides = true;
   } else if (stats.denied > 0) {
     parts.push_back(count_text(stats.denied) +

@@ -19,9 +19,10 @@ struct Unseen {
 // a command that never asks it):
 // - a process read only in part because of what it is or does (ScanStats::incomplete: maps or
 //   descriptors past the read deadline) decides it, as root too;
-// - run as non-root, a process that could not be read (another user's, or one of ours that is
-//   not dumpable) decides it: "run as root";
-// - run as root, a refusal (a supervisor more privileged than root's namespace, PID 1 on a
+// - run without CAP_SYS_PTRACE (a user, or a root that lacks it), a process that could not be
+//   read (another user's, or one of ours that is not dumpable) decides it: "run as root", or
+//   for such a root "add CAP_SYS_PTRACE";
+// - run with it, a refusal (a supervisor more privileged than root's namespace, PID 1 on a
 //   sandboxed host) is said and decides nothing.
 // With NVML answering, memory is judged from NVML: the unread processes are only said.
 Unseen unseen_processes(const ScanStats& stats, bool memory_from_nvml);

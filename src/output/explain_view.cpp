@@ -407,7 +407,8 @@ void render_explain_verdict(std::ostream& out, const StatusReport& report,
                std::all_of(holder->devices.begin(), holder->devices.end(),
                            [](const HeldFile& f) { return f.drm.has_value(); })) {
       row(out, "verdict",
-          "a display (primary DRM nodes only, no render node or /dev/kfd): never a problem");
+          "a display (primary DRM nodes only, no render node or /dev/kfd, display-sized "
+          "memory): never a problem");
     } else if (holder != nullptr && holder->klass == HolderClass::kMonitor) {
       row(out, "verdict", "a monitor (NVML/control files only, no CUDA context): never a problem");
     } else if (report.nvml_state != NvmlState::kPresent && holder == nullptr) {

@@ -165,7 +165,8 @@ nlohmann::json to_json(const DeadOwner& owner) {
   nlohmann::json out{{"pid", owner.pid},
                      {"gpu_memory", std::move(memory)},
                      {"candidates", std::move(candidates)},
-                     {"ambiguous", owner.ambiguous}};
+                     {"ambiguous", owner.ambiguous},
+                     {"pid_handed_on", owner.pid_handed_on}};
   out["heir"] = or_null(owner.heir);
   out["why_no_heir"] = owner.ambiguous ? nlohmann::json(owner.ambiguity) : nlohmann::json();
   return out;
@@ -255,6 +256,7 @@ nlohmann::json to_json(const ScanStats& stats) {
           {"incomplete_sample", stats.incomplete_pids},
           {"memory_map_locked", stats.locked_pids},
           {"as_root", stats.as_root},
+          {"may_read_all", stats.may_read_all},
           {"map_files_read", stats.map_files_read},
           {"seconds", stats.seconds}};
 }

@@ -423,8 +423,12 @@ void render_verdict(std::ostream& out, const StatusReport& report, std::size_t w
         << " above: none fails a check (--strict makes warnings problems)\n";
   } else if (d.clean) {
     out << paint("CLEAN", kGreen)
-        << (d.gpus.empty() ? ": no process holds the device files\n"
-                           : ": no process holds GPU memory; every GPU is at its baseline\n");
+        << (d.gpus.empty()
+                // From /proc alone: a descriptor parked in a unix socket (SCM_RIGHTS in flight)
+                // or registered with io_uring is in no process's table (docs/security.md).
+                ? ": no process holds the device files (a descriptor parked in a unix "
+                  "socket is not seen)\n"
+                : ": no process holds GPU memory; every GPU is at its baseline\n");
   } else {
     out << paint("DIRTY", kRed) << fmt::format(": {} problem{}", errors, errors == 1 ? "" : "s")
         << (warnings > 0 ? ", " + warning_count : "") << '\n';

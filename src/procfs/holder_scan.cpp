@@ -12,13 +12,16 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
 
 #include "core/deadline_pool.h"
+#include "procfs/capabilities.h"
 #include "procfs/drm_fdinfo.h"
 #include "procfs/file_identity.h"
 #include "procfs/parse.h"
@@ -185,12 +188,18 @@ Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_
     return Open::kVanished;
   }
   char target[PATH_MAX];
+  bool refused = false;
   while (dirent* entry = ::readdir(dir)) {
     if (entry->d_name[0] == '.') continue;
     ++entries;
     // The open file itself, not its link's text: one statx per descriptor, as fuser's stat.
     const std::optional<FileIdentity> id = identity_at(fd_dir, entry->d_name);
-    if (!id) continue;  // closed meanwhile
+    if (!id) {
+      // A table listed but its descriptors refused (EACCES: root without CAP_SYS_PTRACE, as in
+      // a container with Docker's default capabilities): unseen, never "closed meanwhile".
+      if (errno == EACCES || errno == EPERM) refused = true;
+      continue;
+    }
     auto index = matcher_.find(*id);
     if (!index) continue;
     int fd_number = 0;
@@ -203,7 +212,7 @@ Open Worker::scan_fd_table(int dir_fd, std::optional<Pid> via_thread, std::size_
     if (length > 0) note_path(file, std::string_view(target, static_cast<std::size_t>(length)));
   }
   ::closedir(dir);
-  return Open::kOk;
+  return refused ? Open::kDenied : Open::kOk;
 }
 
 std::optional<std::size_t> Worker::mapped_selected_file(int dir_fd, const MapsLine& line) {
@@ -420,6 +429,7 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
   const auto started = std::chrono::steady_clock::now();
   HolderScan result;
   result.stats.as_root = ::geteuid() == 0;
+  result.stats.may_read_all = may_read_every_process();
   auto pids = options.only ? Result<std::vector<Pid>>(*options.only) : proc.list_pids();
   if (!pids.ok()) return result;
 
@@ -484,9 +494,12 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
 
   ScanStats& stats = result.stats;
   stats.processes = job->pids.size();
-  auto note_incomplete = [&stats](Pid pid) {
-    ++stats.incomplete;
-    if (stats.incomplete_pids.size() < kSampleSize) stats.incomplete_pids.push_back(pid);
+  auto note_incomplete = [&result](Pid pid) {
+    ++result.stats.incomplete;
+    if (result.stats.incomplete_pids.size() < kSampleSize) {
+      result.stats.incomplete_pids.push_back(pid);
+    }
+    result.not_read_fully.push_back(pid);
   };
   std::size_t next_overdue = 0;
   std::size_t next_unanswered = 0;
@@ -510,6 +523,9 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
       if (job->fds_only[i] && !scan.vanished && !scan.denied) note_incomplete(pid);
     }
     if (scan.denied) {
+      if (result.not_read_fully.empty() || result.not_read_fully.back() != pid) {
+        result.not_read_fully.push_back(pid);
+      }
       ++stats.denied;
       if (scan.denied_other_user) ++stats.denied_other_users;
       if (stats.denied_pids.size() < kSampleSize) stats.denied_pids.push_back(pid);
@@ -555,41 +571,90 @@ void fill_access(const ProcFs& proc, FileHolding& holding) {
   holding = std::move(one.front());
 }
 
-std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdings) {
-  // A DRM node's descriptors: read under the deadline, all holders' at once (one item each).
-  struct Item {
-    std::size_t holding = 0;
-    std::size_t file = 0;
-    int fd = 0;
-  };
-  std::vector<Item> items;
+namespace {
+
+// fdinfo reads left blocked past the deadline, by process (PID and start time), thread and
+// descriptor, each with the flag its worker sets when the read returns: such a read is not
+// started again until it has (issue 48 item 5: one that never answers left a thread behind per
+// look — 10 looks, 11 threads — in the recorder, top and metrics).
+using FdinfoKey = std::tuple<Pid, std::uint64_t, std::optional<Pid>, int>;
+struct BlockedFdinfoReads {
+  std::mutex mutex;
+  std::map<FdinfoKey, std::shared_ptr<std::atomic<bool>>> reads;
+};
+BlockedFdinfoReads& blocked_fdinfo_reads() {
+  static BlockedFdinfoReads blocked;
+  return blocked;
+}
+
+// Whether the read of `key` is still blocked from an earlier look; forgets it once returned.
+bool still_blocked(const FdinfoKey& key) {
+  BlockedFdinfoReads& blocked = blocked_fdinfo_reads();
+  const std::lock_guard lock(blocked.mutex);
+  auto it = blocked.reads.find(key);
+  if (it == blocked.reads.end()) return false;
+  if (!it->second->load()) return true;
+  blocked.reads.erase(it);
+  return false;
+}
+
+void remember_blocked(const FdinfoKey& key, std::shared_ptr<std::atomic<bool>> returned) {
+  BlockedFdinfoReads& blocked = blocked_fdinfo_reads();
+  const std::lock_guard lock(blocked.mutex);
+  blocked.reads[key] = std::move(returned);
+}
+
+}  // namespace
+
+namespace {
+
+// One descriptor's fdinfo to read: which holding, which of its files, which descriptor.
+struct FdinfoItem {
+  std::size_t holding = 0;
+  std::size_t file = 0;
+  int fd = 0;
+};
+
+// Everything a reader touches is the batch's: one left blocked writes its slot later.
+struct FdinfoBatch {
+  ProcFs proc;
+  std::vector<std::tuple<Pid, std::optional<Pid>, int>> reads;
+  std::vector<std::optional<std::string>> texts;
+  std::vector<std::shared_ptr<std::atomic<bool>>> returned;  // set once the read has returned
+};
+
+// The PIDs (in `late`, once each) whose fdinfo read is still blocked from an earlier look.
+void plan_fdinfo_reads(std::vector<FileHolding>& holdings, FdinfoBatch& batch,
+                       std::vector<FdinfoItem>& items, std::vector<Pid>& late) {
   for (std::size_t h = 0; h < holdings.size(); ++h) {
     for (std::size_t f = 0; f < holdings[h].files.size(); ++f) {
       HeldFile& file = holdings[h].files[f];
       file.drm_clients.clear();
-      // A DRM node's fdinfo also carries its client's usage stats; /dev/kfd has none.
-      const bool drm_client_node = file.drm && file.drm->kind != DrmNode::Kind::kKfd;
       for (int fd : file.fds) {
-        if (drm_client_node) {
-          items.push_back({h, f, fd});
-        } else if (auto text = proc.fd_info(holdings[h].pid, file.via_thread, fd)) {
-          note_access(file, *text);
+        if (still_blocked({holdings[h].pid, holdings[h].start_ticks, file.via_thread, fd})) {
+          if (std::find(late.begin(), late.end(), holdings[h].pid) == late.end()) {
+            late.push_back(holdings[h].pid);
+          }
+          continue;
         }
+        items.push_back({h, f, fd});
+        batch.reads.emplace_back(holdings[h].pid, file.via_thread, fd);
+        batch.returned.push_back(std::make_shared<std::atomic<bool>>(false));
       }
     }
   }
-  if (items.empty()) return {};
-  // Everything a worker touches is the batch's: one left blocked writes its slot later.
-  struct Batch {
-    ProcFs proc;
-    std::vector<std::tuple<Pid, std::optional<Pid>, int>> reads;
-    std::vector<std::optional<std::string>> texts;
-  };
-  auto batch = std::make_shared<Batch>(Batch{proc, {}, {}});
-  for (const Item& item : items) {
-    const FileHolding& holding = holdings[item.holding];
-    batch->reads.emplace_back(holding.pid, holding.files[item.file].via_thread, item.fd);
-  }
+}
+
+}  // namespace
+
+std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdings) {
+  // Every descriptor's fdinfo is read under the deadline, all holders' at once (one item each):
+  // a DRM driver's takes the client's VM lock (a hung GPU's reset can hold it), and a device
+  // driver's show_fdinfo can wait on anything it likes.
+  auto batch = std::make_shared<FdinfoBatch>(FdinfoBatch{proc, {}, {}, {}});
+  std::vector<FdinfoItem> items;
+  std::vector<Pid> late;
+  plan_fdinfo_reads(holdings, *batch, items, late);
   batch->texts.resize(items.size());
   constexpr std::size_t kReaders = 4;
   const std::vector<std::size_t> overdue =
@@ -599,21 +664,31 @@ std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdi
                         [batch](std::size_t i) {
                           const auto& [pid, tid, fd] = batch->reads[i];
                           batch->texts[i] = batch->proc.fd_info(pid, tid, fd);
+                          batch->returned[i]->store(true);
                         });
-  std::vector<Pid> late;
   std::size_t next_overdue = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     FileHolding& holding = holdings[items[i].holding];
+    HeldFile& file = holding.files[items[i].file];
     if (next_overdue < overdue.size() && overdue[next_overdue] == i) {
       ++next_overdue;
-      if (late.empty() || late.back() != holding.pid) late.push_back(holding.pid);
+      if (std::find(late.begin(), late.end(), holding.pid) == late.end()) {
+        late.push_back(holding.pid);
+      }
+      remember_blocked({holding.pid, holding.start_ticks, file.via_thread, items[i].fd},
+                       batch->returned[i]);
       continue;
     }
     if (!batch->texts[i]) continue;
-    HeldFile& file = holding.files[items[i].file];
-    if (auto client = parse_drm_fdinfo(*batch->texts[i])) add_drm_client(file, std::move(*client));
+    // A DRM node's fdinfo also carries its client's usage stats; /dev/kfd has none.
+    if (file.drm && file.drm->kind != DrmNode::Kind::kKfd) {
+      if (auto client = parse_drm_fdinfo(*batch->texts[i])) {
+        add_drm_client(file, std::move(*client));
+      }
+    }
     note_access(file, *batch->texts[i]);
   }
+  std::sort(late.begin(), late.end());
   return late;
 }
 

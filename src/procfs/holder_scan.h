@@ -43,6 +43,9 @@ struct FileHolding {
 struct HolderScan {
   std::vector<FileHolding> holdings;  // ascending by pid
   ScanStats stats;
+  // Every process whose descriptors or maps were refused or not read completely (stats counts
+  // them and samples a few): what they hold is not known. Ascending.
+  std::vector<Pid> not_read_fully;
 };
 
 // Scans every process under proc for the given files. Processes that vanish or cannot be read
@@ -62,10 +65,12 @@ HolderScan scan_holders(const ProcFs& proc, const std::vector<DeviceFile>& files
 bool still_holds(const ProcFs& proc, Pid pid, const std::vector<HeldFile>& files);
 
 // Fills readable/writable of each HeldFile from the fds' open flags and, for a DRM node, its
-// clients (HeldFile::drm_clients). A DRM driver's fdinfo takes the client's VM lock, which a
-// hung GPU's reset can hold: those reads run under proc's read deadline, every holder's at
-// once. Returns the PIDs whose DRM fdinfo did not answer in time (their clients are missing:
-// what they hold is not known), ascending when `holdings` is.
+// clients (HeldFile::drm_clients). Every fdinfo read runs under proc's read deadline, every
+// holder's at once: a DRM driver's takes the client's VM lock, which a hung GPU's reset can
+// hold, and any device driver's show_fdinfo may block. A read left blocked is not started
+// again by a later call until it returns (its descriptor counts as late meanwhile). Returns the
+// PIDs whose fdinfo did not answer in time (for a DRM node their clients are missing: what they
+// hold is not known), ascending.
 std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdings);
 // The same for one holder (its late reads are only left out).
 void fill_access(const ProcFs& proc, FileHolding& holding);

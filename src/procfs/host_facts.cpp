@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "core/unique_fd.h"
 #include "procfs/parse.h"
@@ -48,6 +51,53 @@ std::optional<std::string> cpu_governors(const std::string& sys_root) {
   return joined;
 }
 
+// A /dev/kmsg record's prefix: "PRIO,SEQ,USEC,FLAGS[,…]", PRIO = facility * 8 + level.
+struct KmsgPrefix {
+  unsigned facility = 0;
+  std::uint64_t usec = 0;  // since boot
+};
+
+std::optional<std::uint64_t> whole_number(std::string_view text) {
+  std::uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<KmsgPrefix> parse_kmsg_prefix(std::string_view prefix) {
+  std::vector<std::string_view> fields;
+  for (std::size_t at = 0; fields.size() < 4;) {
+    const std::size_t comma = prefix.find(',', at);
+    fields.push_back(prefix.substr(at, comma == std::string_view::npos ? comma : comma - at));
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  if (fields.size() < 3) return std::nullopt;
+  const auto priority = whole_number(fields[0]);
+  const auto usec = whole_number(fields[2]);
+  if (!priority || !usec) return std::nullopt;
+  return KmsgPrefix{static_cast<unsigned>(*priority >> 3), *usec};
+}
+
+// "PCI:DDDD:BB:SS", hex, with an optional ".F": the address NVRM names a GPU by.
+bool is_xid_device(std::string_view device) {
+  constexpr std::string_view kPci = "PCI:";
+  if (!device.starts_with(kPci)) return false;
+  device.remove_prefix(kPci.size());
+  auto hex = [](std::string_view part, std::size_t digits) {
+    return part.size() == digits && std::all_of(part.begin(), part.end(), [](char c) {
+             return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+           });
+  };
+  if (device.size() >= 2 && device[device.size() - 2] == '.') {
+    const char function = device.back();
+    if (function < '0' || function > '7') return false;
+    device.remove_suffix(2);
+  }
+  return device.size() == 10 && hex(device.substr(0, 4), 4) && device[4] == ':' &&
+         hex(device.substr(5, 2), 2) && device[7] == ':' && hex(device.substr(8, 2), 2);
+}
+
 }  // namespace
 
 bool is_relevant_variable(std::string_view name) {
@@ -81,29 +131,25 @@ HostFacts read_host_facts(const HostRoots& roots, const std::vector<std::string>
 }
 
 std::optional<XidEvent> parse_xid_record(std::string_view record) {
-  XidEvent event;
-  const std::size_t marker = record.find(kXidMarker);
-  if (marker == std::string_view::npos) return std::nullopt;
-  // "PRIO,SEQ,USEC,FLAGS;" before the text: the timestamp is the third field (microseconds
-  // since boot). A record without that prefix (a plain log line) has no timestamp.
-  if (const std::size_t semicolon = record.find(';'); semicolon < marker) {
-    std::string_view prefix = record.substr(0, semicolon);
-    const std::size_t c1 = prefix.find(',');
-    const std::size_t c2 = c1 == std::string_view::npos ? c1 : prefix.find(',', c1 + 1);
-    const std::size_t c3 = c2 == std::string_view::npos ? c2 : prefix.find(',', c2 + 1);
-    if (c2 != std::string_view::npos) {
-      const std::string_view usec = prefix.substr(
-          c2 + 1, c3 == std::string_view::npos ? std::string_view::npos : c3 - c2 - 1);
-      std::uint64_t value = 0;
-      auto [ptr, ec] = std::from_chars(usec.data(), usec.data() + usec.size(), value);
-      if (ec == std::errc{} && ptr == usec.data() + usec.size()) {
-        event.seconds_since_boot = static_cast<double>(value) / 1e6;
-      }
-    }
-  }
-  std::string_view rest = record.substr(marker + kXidMarker.size());
+  // "PRIO,SEQ,USEC,FLAGS;TEXT" (/dev/kmsg). Anyone can put "NVRM: Xid (" into the kernel log
+  // (tmpfs's "Unknown parameter '…'" from a user namespace; a process of that name that
+  // segfaults): a record counts only when the kernel wrote it (facility 0: /dev/kmsg gives
+  // user space's writes facility 1 at least) and its text *starts* with the marker and a
+  // well-formed PCI address, which a 15-character command name cannot spell (issue 48 item 8).
+  const std::size_t semicolon = record.find(';');
+  if (semicolon == std::string_view::npos) return std::nullopt;
+  const std::string_view prefix = record.substr(0, semicolon);
+  std::string_view text = record.substr(semicolon + 1);
+  const std::optional<KmsgPrefix> fields = parse_kmsg_prefix(prefix);
+  if (!fields || fields->facility != 0) return std::nullopt;
+  if (!text.starts_with(kXidMarker)) return std::nullopt;
+  std::string_view rest = text.substr(kXidMarker.size());
   const std::size_t close = rest.find("): ");
-  if (close == std::string_view::npos) return std::nullopt;
+  if (close == std::string_view::npos || !is_xid_device(rest.substr(0, close))) {
+    return std::nullopt;
+  }
+  XidEvent event;
+  event.seconds_since_boot = static_cast<double>(fields->usec) / 1e6;
   event.device = std::string(rest.substr(0, close));
   rest = rest.substr(close + 3);
   auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), event.xid);

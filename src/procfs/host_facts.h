@@ -31,8 +31,10 @@ std::optional<std::string> read_boot_id(const std::string& proc_root);
 
 HostFacts read_host_facts(const HostRoots& roots, const std::vector<std::string>& environment);
 
-// One kernel-log record in /dev/kmsg's format ("PRIO,SEQ,USEC,FLAGS;TEXT"), or a bare
-// "NVRM: Xid …" line (USEC then 0): the Xid event when the text is one. Pure.
+// One kernel-log record in /dev/kmsg's format ("PRIO,SEQ,USEC,FLAGS;TEXT"): the Xid event
+// when the kernel wrote it (facility 0) and TEXT starts "NVRM: Xid (PCI:DDDD:BB:SS): N". A
+// bare line, a record of user space (/dev/kmsg writes, facility >= 1), or the marker inside
+// other text (a mount option, a command name in a segfault line) is none. Pure.
 std::optional<XidEvent> parse_xid_record(std::string_view record);
 
 // Reads the kernel log without blocking (O_NONBLOCK: /dev/kmsg returns EAGAIN at the end)

@@ -118,6 +118,17 @@ not_listed() { [[ -z $(smi_mib "$1") ]]; }
 echo "gpuclean MPS test · $(date -u +%FT%TZ) · $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1) · kernel $(uname -r)"
 [[ -x $MPS_CONTROL ]] || { record FAIL "nvidia-cuda-mps-control exists ($MPS_CONTROL)"; exit 1; }
 echo "MPS: $MPS_CONTROL, pipes in $CUDA_MPS_PIPE_DIRECTORY"
+# Another MPS daemon or server on the machine (one an earlier run left when it was killed before
+# its EXIT trap: the H100 run of 2026-12-06 had one) makes two servers of the clients' user, and
+# gpuclean then names no server for a client (docs/reference.md "Roles"): refuse to run, naming
+# them, rather than fail two checks later for a reason the log does not show.
+others=$(ps -eo pid=,user=,args= | grep '[n]vidia-cuda-mps-' || true)
+if [[ -n $others ]]; then
+  echo "other MPS processes on this machine (not this script's; quit them first):"
+  echo "$others" | sed 's/^/    /'
+  record FAIL "no other MPS daemon or server runs"
+  exit 1
+fi
 # What the trust in the executable rests on (docs/reference.md "Roles"): owners and modes.
 d=$MPS_CONTROL
 while [[ $d != / ]]; do

@@ -156,6 +156,42 @@ TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {
   EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
 }
 
+TEST_F(PrivilegeTest, RootWithoutPtraceIsBlindToOtherUsersAndSaysUnknownNotClean) {
+  // Issue 48 item 3: root stripped of CAP_SYS_PTRACE (docker run --pid=host with Docker's
+  // default capabilities) lists another user's descriptor table but is refused every
+  // descriptor; the refusal was taken as "closed meanwhile" and uid 0 made unread processes
+  // decide nothing: `check --no-nvml` exited 0 while the user held the device (seen on ff0e48b,
+  // this test: exit 0, no output).
+  std::vector<std::string> holder_argv = user_.as_user();
+  holder_argv.insert(holder_argv.end(), {helper_, "hold", held_, ready_});
+  const pid_t user_holder = start_argv(holder_argv).at(0);
+  const std::vector<std::string> stripped = {kSetpriv, "--inh-caps=-sys_ptrace",
+                                             "--bounding-set=-sys_ptrace", "--", binary_};
+  auto without_ptrace = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = stripped;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv);
+  };
+  const auto check = without_ptrace({"check", "--no-nvml", "--device-glob", held_});
+  expect_no_crash(check);
+  EXPECT_EQ(check.exit_code, 3) << check.out << check.err;
+  EXPECT_NE(check.err.find("CAP_SYS_PTRACE"), std::string::npos) << check.err;
+  const auto who = without_ptrace({"who", "--json", "--device-glob", held_});
+  EXPECT_EQ(who.exit_code, 3) << who.out << who.err;
+  const json doc = json::parse(who.out);
+  EXPECT_EQ(doc["verdict"], "unknown") << who.out;
+  EXPECT_TRUE(doc["scan"]["as_root"].get<bool>());
+  EXPECT_FALSE(doc["scan"]["may_read_all"].get<bool>());
+  EXPECT_GE(doc["scan"]["unreadable"].get<int>(), 1) << who.out;
+
+  // Negative control: root with its capabilities reads the same process and finds the holder.
+  const auto root = as_root({"check", "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(root.exit_code, 1) << root.out << root.err;
+  EXPECT_NE(root.out.find(std::to_string(user_holder)), std::string::npos) << root.out;
+  const json root_doc = json::parse(as_root({"who", "--json", "--device-glob", held_}).out);
+  EXPECT_TRUE(root_doc["scan"]["may_read_all"].get<bool>());
+}
+
 TEST_F(PrivilegeTest, KillOfARootProcessExplainsTheMissingPrivilege) {
   const pid_t target = start_argv({helper_, "hold", held_, ready_}).at(0);
   const auto refused = as_user({"kill", std::to_string(target), "--no-tree", "--no-nvml", "--grace",

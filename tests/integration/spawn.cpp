@@ -152,6 +152,26 @@ pid_t spawn(const std::vector<std::string>& argv) {
   return pid;
 }
 
+pid_t spawn_with_pid(pid_t want, const std::vector<std::string>& argv) {
+  constexpr int kTries = 200;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    {
+      std::ofstream last("/proc/sys/kernel/ns_last_pid");
+      if (!last) return 0;
+      last << (want - 1);
+      last.flush();
+      if (!last) return 0;
+    }
+    const pid_t pid = spawn(argv);
+    if (pid == want) return pid;
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      reap(pid);
+    }
+  }
+  return 0;
+}
+
 int reap(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;

@@ -43,6 +43,11 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& env)
 
 // Starts argv in the background; returns its PID. The caller reaps it with reap().
 pid_t spawn(const std::vector<std::string>& argv);
+// Spawns argv as PID `want` (a PID that is free now): through /proc/sys/kernel/ns_last_pid, as
+// an attacker hands a dead process's PID to a newcomer. Other processes fork meanwhile, so it
+// tries a few times; 0 when it could not (not root, another PID namespace, or always beaten),
+// with nothing left running.
+pid_t spawn_with_pid(pid_t want, const std::vector<std::string>& argv);
 // Waits for a child started with spawn(); returns its exit code (or 128+signal).
 int reap(pid_t pid);
 

@@ -130,6 +130,92 @@ TEST_F(StatusTest, DeadOwnersMemoryIsLinkedToItsHeir) {
   EXPECT_EQ(after["gpus"][0]["memory"]["unattributed"], 8 * kGiB);
 }
 
+TEST_F(StatusTest, DeadOwnersPidHandedOnIsNeverTheHolder) {
+  // Issue 48 item 2: NVML keeps naming the CUDA owner that died while its forked child holds
+  // the context. Another process gets that PID (here through ns_last_pid, as an attacker or a
+  // busy host does). Before, gpuclean gave the newcomer the memory ("8.0 GiB in use by pid V")
+  // and kill planned it, though it holds no device file at all (seen on f0b45f5: this test's
+  // newcomer was a holder of class active with 8 GiB, and the heir an orphan).
+  const pid_t heir = start("heir", held_).at(0);
+  const pid_t dead_owner = launchers_.back();
+  reap_launcher(dead_owner);
+  ASSERT_EQ(proc_state(dead_owner), '\0');
+  const pid_t newcomer = spawn_with_pid(dead_owner, {"/bin/sleep", "600"});
+  if (newcomer == 0) GTEST_SKIP() << "cannot hand a PID on here (needs root: ns_last_pid)";
+  reaper_.adopt(newcomer);
+  const std::string view = gpu_view({{{dead_owner, 8 * kGiB}}});
+
+  json doc = status_json(view);
+  const json* h = find_holder(doc, heir);
+  ASSERT_NE(h, nullptr) << doc.dump(1);
+  EXPECT_EQ(h->at("class"), "heir") << h->dump(1);
+  EXPECT_EQ(h->at("gpu_memory")["0"], 8 * kGiB);
+  EXPECT_EQ(find_holder(doc, newcomer), nullptr) << "the newcomer holds no device file";
+  ASSERT_EQ(doc["dead_owners"].size(), 1u) << doc.dump(1);
+  EXPECT_TRUE(doc["dead_owners"][0]["pid_handed_on"].get<bool>());
+  // kill plans the heir, never the newcomer.
+  auto plan = run("kill", view, {"--gpu", "0", "--dry-run", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  const json planned = json::parse(plan.out);
+  std::string targets;
+  for (const json& t : planned["targets"]) targets += std::to_string(t["pid"].get<int>()) + " ";
+  EXPECT_NE(targets.find(std::to_string(heir)), std::string::npos) << plan.out;
+  EXPECT_EQ(targets.find(std::to_string(newcomer)), std::string::npos) << plan.out;
+
+  // With the heir gone too, the memory is nobody's here: foreign, said as a handed-on PID.
+  ::kill(heir, SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return proc_state(heir) == '\0' || proc_state(heir) == 'Z'; }));
+  json after = status_json(view);
+  const json* foreign = find_holder(after, newcomer);
+  ASSERT_NE(foreign, nullptr) << after.dump(1);
+  EXPECT_EQ(foreign->at("class"), "foreign");
+  bool said = false;
+  for (const json& p : after["problems"]) {
+    said |= p["message"].get<std::string>().find("its PID now names another process") !=
+            std::string::npos;
+  }
+  EXPECT_TRUE(said) << after["problems"].dump(1);
+  EXPECT_EQ(run("kill", view, {"--gpu", "0", "--dry-run", "--json"})
+                .out.find("\"pid\": " + std::to_string(newcomer) + ","),
+            std::string::npos);
+
+  // Negative control: a listed process that does hold the device file is its holder.
+  const pid_t holder = start("hold", held_).at(0);
+  json listed = status_json(gpu_view({{{holder, 2 * kGiB}}}));
+  const json* own = find_holder(listed, holder);
+  ASSERT_NE(own, nullptr) << listed.dump(1);
+  EXPECT_EQ(own->at("gpu_memory")["0"], 2 * kGiB);
+  EXPECT_TRUE(listed["dead_owners"].empty());
+}
+
+TEST_F(StatusTest, ADescriptorParkedInAUnixSocketIsSaidToBeUnseen) {
+  // Issue 48 item 7: a descriptor sent over a unix socket (SCM_RIGHTS) and closed by its sender
+  // is in flight: in no process's /proc table, while the device stays open. /proc cannot show
+  // it; a /proc-only verdict says so instead of "no process holds the device files".
+  const std::string parker =
+      "import os, socket, array, sys, time\n"
+      "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+      "a, b = socket.socketpair(socket.AF_UNIX)\n"
+      "if sys.argv[3] == 'park':\n"
+      "    a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])\n"
+      "    os.close(fd)\n"
+      "with open(sys.argv[2] + '.tmp', 'w') as f: f.write(str(os.getpid()) + '\\n')\n"
+      "os.rename(sys.argv[2] + '.tmp', sys.argv[2])\n"
+      "time.sleep(600)\n";
+  start_argv({"/usr/bin/python3", "-c", parker, held_, ready_, "park"});
+  const auto parked = gpuclean({"status", "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(parked.exit_code, 0) << parked.out << parked.err;
+  EXPECT_NE(parked.out.find("(a descriptor parked in a unix socket is not seen)"),
+            std::string::npos)
+      << parked.out;
+  // Negative control: the same process keeping its descriptor is seen holding the file.
+  reaper_.kill_all();
+  const pid_t keeper = start_argv({"/usr/bin/python3", "-c", parker, held_, ready_, "keep"}).at(0);
+  const auto kept = gpuclean({"status", "--no-nvml", "--device-glob", held_});
+  EXPECT_EQ(kept.exit_code, 1) << kept.out << kept.err;
+  EXPECT_NE(kept.out.find(std::to_string(keeper)), std::string::npos) << kept.out;
+}
+
 // A PID that existed and is gone: started and reaped by the test (nothing else is tied to it).
 pid_t dead_pid() {
   const pid_t pid = spawn({"/bin/true"});

@@ -246,6 +246,40 @@ TEST(DrmDiagnosisTest, ADisplayServerIsAMonitorAndAnOrphanedComputeClientIsAProb
   EXPECT_EQ(d.problems[0].kind, ProblemKind::kInUse);
 }
 
+TEST(DrmDiagnosisTest, DeviceMemoryThroughThePrimaryNodeIsNoDisplaysJob) {
+  // Issue 48 item 6: a process that holds only /dev/dri/cardN was a display server by rule: an
+  // orphan with 60 GiB in its fdinfo was a monitor, the GPU CLEAN, and the kill selectors and
+  // the Epilog skipped it (this test's first half failed so on f0b45f5).
+  Holder orphan = drm_holder(700, DrmNode::Kind::kPrimary, "0000:0a:00.0",
+                             {client("0000:0a:00.0", 9, Bytes{60} << 30)});
+  orphan.process.ppid = 1;
+  orphan.klass = HolderClass::kOrphan;
+  Diagnosis d = diagnose_drm({orphan});
+  ASSERT_EQ(d.holders.size(), 1u);
+  EXPECT_EQ(d.holders[0].klass, HolderClass::kOrphan);
+  ASSERT_FALSE(d.problems.empty());
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kOrphan);
+  EXPECT_FALSE(d.clean);
+  // A live process with more than a display's share is in use, not a monitor.
+  Holder big = drm_holder(701, DrmNode::Kind::kPrimary, "0000:0a:00.0",
+                          {client("0000:0a:00.0", 10, Bytes{8} << 30)});
+  d = diagnose_drm({big});
+  EXPECT_EQ(d.holders[0].klass, HolderClass::kActive);
+  EXPECT_EQ(d.problems[0].kind, ProblemKind::kInUse);
+
+  // Negative controls: an orphaned console with no device-local memory, and a live display
+  // server with its scan-out buffers, are monitors.
+  Holder console = drm_holder(702, DrmNode::Kind::kPrimary, "0000:0a:00.0", {});
+  console.process.ppid = 1;
+  console.klass = HolderClass::kOrphan;
+  Holder display = drm_holder(703, DrmNode::Kind::kPrimary, "0000:0a:00.0",
+                              {client("0000:0a:00.0", 11, 256 * kMiB)});
+  d = diagnose_drm({console, display});
+  ASSERT_EQ(d.holders.size(), 2u);
+  EXPECT_EQ(d.holders[0].klass, HolderClass::kMonitor);
+  EXPECT_EQ(d.holders[1].klass, HolderClass::kMonitor);
+}
+
 TEST(DrmDiagnosisTest, UnattributedMemoryOfADrmGpuNamesItsDriverNotNvidiaSmi) {
   Diagnosis d = diagnose_drm({});
   ASSERT_EQ(d.problems.size(), 1u);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -11,7 +13,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include "collect/gather.h"
 #include "procfs/file_identity.h"
@@ -361,6 +365,75 @@ TEST(HolderScan, AccessModeFromFdinfo) {
     } else {
       EXPECT_TRUE(f.readable);
       EXPECT_FALSE(f.writable);
+    }
+  }
+}
+
+// Threads of this test process now.
+std::size_t thread_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(HolderScan, AnFdinfoThatNeverAnswersIsBoundedAndNotStartedAgain) {
+  // Issue 48 item 5: an fdinfo read of a file that is not a DRM node ran on the calling thread
+  // with no deadline (on f0b45f5 this test hung in its first fill_access until the watchdog),
+  // and a late DRM read left one more thread behind on every look. Here a FIFO with no writer
+  // stands in for an fdinfo that does not answer: its open blocks.
+  MaterialisedFixture fixture;
+  ProcFs stock = fixture.proc();
+  FileHolding python = *holding_of(scan_holders(stock, fixture.nvidia_files(), {}), 100);
+  const HeldFile* nvidia0 = nullptr;
+  for (const HeldFile& f : python.files) {
+    if (f.path == fixture.path("/dev/nvidia0")) nvidia0 = &f;
+  }
+  ASSERT_NE(nvidia0, nullptr);
+  const std::filesystem::path fdinfo =
+      fixture.root() / "proc" / "100" / "fdinfo" / std::to_string(nvidia0->fds.at(0));
+  std::filesystem::remove(fdinfo);
+  ASSERT_EQ(::mkfifo(fdinfo.c_str(), 0600), 0);
+  auto opened = ProcFs::open((fixture.root() / "proc").string(), std::chrono::milliseconds(100));
+  ASSERT_TRUE(opened.ok());
+  const ProcFs proc = std::move(opened).value();
+
+  // A writer's open ends a read blocked on the FIFO (the watchdog's way out when one is).
+  auto release = [&fdinfo] {
+    const int writer = ::open(fdinfo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) ::close(writer);
+  };
+  const std::size_t threads_before = thread_count();
+  for (int look = 0; look < 10; ++look) {
+    std::vector<FileHolding> one{python};
+    auto late = std::async(std::launch::async, [&] { return fill_access(proc, one); });
+    if (late.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      while (late.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) release();
+      FAIL() << "look " << look << " waited on the fdinfo without a bound";
+    }
+    EXPECT_EQ(late.get(), (std::vector<Pid>{100})) << "look " << look;
+  }
+  // One reader left behind on the FIFO, not one per look.
+  EXPECT_LE(thread_count(), threads_before + 1);
+  // Negative control: once the read returns (a writer opens the FIFO and closes it), the next
+  // look reads it again and the other descriptors' access flags are there meanwhile.
+  release();
+  std::filesystem::remove(fdinfo);
+  std::ofstream(fdinfo) << "pos:\t0\nflags:\t0100002\nmnt_id:\t1\n";
+  std::vector<FileHolding> again{python};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool answered = false;
+  while (!answered && std::chrono::steady_clock::now() < give_up) {
+    again = {python};
+    answered = fill_access(proc, again).empty();
+    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(answered) << "the read that returned is never started again";
+  for (const HeldFile& f : again.front().files) {
+    if (f.path == fixture.path("/dev/nvidia0")) {
+      EXPECT_TRUE(f.writable);
     }
   }
 }

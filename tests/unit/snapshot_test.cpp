@@ -360,14 +360,37 @@ TEST(KernelLog, ParsesXidRecords) {
   EXPECT_EQ(e->device, "PCI:0000:00:06");
   EXPECT_DOUBLE_EQ(e->seconds_since_boot, 4000.25);
   EXPECT_EQ(e->message, "pid=72309, name=python3, GPU has fallen off the bus.");
-  auto bare = procfs::parse_xid_record("NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception");
-  ASSERT_TRUE(bare.has_value());
-  EXPECT_EQ(bare->seconds_since_boot, 0);
-  for (const char* other : {"6,1,2,-;usb 1-1: new device", "NVRM: Xid (PCI:0000:00:06", "",
-                            "NVRM: Xid (PCI:0000:00:06): x, bad", "NVRM: Xid (): ",
+  auto function = procfs::parse_xid_record("4,1,2,-;NVRM: Xid (PCI:0000:3B:00.1): 13, Graphics");
+  ASSERT_TRUE(function.has_value());
+  EXPECT_EQ(function->device, "PCI:0000:3B:00.1");
+  for (const char* other : {"6,1,2,-;usb 1-1: new device", "3,1,2,-;NVRM: Xid (PCI:0000:00:06", "",
+                            "3,1,2,-;NVRM: Xid (PCI:0000:00:06): x, bad", "3,1,2,-;NVRM: Xid (): ",
                             "6,1,2,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module"}) {
     EXPECT_FALSE(procfs::parse_xid_record(other).has_value()) << other;
   }
+}
+
+TEST(KernelLog, OnlyTheKernelsOwnXidRecordsCount) {
+  // Issue 48 item 8: what any user can put into the kernel log, as the log shows it (both
+  // forged on this machine: docs/security.md). Before, each parsed as an Xid 79.
+  for (const char* forged :
+       {// a tmpfs mount option, from a user namespace (facility 0, but not NVRM's text)
+        "3,348,8885385588,-;tmpfs: Unknown parameter 'NVRM: Xid (PCI:0000:41:00): 79'",
+        // a process named "NVRM: Xid (PCI:" (15 characters) that segfaults
+        "6,349,8890433766,-;NVRM: Xid (PCI:[21233]: segfault at 0 ip 00007f0e54385ad8",
+        // root's or a user's write to /dev/kmsg: facility 1 (user) at least
+        "12,350,8890433800,-;NVRM: Xid (PCI:0000:41:00): 79, GPU has fallen off the bus.",
+        // a line without the record prefix says nothing about who wrote it
+        "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception",
+        // not an address
+        "3,1,2,-;NVRM: Xid (PCI:00000:3b:00): 13, x", "3,1,2,-;NVRM: Xid (PCI:0000:3g:00): 13, x",
+        "3,1,2,-;NVRM: Xid (PCI:0000:3b:00.9): 13, x"}) {
+    EXPECT_FALSE(procfs::parse_xid_record(forged).has_value()) << forged;
+  }
+  // Negative control: the driver's own record, as a real Xid reads.
+  EXPECT_TRUE(procfs::parse_xid_record("3,351,8890433900,-;NVRM: Xid (PCI:0000:41:00): 79, "
+                                       "pid=1, GPU has fallen off the bus.")
+                  .has_value());
 }
 
 TEST(KernelLog, ReadsAFileKeepingTheLastEvents) {

@@ -56,8 +56,11 @@ TEST(VerdictTest, TextAndJsonSayUnknown) {
   EXPECT_NE(clean.str().find("\"verdict\": \"clean\""), std::string::npos) << clean.str();
 }
 
+// Who scanned: a user, root with CAP_SYS_PTRACE, root without it (a container's defaults).
+enum class Scanner { kUser, kRoot, kRootWithoutPtrace };
+
 ScanStats stats_with(std::size_t denied, std::size_t other_users, std::size_t incomplete,
-                     bool as_root) {
+                     Scanner scanner) {
   ScanStats stats;
   stats.processes = 100;
   stats.denied = denied;
@@ -67,33 +70,43 @@ ScanStats stats_with(std::size_t denied, std::size_t other_users, std::size_t in
   for (std::size_t i = 0; i < incomplete && i < 5; ++i) {
     stats.incomplete_pids.push_back(Pid(50 + i));
   }
-  stats.as_root = as_root;
+  stats.as_root = scanner != Scanner::kUser;
+  stats.may_read_all = scanner == Scanner::kRoot;
   return stats;
 }
 
 TEST(UnseenTest, WhatWasNotReadDecidesOnlyWhereItCouldChangeTheVerdict) {
   using diagnose::unseen_processes;
   // Everything read: nothing to say.
-  EXPECT_FALSE(unseen_processes(stats_with(0, 0, 0, false), false).decides);
-  EXPECT_EQ(unseen_processes(stats_with(0, 0, 0, false), false).message, "");
+  EXPECT_FALSE(unseen_processes(stats_with(0, 0, 0, Scanner::kUser), false).decides);
+  EXPECT_EQ(unseen_processes(stats_with(0, 0, 0, Scanner::kUser), false).message, "");
   // Non-root, other users' processes unread: decides, and says "run as root".
-  auto others = unseen_processes(stats_with(77, 77, 0, false), false);
+  auto others = unseen_processes(stats_with(77, 77, 0, Scanner::kUser), false);
   EXPECT_TRUE(others.decides);
   EXPECT_NE(others.message.find("77 processes of other users could not be read"), std::string::npos)
       << others.message;
   EXPECT_NE(others.message.find("run as root"), std::string::npos);
   EXPECT_NE(others.message.find("pids 10, 11, 12, 13, 14, …"), std::string::npos);
   // Root refused (a more privileged supervisor): said, decides nothing.
-  auto root = unseen_processes(stats_with(1, 0, 0, true), false);
+  auto root = unseen_processes(stats_with(1, 0, 0, Scanner::kRoot), false);
   EXPECT_FALSE(root.decides);
   EXPECT_NE(root.message.find("1 process could not be read even as root"), std::string::npos)
       << root.message;
+  // Root without CAP_SYS_PTRACE is refused other users' descriptors as a user is: decides, and
+  // says which capability is missing (issue 48 item 3: before, uid 0 alone made it decide
+  // nothing and `check --no-nvml` said clean).
+  auto stripped = unseen_processes(stats_with(3, 3, 0, Scanner::kRootWithoutPtrace), false);
+  EXPECT_TRUE(stripped.decides);
+  EXPECT_NE(stripped.message.find("3 processes of other users could not be read"),
+            std::string::npos)
+      << stripped.message;
+  EXPECT_NE(stripped.message.find("CAP_SYS_PTRACE"), std::string::npos) << stripped.message;
   // Read only in part (past the deadline): decides, as root too.
-  auto partial = unseen_processes(stats_with(0, 0, 2, true), false);
+  auto partial = unseen_processes(stats_with(0, 0, 2, Scanner::kRoot), false);
   EXPECT_TRUE(partial.decides);
   EXPECT_NE(partial.message.find("2 processes could not be read completely"), std::string::npos);
   // NVML answering: memory is judged from NVML, the unread processes are only said.
-  auto with_nvml = unseen_processes(stats_with(77, 77, 2, false), true);
+  auto with_nvml = unseen_processes(stats_with(77, 77, 2, Scanner::kUser), true);
   EXPECT_FALSE(with_nvml.decides);
   EXPECT_FALSE(with_nvml.message.empty());
 }
