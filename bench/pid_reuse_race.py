@@ -104,7 +104,9 @@ def scan_race(args, work):
     open(device, "w").close()
     crowd = []
     crowd_file = os.path.join(work, "crowd")
+    open(crowd_file, "w").close()
     for i in range(args.crowd):
+        open(os.path.join(work, f"other-{i}"), "w").close()
         ready = os.path.join(work, f"crowd-ready-{i}")
         p = subprocess.Popen([args.helper, "map-crowd", os.path.join(work, f"other-{i}"), ready,
                               crowd_file, str(args.maps)])

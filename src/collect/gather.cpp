@@ -25,15 +25,26 @@ namespace {
 // How many PIDs the scan's incomplete_sample names, as the scan's own (procfs::holder_scan).
 constexpr std::size_t kIncompleteSample = 5;
 
-Holder make_holder(const procfs::ProcFs& proc, ProcessInfo process, std::vector<HeldFile> devices) {
+void note_incomplete(ScanStats& stats, Pid pid) {
+  ++stats.incomplete;
+  if (stats.incomplete_pids.size() < kIncompleteSample) stats.incomplete_pids.push_back(pid);
+}
+
+// A holder from its /proc reading. A look at its executable that did not answer in time (a file
+// system whose server stopped: procfs::look_up_service) leaves it a plain holder, counted in
+// `stats` as read in part.
+Holder make_holder(const procfs::ProcFs& proc, ProcessInfo process, std::vector<HeldFile> devices,
+                   ScanStats& stats) {
   Holder holder;
   holder.process = std::move(process);
   holder.devices = std::move(devices);
   holder.klass = diagnose::classify_from_proc(holder.process);
-  if (auto service = procfs::recognise_service(proc, holder.process)) {
-    holder.service = service->service;
-    holder.executable = std::move(service->executable);
+  procfs::ServiceLookup lookup = procfs::look_up_service(proc, holder.process);
+  if (lookup.service) {
+    holder.service = lookup.service->service;
+    holder.executable = std::move(lookup.service->executable);
   }
+  if (lookup.unanswered) note_incomplete(stats, holder.process.pid);
   return holder;
 }
 
@@ -90,12 +101,7 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   // Frozen groups, and whether a thread seen in D stays there (~200 ms, only when one is).
   procfs::settle_blocked(proc, processes);
   // A DRM client's fdinfo that did not answer in time: what the process holds is not known.
-  for (const Pid late : procfs::fill_access(proc, scan.holdings)) {
-    ++scan.stats.incomplete;
-    if (scan.stats.incomplete_pids.size() < kIncompleteSample) {
-      scan.stats.incomplete_pids.push_back(late);
-    }
-  }
+  for (const Pid late : procfs::fill_access(proc, scan.holdings)) note_incomplete(scan.stats, late);
   for (std::size_t i = 0; i < pids.size(); ++i) {
     procfs::FileHolding& holding = scan.holdings[i];
     Result<ProcessInfo>& process = processes[i];
@@ -110,7 +116,8 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
       ++scan.stats.vanished;
       continue;
     }
-    holders.push_back(make_holder(proc, std::move(process).value(), std::move(holding.files)));
+    holders.push_back(
+        make_holder(proc, std::move(process).value(), std::move(holding.files), scan.stats));
   }
   return holders;
 }
@@ -253,7 +260,8 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
 // one that could not be read (what it holds is unknown), a zombie (its context is being torn
 // down), and an MPS client (it reaches the GPU through the server). The ones /proc lacks are
 // dead owners or live in another PID namespace.
-void Gatherer::add_listed_only(const GpuView& view, std::set<Pid>& seen, diagnose::Input& input) {
+void Gatherer::add_listed_only(const GpuView& view, std::set<Pid>& seen, Gathered& out) {
+  diagnose::Input& input = out.input;
   std::vector<Pid> listed_only;
   std::set<Pid> in_mps_list;
   for (const Gpu& gpu : view.gpus) {
@@ -288,7 +296,7 @@ void Gatherer::add_listed_only(const GpuView& view, std::set<Pid>& seen, diagnos
     if (handed_on) {
       input.handed_on_pids.insert(rest[i]);
     } else {
-      input.holders.push_back(make_holder(proc_, std::move(processes[i]).value(), {}));
+      input.holders.push_back(make_holder(proc_, std::move(processes[i]).value(), {}, out.stats));
     }
   }
 }
@@ -350,7 +358,7 @@ Gathered Gatherer::collect() {
   std::set<Pid> seen;
   for (const Holder& h : out.input.holders) seen.insert(h.process.pid);
   if (nvml.view) {
-    add_listed_only(*nvml.view, seen, out.input);
+    add_listed_only(*nvml.view, seen, out);
     out.input.gpu_view = std::move(nvml.view);
   }
   add_drm_gpus(out.input);

@@ -129,7 +129,7 @@ class Gatherer {
   NvmlOutcome query_gpus();
   // Appends the DRM GPUs, numbered after NVML's, with their clients' memory from `holders`.
   void add_drm_gpus(diagnose::Input& input);
-  void add_listed_only(const GpuView& view, std::set<Pid>& seen, diagnose::Input& input);
+  void add_listed_only(const GpuView& view, std::set<Pid>& seen, Gathered& out);
 
   CollectOptions options_;
   std::vector<DeviceFile> files_;

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "core/deadline_pool.h"
+#include "core/left_behind.h"
 #include "procfs/capabilities.h"
 #include "procfs/drm_fdinfo.h"
 #include "procfs/file_identity.h"
@@ -574,39 +575,12 @@ void fill_access(const ProcFs& proc, FileHolding& holding) {
 namespace {
 
 // fdinfo reads left blocked past the deadline, by process (PID and start time), thread and
-// descriptor, each with the flag its worker sets when the read returns: such a read is not
-// started again until it has (issue 48 item 5: one that never answers left a thread behind per
-// look — 10 looks, 11 threads — in the recorder, top and metrics).
+// descriptor: not started again until they return.
 using FdinfoKey = std::tuple<Pid, std::uint64_t, std::optional<Pid>, int>;
-struct BlockedFdinfoReads {
-  std::mutex mutex;
-  std::map<FdinfoKey, std::shared_ptr<std::atomic<bool>>> reads;
-};
-BlockedFdinfoReads& blocked_fdinfo_reads() {
-  static BlockedFdinfoReads blocked;
+LeftBehind<FdinfoKey>& blocked_fdinfo_reads() {
+  static LeftBehind<FdinfoKey> blocked;
   return blocked;
 }
-
-// Whether the read of `key` is still blocked from an earlier look; forgets it once returned.
-bool still_blocked(const FdinfoKey& key) {
-  BlockedFdinfoReads& blocked = blocked_fdinfo_reads();
-  const std::lock_guard lock(blocked.mutex);
-  auto it = blocked.reads.find(key);
-  if (it == blocked.reads.end()) return false;
-  if (!it->second->load()) return true;
-  blocked.reads.erase(it);
-  return false;
-}
-
-void remember_blocked(const FdinfoKey& key, std::shared_ptr<std::atomic<bool>> returned) {
-  BlockedFdinfoReads& blocked = blocked_fdinfo_reads();
-  const std::lock_guard lock(blocked.mutex);
-  blocked.reads[key] = std::move(returned);
-}
-
-}  // namespace
-
-namespace {
 
 // One descriptor's fdinfo to read: which holding, which of its files, which descriptor.
 struct FdinfoItem {
@@ -631,7 +605,8 @@ void plan_fdinfo_reads(std::vector<FileHolding>& holdings, FdinfoBatch& batch,
       HeldFile& file = holdings[h].files[f];
       file.drm_clients.clear();
       for (int fd : file.fds) {
-        if (still_blocked({holdings[h].pid, holdings[h].start_ticks, file.via_thread, fd})) {
+        if (blocked_fdinfo_reads().still_running(
+                {holdings[h].pid, holdings[h].start_ticks, file.via_thread, fd})) {
           if (std::find(late.begin(), late.end(), holdings[h].pid) == late.end()) {
             late.push_back(holdings[h].pid);
           }
@@ -639,7 +614,7 @@ void plan_fdinfo_reads(std::vector<FileHolding>& holdings, FdinfoBatch& batch,
         }
         items.push_back({h, f, fd});
         batch.reads.emplace_back(holdings[h].pid, file.via_thread, fd);
-        batch.returned.push_back(std::make_shared<std::atomic<bool>>(false));
+        batch.returned.push_back(LeftBehind<FdinfoKey>::new_flag());
       }
     }
   }
@@ -675,8 +650,8 @@ std::vector<Pid> fill_access(const ProcFs& proc, std::vector<FileHolding>& holdi
       if (std::find(late.begin(), late.end(), holding.pid) == late.end()) {
         late.push_back(holding.pid);
       }
-      remember_blocked({holding.pid, holding.start_ticks, file.via_thread, items[i].fd},
-                       batch->returned[i]);
+      blocked_fdinfo_reads().remember(
+          {holding.pid, holding.start_ticks, file.via_thread, items[i].fd}, batch->returned[i]);
       continue;
     }
     if (!batch->texts[i]) continue;

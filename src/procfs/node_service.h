@@ -42,7 +42,10 @@ struct PathWalk {
 // O_NOFOLLOW): a symlink, ".", ".." or an empty component ends the walk, not canonical. So the
 // path means the same beneath any root — an absolute symlink would otherwise be followed from
 // gpuclean's root, not from `root_fd`'s. Mount points are crossed as the kernel crosses them
-// for the root's mount namespace.
+// for the root's mount namespace. Each name is resolved from the dentry cache when it can be
+// (openat2 RESOLVE_CACHED) and stat'ed with AT_STATX_DONT_SYNC, so that a network or FUSE file
+// system is asked only for what the kernel does not have; a name it must look up is looked up
+// as usual (the caller bounds the walk).
 PathWalk walk_beneath(int root_fd, std::string_view path);
 
 // What the file system says about an executable, for trust_executable.
@@ -83,13 +86,31 @@ struct RecognisedService {
   std::string executable;
 };
 
+// What looking for a service found.
+struct ServiceLookup {
+  std::optional<RecognisedService> service;
+  // A stat of the executable or of its path did not answer within the ProcFs read deadline (a
+  // network or FUSE file system whose server does not answer): the process was not recognised
+  // and its reading is incomplete.
+  bool unanswered = false;
+};
+
 // Reads what trust_executable and trust_process need for `process` (its exe link, the file,
 // the directories, its uid, its mount namespace, for a user's MPS server its parent) and
-// decides. The path is walked (walk_beneath) in gpuclean's root; for a process in PID 1's mount
-// namespace, where that fails, in PID 1's root (<proc>/1/root) — never in the process's own
-// root, which is whatever its maker mounted or chrooted into. nullopt for every ordinary process,
-// for one whose exe cannot be read (another user's, without privilege) and for one whose PID was
-// reused meanwhile (start time differs).
+// decides. The link's text and the process's owner come first, and nothing is stat'ed unless
+// they could be a service's: the file name of one, in a system directory, run by root or a
+// system account (or by a user, as an MPS server whose parent is the trusted daemon). A path
+// elsewhere — a user's FUSE mount, whose server can stop answering — is decided without a
+// stat. The stats that remain (statx with AT_STATX_DONT_SYNC, the walk) run on a worker under
+// proc.read_deadline() (core/deadline_pool.h); a late one leaves the worker behind and yields
+// no service, with `unanswered` set. The path is walked (walk_beneath) in gpuclean's root; for
+// a process in PID 1's mount namespace, where that fails, in PID 1's root (<proc>/1/root) —
+// never in the process's own root, which is whatever its maker mounted or chrooted into. No
+// service for every ordinary process, for one whose exe cannot be read (another user's,
+// without privilege) and for one whose PID was reused meanwhile (start time differs).
+ServiceLookup look_up_service(const ProcFs& proc, const ProcessInfo& process);
+
+// look_up_service's service alone.
 std::optional<RecognisedService> recognise_service(const ProcFs& proc, const ProcessInfo& process);
 
 }  // namespace gpuclean::procfs

@@ -165,6 +165,26 @@ struct ReadProgress {
   std::shared_ptr<std::atomic<bool>> returned = std::make_shared<std::atomic<bool>>(false);
 };
 
+// The command line, into info.cmdline. It takes the target's mmap lock (the caller's deadline
+// bounds it; `progress` says the read is in it). A zombie leader has let go of its memory map,
+// so its own cmdline is empty while its live threads still share the map: then the first live
+// thread's (task/TID/cmdline), with the same cap (issue 48 item 9: otherwise the row that
+// matters most shows as [comm]). A plain zombie has no live thread and keeps [comm].
+void read_command_line(int dir_fd, ProcessInfo& info, ReadProgress* progress) {
+  if (progress != nullptr) progress->in_memory_read = true;
+  std::string text;
+  if (read_file_at(dir_fd, "cmdline", text)) info.cmdline = parse_cmdline(text);
+  if (info.cmdline.empty() && info.state == 'Z') {
+    for (const ThreadInfo& thread : info.threads) {
+      if (thread.tid == info.pid || thread.state == 'Z' || thread.state == 'X') continue;
+      const std::string name = "task/" + std::to_string(thread.tid) + "/cmdline";
+      if (read_file_at(dir_fd, name.c_str(), text)) info.cmdline = parse_cmdline(text);
+      if (!info.cmdline.empty()) break;
+    }
+  }
+  if (progress != nullptr) progress->in_memory_read = false;
+}
+
 // Everything read_process reads but the user name (an NSS lookup: not a /proc read, done by the
 // caller, outside the deadline). With `command_line` false the one part that takes the target's
 // mmap lock is skipped (stat, status, cgroup, task and wchan do not take it).
@@ -203,11 +223,6 @@ Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool 
     info.uid = status.euid;
     info.nspid = std::move(status.nspid);
   }
-  if (command_line) {
-    if (progress != nullptr) progress->in_memory_read = true;
-    if (read_file_at(dir.get(), "cmdline", text)) info.cmdline = parse_cmdline(text);
-    if (progress != nullptr) progress->in_memory_read = false;
-  }
   if (read_file_at(dir.get(), "cgroup", text)) {
     info.cgroup = parse_cgroup_v2(text);
     info.owner = owner_from_cgroup_file(text, state.trusted_cgroup_prefix);
@@ -224,6 +239,7 @@ Result<ProcessInfo> read_process_here(const ProcFs::State& state, Pid pid, bool 
       }
     }
   }
+  if (command_line) read_command_line(dir.get(), info, progress);
   // The process may have exited while we read; a half-read record of a process that is gone
   // must not be reported as a live one.
   if (::faccessat(dir.get(), "stat", F_OK, 0) != 0 && (errno == ENOENT || errno == ESRCH)) {
