@@ -867,6 +867,66 @@ scenario_heir() {
   expect_dirty
 }
 
+# Issue 48 item 2 on the real driver: the heir scenario, and then the dead owner's PID handed on
+# (ns_last_pid) to a newcomer that never opened the GPU. NVML keeps naming the dead PID; the
+# newcomer must be neither the holder nor a kill target, the heir keeps the memory.
+hand_pid_on() {  # PID: starts `sleep` as PID (free now); prints it, or nothing
+  local want=$1 try pid
+  for try in $(seq 1 200); do
+    echo $((want - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || return 1
+    sleep 600 </dev/null >/dev/null 2>&1 3>&- 4>&- &
+    pid=$!
+    disown "$pid"
+    if [[ $pid == "$want" ]]; then
+      echo "$pid"
+      return 0
+    fi
+    kill -KILL "$pid" 2>/dev/null
+  done
+  return 1
+}
+scenario_heir_pid_handed_on() {
+  local mib=4096 ready=$work/handed.ready child parent newcomer plan
+  launch heir "$mib" "$ready"
+  parent=$LAUNCHED
+  wait_ready "$ready" || return
+  child=${READY[0]}
+  expect "parent $parent is gone from /proc" wait_until 5 0.02 test ! -e "/proc/$parent"
+  wait_nvml "$parent" "$mib" "dead parent" || return
+  newcomer=$(hand_pid_on "$parent")
+  if [[ -z $newcomer ]]; then
+    record FAIL "the dead owner's PID $parent could be handed on (ns_last_pid, root)"
+    return
+  fi
+  track "$newcomer"
+  expect "the newcomer $newcomer has the dead owner's PID and holds no GPU file" \
+    test "$(count_nvidia_fds "$newcomer")" = 0
+  expect "nvidia-smi still lists $parent (the dead owner) with ${mib}+ MiB" \
+    test -n "$(smi_mib_of "$parent")"
+  snapshot handed-on "$child" "$newcomer"
+  pycheck holder "$J" "$child" class=heir inherited_from="$parent" mib="$mib"
+  local kind message
+  while IFS=$'\t' read -r kind message; do
+    record "$kind" "$message"
+  done < <("$PY" - "$J" "$newcomer" <<'PY2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+pid = int(sys.argv[2])
+bad = [h["class"] for h in d["holders"] if h["pid"] == pid and h["class"] != "foreign"]
+owners = [o for o in d["dead_owners"] if o["pid"] == pid]
+print(("PASS" if not bad else "FAIL") + f"\tthe newcomer {pid} is no holder ({bad})")
+handed = bool(owners) and owners[0].get("pid_handed_on") is True
+print(("PASS" if handed else "FAIL") + f"\tdead_owners names {pid} as handed on ({owners})")
+PY2
+  )
+  plan=$(gc kill --gpu 0 --dry-run --json 2>/dev/null)
+  keep_text handed-on.kill-plan.json "$plan"
+  expect "kill --gpu 0 plans the heir $child" grep -qE "\"pid\": $child([^0-9]|\$)" <<<"$plan"
+  expect "kill --gpu 0 never plans the newcomer $newcomer" \
+    bash -c '! grep -qE "\"pid\": $1([^0-9]|\$)" <<<"$2"' _ "$newcomer" "$plan"
+  expect_dirty
+}
+
 scenario_zombie_leader() {
   local mib=4096 ready=$work/zombie-leader.ready pid fds tool found
   launch zombie-leader "$mib" "$ready"
@@ -1430,6 +1490,7 @@ run_scenario drm "an NVIDIA machine: no DRM GPU listed, --no-drm changes nothing
 run_scenario job "a CUDA leftover in a Slurm job's cgroup, ended by kill --job" scenario_job
 remove_job_groups
 run_scenario heir "fork after CUDA init, owner dead (problem 3)" scenario_heir
+run_scenario heir-handed-on "the heir's dead owner's PID handed on to a newcomer (issue 48)" scenario_heir_pid_handed_on
 run_scenario zombie-leader "main thread exited, a worker keeps the context (problem 2)" scenario_zombie_leader
 run_scenario zombie "unreaped CUDA child, no memory (problem 7)" scenario_zombie
 run_scenario ipc "CUDA IPC importer after the exporter died" scenario_ipc
