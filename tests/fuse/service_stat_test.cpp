@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../integration/command_json.h"
 #include "fuse_fixture.h"
 
 namespace gpuclean::testing {
@@ -44,28 +45,6 @@ using nlohmann::json;
 constexpr auto kBound = 10s;
 // timeout(1)'s limit for one gpuclean run: past kBound, so a hang shows as exit 137.
 constexpr const char* kKillAfter = "20";
-
-std::string both(const CommandResult& result) {
-  return "exit " + std::to_string(result.exit_code) + "\n--- stdout\n" + result.out +
-         "--- stderr\n" + result.err;
-}
-
-json parse(const CommandResult& result) {
-  try {
-    return json::parse(result.out);
-  } catch (const json::exception&) {
-    ADD_FAILURE() << "not JSON: " << both(result);
-    return json::object();
-  }
-}
-
-const json* holder(const json& doc, pid_t pid) {
-  if (!doc.contains("holders")) return nullptr;
-  for (const json& h : doc.at("holders")) {
-    if (h.value("pid", 0) == pid) return &h;
-  }
-  return nullptr;
-}
 
 // service_fs mounted on a temp directory, serving holder_helper as /nvidia-smi. The destructor
 // lets the server answer again, unmounts and ends it; processes running from the mount must be

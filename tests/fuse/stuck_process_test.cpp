@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../integration/command_json.h"
 #include "fuse_fixture.h"
 
 namespace gpuclean::testing {
@@ -62,23 +63,6 @@ class StuckProcessTest : public ::testing::Test {
   TempDir dir_;
   std::string held_;
 };
-
-json parse(const CommandResult& r) {
-  try {
-    return json::parse(r.out);
-  } catch (const json::exception&) {
-    ADD_FAILURE() << "not JSON: " << r.out << r.err;
-    return json::object();
-  }
-}
-
-const json* holder(const json& doc, pid_t pid) {
-  if (!doc.contains("holders")) return nullptr;
-  for (const json& h : doc.at("holders")) {
-    if (h.value("pid", 0) == pid) return &h;
-  }
-  return nullptr;
-}
 
 TEST_F(StuckProcessTest, WhoStatusExplainAnswerAndListTheVictimAsStuck) {
   MmLockVictim victim(held_);

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "command_json.h"
 #include "holder_fixture.h"
 
 namespace gpuclean::testing {
@@ -26,20 +27,6 @@ using nlohmann::json;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
-}
-
-std::string both(const CommandResult& result) {
-  return "exit " + std::to_string(result.exit_code) + "\n--- stdout\n" + result.out +
-         "--- stderr\n" + result.err;
-}
-
-json parse(const CommandResult& result) {
-  try {
-    return json::parse(result.out);
-  } catch (const json::exception&) {
-    ADD_FAILURE() << "not JSON: " << both(result);
-    return json::object();
-  }
 }
 
 class ZombieCmdlineTest : public HolderFixture {
