@@ -122,6 +122,53 @@ std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan&
   return holders;
 }
 
+void read_mps_pipe_directories(const procfs::ProcFs& proc, const GpuView& view,
+                               std::vector<Holder>& holders) {
+  // MPS's pipe directory when CUDA_MPS_PIPE_DIRECTORY is unset (NVIDIA's MPS documentation).
+  constexpr const char* kDefaultPipeDirectory = "/tmp/nvidia-mps";
+  std::set<Pid> listed;
+  for (const Gpu& gpu : view.gpus) {
+    for (const GpuProcess& p : gpu.processes) {
+      if (p.kind == GpuProcess::Kind::kMps) listed.insert(p.pid);
+    }
+  }
+  std::map<Uid, unsigned> servers_of;
+  for (const Holder& h : holders) {
+    if (h.service == NodeService::kMpsServer && h.process.uid) ++servers_of[*h.process.uid];
+  }
+  // A user with two or more servers: the one server of a user needs no tie broken.
+  auto tied = [&servers_of](const Holder& h) {
+    const auto it = h.process.uid ? servers_of.find(*h.process.uid) : servers_of.end();
+    return it != servers_of.end() && it->second >= 2;
+  };
+  std::set<Uid> wanted;  // users with such a client: only their servers are read
+  for (const Holder& h : holders) {
+    if (!h.service && listed.count(h.process.pid) > 0 && tied(h)) wanted.insert(*h.process.uid);
+  }
+  if (wanted.empty()) return;
+  std::vector<Holder*> readers;
+  std::vector<std::pair<Pid, std::uint64_t>> processes;
+  for (Holder& h : holders) {
+    const bool server = h.service == NodeService::kMpsServer;
+    const bool client = !h.service && listed.count(h.process.pid) > 0;
+    if ((server || client) && h.process.uid && wanted.count(*h.process.uid) > 0) {
+      readers.push_back(&h);
+      processes.emplace_back(h.process.pid, h.process.start_ticks);
+    }
+  }
+  const std::vector<procfs::EnvironmentValue> values =
+      proc.environment_values(processes, "CUDA_MPS_PIPE_DIRECTORY");
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    if (!values[i].read) continue;
+    // An empty value says nothing MPS documents: not known, rather than a tie made up.
+    if (!values[i].value) {
+      readers[i]->mps_pipe_directory = kDefaultPipeDirectory;
+    } else if (!values[i].value->empty()) {
+      readers[i]->mps_pipe_directory = *values[i].value;
+    }
+  }
+}
+
 Gatherer::Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs::ProcFs proc)
     : options_(std::move(options)), files_(std::move(files)), proc_(std::move(proc)) {}
 
@@ -359,6 +406,7 @@ Gathered Gatherer::collect() {
   for (const Holder& h : out.input.holders) seen.insert(h.process.pid);
   if (nvml.view) {
     add_listed_only(*nvml.view, seen, out);
+    read_mps_pipe_directories(proc_, *nvml.view, out.input.holders);
     out.input.gpu_view = std::move(nvml.view);
   }
   add_drm_gpus(out.input);

@@ -81,6 +81,14 @@ Result<std::vector<DeviceFile>> select_device_files(
 // Holders that exited since the scan are counted in scan.stats.vanished and left out.
 std::vector<Holder> read_holders(const procfs::ProcFs& proc, procfs::HolderScan& scan);
 
+// Holder::mps_pipe_directory for the MPS servers (service kMpsServer) and the clients NVML lists
+// in an MPS list, only for users who run two or more servers and have such a client: the
+// directory decides which server a client connects to, and diagnose breaks the tie with it.
+// Anything else is left unread (environ takes each process's mmap lock: ProcFs's deadline
+// bounds every read). One that cannot be read stays nullopt.
+void read_mps_pipe_directories(const procfs::ProcFs& proc, const GpuView& view,
+                               std::vector<Holder>& holders);
+
 // Collects diagnosis inputs, as often as asked (`gpuclean wait` polls): the device files and
 // /proc are opened once, NVML on the first collect() and kept open for the next ones.
 // `test_gpu_source` (hidden flag) replaces NVML.

@@ -277,9 +277,16 @@ struct Holder {
   std::optional<NodeService> service;
   std::string executable;  // the service's executable path, when `service` is set
   // NVML lists it in a GPU's MPS list: it runs as a client of an MPS server, `mps_server` when
-  // that server is known (the only one, or the only one of its user).
+  // that server is known (diagnose/diagnosis.h: the only one, the only one of its user, or the
+  // only one of its user with its MPS pipe directory).
   bool mps_client = false;
   std::optional<Pid> mps_server;
+  // The MPS pipe directory its environment names (CUDA_MPS_PIPE_DIRECTORY; MPS's default
+  // /tmp/nvidia-mps when unset): what decides which server a client connects to. Read only for
+  // MPS servers and MPS-listed clients of a user who runs two or more servers
+  // (collect/gather.h); nullopt otherwise or when it could not be read. Text its user chose:
+  // compared, never printed.
+  std::optional<std::string> mps_pipe_directory;
   // Its GPU activity where NVML samples it on every GPU it holds memory on; nullopt otherwise
   // (no context, MIG or vGPU, a driver without the calls): never 0 for "unknown".
   std::optional<HolderActivity> activity;

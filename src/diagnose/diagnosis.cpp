@@ -1,6 +1,7 @@
 #include "diagnose/diagnosis.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/escape.h"
 #include "core/units.h"
@@ -432,15 +433,26 @@ std::set<Pid> mps_listed(const GpuView& view) {
   return out;
 }
 
-// The MPS server `client` runs under: the only one, or the only one of its user.
+// The MPS server `client` runs under: the only one, or the only one of its user, or among its
+// user's servers the only one with its pipe directory — the directory is what a client connects
+// through (issue 48 item 10: a second server of the same user, left by an earlier run with
+// another CUDA_MPS_PIPE_DIRECTORY, left every client without its server). A server of that user
+// whose directory is not known might be the one: then none is named.
 std::optional<Pid> server_of(const Holder& client, const std::vector<const Holder*>& servers) {
   if (servers.size() == 1) return servers.front()->process.pid;
+  std::vector<const Holder*> users;
+  std::copy_if(servers.begin(), servers.end(), std::back_inserter(users),
+               [&client](const Holder* s) {
+                 return s->process.uid && s->process.uid == client.process.uid;
+               });
+  if (users.size() == 1) return users.front()->process.pid;
+  if (users.empty() || !client.mps_pipe_directory) return std::nullopt;
   std::optional<Pid> found;
-  for (const Holder* s : servers) {
-    if (s->process.uid && s->process.uid == client.process.uid) {
-      if (found) return std::nullopt;
-      found = s->process.pid;
-    }
+  for (const Holder* s : users) {
+    if (!s->mps_pipe_directory) return std::nullopt;
+    if (*s->mps_pipe_directory != *client.mps_pipe_directory) continue;
+    if (found) return std::nullopt;
+    found = s->process.pid;
   }
   return found;
 }

@@ -76,9 +76,11 @@ struct Input {
 // - The node's services (Holder::service) are never problems for holding a GPU (an orphaned
 //   daemon is `active`: init is its parent by design), and never heir candidates. Only a
 //   stuck or zombie-led service is reported.
-// - MPS: a holder NVML lists in an MPS list is a client of the MPS server (the only one, or
-//   the only one of its user). A gone PID in an MPS list is memory an MPS server holds for a
-//   client that is gone (recognised or not: never an heir's), and a recognised server above
+// - MPS: a holder NVML lists in an MPS list is a client of the MPS server: the only one, or
+//   the only one of its user, or of its user's several the only one whose pipe directory
+//   (Holder::mps_pipe_directory) is the client's; none when any of them is not known. A gone
+//   PID in an MPS list is memory an MPS server holds for a client that is gone (recognised or
+//   not: never an heir's), and a recognised server above
 //   kMpsServerIdleMax on a GPU where none of its clients is left holds memory for clients that
 //   are gone: both "mps-leftover", whose fix is MPS's own way to end the server, never a kill
 //   while clients run.

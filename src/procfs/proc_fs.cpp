@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -383,6 +384,104 @@ bool ProcFs::note_memory_map_locked(Pid pid, std::shared_ptr<std::atomic<bool>> 
   if (!info.ok() || !any_thread_in_d(*info)) return false;
   remember_locked(*state_, pid, info->start_ticks, std::move(returned));
   return true;
+}
+
+EnvironmentValue environ_value(std::string_view text, std::string_view name, bool whole) {
+  EnvironmentValue out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find('\0', at);
+    const std::string_view entry =
+        text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      // The first entry of the name is getenv's. One cut at the cap may be longer.
+      if (end == std::string_view::npos && !whole) return out;
+      out.read = true;
+      out.value = std::string(entry.substr(name.size() + 1));
+      return out;
+    }
+    if (end == std::string_view::npos) break;
+    at = end + 1;
+  }
+  out.read = whole;  // unset, unless it may be past the cut
+  return out;
+}
+
+namespace {
+
+// pid's environ text, at most kEnvironMax + 1 bytes, when pid is still the process started at
+// `start` (its stat, read through the same directory fd, says so: the fd pins the process, so a
+// PID handed on since fails the environ read too). nullopt when not, when it cannot be read, or
+// when it is empty: a zombie's or a kernel thread's memory map is gone, which says nothing of
+// the environment it had.
+std::optional<std::string> read_environ(const ProcFs::State& state, Pid pid, std::uint64_t start,
+                                        ReadProgress& progress) {
+  const std::string name = std::to_string(pid);
+  UniqueFd dir(::openat(state.root_fd.get(), name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return std::nullopt;
+  std::string text;
+  if (!read_file_at(dir.get(), "stat", text)) return std::nullopt;
+  auto stat = parse_stat(text);
+  if (!stat.ok() || stat->start_ticks != start) return std::nullopt;
+  progress.start_ticks = start;
+  progress.in_memory_read = true;  // environ takes the mmap lock, as cmdline does
+  const bool got = read_file_at(dir.get(), "environ", text, kEnvironMax + 1);
+  progress.in_memory_read = false;
+  if (!got || text.empty()) return std::nullopt;
+  return text;
+}
+
+}  // namespace
+
+std::vector<EnvironmentValue> ProcFs::environment_values(
+    const std::vector<std::pair<Pid, std::uint64_t>>& processes, std::string_view name) const {
+  // Results live in storage the workers share: a worker left blocked writes its slot later.
+  struct Batch {
+    std::shared_ptr<State> state;
+    std::vector<std::pair<Pid, std::uint64_t>> processes;
+    std::vector<std::optional<std::string>> texts;
+    std::vector<ReadProgress> progress;
+  };
+  auto batch = std::make_shared<Batch>();
+  batch->state = state_;
+  std::vector<std::size_t> place;  // batch item → its index in `processes`
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    if (known_locked(*state_, processes[i].first, processes[i].second)) continue;
+    batch->processes.push_back(processes[i]);
+    place.push_back(i);
+  }
+  const std::size_t n = batch->processes.size();
+  batch->texts.resize(n);
+  batch->progress = std::vector<ReadProgress>(n);
+  // A worker each (a handful at most): locked processes cost one deadline together.
+  constexpr std::size_t kMaxThreads = 16;
+  const std::vector<std::size_t> overdue = run_with_deadline(
+      n,
+      {.threads = static_cast<unsigned>(std::clamp<std::size_t>(n, 1, kMaxThreads)),
+       .deadline = state_->read_deadline},
+      [batch](std::size_t i) {
+        ReadProgress& progress = batch->progress[i];
+        batch->texts[i] = read_environ(*batch->state, batch->processes[i].first,
+                                       batch->processes[i].second, progress);
+        *progress.returned = true;
+      });
+  std::vector<EnvironmentValue> out(processes.size());
+  std::size_t next_overdue = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto [pid, start] = batch->processes[k];
+    if (next_overdue < overdue.size() && overdue[next_overdue] == k) {
+      ++next_overdue;
+      // Not waited on again while a thread of it sits in D (a locked map, not a slow read).
+      if (batch->progress[k].in_memory_read.load() && start_ticks(pid) == start) {
+        note_memory_map_locked(pid, batch->progress[k].returned);
+      }
+      continue;
+    }
+    if (const std::optional<std::string>& text = batch->texts[k]) {
+      out[place[k]] = environ_value(*text, name, text->size() <= kEnvironMax);
+    }
+  }
+  return out;
 }
 
 std::optional<std::uint64_t> ProcFs::start_ticks(Pid pid) const {

@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/duration.h"
@@ -26,6 +28,26 @@ bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t ma
 // normal read takes microseconds; one that waits on the target's locked memory map may never
 // end (core/deadline_pool.h). Set by --proc-timeout.
 inline constexpr Duration kDefaultReadDeadline = std::chrono::seconds(1);
+
+// At most this much of a process's environment is read (/proc/PID/environ): a variable beyond
+// it is not known. Its user can make it megabytes.
+inline constexpr std::size_t kEnvironMax = 128 << 10;
+
+// What a process's environment says of one variable.
+struct EnvironmentValue {
+  // false: not known — the process is gone or is another one now, gpuclean may not read its
+  // environment, the read did not come within the deadline (or its memory map is known to be
+  // locked), or the variable is not in the first kEnvironMax bytes.
+  bool read = false;
+  // When read: its value (the first entry of that name, getenv's), nullopt when it is unset.
+  // Text the process's user chose: compare it, never print it unescaped.
+  std::optional<std::string> value;
+};
+
+// `name`'s value in an environ text (NUL-separated NAME=VALUE entries). `whole`: the text is
+// the whole environment, not its first kEnvironMax bytes — a variable not found in a cut text,
+// or cut itself, is not known.
+EnvironmentValue environ_value(std::string_view text, std::string_view name, bool whole);
 
 // A cheap handle: copies share the open root, the caches and what was learned about processes
 // whose memory map is locked (so each costs one deadline, not one per read).
@@ -77,6 +99,15 @@ class ProcFs {
   // pid's start time in clock ticks since boot (stat field 22), or nullopt when it is gone or
   // its stat cannot be read: one small read, for checking a PID@START before anything else.
   [[nodiscard]] std::optional<std::uint64_t> start_ticks(Pid pid) const;
+
+  // `name` in the environment of each process (pid, start ticks), in the same order: a PID whose
+  // start time is another is not read. Reading environ takes the target's mmap lock, so each
+  // read runs under the read deadline on a worker (core/deadline_pool.h), a process known to be
+  // locked is not read, and one whose read did not come in time is remembered as locked when a
+  // thread of it is in D (as read_processes does). Cheap only for a few processes: ask only
+  // where the answer decides something.
+  [[nodiscard]] std::vector<EnvironmentValue> environment_values(
+      const std::vector<std::pair<Pid, std::uint64_t>>& processes, std::string_view name) const;
 
   // System boot time in seconds since the epoch (from stat's btime), cached at open().
   [[nodiscard]] std::optional<std::int64_t> boot_time() const;

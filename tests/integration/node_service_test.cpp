@@ -377,6 +377,43 @@ TEST_F(TrustedNodeServiceTest, MemoryTheServerHoldsForGoneClientsIsAnMpsLeftover
   EXPECT_NE(s->at("message").get<std::string>().find("no MPS client left"), std::string::npos);
 }
 
+// Issue 48 item 10: two MPS servers of one user (a second one left by an earlier run with
+// another CUDA_MPS_PIPE_DIRECTORY, as tests/gpu/mps.sh met on an H100). The pipe directory a
+// client connects through names its server; on 43ce5a9 each client's mps_server was null.
+TEST_F(TrustedNodeServiceTest, TwoServersOfOneUserAreToldApartByThePipeDirectory) {
+  const std::string env = tool("env");
+  if (env.empty()) GTEST_SKIP() << "needs env (coreutils)";
+  const std::string pipe = dir_.path() + "/pipe";
+  std::vector<std::string> with_pipe = ns_;
+  with_pipe.insert(with_pipe.end(), {env, "CUDA_MPS_PIPE_DIRECTORY=" + pipe});
+  const pid_t second = start_daemon(with_pipe, "/usr/local/sbin/nvidia-cuda-mps-server");
+  ASSERT_GT(second, 0);
+  // server_ was started with the variable unset: MPS's default directory.
+  auto client = [&](const std::string& setting) {
+    return start_argv({env, setting, HOLDER_HELPER, "hold", held_, ready_}).at(0);
+  };
+  const pid_t in_pipe = client("CUDA_MPS_PIPE_DIRECTORY=" + pipe);
+  const pid_t in_default = client("--unset=CUDA_MPS_PIPE_DIRECTORY");
+  const pid_t elsewhere = client("CUDA_MPS_PIPE_DIRECTORY=" + dir_.path() + "/no-server");
+  const nlohmann::json doc = status_in(
+      ns_, scenario_with(3 * kClientBytes + 2 * kServerBytes,
+                         pid_line(server_, kServerBytes) + pid_line(second, kServerBytes) +
+                             mps_client_lines(in_pipe, kClientBytes) +
+                             mps_client_lines(in_default, kClientBytes) +
+                             mps_client_lines(elsewhere, kClientBytes)));
+  ASSERT_EQ(find_holder(doc, second)->at("role"), "mps-server") << doc.dump(1);
+  ASSERT_EQ(find_holder(doc, server_)->at("uid"), find_holder(doc, second)->at("uid"));
+  const nlohmann::json* a = find_holder(doc, in_pipe);
+  ASSERT_NE(a, nullptr) << doc.dump(1);
+  EXPECT_EQ(a->at("role"), "mps-client");
+  EXPECT_EQ(a->at("mps_server"), second) << a->dump(1);
+  EXPECT_EQ(find_holder(doc, in_default)->at("mps_server"), server_) << doc.dump(1);
+  // Negative control: a directory neither server has names no server.
+  const nlohmann::json* c = find_holder(doc, elsewhere);
+  EXPECT_EQ(c->at("role"), "mps-client");
+  EXPECT_TRUE(c->at("mps_server").is_null()) << c->dump(1);
+}
+
 // Review of issue 20: the file proves nothing about the code a user runs with it. The same
 // trusted executable run by an unprivileged user (who could LD_PRELOAD anything into it) is an
 // ordinary process: an orphan holding the device, a --leftovers target.

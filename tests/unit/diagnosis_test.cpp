@@ -995,6 +995,28 @@ TEST(DiagnoseMps, ServerOfTheClientsUserWhenSeveralRun) {
       input_with({gpu(0, 3 * kGiB, mps_client_entries(100, 2 * kGiB))}, {other, mine, client}), {});
   EXPECT_TRUE(find(two, 100)->mps_client);
   EXPECT_FALSE(find(two, 100)->mps_server.has_value());
+  // Issue 48 item 10: the pipe directory a client connects through breaks the tie (on 43ce5a9
+  // the client had no server here).
+  other.mps_pipe_directory = "/tmp/gpuclean-mps.x/pipe";
+  mine.mps_pipe_directory = "/tmp/nvidia-mps";
+  client.mps_pipe_directory = "/tmp/nvidia-mps";
+  auto by_pipe = [&] {
+    return diagnose(
+        input_with({gpu(0, 3 * kGiB, mps_client_entries(100, 2 * kGiB))}, {other, mine, client}),
+        {});
+  };
+  EXPECT_EQ(find(by_pipe(), 100)->mps_server, kServer);
+  client.mps_pipe_directory = "/tmp/gpuclean-mps.x/pipe";
+  EXPECT_EQ(find(by_pipe(), 100)->mps_server, 439);
+  // Negative controls: a directory neither server has, a client's directory not known, and a
+  // server's not known (it might be the one): no server named.
+  client.mps_pipe_directory = "/run/elsewhere";
+  EXPECT_FALSE(find(by_pipe(), 100)->mps_server.has_value());
+  client.mps_pipe_directory.reset();
+  EXPECT_FALSE(find(by_pipe(), 100)->mps_server.has_value());
+  client.mps_pipe_directory = "/tmp/nvidia-mps";
+  other.mps_pipe_directory.reset();
+  EXPECT_FALSE(find(by_pipe(), 100)->mps_server.has_value());
 }
 
 TEST(DiagnoseMps, GoneClientIsTheServersLeftoverNotAForeignHolder) {

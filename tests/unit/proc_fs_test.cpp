@@ -438,5 +438,58 @@ TEST(HolderScan, AnFdinfoThatNeverAnswersIsBoundedAndNotStartedAgain) {
   }
 }
 
+TEST(ProcFs, EnvironmentValuesOfTheProcessStartedThenOnlyAndBounded) {
+  // Issue 48 item 10: an MPS process's CUDA_MPS_PIPE_DIRECTORY, read for (pid, start) only.
+  const auto root =
+      std::filesystem::temp_directory_path() / ("gpuclean-environ-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  auto process = [&root](Pid pid, const std::string& environ) {
+    std::filesystem::create_directories(root / std::to_string(pid));
+    std::ofstream(root / std::to_string(pid) / "stat")
+        << pid << " (mps) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0\n";
+    std::ofstream(root / std::to_string(pid) / "environ", std::ios::binary) << environ;
+  };
+  using namespace std::string_literals;
+  process(41, "A=1\0CUDA_MPS_PIPE_DIRECTORY=/tmp/a\0CUDA_MPS_PIPE_DIRECTORY=/tmp/b\0"s);
+  process(42, "CUDA_MPS_PIPE_DIRECTORYX=/tmp/x\0HOME=/root\0"s);
+  process(43, std::string(kEnvironMax, 'x') + "\0CUDA_MPS_PIPE_DIRECTORY=/tmp/late\0"s);
+  process(44, "");
+  process(45, "PATH=/bin\0CUDA_MPS_PIPE_DIRECTORY=/tmp/never\0"s);
+  ASSERT_EQ(::unlink((root / "45" / "environ").c_str()), 0);
+  ASSERT_EQ(::mkfifo((root / "45" / "environ").c_str(), 0600), 0);  // a read that never answers
+  auto opened = ProcFs::open(root.string(), std::chrono::milliseconds(100));
+  ASSERT_TRUE(opened.ok());
+  const std::vector<std::pair<Pid, std::uint64_t>> asked = {{41, 9}, {42, 9}, {43, 9},
+                                                            {44, 9}, {45, 9}, {41, 8}};
+  auto late = std::async(std::launch::async, [&] {
+    return opened->environment_values(asked, "CUDA_MPS_PIPE_DIRECTORY");
+  });
+  if (late.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    while (late.wait_for(std::chrono::milliseconds(10)) != std::future_status::ready) {
+      const int writer = ::open((root / "45" / "environ").c_str(), O_WRONLY | O_NONBLOCK);
+      if (writer >= 0) ::close(writer);
+    }
+    FAIL() << "the environ read waited without a bound";
+  }
+  const std::vector<EnvironmentValue> got = late.get();
+  ASSERT_EQ(got.size(), asked.size());
+  EXPECT_TRUE(got[0].read);
+  EXPECT_EQ(got[0].value, "/tmp/a") << "the first entry, getenv's";
+  EXPECT_TRUE(got[1].read) << "read whole";
+  EXPECT_FALSE(got[1].value.has_value()) << "unset: a longer name is another variable";
+  EXPECT_FALSE(got[2].read) << "past kEnvironMax: not known, never \"unset\"";
+  EXPECT_FALSE(got[3].read) << "an empty environ is a zombie's, not an empty environment";
+  EXPECT_FALSE(got[4].read) << "past the deadline";
+  EXPECT_FALSE(got[5].read) << "another start time: the PID was handed on";
+  // Negative control: the same cut text, read whole, has it.
+  EXPECT_EQ(environ_value(std::string(kEnvironMax, 'x') + "\0CUDA_MPS_PIPE_DIRECTORY=/tmp/late"s,
+                          "CUDA_MPS_PIPE_DIRECTORY", true)
+                .value,
+            "/tmp/late");
+  const int writer = ::open((root / "45" / "environ").c_str(), O_WRONLY | O_NONBLOCK);
+  if (writer >= 0) ::close(writer);
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace gpuclean::procfs
