@@ -232,6 +232,9 @@ struct HeirEvidence {
   enum class Kind { kProcessGroup, kSession, kOrphanWithContext };
   Pid dead_owner = 0;
   Kind kind = Kind::kProcessGroup;
+  // The dead owner's PID names another process now (DeadOwner::pid_handed_on): nvidia-smi shows
+  // that process's name for it, not [Not Found].
+  bool pid_handed_on = false;
 };
 
 // "process-group", "session", "orphan-with-context" (JSON spells it so).

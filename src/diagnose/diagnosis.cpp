@@ -165,7 +165,10 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
       p.kind = ProblemKind::kHeir;
       p.message = where + amount + "heir " + label + ": it inherited the CUDA context of pid " +
                   std::to_string(h.inherited_from.value_or(0)) +
-                  ", which is gone (nvidia-smi shows that pid as [Not Found])";
+                  (h.heir && h.heir->pid_handed_on
+                       ? ", which is gone (its PID now names another process, which holds no "
+                         "GPU file)"
+                       : ", which is gone (nvidia-smi shows that pid as [Not Found])");
       leftover_problem(h, p);
       return p;
     case HolderClass::kOrphan:
@@ -694,6 +697,7 @@ void apply_dead_owners(const std::vector<DeadOwner>& owners, std::vector<Holder>
       }
       heir.inherited_from = owner.pid;
       heir.heir = owner.candidates.front().evidence;
+      heir.heir->pid_handed_on = owner.pid_handed_on;
       heir.gpu_memory = owner.gpu_memory;
     } else if (owner.candidates.empty()) {
       Holder foreign;

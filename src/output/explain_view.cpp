@@ -334,9 +334,13 @@ void render_nvml(std::ostream& out, const StatusReport& report, const ExplainSub
     row(out, "activity", activity_text(report, *holder));
   } else if (const DeadOwner* owner = dead_owner_of(d, subject.pid);
              owner != nullptr && !owner->gpu_memory.empty()) {
+    // A handed-on PID: /proc has the PID, but the process NVML meant died (this one holds no
+    // GPU file).
+    const char* whose = owner->pid_handed_on
+                            ? "for a process that died; this one got its PID and holds no GPU file"
+                            : "for this pid, which /proc lacks";
     for (const auto& [gpu, bytes] : owner->gpu_memory) {
-      row(out, "NVML",
-          fmt::format("GPU {}: {} (for this pid, which /proc lacks)", gpu, format_bytes(bytes)));
+      row(out, "NVML", fmt::format("GPU {}: {} ({})", gpu, format_bytes(bytes), whose));
     }
   } else if (drm_memory) {
     row(out, "activity", activity_text(report, *holder));

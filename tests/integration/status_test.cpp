@@ -153,6 +153,17 @@ TEST_F(StatusTest, DeadOwnersPidHandedOnIsNeverTheHolder) {
   EXPECT_EQ(find_holder(doc, newcomer), nullptr) << "the newcomer holds no device file";
   ASSERT_EQ(doc["dead_owners"].size(), 1u) << doc.dump(1);
   EXPECT_TRUE(doc["dead_owners"][0]["pid_handed_on"].get<bool>());
+  // Said as it is (the H100 run of 309b241 still read "[Not Found]" and "which /proc lacks").
+  bool heir_said = false;
+  for (const json& p : doc["problems"]) {
+    heir_said |= p["pid"] == heir && p["message"].get<std::string>().find(
+                                         "its PID now names another process") != std::string::npos;
+  }
+  EXPECT_TRUE(heir_said) << doc["problems"].dump(1);
+  const auto newcomer_explained = run("explain", view, {std::to_string(newcomer)});
+  EXPECT_NE(newcomer_explained.out.find("for a process that died; this one got its PID"),
+            std::string::npos)
+      << newcomer_explained.out;
   // kill plans the heir, never the newcomer.
   auto plan = run("kill", view, {"--gpu", "0", "--dry-run", "--json"});
   ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
