@@ -28,9 +28,9 @@ class LeftBehind {
     return false;
   }
   // Work for `key` that ran past its deadline, with the flag its worker sets on return.
-  void remember(const Key& key, std::shared_ptr<std::atomic<bool>> returned) {
+  void remember(const Key& key, const std::shared_ptr<std::atomic<bool>>& returned) {
     const std::lock_guard lock(mutex_);
-    work_[key] = std::move(returned);
+    work_[key] = returned;
   }
 
  private:

@@ -291,7 +291,7 @@ ServiceLookup bounded_executable_look(const ProcFs& proc, const ProcessInfo& pro
         returned->store(true);
       });
   if (!overdue.empty()) {
-    blocked_looks.remember(key, std::move(returned));
+    blocked_looks.remember(key, returned);
     result.unanswered = true;
     return result;
   }
