@@ -23,8 +23,10 @@ void Lineage::forked(Pid child, Pid parent, std::uint64_t ticks) {
   // A PID seen again is a new process: its old entry (exited, kept for its children) goes.
   if (auto old = entries_.find(child); old != entries_.end()) {
     const Pid old_parent = old->second.parent;
+    const bool same_parent = parent_entry(old->second) != nullptr;
     entries_.erase(old);
-    if (auto up = entries_.find(old_parent); up != entries_.end() && up->second.live_children > 0) {
+    if (auto up = entries_.find(old_parent);
+        same_parent && up != entries_.end() && up->second.live_children > 0) {
       --up->second.live_children;
       forget_if_done(old_parent);
     }
@@ -35,9 +37,19 @@ void Lineage::forked(Pid child, Pid parent, std::uint64_t ticks) {
   entry.start_ticks = ticks;
   if (auto up = entries_.find(parent); up != entries_.end()) {
     entry.argv = up->second.argv;  // a fork runs its forker's argv until it execs
+    entry.parent_start_ticks = up->second.start_ticks;
     ++up->second.live_children;
   }
   entries_[child] = std::move(entry);
+}
+
+const Lineage::Entry* Lineage::parent_entry(const Entry& entry) const {
+  const auto up = entries_.find(entry.parent);
+  if (up == entries_.end()) return nullptr;
+  if (entry.parent_start_ticks && up->second.start_ticks != *entry.parent_start_ticks) {
+    return nullptr;  // the parent's PID was handed on: that entry is another process's
+  }
+  return &up->second;
 }
 
 void Lineage::known(Pid pid, std::uint64_t start_ticks, std::vector<std::string> argv) {
@@ -65,9 +77,10 @@ void Lineage::forget_if_done(Pid pid) {
     auto it = entries_.find(pid);
     if (it == entries_.end() || !it->second.exit_time || it->second.live_children > 0) return;
     const Pid parent = it->second.parent;
+    const bool same_parent = parent_entry(it->second) != nullptr;
     entries_.erase(it);
     auto up = entries_.find(parent);
-    if (up == entries_.end() || up->second.live_children == 0) return;
+    if (!same_parent || up == entries_.end() || up->second.live_children == 0) return;
     --up->second.live_children;
     pid = parent;
   }
@@ -82,10 +95,11 @@ std::optional<SeenParent> Lineage::parent_of(Pid child, std::uint64_t child_star
   if (gap > kTicksTolerance) return std::nullopt;  // another process that had this PID
   SeenParent seen;
   seen.pid = it->second.parent;
-  if (const auto up = entries_.find(seen.pid); up != entries_.end()) {
-    seen.start_ticks = up->second.start_ticks;
-    seen.argv = up->second.argv;
-    seen.exit_time = up->second.exit_time;
+  seen.start_ticks = it->second.parent_start_ticks;
+  if (const Entry* up = parent_entry(it->second)) {
+    seen.start_ticks = up->start_ticks;
+    seen.argv = up->argv;
+    seen.exit_time = up->exit_time;
   }
   return seen;
 }

@@ -52,12 +52,17 @@ class Lineage {
  private:
   struct Entry {
     Pid parent = 0;
+    // The parent's start time when it forked this one (known when the parent had an entry): a
+    // parent is PID and start time, so a PID handed on since names another process (issue 48).
+    std::optional<std::uint64_t> parent_start_ticks;
     std::uint64_t start_ticks = 0;
     std::vector<std::string> argv;
     std::optional<double> exit_time;
     unsigned live_children = 0;
   };
   void forget_if_done(Pid pid);
+  // The entry of `entry`'s parent when it is still the process that forked it, else nullptr.
+  [[nodiscard]] const Entry* parent_entry(const Entry& entry) const;
   bool room();
 
   std::map<Pid, Entry> entries_;

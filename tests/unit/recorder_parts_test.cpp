@@ -67,6 +67,31 @@ TEST(Lineage, AReusedPidIsAnotherProcess) {
   EXPECT_FALSE(lineage.parent_of(999, 1));
 }
 
+TEST(Lineage, AParentsPidHandedOnNamesNoOtherProcess) {
+  // Issue 48 item 2's hole in the recorder: the launcher forks the server and dies; its PID
+  // goes to another process. Before, the orphan's parent was named with the newcomer's argv
+  // and start time (on f0b45f5 this test read {"evil"} and 900).
+  Lineage lineage;
+  lineage.known(100, 5, {"bash", "run_server.sh"});
+  lineage.forked(200, 100, 50);
+  lineage.exited(100, 1000.5);
+  lineage.known(7, 1, {"init"});
+  lineage.forked(100, 7, 900);  // PID 100 handed on
+  lineage.execed(100, {"evil"});
+  auto parent = lineage.parent_of(200, 50);
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->pid, 100);
+  EXPECT_EQ(parent->start_ticks, 5u) << "the parent that forked it, not the newcomer";
+  EXPECT_TRUE(parent->argv.empty()) << "the newcomer's argv is not the parent's";
+  // The child's exit does not take a child away from the newcomer's entry.
+  lineage.forked(101, 100, 901);  // the newcomer's own child
+  lineage.exited(200, 1001);
+  auto newcomer_child = lineage.parent_of(101, 901);
+  ASSERT_TRUE(newcomer_child);
+  EXPECT_EQ(newcomer_child->argv, (std::vector<std::string>{"evil"}));
+  // Negative control: while the PID is the parent's own, it is named in full (the first test).
+}
+
 TEST(Lineage, ItsSizeIsBounded) {
   Lineage lineage;
   lineage.known(1, 1, {"init"});
