@@ -57,22 +57,35 @@ bool memory_moved(Bytes before, Bytes now, Bytes step) {
   return (now > before ? now - before : before - now) >= step;
 }
 
-void memory_events(const RecordedHolder* before, const RecordedHolder& now, double time,
+// The figure a step on `gpu` is measured from: what the history last recorded there (carried in
+// `now` from the state before, or in `before`), else the previous look's figure; 0 for a new
+// holder.
+Bytes last_recorded(const RecordedHolder* before, const RecordedHolder& now, unsigned gpu) {
+  if (before == nullptr) return 0;
+  for (const auto* recorded : {&now.recorded_memory, &before->recorded_memory}) {
+    if (const auto it = recorded->find(gpu); it != recorded->end()) return it->second;
+  }
+  const auto was = before->gpu_memory.find(gpu);
+  return was == before->gpu_memory.end() ? 0 : was->second;
+}
+
+void memory_events(const RecordedHolder* before, RecordedHolder& now, double time,
                    const HistoryDiffOptions& options, std::vector<HistoryEvent>& out) {
   std::set<unsigned> gpus;
   for (const auto& [gpu, bytes] : now.gpu_memory) gpus.insert(gpu);
+  for (const auto& [gpu, bytes] : now.recorded_memory) gpus.insert(gpu);
   if (before != nullptr) {
     for (const auto& [gpu, bytes] : before->gpu_memory) gpus.insert(gpu);
   }
   for (unsigned gpu : gpus) {
     const auto at = now.gpu_memory.find(gpu);
     const Bytes current = at == now.gpu_memory.end() ? 0 : at->second;
-    Bytes previous = 0;
-    if (before != nullptr) {
-      const auto was = before->gpu_memory.find(gpu);
-      previous = was == before->gpu_memory.end() ? 0 : was->second;
+    const Bytes recorded = last_recorded(before, now, gpu);
+    if (!memory_moved(recorded, current, options.memory_step)) {
+      now.recorded_memory[gpu] = recorded;
+      continue;
     }
-    if (!memory_moved(previous, current, options.memory_step)) continue;
+    now.recorded_memory[gpu] = current;
     HistoryEvent event = holder_event(HistoryEventKind::kMemoryChanged, time, now);
     event.gpu = gpu;
     event.bytes = current;
@@ -125,6 +138,7 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
                            : first_sight(holder.process, parents, boot_id);
     recorded.klass = holder.klass;
     recorded.gpu_memory = holder.gpu_memory;
+    if (known != before.holders.end()) recorded.recorded_memory = known->second.recorded_memory;
     if (holder.activity) {
       const HolderActivity& a = *holder.activity;
       recorded.activity = a.busy() ? "busy" : "idle";
@@ -142,7 +156,7 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
   return state;
 }
 
-std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
+std::vector<HistoryEvent> history_events(const RecorderState& before, RecorderState& now,
                                          double time, const HistoryDiffOptions& options) {
   std::vector<HistoryEvent> events;
   // Both maps are ordered by (PID, start): walk them together.

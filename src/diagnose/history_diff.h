@@ -20,6 +20,11 @@ struct RecordedHolder {
   RecordedProcess process;
   HolderClass klass = HolderClass::kActive;
   std::map<unsigned, Bytes> gpu_memory;
+  // The figure per GPU the history last recorded (a memory_changed event, or the memory at
+  // appearance): the next step is measured from it, not from the previous look, so that a
+  // slow creep (32 MiB a look) is recorded once it adds up to a step (issue 49). A GPU missing
+  // here is measured from the previous look's figure.
+  std::map<unsigned, Bytes> recorded_memory;
   // "busy", "idle" or "unknown" (HolderActivity), and the busy figures as recorded.
   std::string activity = "unknown";
   std::string activity_detail = "unknown";
@@ -67,7 +72,8 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
 // The events from `before` to `now`, stamped `time`: appeared (with a memory_changed per GPU it
 // holds memory on), class_changed, memory_changed, left (with its memory at last sight), and
 // unattributed memory appeared or cleared per GPU. Ordered: per process by PID, then per GPU.
-std::vector<HistoryEvent> history_events(const RecorderState& before, const RecorderState& now,
+// Notes in each of now's holders the figures it recorded (RecordedHolder::recorded_memory).
+std::vector<HistoryEvent> history_events(const RecorderState& before, RecorderState& now,
                                          double time, const HistoryDiffOptions& options = {});
 
 // Memory coming back: each holder that left between `before` and `now` with memory on a GPU

@@ -93,13 +93,14 @@ class EventStore {
 
   // When the process (this boot, PID and start ticks) last went idle as recorded: the time of
   // its latest activity_changed event when that says "idle"; nullopt when it says busy or
-  // unknown, or there is none (issue 37: what `status --db` turns into idle_s).
+  // unknown, or there is none (issue 37: what `status --db` turns into idle_s). One indexed
+  // query however many events the process or its PID has.
   [[nodiscard]] Result<std::optional<double>> idle_since(const std::string& boot_id, Pid pid,
                                                          std::uint64_t start_ticks) const;
 
-  // The parent the recorder captured for the process (this boot, PID and start ticks): the
-  // first of its events that names one, with when it was seen orphaned (its first
-  // class_changed to "orphan": the parent was gone by then). nullopt when none names a parent.
+  // The parent the recorder captured for the process (this boot, PID and start ticks), with
+  // when it was seen orphaned (its first class_changed to "orphan": the parent was gone by
+  // then). nullopt when it has no parent recorded. One indexed query.
   [[nodiscard]] Result<std::optional<RecordedParent>> recorded_parent(
       const std::string& boot_id, Pid pid, std::uint64_t start_ticks) const;
 

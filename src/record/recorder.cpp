@@ -55,6 +55,7 @@ diagnose::RecorderState resumed(const std::vector<history::HeldAt>& open) {
     holder.process = held.process;
     holder.klass = holder_class_from_string(held.klass).value_or(HolderClass::kActive);
     holder.gpu_memory = held.gpu_memory;
+    holder.recorded_memory = held.gpu_memory;  // the figures the history holds
     state.holders.emplace(diagnose::ProcessKey{held.process.pid, held.process.start_ticks},
                           std::move(holder));
   }

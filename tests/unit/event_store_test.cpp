@@ -129,6 +129,72 @@ TEST_F(EventStoreTest, ARecordedParentAndIdleSinceAreThatProcesssOnly) {
   EXPECT_FALSE(*store.idle_since("boot-a", 4242, 9000));
 }
 
+TEST_F(EventStoreTest, IdleSinceAndTheParentReadTheNewestWhateverCameBefore) {
+  // Issue 49: both read the process's events through the timeline query, PID-only and oldest
+  // first under its 100,000-event LIMIT: with more events before, the newest were never read
+  // (on 0cc3abe this test's idle_since was nullopt — the busy change before the flood — and
+  // status --db said idle for the wrong time).
+  EventStore store = writer();
+  const RecordedProcess p = server(4242, 9000);
+  RecordedProcess earlier = server(4242, 100);  // the PID's earlier process, the same boot
+  std::vector<HistoryEvent> flood;
+  HistoryEvent busy = holder_event(HistoryEventKind::kActivityChanged, 1, p);
+  busy.detail = "busy (SM 90%, memory 10%)";
+  flood.push_back(busy);
+  for (int i = 0; i < 100'001; ++i) {
+    flood.push_back(memory_event(2 + i * 0.001, (i % 2) != 0 ? p : earlier, 0, Bytes(i) << 20));
+  }
+  HistoryEvent orphaned = holder_event(HistoryEventKind::kClassChanged, 200, p);
+  orphaned.klass = "orphan";
+  HistoryEvent idle = holder_event(HistoryEventKind::kActivityChanged, 300, p);
+  idle.detail = "idle";
+  flood.push_back(orphaned);
+  flood.push_back(idle);
+  ASSERT_TRUE(store.append(flood).ok());
+  auto since = store.idle_since("boot-a", 4242, 9000);
+  ASSERT_TRUE(since.ok()) << since.error().message();
+  EXPECT_EQ(*since, std::optional<double>(300));
+  auto parent = store.recorded_parent("boot-a", 4242, 9000);
+  ASSERT_TRUE(parent.ok() && parent->has_value());
+  EXPECT_EQ((*parent)->pid, 100);
+  EXPECT_EQ((*parent)->gone_by, std::optional<double>(200));
+  // Negative controls: the PID's other process has no activity, and a busy change after the
+  // idle one makes it busy again.
+  EXPECT_EQ(*store.idle_since("boot-a", 4242, 100), std::nullopt);
+  HistoryEvent again = busy;
+  again.time = 400;
+  ASSERT_TRUE(store.append({again}).ok());
+  EXPECT_EQ(*store.idle_since("boot-a", 4242, 9000), std::nullopt);
+}
+
+TEST_F(EventStoreTest, NoCachedRowIdOutlivesAPrune) {
+  // Issue 49: after retention pruned a quiet process (and its boot and command rows), their
+  // ids were free again and the writer's cache still held them: the next event of the pruned
+  // process landed on the row of a process stored since (on 0cc3abe this test read pid 200,
+  // boot-b, for A's event).
+  EventStore store = writer();
+  const RecordedProcess a = server(100, 10);
+  RecordedProcess b = server(200, 20);
+  b.boot_id = "boot-b";
+  b.argv = {"bob's", "job"};
+  ASSERT_TRUE(store.append({holder_event(HistoryEventKind::kAppeared, 1, a)}).ok());
+  auto pruned = store.prune(2, 1ULL << 40);
+  ASSERT_TRUE(pruned.ok()) << pruned.error().message();
+  ASSERT_EQ(*pruned, 1u);
+  ASSERT_TRUE(store.append({holder_event(HistoryEventKind::kAppeared, 3, b)}).ok());
+  ASSERT_TRUE(store.append({holder_event(HistoryEventKind::kLeft, 4, a)}).ok());
+  auto events = store.events({});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  ASSERT_TRUE(events->at(1).process.has_value());
+  EXPECT_EQ(events->at(1).process->pid, 100);
+  EXPECT_EQ(events->at(1).process->boot_id, "boot-a");
+  EXPECT_EQ(events->at(1).process->argv, a.argv);
+  // Negative control: B's own event is still B's.
+  EXPECT_EQ(events->at(0).process->pid, 200);
+  EXPECT_EQ(events->at(0).process->boot_id, "boot-b");
+}
+
 TEST_F(EventStoreTest, TheTimelineIsNarrowedByTimeAndGpu) {
   EventStore store = writer();
   const RecordedProcess p = server(10, 1);

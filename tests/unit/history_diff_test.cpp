@@ -114,6 +114,41 @@ TEST(HistoryDiff, MemoryIsRecordedWhenItMovesByAStepOrToAndFromZero) {
   EXPECT_EQ(gone[0].bytes, 0u);
 }
 
+TEST(HistoryDiff, ASlowCreepIsRecordedOnceItAddsUpToAStep) {
+  // Issue 49: the step was measured from the previous look, so a holder growing 32 MiB a look
+  // went from 1 GiB to 2.25 GiB with the history still saying 1 GiB (on 0cc3abe this test saw
+  // no memory event after the first, and the last recorded figure 1 GiB).
+  auto look = [](const RecorderState& before, Bytes bytes) {
+    return recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {{0, bytes}})}), before,
+                          {}, "b1");
+  };
+  RecorderState state;
+  Bytes recorded = 0;
+  std::size_t memory_events = 0;
+  const Bytes creep = Bytes{32} << 20;
+  for (int i = 0; i <= 40; ++i) {
+    RecorderState now = look(state, kOneGiB + static_cast<Bytes>(i) * creep);
+    for (const HistoryEvent& e : history_events(state, now, i)) {
+      if (e.kind != HistoryEventKind::kMemoryChanged) continue;
+      ++memory_events;
+      recorded = *e.bytes;
+    }
+    state = std::move(now);
+  }
+  const Bytes live = kOneGiB + 40 * creep;  // 2.25 GiB
+  EXPECT_GT(memory_events, 10u) << "one event per 64 MiB of growth, about";
+  EXPECT_LT(live - recorded, Bytes{64} << 20) << "the history is within a step of the truth";
+  // Negative control: churn around one figure (±32 MiB) is not history.
+  RecorderState churn = look(state, live);
+  std::size_t churn_events = 0;
+  for (int i = 0; i < 20; ++i) {
+    RecorderState now = look(churn, live + ((i % 2) != 0 ? creep : 0));
+    churn_events += history_events(churn, now, 100 + i).size();
+    churn = std::move(now);
+  }
+  EXPECT_EQ(churn_events, 0u);
+}
+
 TEST(HistoryDiff, AReusedPidIsAnotherHolderAndAYoungerParentIsNoParent) {
   RecorderState empty;
   RecorderState first = recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {})}),
