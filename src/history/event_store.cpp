@@ -207,6 +207,19 @@ Status prepare_file(const std::string& path) {
     if (!S_ISDIR(dir_stat.st_mode)) {
       return Error{ENOTDIR, "the history directory " + dir + " is not a directory"};
     }
+    // A directory another user can write lets them plant the -wal or -shm file (a link, a
+    // forged journal) or swap the database (issue 49): only root's or the writer's own, and
+    // writable by its owner alone.
+    if (dir_stat.st_uid != 0 && dir_stat.st_uid != ::geteuid()) {
+      return Error{EACCES, "the history directory " + dir + " belongs to uid " +
+                               std::to_string(dir_stat.st_uid) +
+                               ", not to root or this user: refusing to keep history there"};
+    }
+    if ((dir_stat.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return Error{EACCES, "the history directory " + dir +
+                               " is writable by other users: refusing to keep history there "
+                               "(chmod go-w it, or choose another --db)"};
+    }
   }
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return errno_error("open the history database " + path);
@@ -214,6 +227,19 @@ Status prepare_file(const std::string& path) {
   if (::fstat(fd.get(), &st) != 0) return errno_error("stat the history database " + path);
   if (!S_ISREG(st.st_mode)) return Error{0, path + " is not a regular file"};
   return Ok{};
+}
+
+// EBADMSG when `path` has content that does not start with SQLite's header string; an empty or
+// missing file passes (a new database, or SQLite's own error).
+Status check_database_header(const std::string& path) {
+  static constexpr std::string_view kMagic{"SQLite format 3\0", 16};
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return Ok{};
+  char head[16] = {};
+  const ssize_t got = ::read(fd.get(), head, sizeof(head));
+  if (got <= 0) return Ok{};
+  if (std::string_view(head, static_cast<std::size_t>(got)) == kMagic) return Ok{};
+  return Error{EBADMSG, path + " is not a gpuclean history database: not an SQLite file"};
 }
 
 // The argv of the row before, kept: a timeline's rows mostly repeat a few command lines, and
@@ -303,6 +329,10 @@ Result<EventStore> EventStore::open(const std::string& path, bool read_only) {
   if (!read_only) {
     if (Status made = prepare_file(path); !made.ok()) return made.error();
   }
+  // A file that is not a database is said so before SQLite opens it: SQLite, on the way to
+  // failing, deletes a -wal beside it, whose frames may be the newest events (issue 49), and
+  // the recorder moves the file aside with its WAL.
+  if (Status header = check_database_header(path); !header.ok()) return header.error();
   auto impl = std::make_unique<Impl>();
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
                     SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX;  // one thread per store

@@ -146,9 +146,12 @@ void Recorder::store_failed(const Error& error) {
     const std::string aside =
         settings_.db_path + ".corrupt-" + std::to_string(static_cast<long long>(unix_now()));
     if (::rename(settings_.db_path.c_str(), aside.c_str()) == 0) {
-      for (const char* suffix : {"-wal", "-shm"}) {
-        ::unlink((settings_.db_path + suffix).c_str());
+      // The WAL goes with it: its frames may be the newest committed events (issue 49: it was
+      // deleted). The shared-memory index is rebuilt from the WAL by whoever opens it.
+      if (::rename((settings_.db_path + "-wal").c_str(), (aside + "-wal").c_str()) != 0) {
+        ::unlink((settings_.db_path + "-wal").c_str());
       }
+      ::unlink((settings_.db_path + "-shm").c_str());
       say(error.message() + "; moved aside to " + aside + ", starting a new database");
       store_problem_.clear();
       return;

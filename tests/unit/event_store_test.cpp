@@ -195,6 +195,32 @@ TEST_F(EventStoreTest, NoCachedRowIdOutlivesAPrune) {
   EXPECT_EQ(events->at(0).process->boot_id, "boot-b");
 }
 
+TEST_F(EventStoreTest, ADirectoryOtherUsersCanWriteIsRefused) {
+  // Issue 49: the --db directory's owner and mode were not looked at (on 0cc3abe both opens
+  // below succeeded): another user could plant the -wal file or swap the database.
+  const std::string shared = dir_.path() + "/shared";
+  std::filesystem::create_directories(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  auto refused = EventStore::open(shared + "/history.db", false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("writable by other users"), std::string::npos)
+      << refused.error().message();
+  EXPECT_FALSE(std::filesystem::exists(shared + "/history.db")) << "nothing was created there";
+  if (::geteuid() == 0) {
+    const std::string theirs = dir_.path() + "/theirs";
+    std::filesystem::create_directories(theirs);
+    ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+    ASSERT_EQ(::chmod(theirs.c_str(), 0700), 0);
+    auto not_ours = EventStore::open(theirs + "/history.db", false);
+    ASSERT_FALSE(not_ours.ok());
+    EXPECT_NE(not_ours.error().message().find("belongs to uid 65534"), std::string::npos)
+        << not_ours.error().message();
+  }
+  // Negative control: the same directory made the owner's alone is used.
+  ASSERT_EQ(::chmod(shared.c_str(), 0755), 0);
+  EXPECT_TRUE(EventStore::open(shared + "/history.db", false).ok());
+}
+
 TEST_F(EventStoreTest, TheTimelineIsNarrowedByTimeAndGpu) {
   EventStore store = writer();
   const RecordedProcess p = server(10, 1);
