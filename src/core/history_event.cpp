@@ -1,5 +1,7 @@
 #include "core/history_event.h"
 
+#include <algorithm>
+
 #include <array>
 #include <utility>
 
@@ -38,6 +40,33 @@ std::optional<HistoryEventKind> history_event_kind_from_string(std::string_view 
     if (text == name) return value;
   }
   return std::nullopt;
+}
+
+std::size_t json_nesting_depth(std::string_view text) {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 }  // namespace gpuclean

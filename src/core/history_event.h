@@ -60,6 +60,15 @@ const char* to_string(HistoryEventKind kind);
 // The inverse of to_string; nullopt for a kind this gpuclean does not write.
 std::optional<HistoryEventKind> history_event_kind_from_string(std::string_view text);
 
+// How deep an action's JSON may nest to be kept as JSON: gpuclean's own are 3 deep (kill's
+// targets). A deeper one, which any local user can send, is kept and shown as text: nested
+// 20,000 deep it made `history --json` unreadable for jq and Python (issue 49).
+inline constexpr std::size_t kMaxActionDepth = 4;
+
+// The deepest nesting of arrays and objects in JSON text (brackets inside strings not counted).
+// Pure; linear; for any text, JSON or not.
+std::size_t json_nesting_depth(std::string_view text);
+
 struct HistoryEvent {
   HistoryEventKind kind = HistoryEventKind::kAppeared;
   double time = 0;  // seconds since the epoch

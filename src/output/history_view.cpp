@@ -44,7 +44,10 @@ json event_json(const HistoryEvent& event) {
   out["bytes"] = event.bytes ? json(*event.bytes) : json();
   out["class"] = event.klass.empty() ? json() : json(event.klass);
   if (event.kind == HistoryEventKind::kAction) {
-    json detail = json::parse(event.detail, nullptr, false);
+    // An older database may hold a deep one: text then (kMaxActionDepth).
+    json detail = json_nesting_depth(event.detail) <= kMaxActionDepth
+                      ? json::parse(event.detail, nullptr, false)
+                      : json(json::value_t::discarded);
     out["detail"] = detail.is_discarded() ? json(event.detail) : detail;
   } else {
     out["detail"] = event.detail.empty() ? json() : json(event.detail);
@@ -65,6 +68,7 @@ std::string parent_text(const RecordedProcess& p, const std::string* argv_render
 
 // What an action's JSON says, in a line: "root ran gpuclean kill --pid 42 --yes: exit 0".
 std::string action_text(const std::string& detail) {
+  if (json_nesting_depth(detail) > kMaxActionDepth) return escape_terminal(detail);
   const json d = json::parse(detail, nullptr, false);
   if (!d.is_object()) return escape_terminal(detail);
   std::string text = escape_terminal(d.value("user", std::string("?")));
@@ -249,6 +253,7 @@ namespace {
 std::string mark_of(const HistoryEvent& e) {
   switch (e.kind) {
     case HistoryEventKind::kAction: {
+      if (json_nesting_depth(e.detail) > kMaxActionDepth) return "action";
       const json d = json::parse(e.detail, nullptr, false);
       if (!d.is_object()) return "action";
       std::string label = d.value("command", std::string("action"));

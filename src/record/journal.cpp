@@ -62,7 +62,7 @@ JournalFields journal_fields(const HistoryEvent& event) {
     fields.emplace_back("GPUCLEAN_START_TICKS", std::to_string(p.start_ticks));
     fields.emplace_back("GPUCLEAN_USER", p.user);
     fields.emplace_back("GPUCLEAN_ARGV", joined(p.argv));
-    if (!p.owner.empty()) fields.emplace_back("GPUCLEAN_OWNER", p.owner);
+    if (!p.owner.empty()) fields.emplace_back("GPUCLEAN_OWNER", escape_terminal(p.owner));
     if (p.parent_pid) {
       fields.emplace_back("GPUCLEAN_PARENT_PID", std::to_string(*p.parent_pid));
       fields.emplace_back("GPUCLEAN_PARENT_ARGV", joined(p.parent_argv));
@@ -71,7 +71,9 @@ JournalFields journal_fields(const HistoryEvent& event) {
   if (event.gpu) fields.emplace_back("GPUCLEAN_GPU", std::to_string(*event.gpu));
   if (event.bytes) fields.emplace_back("GPUCLEAN_BYTES", std::to_string(*event.bytes));
   if (!event.klass.empty()) fields.emplace_back("GPUCLEAN_CLASS", event.klass);
-  if (!event.detail.empty()) fields.emplace_back("GPUCLEAN_DETAIL", event.detail);
+  // What a user sent (an action's text) is text to escape like a command line: bidi controls
+  // and line separators reached the journal raw (issue 49).
+  if (!event.detail.empty()) fields.emplace_back("GPUCLEAN_DETAIL", escape_terminal(event.detail));
   return fields;
 }
 

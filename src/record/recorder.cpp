@@ -379,7 +379,9 @@ void Recorder::take_actions() {
       ++health_.actions_dropped;
       continue;
     }
-    nlohmann::json detail = nlohmann::json::parse(action.text, nullptr, false);
+    nlohmann::json detail = json_nesting_depth(action.text) <= kMaxActionDepth
+                                ? nlohmann::json::parse(action.text, nullptr, false)
+                                : nlohmann::json();
     if (!detail.is_object()) {
       detail = nlohmann::json::object();
       detail["text"] = action.text.substr(0, kMaxRawActionText);

@@ -502,6 +502,33 @@ TEST_F(RecorderTest, ActionsCarryTheSendersUidFromTheKernelNotFromTheirText) {
   EXPECT_NE(slurp(log_).find("beyond 60 a minute"), std::string::npos) << slurp(log_);
 }
 
+TEST_F(RecorderTest, ADeeplyNestedDatagramIsKeptAsTextThatJqAndPythonRead) {
+  // Issue 49: one datagram with a value nested 8,000 deep (16 KB, the most a datagram keeps)
+  // was stored and printed as JSON: `history --json` then failed in Python's json and jq (on
+  // 0cc3abe this test's json.load raised RecursionError).
+  start_recorder();
+  ASSERT_EQ(run_command({"/usr/bin/python3", "-c",
+                         "import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                         "s.sendto(b'{\"a\": ' + b'[' * 8000 + b']' * 8000 + b'}', sys.argv[1])",
+                         socket_})
+                .exit_code,
+            0);
+  ASSERT_TRUE(wait_until([&] { return !events("action").empty(); })) << slurp(log_);
+  const CommandResult read = run_command(
+      {"/bin/sh", "-c",
+       std::string(GPUCLEAN_SHIPPING_BINARY) + " history --json --since 1h --db '" + db_ +
+           "' | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); "
+           "a=[e for e in d[\"events\"] if e[\"kind\"]==\"action\"][0]; "
+           "print(type(a[\"detail\"][\"text\"]).__name__)'"});
+  EXPECT_EQ(read.exit_code, 0) << read.out << read.err;
+  EXPECT_EQ(read.out, "str\n") << "the deep text is a string in the action's detail";
+  // Negative control: gpuclean's own actions (3 deep) stay JSON objects.
+  const CommandResult kill = kill_holder(start("hold", held_).at(0));
+  EXPECT_EQ(kill.exit_code, 0) << kill.err;
+  ASSERT_TRUE(wait_until([&] { return events("action").size() == 2; })) << slurp(log_);
+  EXPECT_TRUE(events("action").at(1)["detail"]["targets"].is_array());
+}
+
 TEST_F(RecorderTest, EachEventGoesToTheJournalAsStructuredFields) {
   const std::string journal = dir_.path() + "/journal.sock";
   const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -161,6 +161,27 @@ TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
   EXPECT_EQ(value("GPUCLEAN_OWNER"), "slurm-job:4242");
   EXPECT_EQ(value("GPUCLEAN_PARENT_PID"), "41");
   EXPECT_EQ(value("GPUCLEAN_ARGV").find('\x1b'), std::string::npos) << "escaped";
+  // What a user sent reaches the journal escaped: a right-to-left override and a line
+  // separator in an action's text went through raw (issue 49; on 0cc3abe both were there).
+  HistoryEvent action;
+  action.kind = HistoryEventKind::kAction;
+  action.detail = "{\"text\": \"rm -rf \xe2\x80\xae/ \xe2\x80\xa8" "forged line\"}";
+  const record::JournalFields action_fields = record::journal_fields(action);
+  std::string detail;
+  for (const auto& [k, v] : action_fields) {
+    if (k == "GPUCLEAN_DETAIL") detail = v;
+  }
+  EXPECT_EQ(detail.find("\xe2\x80\xae"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("\xe2\x80\xa8"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("forged line"), std::string::npos) << "the rest is kept: " << detail;
+}
+
+TEST(HistoryEvent, JsonNestingDepthCountsBracketsOutsideStrings) {
+  EXPECT_EQ(json_nesting_depth(""), 0u);
+  EXPECT_EQ(json_nesting_depth("{\"a\": [1, {\"b\": 2}]}"), 3u);
+  EXPECT_EQ(json_nesting_depth("{\"a\": \"[[[[{{{{\\\"]]]\"}"), 1u) << "brackets in a string";
+  EXPECT_EQ(json_nesting_depth(std::string(20000, '[') + std::string(20000, ']')), 20000u);
+  EXPECT_EQ(json_nesting_depth("]]]]"), 0u);
 }
 
 TEST(HistoryView, CommandLinesAreEscapedAndOwnersNamed) {
