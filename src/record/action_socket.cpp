@@ -48,18 +48,32 @@ std::string action_socket_path() {
   return given != nullptr && *given != '\0' ? given : kDefaultActionSocket;
 }
 
-void send_action(const std::string& path, const std::string& text) {
-  sockaddr_un address{};
-  if (!socket_address(path, address)) return;
-  UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) return;
-  // Unanswered on purpose: ECONNREFUSED (no recorder), ENOENT, EAGAIN (its queue is full).
-  [[maybe_unused]] const ssize_t sent =
-      ::sendto(fd.get(), text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
-               reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+std::string privileged_socket_path(const std::string& path) {
+  return path + ".root";
 }
 
-Result<ActionListener> ActionListener::open(const std::string& path) {
+namespace {
+
+// One datagram to `path`, without blocking; whether it was taken whole.
+bool send_datagram(const std::string& path, const std::string& text) {
+  sockaddr_un address{};
+  if (!socket_address(path, address)) return false;
+  UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return false;
+  // Unanswered on purpose: ECONNREFUSED (no recorder), ENOENT, EAGAIN (its queue is full).
+  return ::sendto(fd.get(), text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL,
+                  reinterpret_cast<const sockaddr*>(&address),
+                  sizeof(address)) == static_cast<ssize_t>(text.size());
+}
+
+}  // namespace
+
+void send_action(const std::string& path, const std::string& text) {
+  if (::geteuid() == 0 && send_datagram(privileged_socket_path(path), text)) return;
+  send_datagram(path, text);
+}
+
+Result<ActionListener> ActionListener::open(const std::string& path, mode_t mode) {
   sockaddr_un address{};
   if (!socket_address(path, address)) return Error{ENAMETOOLONG, "the socket path " + path};
   if (Status dir = safe_directory(path); !dir.ok()) return dir.error();
@@ -79,8 +93,8 @@ Result<ActionListener> ActionListener::open(const std::string& path) {
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     return errno_error("bind the recorder's socket " + path);
   }
-  // Every local user may report an action; the kernel tells the recorder who did.
-  if (::chmod(path.c_str(), 0666) != 0) return errno_error("chmod " + path);
+  // 0666: every local user may report an action, the kernel tells the recorder who did.
+  if (::chmod(path.c_str(), mode) != 0) return errno_error("chmod " + path);
   struct stat bound {};
   if (::lstat(path.c_str(), &bound) != 0) return errno_error("stat " + path);
   return ActionListener(std::move(fd), path, bound.st_ino);

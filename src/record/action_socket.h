@@ -7,6 +7,8 @@
 // database being theirs to write.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -26,7 +28,14 @@ inline constexpr std::size_t kMaxActionBytes = 16384;
 // started with --socket elsewhere), else kDefaultActionSocket.
 std::string action_socket_path();
 
-// Sends `text` to a recorder listening at `path`, if one is, without blocking.
+// The recorder's second socket beside `path`, writable by its own user alone (root's: mode
+// 0600): what root sends there cannot be crowded out by another user's flood of the shared
+// socket, whose queue a flood keeps full (issue 49: all five of root's kill records were
+// dropped).
+std::string privileged_socket_path(const std::string& path);
+
+// Sends `text` to a recorder listening at `path`, if one is, without blocking: as root to the
+// privileged socket first, and to `path` where there is none (an older recorder).
 void send_action(const std::string& path, const std::string& text);
 
 struct ReceivedAction {
@@ -39,10 +48,11 @@ struct ReceivedAction {
 // The recorder's end: a datagram socket at `path` that any local user may send to.
 class ActionListener {
  public:
-  // Binds `path`: its directory is made 0755 when missing and must then be owned by this
-  // user and writable by nobody else (else a user could swap the socket for their own); a
-  // stale socket left by an earlier recorder is replaced, any other file is refused.
-  static Result<ActionListener> open(const std::string& path);
+  // Binds `path` with `mode` (0666: any local user may send; 0600: only this user): its
+  // directory is made 0755 when missing and must then be owned by this user and writable by
+  // nobody else (else a user could swap the socket for their own); a stale socket left by an
+  // earlier recorder is replaced, any other file is refused.
+  static Result<ActionListener> open(const std::string& path, mode_t mode = 0666);
   ActionListener(ActionListener&&) noexcept = default;
   ActionListener& operator=(ActionListener&&) noexcept = default;
   ~ActionListener();

@@ -72,6 +72,7 @@ class Recorder {
   void start();
   void look();
   void take_actions();
+  HistoryEvent action_event(const ReceivedAction& action);
   void keep(std::vector<HistoryEvent> events);
   void flush();
   bool open_store();
@@ -88,6 +89,9 @@ class Recorder {
   JournalSink journal_;
   std::optional<history::EventStore> store_;
   std::optional<ActionListener> listener_;
+  // Root's own socket (0600): never crowded out by others' datagrams, nor counted against
+  // their caps (issue 49).
+  std::optional<ActionListener> privileged_listener_;
   std::unique_ptr<ProcEvents> proc_events_;
   std::optional<XidFollower> xids_;
   void xid_events(const std::vector<GpuReport>& gpus, double now, std::vector<HistoryEvent>& out);
@@ -364,41 +368,51 @@ void Recorder::xid_events(const std::vector<GpuReport>& gpus, double now,
 }
 
 void Recorder::take_actions() {
-  if (!listener_) return;
-  const std::size_t room =
-      actions_this_look_ < kMaxActionsPerLook ? kMaxActionsPerLook - actions_this_look_ : 0;
-  std::vector<ReceivedAction> received = listener_->receive(room == 0 ? 64 : room);
-  if (room == 0) {
-    health_.actions_dropped += received.size();
-    return;
-  }
-  actions_this_look_ += received.size();
   std::vector<HistoryEvent> events;
-  for (const ReceivedAction& action : received) {
-    if (!within_quota(action.uid)) {
-      ++health_.actions_dropped;
-      continue;
+  if (privileged_listener_) {
+    for (const ReceivedAction& action : privileged_listener_->receive(kMaxActionsPerLook)) {
+      events.push_back(action_event(action));
     }
-    nlohmann::json detail = json_nesting_depth(action.text) <= kMaxActionDepth
-                                ? nlohmann::json::parse(action.text, nullptr, false)
-                                : nlohmann::json();
-    if (!detail.is_object()) {
-      detail = nlohmann::json::object();
-      detail["text"] = action.text.substr(0, kMaxRawActionText);
+  }
+  if (listener_) {
+    const std::size_t room =
+        actions_this_look_ < kMaxActionsPerLook ? kMaxActionsPerLook - actions_this_look_ : 0;
+    std::vector<ReceivedAction> received = listener_->receive(room == 0 ? 64 : room);
+    if (room == 0) {
+      health_.actions_dropped += received.size();
+      received.clear();
     }
-    // Who sent it is the kernel's word (SO_PASSCRED), whatever the text claims.
-    detail["uid"] = action.uid;
-    detail["user"] = user_names_.name(action.uid);
-    detail["sender_pid"] = action.pid;
-    if (action.cut) detail["cut"] = true;
-    HistoryEvent event;
-    event.kind = HistoryEventKind::kAction;
-    event.time = unix_now();
-    event.detail = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    events.push_back(std::move(event));
+    actions_this_look_ += received.size();
+    for (const ReceivedAction& action : received) {
+      if (!within_quota(action.uid)) {
+        ++health_.actions_dropped;
+        continue;
+      }
+      events.push_back(action_event(action));
+    }
   }
   health_.actions += events.size();
   if (!events.empty()) keep(std::move(events));
+}
+
+HistoryEvent Recorder::action_event(const ReceivedAction& action) {
+  nlohmann::json detail = json_nesting_depth(action.text) <= kMaxActionDepth
+                              ? nlohmann::json::parse(action.text, nullptr, false)
+                              : nlohmann::json();
+  if (!detail.is_object()) {
+    detail = nlohmann::json::object();
+    detail["text"] = action.text.substr(0, kMaxRawActionText);
+  }
+  // Who sent it is the kernel's word (SO_PASSCRED), whatever the text claims.
+  detail["uid"] = action.uid;
+  detail["user"] = user_names_.name(action.uid);
+  detail["sender_pid"] = action.pid;
+  if (action.cut) detail["cut"] = true;
+  HistoryEvent event;
+  event.kind = HistoryEventKind::kAction;
+  event.time = unix_now();
+  event.detail = detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return event;
 }
 
 void Recorder::write_health() {
@@ -426,18 +440,26 @@ int Recorder::run(int signal_fd) {
     } else {
       say("actions of other commands are not recorded: " + listening.error().message());
     }
+    auto privileged = ActionListener::open(privileged_socket_path(settings_.socket_path), 0600);
+    if (privileged.ok()) {
+      privileged_listener_ = std::move(*privileged);
+    } else {
+      say("root's actions share the socket of other users: " + privileged.error().message());
+    }
   }
   auto next = Clock::now() + settings_.interval;
   while (true) {
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-    pollfd fds[2] = {{signal_fd, POLLIN, 0}, {listener_ ? listener_->fd() : -1, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, wait.count() > 0 ? static_cast<int>(wait.count()) : 0);
+    pollfd fds[3] = {{signal_fd, POLLIN, 0},
+                     {listener_ ? listener_->fd() : -1, POLLIN, 0},
+                     {privileged_listener_ ? privileged_listener_->fd() : -1, POLLIN, 0}};
+    const int ready = ::poll(fds, 3, wait.count() > 0 ? static_cast<int>(wait.count()) : 0);
     if (ready < 0 && errno != EINTR) {
       say(std::string("poll: ") + std::strerror(errno));
       return kExitRuntime;
     }
     if ((fds[0].revents & POLLIN) != 0) break;
-    if ((fds[1].revents & POLLIN) != 0) take_actions();
+    if (((fds[1].revents | fds[2].revents) & POLLIN) != 0) take_actions();
     if (Clock::now() >= next) {
       look();
       write_health();
