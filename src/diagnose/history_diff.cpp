@@ -148,6 +148,7 @@ RecorderState recorder_state(const Diagnosis& diagnosis, const RecorderState& be
     }
     state.holders.emplace(key, std::move(recorded));
   }
+  state.memory_known = !diagnosis.gpus.empty();
   for (const GpuReport& gpu : diagnosis.gpus) {
     state.unattributed[gpu.gpu.index] = gpu.unattributed;
     if (gpu.gpu.memory) state.used[gpu.gpu.index] = gpu.gpu.memory->used;
@@ -168,7 +169,9 @@ std::vector<HistoryEvent> history_events(const RecorderState& before, RecorderSt
     const bool appeared = !left && (was == before.holders.end() || is->first < was->first);
     if (left) {
       HistoryEvent event = holder_event(HistoryEventKind::kLeft, time, was->second);
-      event.bytes = total(was->second.gpu_memory);
+      if (before.memory_known || !was->second.gpu_memory.empty()) {
+        event.bytes = total(was->second.gpu_memory);
+      }
       event.klass = to_string(was->second.klass);
       events.push_back(std::move(event));
       ++was;
@@ -176,7 +179,9 @@ std::vector<HistoryEvent> history_events(const RecorderState& before, RecorderSt
     }
     if (appeared) {
       HistoryEvent event = holder_event(HistoryEventKind::kAppeared, time, is->second);
-      event.bytes = total(is->second.gpu_memory);
+      if (now.memory_known || !is->second.gpu_memory.empty()) {
+        event.bytes = total(is->second.gpu_memory);
+      }
       event.klass = to_string(is->second.klass);
       events.push_back(std::move(event));
       memory_events(nullptr, is->second, time, options, events);

@@ -47,6 +47,9 @@ struct RecorderState {
   std::map<unsigned, Bytes> unattributed;  // GPU index → used memory no live process accounts for
   std::map<unsigned, Bytes> used;          // GPU index → used memory, as NVML gave it
   std::vector<AwaitedReturn> awaited;
+  // GPU memory was seen (NVML or a DRM GPU answered): without it a holder's memory is unknown,
+  // never 0 (issue 49: `left` said "holding 0 B at last sight" without NVML).
+  bool memory_known = true;
 };
 
 struct HistoryDiffOptions {

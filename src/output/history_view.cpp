@@ -61,7 +61,8 @@ std::string who(const RecordedProcess& p) {
 
 std::string parent_text(const RecordedProcess& p, const std::string* argv_rendered = nullptr) {
   if (!p.parent_pid) return "";
-  if (p.parent_argv.empty()) return fmt::format("parent {}", *p.parent_pid);
+  // A parent that lived too briefly to be read: its PID is known, its command is not.
+  if (p.parent_argv.empty()) return fmt::format("parent {} (its command not seen)", *p.parent_pid);
   return fmt::format("parent {} {}", *p.parent_pid,
                      argv_rendered != nullptr ? *argv_rendered : argv_text(p.parent_argv, 60));
 }
@@ -132,8 +133,10 @@ std::string event_line(const HistoryEvent& e, TimelineCache& cache) {
       break;
     }
     case HistoryEventKind::kLeft:
-      what = fmt::format("{} left, holding {} at last sight", cache.who_of(*e.process),
-                         format_bytes(e.bytes.value_or(0)));
+      what = e.bytes ? fmt::format("{} left, holding {} at last sight", cache.who_of(*e.process),
+                                   format_bytes(*e.bytes))
+                     : fmt::format("{} left (its GPU memory was not known: no NVML)",
+                                   cache.who_of(*e.process));
       if (!e.detail.empty()) what += " (" + escape_terminal(e.detail) + ")";
       break;
     case HistoryEventKind::kMemoryReturned:

@@ -49,7 +49,7 @@ using Clock = std::chrono::steady_clock;
 
 // What a restarted recorder knew: the holders of this boot that never left.
 diagnose::RecorderState resumed(const std::vector<history::HeldAt>& open) {
-  diagnose::RecorderState state;
+  diagnose::RecorderState state;  // memory_known: the figures are those recorded
   for (const history::HeldAt& held : open) {
     diagnose::RecordedHolder holder;
     holder.process = held.process;

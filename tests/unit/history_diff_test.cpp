@@ -149,6 +149,33 @@ TEST(HistoryDiff, ASlowCreepIsRecordedOnceItAddsUpToAStep) {
   EXPECT_EQ(churn_events, 0u);
 }
 
+TEST(HistoryDiff, WithoutNvmlAHoldersMemoryIsUnknownNotZero) {
+  // Issue 49: without NVML (no GPU in the diagnosis) `appeared` and `left` carried 0 bytes, and
+  // history said "holding 0 B at last sight" (0cc3abe set both to 0 unconditionally; this test
+  // reads a field it did not have, so it was not run there).
+  RecorderState empty;
+  Diagnosis blind;
+  blind.holders = {holder(kServer, HolderClass::kActive, {})};
+  RecorderState seen = recorder_state(blind, empty, {}, "b1");
+  EXPECT_FALSE(seen.memory_known);
+  auto appeared = history_events(empty, seen, 1);
+  ASSERT_FALSE(appeared.empty());
+  EXPECT_FALSE(appeared[0].bytes.has_value()) << "unknown, not 0";
+  Diagnosis gone;
+  RecorderState after = recorder_state(gone, seen, {}, "b1");
+  auto left = history_events(seen, after, 2);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].kind, HistoryEventKind::kLeft);
+  EXPECT_FALSE(left[0].bytes.has_value());
+  // Negative control: with NVML answering, a holder of no memory left holding 0 bytes.
+  RecorderState with_nvml =
+      recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {})}), empty, {}, "b1");
+  RecorderState none = recorder_state(diagnosis({}), with_nvml, {}, "b1");
+  auto known = history_events(with_nvml, none, 3);
+  ASSERT_EQ(known.size(), 1u);
+  EXPECT_EQ(known[0].bytes, std::optional<Bytes>(0));
+}
+
 TEST(HistoryDiff, AReusedPidIsAnotherHolderAndAYoungerParentIsNoParent) {
   RecorderState empty;
   RecorderState first = recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {})}),
