@@ -116,10 +116,28 @@ void unattributed_events(const RecorderState& before, const RecorderState& now, 
 }
 
 // Busy, idle or unknown now: only a change of state is history, not every figure.
-void activity_event(const RecordedHolder& holder, double time, std::vector<HistoryEvent>& out) {
+void activity_event(RecordedHolder& holder, double time, std::vector<HistoryEvent>& out) {
   HistoryEvent event = holder_event(HistoryEventKind::kActivityChanged, time, holder);
   event.detail = holder.activity_detail;
   out.push_back(std::move(event));
+  holder.recorded_activity = holder.activity;
+  holder.activity_streak = 0;
+}
+
+// A change of state that held kActivityHoldLooks looks: recorded at its first look.
+void activity_change(const RecordedHolder& before, RecordedHolder& now, double time,
+                     std::vector<HistoryEvent>& out) {
+  now.recorded_activity = before.recorded_activity;
+  if (now.activity == now.recorded_activity) {
+    now.activity_streak = 0;
+    return;
+  }
+  const bool continues = before.activity == now.activity && before.activity_streak > 0;
+  now.activity_streak = continues ? before.activity_streak + 1 : 1;
+  now.activity_streak_since = continues ? before.activity_streak_since : time;
+  if (now.activity_streak >= kActivityHoldLooks) {
+    activity_event(now, now.activity_streak_since, out);
+  }
 }
 
 }  // namespace
@@ -196,7 +214,7 @@ std::vector<HistoryEvent> history_events(const RecorderState& before, RecorderSt
       events.push_back(std::move(event));
     }
     memory_events(&was->second, is->second, time, options, events);
-    if (was->second.activity != is->second.activity) activity_event(is->second, time, events);
+    activity_change(was->second, is->second, time, events);
     ++was;
     ++is;
   }

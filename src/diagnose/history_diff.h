@@ -25,10 +25,19 @@ struct RecordedHolder {
   // slow creep (32 MiB a look) is recorded once it adds up to a step (issue 49). A GPU missing
   // here is measured from the previous look's figure.
   std::map<unsigned, Bytes> recorded_memory;
-  // "busy", "idle" or "unknown" (HolderActivity), and the busy figures as recorded.
+  // "busy", "idle" or "unknown" (HolderActivity) as this look saw it, with its figures.
   std::string activity = "unknown";
   std::string activity_detail = "unknown";
+  // The state the history last recorded, and how long a different one has held: a change is
+  // recorded once it held kActivityHoldLooks looks in a row, stamped with its first look
+  // (issue 49: a holder flipping at every look wrote a row at every look).
+  std::string recorded_activity = "unknown";
+  int activity_streak = 0;
+  double activity_streak_since = 0;
 };
+
+// Looks in a row a new activity state must hold before the history records it.
+inline constexpr int kActivityHoldLooks = 3;
 
 // A process is its PID and start ticks (within one boot: the recorder's state never spans two).
 using ProcessKey = std::pair<Pid, std::uint64_t>;

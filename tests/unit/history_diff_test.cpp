@@ -176,6 +176,48 @@ TEST(HistoryDiff, WithoutNvmlAHoldersMemoryIsUnknownNotZero) {
   EXPECT_EQ(known[0].bytes, std::optional<Bytes>(0));
 }
 
+TEST(HistoryDiff, AnActivityChangeIsRecordedOnceItHoldsStampedWhenItBegan) {
+  // Issue 49: busy and idle were recorded at every look: a holder flipping each look wrote a
+  // row each look (on 0cc3abe this test's flipping half gave 20 activity rows, not 0).
+  auto look = [](const RecorderState& before, bool busy) {
+    Holder h = holder(kServer, HolderClass::kActive, {{0, kOneGiB}});
+    h.activity = HolderActivity{};
+    if (busy) h.activity->sm = 90;
+    return recorder_state(diagnosis({h}), before, {}, "b1");
+  };
+  auto activity_rows = [](const std::vector<HistoryEvent>& events) {
+    std::vector<HistoryEvent> rows;
+    for (const HistoryEvent& e : events) {
+      if (e.kind == HistoryEventKind::kActivityChanged) rows.push_back(e);
+    }
+    return rows;
+  };
+  RecorderState empty;
+  RecorderState state = look(empty, true);
+  ASSERT_EQ(activity_rows(history_events(empty, state, 0)).size(), 1u) << "known at appearance";
+  std::size_t flips = 0;
+  for (int i = 1; i <= 20; ++i) {
+    RecorderState now = look(state, i % 2 == 0);
+    flips += activity_rows(history_events(state, now, i)).size();
+    state = std::move(now);
+  }
+  EXPECT_EQ(flips, 0u) << "a flip at every look is no change of state";
+  // Idle that holds: recorded after kActivityHoldLooks looks, stamped with its first.
+  std::vector<HistoryEvent> recorded;
+  for (int i = 21; i < 21 + kActivityHoldLooks; ++i) {
+    RecorderState now = look(state, false);
+    for (const HistoryEvent& e : activity_rows(history_events(state, now, i)))
+      recorded.push_back(e);
+    state = std::move(now);
+  }
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].detail, "idle");
+  EXPECT_EQ(recorded[0].time, 21);
+  // Negative control: staying idle writes nothing more.
+  RecorderState still = look(state, false);
+  EXPECT_TRUE(activity_rows(history_events(state, still, 30)).empty());
+}
+
 TEST(HistoryDiff, AReusedPidIsAnotherHolderAndAYoungerParentIsNoParent) {
   RecorderState empty;
   RecorderState first = recorder_state(diagnosis({holder(kServer, HolderClass::kActive, {})}),
