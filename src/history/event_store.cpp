@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <limits>
 #include <string_view>
 #include <tuple>
@@ -100,6 +101,27 @@ std::string join_argv(const std::vector<std::string>& argv) {
     if (i > 0) joined += '\0';
     joined += argv[i];
   }
+  return joined;
+}
+
+// What a process's command line may take in the database: a user's 1 MiB command lines filled
+// a size-capped database and pushed out everyone else's history (issue 49). Beyond it, the
+// rest is one last argument that says its length and a hash (FNV-1a), to tell two apart.
+constexpr std::size_t kMaxStoredArgvBytes = 4096;
+
+std::string stored_argv(const std::vector<std::string>& argv) {
+  std::string joined = join_argv(argv);
+  if (joined.size() <= kMaxStoredArgvBytes) return joined;
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char c : joined) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  }
+  const std::size_t length = joined.size();
+  joined.resize(kMaxStoredArgvBytes);
+  joined += '\0';
+  char hex[17] = {};
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  joined += "…[" + std::to_string(length) + " bytes in all, fnv1a " + hex + "]";
   return joined;
 }
 
@@ -430,10 +452,11 @@ Result<std::int64_t> EventStore::Impl::process_row(const RecordedProcess& proces
   if (const auto known = process_ids.find(key); known != process_ids.end()) return known->second;
   auto boot = text_row(boot_ids, *insert_boot, *find_boot, process.boot_id, false);
   if (!boot.ok()) return boot.error();
-  auto argv = text_row(command_ids, *insert_command, *find_command, join_argv(process.argv), true);
+  auto argv =
+      text_row(command_ids, *insert_command, *find_command, stored_argv(process.argv), true);
   if (!argv.ok()) return argv.error();
   auto parent_argv =
-      text_row(command_ids, *insert_command, *find_command, join_argv(process.parent_argv), true);
+      text_row(command_ids, *insert_command, *find_command, stored_argv(process.parent_argv), true);
   if (!parent_argv.ok()) return parent_argv.error();
   Statement& insert = *insert_process;
   insert.bind(1, *boot);
@@ -641,6 +664,40 @@ Result<std::uint64_t> EventStore::data_bytes() const {
   return static_cast<std::uint64_t>((*pages - *free_pages) * *page_size);
 }
 
+namespace {
+
+// One batch of the size limit's pruning, oldest first within a tier, the first tier that has
+// any (issue 49: oldest first whoever wrote them let 40 holders of one user erase the
+// recorder's start and root's records): the holder events of the user with the most events
+// (a flood is its own first victim), then the other users', then root's, and last the events
+// of no process (the recorder's own, actions, Xids, unattributed memory).
+Result<std::uint64_t> prune_batch(sqlite3* db, std::int64_t batch) {
+  const std::string limit = " ORDER BY e.time, e.id LIMIT " + std::to_string(batch) + ")";
+  const std::string holders =
+      "DELETE FROM events WHERE id IN (SELECT e.id FROM events e JOIN processes p ON p.id = "
+      "e.process WHERE ";
+  const std::string tiers[] = {
+      holders +
+          "p.user = (SELECT p2.user FROM events e2 JOIN processes p2 ON p2.id = e2.process WHERE "
+          "p2.user != 'root' GROUP BY p2.user ORDER BY COUNT(*) DESC LIMIT 1)" +
+          limit,
+      holders + "p.user != 'root'" + limit,
+      holders + "1" + limit,
+      "DELETE FROM events WHERE id IN (SELECT e.id FROM events e WHERE 1" + limit,
+  };
+  for (const std::string& tier : tiers) {
+    if (Status cut = exec(db, tier.c_str(), "prune the oldest events"); !cut.ok()) {
+      return cut.error();
+    }
+    if (const auto changed = static_cast<std::uint64_t>(sqlite3_changes64(db)); changed > 0) {
+      return changed;
+    }
+  }
+  return std::uint64_t{0};
+}
+
+}  // namespace
+
 Result<std::uint64_t> EventStore::prune(double before, std::uint64_t max_bytes) {
   sqlite3* db = impl_->db;
   // A pruned process, command or boot row's id is free again (INTEGER PRIMARY KEY takes the
@@ -664,18 +721,12 @@ Result<std::uint64_t> EventStore::prune(double before, std::uint64_t max_bytes) 
     const auto over = static_cast<double>(*size - max_bytes) / static_cast<double>(*size);
     const auto batch = std::max<std::int64_t>(
         kMinPruneBatch, static_cast<std::int64_t>(over * static_cast<double>(*count)) + 1);
-    const std::string oldest =
-        "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY "
-        "time, id LIMIT " +
-        std::to_string(batch) + ")";
-    if (Status cut = exec(db, oldest.c_str(), "prune the oldest events"); !cut.ok()) {
-      return cut.error();
-    }
-    const auto changed = static_cast<std::uint64_t>(sqlite3_changes64(db));
-    deleted += changed;
+    auto changed = prune_batch(db, batch);
+    if (!changed.ok()) return changed.error();
+    deleted += *changed;
     // A process row goes with its last event: the size counts both tables.
     if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
-    if (changed == 0) break;  // nothing left to delete: the schema alone is over the limit
+    if (*changed == 0) break;  // nothing left to delete: the schema alone is over the limit
   }
   if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
   // The freed pages leave the file, and the WAL's copy of them is folded in and emptied: only

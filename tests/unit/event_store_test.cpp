@@ -221,6 +221,62 @@ TEST_F(EventStoreTest, ADirectoryOtherUsersCanWriteIsRefused) {
   EXPECT_TRUE(EventStore::open(shared + "/history.db", false).ok());
 }
 
+TEST_F(EventStoreTest, AUsersFloodOfBigCommandLinesErasesOnlyItself) {
+  // Issue 49: with the size cap reached, pruning deleted the oldest events whoever wrote them:
+  // 40 short-lived holders of one user with distinct 1 MiB command lines in a 16 MiB database
+  // erased the recorder's start and a root holder's record. On 0cc3abe the 40 took 84 MB (no
+  // cap); with the cap but oldest-first pruning, the recorder's, root's and alice's went.
+  EventStore store = writer();
+  HistoryEvent started;
+  started.kind = HistoryEventKind::kRecorderStarted;
+  started.time = 1;
+  started.detail = "watching";
+  RecordedProcess root_job = server(100, 10);
+  root_job.user = "root";
+  ASSERT_TRUE(store.append({started, holder_event(HistoryEventKind::kAppeared, 2, root_job)}).ok());
+  RecordedProcess alice_job = server(150, 15);
+  ASSERT_TRUE(store.append({holder_event(HistoryEventKind::kAppeared, 3, alice_job)}).ok());
+  for (int i = 0; i < 40; ++i) {
+    RecordedProcess flood = server(1000 + i, 100 + static_cast<std::uint64_t>(i));
+    flood.user = "nobody";
+    flood.argv = {"x", std::string(1 << 20, static_cast<char>('a' + i % 26)) + std::to_string(i)};
+    ASSERT_TRUE(store
+                    .append({holder_event(HistoryEventKind::kAppeared, 10 + i, flood),
+                             holder_event(HistoryEventKind::kLeft, 10.5 + i, flood)})
+                    .ok());
+  }
+  // What one process stores is capped: 40 of them take far less than 40 MiB.
+  auto size = store.data_bytes();
+  ASSERT_TRUE(size.ok());
+  EXPECT_LT(*size, 2ull << 20) << "each command line is capped at a few KiB";
+  auto flood_events = store.events({.pid = 1000});
+  ASSERT_TRUE(flood_events.ok() && !flood_events->empty());
+  const std::vector<std::string>& argv = flood_events->front().process->argv;
+  ASSERT_EQ(argv.size(), 3u);
+  EXPECT_NE(argv.back().find("1048579 bytes in all, fnv1a "), std::string::npos) << argv.back();
+  // Over a limit, the flooding user's events go first; the recorder's and root's stay.
+  auto pruned = store.prune(0, *size / 2);
+  ASSERT_TRUE(pruned.ok()) << pruned.error().message();
+  EXPECT_GT(*pruned, 0u);
+  auto left = store.events({});
+  ASSERT_TRUE(left.ok());
+  bool recorder_kept = false;
+  bool root_kept = false;
+  bool alice_kept = false;
+  for (const HistoryEvent& e : *left) {
+    recorder_kept |= e.kind == HistoryEventKind::kRecorderStarted;
+    root_kept |= e.process && e.process->user == "root";
+    alice_kept |= e.process && e.process->pid == 150;
+  }
+  EXPECT_TRUE(recorder_kept);
+  EXPECT_TRUE(root_kept);
+  EXPECT_TRUE(alice_kept) << "another user's record is not the flood's to erase either";
+  // Negative control: the flood itself was pruned, oldest first.
+  auto first_flood = store.events({.pid = 1000});
+  ASSERT_TRUE(first_flood.ok());
+  EXPECT_TRUE(first_flood->empty());
+}
+
 TEST_F(EventStoreTest, TheTimelineIsNarrowedByTimeAndGpu) {
   EventStore store = writer();
   const RecordedProcess p = server(10, 1);
