@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <limits>
 #include <string_view>
 #include <tuple>
@@ -119,8 +119,11 @@ std::string stored_argv(const std::vector<std::string>& argv) {
   const std::size_t length = joined.size();
   joined.resize(kMaxStoredArgvBytes);
   joined += '\0';
-  char hex[17] = {};
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  std::string hex(16, '0');
+  char digits[16];
+  const auto end = std::to_chars(digits, digits + sizeof(digits), hash, 16).ptr;
+  const auto count = static_cast<std::size_t>(end - digits);
+  hex.replace(16 - count, count, digits, count);
   joined += "…[" + std::to_string(length) + " bytes in all, fnv1a " + hex + "]";
   return joined;
 }
