@@ -165,7 +165,9 @@ TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
   // separator in an action's text went through raw (issue 49; on 0cc3abe both were there).
   HistoryEvent action;
   action.kind = HistoryEventKind::kAction;
-  action.detail = "{\"text\": \"rm -rf \xe2\x80\xae/ \xe2\x80\xa8" "forged line\"}";
+  action.detail =
+      "{\"text\": \"rm -rf \xe2\x80\xae/ \xe2\x80\xa8"
+      "forged line\"}";
   const record::JournalFields action_fields = record::journal_fields(action);
   std::string detail;
   for (const auto& [k, v] : action_fields) {
