@@ -299,6 +299,20 @@ std::optional<GpuView> Gatherer::query_gpu_view() {
   return input.gpu_view;
 }
 
+// Whether holding none of the selected files says a process is not NVML's (add_listed_only): with
+// the NVIDIA defaults (every CUDA process holds /dev/nvidiactl), or a --device-glob of files that
+// are not NVIDIA's (the user's stand-ins). A --device-glob of some NVIDIA nodes (/dev/nvidia1)
+// leaves out files a CUDA process on another GPU holds: there the rule is off, and such a process
+// keeps NVML's memory as before.
+bool Gatherer::selection_shows_every_cuda_process() const {
+  if (options_.device_globs.empty()) return true;
+  constexpr unsigned kNvidiaMajor = 195;
+  return std::none_of(files_.begin(), files_.end(), [](const DeviceFile& f) {
+    return f.identity && f.identity->kind == FileIdentity::Kind::kCharDevice &&
+           f.identity->rdev_major == kNvidiaMajor;
+  });
+}
+
 // Processes NVML names that the scan did not find holding a device file. Each is scanned again,
 // alone (it may have opened them since). A CUDA process keeps the device files open, so a live
 // one whose descriptors and maps were read completely and hold none is not NVML's process: the
@@ -333,13 +347,15 @@ void Gatherer::add_listed_only(const GpuView& view, std::set<Pid>& seen, Gathere
                [&holding](Pid pid) { return holding.count(pid) == 0; });
   std::vector<Result<ProcessInfo>> processes = proc_.read_processes(rest);
   procfs::settle_blocked(proc_, processes);
+  const bool shows_all = selection_shows_every_cuda_process();
   for (std::size_t i = 0; i < rest.size(); ++i) {
     if (!processes[i].ok()) {
       input.missing_pids.insert(rest[i]);
       continue;
     }
-    const bool handed_on = unknown.count(rest[i]) == 0 && in_mps_list.count(rest[i]) == 0 &&
-                           processes[i]->state != 'Z' && !processes[i]->kernel_thread;
+    const bool handed_on = shows_all && unknown.count(rest[i]) == 0 &&
+                           in_mps_list.count(rest[i]) == 0 && processes[i]->state != 'Z' &&
+                           !processes[i]->kernel_thread;
     if (handed_on) {
       input.handed_on_pids.insert(rest[i]);
     } else {

@@ -138,6 +138,7 @@ class Gatherer {
   // Appends the DRM GPUs, numbered after NVML's, with their clients' memory from `holders`.
   void add_drm_gpus(diagnose::Input& input);
   void add_listed_only(const GpuView& view, std::set<Pid>& seen, Gathered& out);
+  [[nodiscard]] bool selection_shows_every_cuda_process() const;
 
   CollectOptions options_;
   std::vector<DeviceFile> files_;

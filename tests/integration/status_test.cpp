@@ -1,6 +1,9 @@
 // status / check / explain through the CLI, with real processes this test starts (holding its
 // own temp files) and a test GPU source that says what NVML would: the same joins the GPU
 // machine exercises (tests/gpu/run.sh), in CI without a GPU.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <fstream>
 
 #include "holder_fixture.h"
@@ -197,6 +200,29 @@ TEST_F(StatusTest, DeadOwnersPidHandedOnIsNeverTheHolder) {
   ASSERT_NE(own, nullptr) << listed.dump(1);
   EXPECT_EQ(own->at("gpu_memory")["0"], 2 * kGiB);
   EXPECT_TRUE(listed["dead_owners"].empty());
+}
+
+TEST_F(StatusTest, APartialNvidiaSelectionNeverCallsAPidHandedOn) {
+  // Review of issue 48 item 2: with --device-glob naming some NVIDIA nodes only (/dev/nvidia1),
+  // a CUDA process on another GPU holds none of them, and the rule called its PID handed on
+  // ("its PID now names another process") on 8a834f6. Where the selection cannot show every
+  // CUDA process the rule is off: NVML's memory stays the listed process's.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: mknod";
+  const std::string node = dir_.path() + "/nvidia1";
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0600, makedev(195, 1)), 0);
+  const pid_t elsewhere = start("hold", other_).at(0);  // holds a file outside the selection
+  const std::string view = gpu_view({{{elsewhere, 2 * kGiB}}});
+  const auto partial =
+      gpuclean({"status", "--json", "--device-glob", node, "--test-gpu-source", view});
+  const json doc = json::parse(partial.out);
+  const json* listed = find_holder(doc, elsewhere);
+  ASSERT_NE(listed, nullptr) << doc.dump(1);
+  EXPECT_EQ(listed->at("gpu_memory")["0"], 2 * kGiB);
+  EXPECT_TRUE(doc["dead_owners"].empty()) << doc["dead_owners"].dump();
+  // Negative control: a selection of stand-in files (not NVIDIA's) keeps the rule on.
+  const json own = status_json(view);
+  ASSERT_EQ(own["dead_owners"].size(), 1u) << own.dump(1);
+  EXPECT_TRUE(own["dead_owners"][0]["pid_handed_on"].get<bool>());
 }
 
 TEST_F(StatusTest, ADescriptorParkedInAUnixSocketIsSaidToBeUnseen) {
