@@ -7,7 +7,8 @@
 #   2. reading: a week-full database at that rate (7 x 86,400 holders, each appearing and
 #      leaving: written by python3's sqlite3 into the schema the recorder created, the rows as
 #      the recorder writes them), then `gpuclean history --since 24h` (text and --json), `--at`
-#      and `--pid`, each timed as the median of RUNS runs (the target for --since 24h: 200 ms).
+#      and `--pid`, each timed as the median of RUNS runs (the target for --since 24h: 200 ms);
+#   3. pruning: what a prune of a tenth of the week-full database costs the recorder.
 # Where the CPU and memory of a running recorder are measured: bench/top_bench.sh --tools
 # recorder,top (the same crowd as top's own figures, in one run).
 #
@@ -29,7 +30,7 @@ while (($#)); do
     --runs) runs=$2; shift 2 ;;
     --days) days=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "recorder_bench: unknown option $1" >&2; exit 1 ;;
   esac
 done
@@ -157,4 +158,34 @@ time_it "history --since 24h --json" history --db "$week" --since 24h --json
 time_it "history --since 1h" history --db "$week" --since 1h
 time_it "history --at 3d (who held it 3 days ago)" history --db "$week" --at 3d
 time_it "history --pid 4242 --since 7d" history --db "$week" --pid 4242 --since 7d
+time_it "history --since 24h --kind left" history --db "$week" --since 24h --kind left
 echo "   target: history --since 24h within 200 ms"
+
+# --- 3. pruning a full database --------------------------------------------------------------
+# A recorder started on a copy of the week with --max-size below its data prunes at start (the
+# biggest non-root user's holder events first: a GROUP BY over the events' users), before its
+# first look; the same copy under a --max-size it fits is the baseline. The difference between
+# the times to the socket (made after the first look) is what pruning cost.
+week_bytes=$(data_bytes "$week")
+to_socket() { # MAX_SIZE: ms from the recorder's start to its socket, on a fresh copy of the week
+  rm -rf "$tmp/prune" && mkdir -p "$tmp/prune" && cp "$week" "$tmp/prune/history.db"
+  "$py" - "$gpuclean" "$tmp/prune" "$device" "$1" <<'PY'
+import os, subprocess, sys, time
+gpuclean, d, device, max_size = sys.argv[1:]
+sock = os.path.join(d, "rec.sock")
+t = time.monotonic()
+p = subprocess.Popen([gpuclean, "recorder", "--db", os.path.join(d, "history.db"), "--socket", sock,
+                      "--journal", "off", "--no-nvml", "--device-glob", device, "--max-size", max_size],
+                     stderr=subprocess.DEVNULL)
+while not os.path.exists(sock) and time.monotonic() - t < 120:
+    time.sleep(0.005)
+print(f"{1000 * (time.monotonic() - t):.0f}")
+p.terminate(); p.wait()
+PY
+}
+fits=$(to_socket 1GiB)
+pruned=$(to_socket "$((week_bytes * 9 / 10 / 1048576))MiB")
+echo
+echo "3. pruning: a recorder started on the week ($((week_bytes / 1000000)) MB of data) reached its first look in"
+echo "   ${fits} ms under --max-size 1GiB (nothing to prune) and ${pruned} ms under $((week_bytes * 9 / 10 / 1048576))MiB"
+echo "   (pruning a tenth of it): pruning cost about $((pruned - fits)) ms, on the recorder's own thread"

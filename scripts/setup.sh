@@ -35,6 +35,7 @@ packages=("${package_packages[@]}"
   python3-venv python3-pytest python3-pyflakes
   python3-pytest-xdist   # the plugin under pytest -n
   tmux   # tests/top: gpuclean top driven in a real terminal (send-keys, capture-pane)
+  librsvg2-bin   # rsvg-convert: the recorder test renders plot --history's SVG (well-formed XML)
 )
 case "${1:-}" in
   --binary) packages=("${binary_packages[@]}") ;;

@@ -358,10 +358,22 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
   history
       ->add_option("--since", o.since,
                    "Events from this moment: a duration ago (2h, 7d), a local time "
-                   "(2026-12-04 10:07, 10:07) or @UNIX-SECONDS (default: 24h)")
+                   "(2026-12-04 10:07, 10:07) or @UNIX-SECONDS (default: 24h; 10m with --follow)")
       ->option_text("TIME");
   history->add_option("--until", o.until, "Events before this moment (default: now)")
       ->option_text("TIME");
+  history
+      ->add_option("--kind", o.kinds,
+                   "Only events of these kinds, comma-separated (appeared, left, class_changed, "
+                   "memory_changed, action, xid, ...: docs/reference.md)")
+      ->option_text("KIND[,KIND...]")
+      ->delimiter(',');
+  history->add_flag("--all", o.all,
+                    "Every memory change on its own line (by default a holder's changes after "
+                    "its first fold into one line: how many, the peak, the last)");
+  history->add_flag("-f,--follow", o.follow,
+                    "Keep printing events as the recorder writes them, until interrupted "
+                    "(with --json: a JSON object per line)");
   history
       ->add_option("--at", o.at,
                    "Instead of a timeline: which processes held a device at that moment, with "
@@ -376,12 +388,14 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
   history->add_option("--limit", o.limit, "At most this many events (default: 100000)")
       ->option_text("N")
       ->check(whole_number_check(1, 100000000));
-  set_help_footer(*history,
-                  {{"gpuclean history --since 2h", "the last two hours"},
-                   {"gpuclean history --at 03:12 --gpu 3", "what held GPU 3 at 03:12 today"},
-                   {"gpuclean history --pid 114812 --json", "one PID's story, as JSON"}},
-                  {"0  shown (also when nothing matched)", "2  usage error",
-                   "3  the database cannot be read (none yet, not root's to read, damaged)"});
+  set_help_footer(
+      *history,
+      {{"gpuclean history --since 2h", "the last two hours"},
+       {"gpuclean history --at 03:12 --gpu 3", "what held GPU 3 at 03:12 today"},
+       {"gpuclean history --pid 114812 --json", "one PID's story, as JSON"},
+       {"gpuclean history -f --kind appeared,left,action", "holders and actions as they come"}},
+      {"0  shown (also when nothing matched)", "2  usage error",
+       "3  the database cannot be read (none yet, not root's to read, damaged)"});
 }
 
 }  // namespace gpuclean::cli

@@ -3,6 +3,7 @@
 #include "core/duration.h"
 
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,6 +107,22 @@ int terminal_columns(int fd, int fallback) {
     return size.ws_col;
   }
   return fallback;
+}
+
+StopSignals::StopSignals() {
+  sigemptyset(&signals_);
+  sigaddset(&signals_, SIGINT);
+  sigaddset(&signals_, SIGTERM);
+  sigaddset(&signals_, SIGHUP);
+  ::pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+  fd_.reset(::signalfd(-1, &signals_, SFD_NONBLOCK | SFD_CLOEXEC));
+}
+
+StopSignals::~StopSignals() {
+  signalfd_siginfo info{};
+  while (fd_.valid() && ::read(fd_.get(), &info, sizeof(info)) > 0) {
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
 
 }  // namespace gpuclean::cli

@@ -2,6 +2,8 @@
 // are core/exit_code.h's.
 #pragma once
 
+#include <signal.h>
+
 #include <iosfwd>
 #include <optional>
 #include <set>
@@ -11,6 +13,7 @@
 #include "collect/gather.h"
 #include "core/exit_code.h"
 #include "core/result.h"
+#include "core/unique_fd.h"
 
 namespace gpuclean::cli {
 
@@ -44,5 +47,24 @@ std::string host_name();
 // can ask for a width), else the terminal's own, else `fallback` (not a terminal;
 // output::kNoWidthLimit for output that should stay whole).
 int terminal_columns(int fd, int fallback);
+
+// SIGINT, SIGTERM and SIGHUP, blocked in every thread (those started later inherit the mask)
+// and read from a signalfd that a server's or a follower's poll waits on: the command stops
+// between two steps, with exit 0, and no handler runs in a random thread.
+class StopSignals {
+ public:
+  StopSignals();
+  // Takes the signals that stopped the command before unblocking them: a pending SIGTERM left
+  // in place would kill the process on the way out (exit 143 instead of 0).
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  [[nodiscard]] const UniqueFd& fd() const { return fd_; }
+
+ private:
+  sigset_t signals_{};
+  sigset_t previous_{};
+  UniqueFd fd_;
+};
 
 }  // namespace gpuclean::cli

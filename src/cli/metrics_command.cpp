@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -110,37 +109,6 @@ class ScrapeText {
   std::uint64_t scans_ = 0;
   Clock::time_point scanned_at_;
   std::string text_;
-};
-
-// SIGINT, SIGTERM and SIGHUP, blocked in every thread (those started later inherit the mask)
-// and read from a signalfd in the server's epoll set: the server stops between two events,
-// with exit 0, and no handler runs in a random thread.
-class StopSignals {
- public:
-  StopSignals() {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    sigaddset(&signals_, SIGHUP);
-    ::pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
-    fd_.reset(::signalfd(-1, &signals_, SFD_NONBLOCK | SFD_CLOEXEC));
-  }
-  // Takes the signals that stopped the server before unblocking them: a pending SIGTERM left
-  // in place would kill the process on the way out (exit 143 instead of 0).
-  ~StopSignals() {
-    signalfd_siginfo info{};
-    while (fd_.valid() && ::read(fd_.get(), &info, sizeof(info)) > 0) {
-    }
-    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  [[nodiscard]] const UniqueFd& fd() const { return fd_; }
-
- private:
-  sigset_t signals_{};
-  sigset_t previous_{};
-  UniqueFd fd_;
 };
 
 int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,

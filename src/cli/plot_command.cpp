@@ -8,6 +8,7 @@
 #include "core/wall_time.h"
 #include "history/event_store.h"
 #include "output/escape.h"
+#include "output/history_plot.h"
 #include "output/history_view.h"
 #include "output/run_plot.h"
 #include "output/run_record.h"
@@ -32,6 +33,28 @@ int write_svg(const PlotOptions& o, const std::string& svg, const Io& io) {
     return kExitRuntime;
   }
   return kExitClean;
+}
+
+// What the plot needs to draw its gaps: when recording began (the earliest event: events come
+// in time order), and whether the recorder was down at `since` (its last start or stop before
+// then was a stop; one of each per recorder run, so there are few).
+struct Coverage {
+  std::optional<double> began;
+  bool stopped_at_since = false;
+};
+
+Result<Coverage> recording_coverage(const history::EventStore& store, double since) {
+  auto first = store.events({.limit = 1});
+  auto runs = store.events(
+      {.until = since,
+       .kinds = {HistoryEventKind::kRecorderStarted, HistoryEventKind::kRecorderStopped}});
+  if (!first.ok()) return first.error();
+  if (!runs.ok()) return runs.error();
+  Coverage coverage;
+  if (!first->empty()) coverage.began = first->front().time;
+  coverage.stopped_at_since =
+      !runs->empty() && runs->back().kind == HistoryEventKind::kRecorderStopped;
+  return coverage;
 }
 
 // plot --history: the recorder's timeline from --since to --until.
@@ -59,15 +82,24 @@ int plot_history(const PlotOptions& o, const Io& io) {
     io.err << "gpuclean: plot: " << (held.ok() ? events.error() : held.error()).message() << '\n';
     return kExitRuntime;
   }
-  std::vector<output::HistoryHolder> at_since;
-  for (history::HeldAt& h : *held) {
-    at_since.push_back({std::move(h.process), std::move(h.klass), std::move(h.gpu_memory)});
+  auto coverage = recording_coverage(*store, *since);
+  if (!coverage.ok()) {
+    io.err << "gpuclean: plot: " << coverage.error().message() << '\n';
+    return kExitRuntime;
   }
-  const RunRecord record = output::history_as_record(at_since, *events, *since, *until);
-  const std::string subtitle = format_local_time(*since) + " to " + format_local_time(*until) +
-                               ", " + std::to_string(events->size()) + " events";
-  return write_svg(
-      o, output::render_timeline_svg(record, "gpuclean history: " + host_name(), subtitle), io);
+  output::HistoryPlotInput input;
+  for (history::HeldAt& h : *held) {
+    input.at_since.push_back({std::move(h.process), std::move(h.klass), std::move(h.gpu_memory)});
+  }
+  input.events = std::move(*events);
+  input.since = *since;
+  input.until = *until;
+  input.recording_began = coverage->began;
+  input.stopped_at_since = coverage->stopped_at_since;
+  input.title = "gpuclean history: " + host_name();
+  input.subtitle = format_local_time(*since) + " to " + format_local_time(*until) + ", " +
+                   std::to_string(input.events.size()) + " events";
+  return write_svg(o, output::render_history_svg(input), io);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "cli/recorder_command.h"
 
+#include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -11,7 +13,9 @@
 #include "core/units.h"
 #include "core/wall_time.h"
 #include "history/event_store.h"
+#include "output/escape.h"
 #include "output/history_view.h"
+#include "output/text_width.h"
 #include "procfs/host_facts.h"
 #include "record/action_socket.h"
 #include "record/journal.h"
@@ -61,9 +65,35 @@ Result<std::optional<double>> moment(const std::string& flag, const std::string&
   return std::optional<double>(*parsed);
 }
 
+// --kind's names as kinds; the error names the ones there are.
+Result<std::vector<HistoryEventKind>> kinds_of(const std::vector<std::string>& names) {
+  std::vector<HistoryEventKind> kinds;
+  for (const std::string& name : names) {
+    const auto kind = history_event_kind_from_string(name);
+    if (!kind) {
+      std::string known;
+      for (const std::string& each : history_event_kind_names()) {
+        known += (known.empty() ? "" : ", ") + each;
+      }
+      return Error{
+          0, "--kind '" + output::escape_terminal(name) + "' is no event kind (" + known + ")"};
+    }
+    kinds.push_back(*kind);
+  }
+  return kinds;
+}
+
 Result<history::EventQuery> query_of(const HistoryOptions& options, double now) {
   history::EventQuery query;
-  auto since = moment("--since", options.since, now);
+  auto kinds = kinds_of(options.kinds);
+  if (!kinds.ok()) return kinds.error();
+  query.kinds = std::move(*kinds);
+  if (options.follow && (!options.until.empty() || !options.at.empty())) {
+    return Error{0, "--follow reads on from now: not with --until or --at"};
+  }
+  const std::string since_text =
+      !options.since.empty() ? options.since : (options.follow ? "10m" : "24h");
+  auto since = moment("--since", since_text, now);
   if (!since.ok()) return since.error();
   auto until = moment("--until", options.until, now);
   if (!until.ok()) return until.error();
@@ -87,6 +117,28 @@ Result<history::EventQuery> query_of(const HistoryOptions& options, double now) 
   }
   if (!options.job.empty()) query.owner = "slurm-job:" + options.job;
   return query;
+}
+
+// history --follow: the events from `query`, then every second those stored since, until
+// SIGINT, SIGTERM or SIGHUP (row ids grow as events are stored: each read asks for those
+// after the highest read so far). The recorder writes in WAL mode: each read sees what it has
+// committed, and never blocks it.
+Status follow_events(const history::EventStore& store, history::EventQuery query,
+                     output::TimelineWriter& timeline) {
+  const StopSignals stop;
+  if (!stop.fd().valid()) return errno_error("signalfd");
+  constexpr int kReadEveryMs = 1000;
+  for (;;) {
+    Status read = store.each_event(query, [&](const HistoryEvent& event) {
+      timeline.write(event);
+      query.after_id = std::max(query.after_id.value_or(0), event.id);
+    });
+    if (!read.ok()) return read;
+    timeline.flush();
+    pollfd wait{stop.fd().get(), POLLIN, 0};
+    const int ready = ::poll(&wait, 1, kReadEveryMs);
+    if (ready > 0 || (ready < 0 && errno != EINTR)) return Ok{};
+  }
 }
 
 std::string db_path_of(const std::string& given) {
@@ -197,9 +249,18 @@ int run_history(const HistoryOptions& options, const Io& io) {
     }
     return kExitClean;
   }
-  output::TimelineWriter timeline(io.out, options.common.json);
-  Status read =
-      store->each_event(*query, [&timeline](const HistoryEvent& event) { timeline.write(event); });
+  output::TimelineOptions timeline_options;
+  timeline_options.format = !options.common.json ? output::TimelineFormat::kText
+                            : options.follow     ? output::TimelineFormat::kJsonLines
+                                                 : output::TimelineFormat::kJson;
+  timeline_options.every_memory_change = options.all;
+  timeline_options.width =
+      static_cast<std::size_t>(terminal_columns(STDOUT_FILENO, output::kNoWidthLimit));
+  output::TimelineWriter timeline(io.out, timeline_options);
+  Status read = options.follow ? follow_events(*store, *query, timeline)
+                               : store->each_event(*query, [&timeline](const HistoryEvent& event) {
+                                   timeline.write(event);
+                                 });
   timeline.finish();
   if (!read.ok()) {
     io.err << "gpuclean: history: " << read.error().message() << '\n';

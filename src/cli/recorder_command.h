@@ -31,12 +31,15 @@ struct RecorderOptions {
 struct HistoryOptions {
   CommonOptions common;  // --json only
   std::string db;
-  std::string since = "24h";
+  std::string since;  // empty: 24h, or 10m with --follow
   std::string until;
   std::string at;
   std::string gpu;
   std::string pid;
   std::string job;
+  std::vector<std::string> kinds;  // --kind
+  bool all = false;                // --all: every memory change
+  bool follow = false;
   unsigned long limit = 100000;
 };
 

@@ -45,7 +45,7 @@ namespace {
 // What completes the value of each option that takes one, by its long name (a positional
 // argument: by its name), whichever command has it. A new value-taking option needs a line
 // here: without one its kind is "unknown" in every script, and tests/completion/run.sh fails.
-constexpr std::array<std::pair<std::string_view, Kind>, 51> kValueKinds{{
+constexpr std::array<std::pair<std::string_view, Kind>, 52> kValueKinds{{
     // The global options (cli/common.cpp).
     {"--gpus", Kind::kGpus},
     {"--device-glob", Kind::kFile},
@@ -103,6 +103,7 @@ constexpr std::array<std::pair<std::string_view, Kind>, 51> kValueKinds{{
     {"--until", Kind::kNone},
     {"--at", Kind::kNone},
     {"--limit", Kind::kNone},
+    {"--kind", Kind::kNone},
     // completion
     {"shell", Kind::kShell},
     {"--values", Kind::kValueSet},

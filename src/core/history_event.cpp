@@ -9,7 +9,7 @@ namespace gpuclean {
 namespace {
 
 // One table for both directions, so a kind written is always a kind read back.
-constexpr std::array<std::pair<HistoryEventKind, const char*>, 14> kKindNames = {{
+constexpr std::array<std::pair<HistoryEventKind, const char*>, 15> kKindNames = {{
     {HistoryEventKind::kAppeared, "appeared"},
     {HistoryEventKind::kLeft, "left"},
     {HistoryEventKind::kMemoryReturned, "memory_returned"},
@@ -24,6 +24,7 @@ constexpr std::array<std::pair<HistoryEventKind, const char*>, 14> kKindNames = 
     {HistoryEventKind::kRecorderStarted, "recorder_started"},
     {HistoryEventKind::kRecorderStopped, "recorder_stopped"},
     {HistoryEventKind::kActivityChanged, "activity_changed"},
+    {HistoryEventKind::kHoldersSkipped, "holders_skipped"},
 }};
 
 }  // namespace
@@ -33,6 +34,13 @@ const char* to_string(HistoryEventKind kind) {
     if (value == kind) return name;
   }
   return "unknown";
+}
+
+std::vector<std::string> history_event_kind_names() {
+  std::vector<std::string> names;
+  names.reserve(kKindNames.size());
+  for (const auto& [value, name] : kKindNames) names.emplace_back(name);
+  return names;
 }
 
 std::optional<HistoryEventKind> history_event_kind_from_string(std::string_view text) {

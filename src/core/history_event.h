@@ -53,10 +53,15 @@ enum class HistoryEventKind {
   // Its GPU activity went busy, idle or unknown (detail: "busy (SM 87%, memory 5%)", "idle",
   // "unknown"); recorded as it appears too, when known. What `status --db` reads idle_s from.
   kActivityChanged,
+  // A user started new holders faster than the history takes them (record/holder_budget.h):
+  // detail says whose are not recorded for the rest of that minute.
+  kHoldersSkipped,
 };
 
 // "appeared", "left", … (the database's `kind` column and `history --json`).
 const char* to_string(HistoryEventKind kind);
+// Every kind's name, in the order declared (what `history --kind` takes).
+std::vector<std::string> history_event_kind_names();
 // The inverse of to_string; nullopt for a kind this gpuclean does not write.
 std::optional<HistoryEventKind> history_event_kind_from_string(std::string_view text);
 
@@ -70,6 +75,9 @@ inline constexpr std::size_t kMaxActionDepth = 4;
 std::size_t json_nesting_depth(std::string_view text);
 
 struct HistoryEvent {
+  // The database's row for it, as read back (0 before it is stored): what `history --follow`
+  // reads on from; never written by append.
+  std::int64_t id = 0;
   HistoryEventKind kind = HistoryEventKind::kAppeared;
   double time = 0;  // seconds since the epoch
   // Holder events (appeared, left, class and memory changes): the process.

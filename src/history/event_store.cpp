@@ -24,6 +24,8 @@ constexpr int kWriterBusyMs = 100;
 constexpr int kReaderBusyMs = 2000;
 // Size pruning deletes the oldest events, at least this many at a time, until under the limit.
 constexpr std::int64_t kMinPruneBatch = 100;
+// Where a prune over --max-size stops: this share of it.
+constexpr double kPruneTo = 0.95;
 // The writer remembers this many boot, command and process ids (then starts afresh).
 constexpr std::size_t kMaxCachedIds = 4096;
 
@@ -201,14 +203,34 @@ Status exec(sqlite3* db, const char* sql, const std::string& what) {
   return Ok{};
 }
 
-// Processes whose every event was pruned, and the commands and boots no process names.
+// The processes whose events a prune deleted, noted by a trigger of the writer's connection
+// (temporary: never in the file), so that only they are checked for events left. A check of
+// every process row was 350 ms of a week-full database's prune (bench/recorder_bench.sh).
+Status prepare_pruning(sqlite3* db) {
+  return exec(db,
+              "CREATE TEMP TABLE IF NOT EXISTS pruned_processes (id INTEGER PRIMARY KEY);"
+              "CREATE TEMP TRIGGER IF NOT EXISTS note_pruned_process AFTER DELETE ON main.events"
+              " WHEN old.process IS NOT NULL BEGIN"
+              " INSERT OR IGNORE INTO pruned_processes VALUES (old.process); END",
+              "prepare pruning");
+}
+
+// Processes whose every event was pruned.
 Status delete_orphan_processes(sqlite3* db) {
   return exec(db,
-              "DELETE FROM processes WHERE id NOT IN (SELECT process FROM events WHERE process IS "
-              "NOT NULL); DELETE FROM commands WHERE id NOT IN (SELECT argv FROM processes) AND "
+              "DELETE FROM processes WHERE id IN (SELECT id FROM pruned_processes) AND NOT EXISTS "
+              "(SELECT 1 FROM events e WHERE e.process = processes.id); DELETE FROM "
+              "pruned_processes",
+              "prune processes without events");
+}
+
+// The commands and boots no process names any more.
+Status delete_orphan_names(sqlite3* db) {
+  return exec(db,
+              "DELETE FROM commands WHERE id NOT IN (SELECT argv FROM processes) AND "
               "id NOT IN (SELECT parent_argv FROM processes); DELETE FROM boots WHERE id NOT IN "
               "(SELECT boot FROM processes)",
-              "prune processes without events");
+              "prune command lines and boots without processes");
 }
 
 Result<std::int64_t> single_integer(sqlite3* db, const char* sql) {
@@ -556,9 +578,18 @@ Status EventStore::each_event(const EventQuery& query,
   if (query.pid) where += " AND e.process IN (SELECT id FROM processes WHERE pid = ?3)";
   if (query.gpu) where += " AND (e.gpu = ?4 OR e.gpu IS NULL)";
   if (query.owner) where += " AND e.process IN (SELECT id FROM processes WHERE owner = ?6)";
+  if (query.after_id) where += " AND e.id > ?7";
+  if (!query.kinds.empty()) {
+    // The kinds' own names, never text from outside: written into the statement as they are.
+    where += " AND e.kind IN (";
+    for (std::size_t i = 0; i < query.kinds.size(); ++i) {
+      where += std::string(i == 0 ? "'" : ", '") + to_string(query.kinds[i]) + "'";
+    }
+    where += ")";
+  }
   const std::string sql =
       std::string("SELECT e.time, e.kind, e.gpu, e.bytes, e.class, e.detail, ") +
-      "e.process IS NOT NULL, " + kProcessColumns +
+      "e.process IS NOT NULL, " + kProcessColumns + ", e.id" +
       " FROM events e LEFT JOIN processes p ON p.id = e.process"
       " LEFT JOIN boots b ON b.id = p.boot LEFT JOIN commands c ON c.id = p.argv"
       " LEFT JOIN commands pc ON pc.id = p.parent_argv" +
@@ -571,11 +602,13 @@ Status EventStore::each_event(const EventQuery& query,
   if (query.gpu) select.bind(4, static_cast<std::int64_t>(*query.gpu));
   select.bind(5, static_cast<std::int64_t>(query.limit));
   if (query.owner) select.bind(6, *query.owner);
+  if (query.after_id) select.bind(7, *query.after_id);
   SplitCache argv_cache;
   SplitCache parent_cache;
   int step = 0;
   while ((step = select.step()) == SQLITE_ROW) {
     HistoryEvent event;
+    event.id = select.integer(16);  // after the 7 event and 9 process columns
     event.time = select.real(0);
     const auto kind = history_event_kind_from_string(select.view(1));
     if (!kind)
@@ -616,7 +649,10 @@ Result<std::vector<HeldAt>> EventStore::Impl::open_processes(double time,
                    "'memory_changed' AND time <= ?2 AND id = (SELECT MAX(id) FROM events f WHERE "
                    "f.process = ?1 AND f.kind = 'memory_changed' AND f.gpu = e.gpu AND f.time <= "
                    "?2) ORDER BY gpu");
-  if (!select.ok() || !klass.ok() || !memory.ok()) {
+  Statement activity(db,
+                     "SELECT detail FROM events WHERE process = ? AND time <= ? AND kind = "
+                     "'activity_changed' ORDER BY time DESC, id DESC LIMIT 1");
+  if (!select.ok() || !klass.ok() || !memory.ok() || !activity.ok()) {
     return sqlite_error(db, "prepare the holders query");
   }
   select.bind(1, time);
@@ -639,6 +675,10 @@ Result<std::vector<HeldAt>> EventStore::Impl::open_processes(double time,
           static_cast<Bytes>(memory.integer(1));
     }
     memory.reset();
+    activity.bind(1, id);
+    activity.bind(2, time);
+    if (activity.step() == SQLITE_ROW) entry.activity = activity.text(0);
+    activity.reset();
     held.push_back(std::move(entry));
   }
   if (step != SQLITE_DONE) return sqlite_error(db, "read the holders");
@@ -674,24 +714,39 @@ namespace {
 // recorder's start and root's records): the holder events of the user with the most events
 // (a flood is its own first victim), then the other users', then root's, and last the events
 // of no process (the recorder's own, actions, Xids, unattributed memory).
-Result<std::uint64_t> prune_batch(sqlite3* db, std::int64_t batch) {
-  const std::string limit = " ORDER BY e.time, e.id LIMIT " + std::to_string(batch) + ")";
+// The user other than root with the most holder events: the first to lose events when the
+// database is over its size (a flood is its own first victim). Empty when there is none. A
+// GROUP BY over every event (256 ms of a week-full database): asked once per prune.
+Result<std::string> busiest_user(sqlite3* db) {
+  Statement top(db,
+                "SELECT p.user FROM events e JOIN processes p ON p.id = e.process WHERE "
+                "p.user != 'root' GROUP BY p.user ORDER BY COUNT(*) DESC LIMIT 1");
+  if (!top.ok()) return sqlite_error(db, "prepare the busiest user's query");
+  const int step = top.step();
+  if (step == SQLITE_DONE) return std::string();
+  if (step != SQLITE_ROW) return sqlite_error(db, "find the busiest user");
+  return top.text(0);
+}
+
+// Deletes the oldest `batch` events of the first tier that has any: the busiest user's holder
+// events, other users', root's, then events of no process. The number deleted.
+Result<std::uint64_t> prune_batch(sqlite3* db, std::int64_t batch, const std::string& busiest) {
+  const std::string limit = " ORDER BY e.time, e.id LIMIT ?1)";
   const std::string holders =
       "DELETE FROM events WHERE id IN (SELECT e.id FROM events e JOIN processes p ON p.id = "
       "e.process WHERE ";
   const std::string tiers[] = {
-      holders +
-          "p.user = (SELECT p2.user FROM events e2 JOIN processes p2 ON p2.id = e2.process WHERE "
-          "p2.user != 'root' GROUP BY p2.user ORDER BY COUNT(*) DESC LIMIT 1)" +
-          limit,
+      holders + "p.user = ?2" + limit,
       holders + "p.user != 'root'" + limit,
       holders + "1" + limit,
       "DELETE FROM events WHERE id IN (SELECT e.id FROM events e WHERE 1" + limit,
   };
-  for (const std::string& tier : tiers) {
-    if (Status cut = exec(db, tier.c_str(), "prune the oldest events"); !cut.ok()) {
-      return cut.error();
-    }
+  for (std::size_t i = busiest.empty() ? 1 : 0; i < std::size(tiers); ++i) {
+    Statement cut(db, tiers[i].c_str());
+    if (!cut.ok()) return sqlite_error(db, "prepare pruning the oldest events");
+    cut.bind(1, static_cast<std::int64_t>(batch));
+    if (i == 0) cut.bind(2, busiest);
+    if (cut.step() != SQLITE_DONE) return sqlite_error(db, "prune the oldest events");
     if (const auto changed = static_cast<std::uint64_t>(sqlite3_changes64(db)); changed > 0) {
       return changed;
     }
@@ -707,31 +762,44 @@ Result<std::uint64_t> EventStore::prune(double before, std::uint64_t max_bytes) 
   // highest free one): no cached id is trusted across a prune (issue 49: the next event for a
   // cached id landed on another process's row).
   impl_->forget_cached_ids();
+  if (Status prepared = prepare_pruning(db); !prepared.ok()) return prepared.error();
   std::uint64_t deleted = 0;
   Statement by_age(db, "DELETE FROM events WHERE time < ?");
   if (!by_age.ok()) return sqlite_error(db, "prepare pruning");
   by_age.bind(1, before);
   if (by_age.step() != SQLITE_DONE) return sqlite_error(db, "prune old events");
   deleted += static_cast<std::uint64_t>(sqlite3_changes64(db));
+  // Over the limit, down to kPruneTo of it: a full database is pruned once per few percent of
+  // new data, not after every write.
+  const auto target = static_cast<std::uint64_t>(static_cast<double>(max_bytes) * kPruneTo);
+  std::optional<std::string> busiest;
   while (true) {
     auto size = data_bytes();
     if (!size.ok()) return size.error();
-    if (*size <= max_bytes) break;
+    if (*size <= (busiest ? target : max_bytes)) break;
+    if (!busiest) {
+      auto user = busiest_user(db);
+      if (!user.ok()) return user.error();
+      busiest = std::move(*user);
+    }
     auto count = single_integer(db, "SELECT COUNT(*) FROM events");
     if (!count.ok()) return count.error();
-    // The share of the events that is over the limit, at least a small batch: a fixed large
+    // The share of the events that is over the target, at least a small batch: a fixed large
     // batch overshoots (deleting 5,000 of 15,000 events to get 4% under would lose a third).
-    const auto over = static_cast<double>(*size - max_bytes) / static_cast<double>(*size);
+    const auto over = static_cast<double>(*size - target) / static_cast<double>(*size);
     const auto batch = std::max<std::int64_t>(
         kMinPruneBatch, static_cast<std::int64_t>(over * static_cast<double>(*count)) + 1);
-    auto changed = prune_batch(db, batch);
+    auto changed = prune_batch(db, batch, *busiest);
     if (!changed.ok()) return changed.error();
     deleted += *changed;
-    // A process row goes with its last event: the size counts both tables.
+    // A process row goes with its last event, and a command line with its last process: the
+    // size counts every table (a flood's size is its command lines).
     if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
+    if (Status names = delete_orphan_names(db); !names.ok()) return names.error();
     if (*changed == 0) break;  // nothing left to delete: the schema alone is over the limit
   }
   if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
+  if (Status names = delete_orphan_names(db); !names.ok()) return names.error();
   // The freed pages leave the file, and the WAL's copy of them is folded in and emptied: only
   // then is the space the file system's again.
   if (Status vacuum = exec(db, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)",

@@ -42,7 +42,9 @@ struct EventQuery {
   std::optional<Pid> pid = std::nullopt;       // that PID's events (any boot, any start)
   std::optional<unsigned> gpu =
       std::nullopt;  // events about that GPU, and holder events without one
-  std::optional<std::string> owner = std::nullopt;  // holder events of processes of that owner
+  std::optional<std::string> owner = std::nullopt;      // holder events of processes of that owner
+  std::vector<HistoryEventKind> kinds = {};             // only these kinds (empty: every kind)
+  std::optional<std::int64_t> after_id = std::nullopt;  // only events stored after that row
   std::size_t limit = 100000;
 };
 
@@ -51,6 +53,9 @@ struct HeldAt {
   RecordedProcess process;
   std::string klass;
   std::map<unsigned, Bytes> gpu_memory;
+  // Its latest activity_changed detail by then ("busy (SM 87%, memory 5%)", "idle",
+  // "unknown"); empty when none was recorded.
+  std::string activity;
 };
 
 class EventStore {

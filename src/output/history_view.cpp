@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include "core/escape.h"
 #include "core/units.h"
 #include "core/wall_time.h"
+#include "output/text_width.h"
 
 namespace gpuclean::output {
 namespace {
@@ -67,19 +69,26 @@ std::string parent_text(const RecordedProcess& p, const std::string* argv_render
                      argv_rendered != nullptr ? *argv_rendered : argv_text(p.parent_argv, 60));
 }
 
+// A string member of an action, or `fallback`. An action's fields but uid and user are the
+// sender's text: {"command": 5} made json::value throw and `history` abort (issue 49's review).
+std::string text_field(const json& d, const char* key, const char* fallback) {
+  const auto it = d.find(key);
+  return it != d.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+}
+
 // What an action's JSON says, in a line: "root ran gpuclean kill --pid 42 --yes: exit 0".
 std::string action_text(const std::string& detail) {
   if (json_nesting_depth(detail) > kMaxActionDepth) return escape_terminal(detail);
   const json d = json::parse(detail, nullptr, false);
   if (!d.is_object()) return escape_terminal(detail);
-  std::string text = escape_terminal(d.value("user", std::string("?")));
+  std::string text = escape_terminal(text_field(d, "user", "?"));
   std::vector<std::string> args;
   if (d.contains("args") && d["args"].is_array()) {
     for (const json& arg : d["args"]) {
       if (arg.is_string()) args.push_back(arg.get<std::string>());
     }
   }
-  text += " ran gpuclean " + escape_terminal(d.value("command", std::string("?")));
+  text += " ran gpuclean " + escape_terminal(text_field(d, "command", "?"));
   if (!args.empty()) text += " " + argv_text(args, 80);
   if (d.contains("exit") && d["exit"].is_number_integer()) {
     text += fmt::format(": exit {}", d["exit"].get<int>());
@@ -90,14 +99,36 @@ std::string action_text(const std::string& detail) {
   return text;
 }
 
-// What the lines of one timeline share: the clock, and the command lines already rendered (a
+// A holder's memory changes on one GPU after its first, folded into one line: how many, the
+// peak and the last figure.
+struct MemoryFold {
+  RecordedProcess process;
+  std::size_t more = 0;  // changes after the first, each folded
+  Bytes peak = 0;
+  double peak_time = 0;
+  Bytes last = 0;
+  double last_time = 0;
+};
+
+// (boot ID, PID, start ticks): a process across the timeline.
+using ProcessKey = std::tuple<std::string, Pid, std::uint64_t>;
+
+ProcessKey key_of(const RecordedProcess& p) {
+  return {p.boot_id, p.pid, p.start_ticks};
+}
+
+// What the lines of one timeline share: the clock, the command lines already rendered (a
 // busy node's day is thousands of processes running a handful of commands; escaping each
-// command once, not once a line, halved `history --since 24h`: bench/recorder_bench.sh).
+// command once, not once a line, halved `history --since 24h`: bench/recorder_bench.sh), the
+// parents already named, and the memory changes being folded.
 struct TimelineCache {  // TimelineWriter::Cache
   static constexpr std::size_t kCommands = 32;
   LocalTimes times;
   std::vector<std::pair<std::vector<std::string>, std::string>> commands;
   std::size_t next = 0;  // the entry replaced next once full
+  std::set<ProcessKey> parents_named;
+  std::map<std::pair<ProcessKey, unsigned>, MemoryFold> folds;
+
   const std::string& argv_of(const std::vector<std::string>& argv) {
     for (const auto& [known, text] : commands) {
       if (known == argv) return text;
@@ -117,49 +148,69 @@ struct TimelineCache {  // TimelineWriter::Cache
     text += argv_of(p.argv);
     return text;
   }
+  // "parent 42 python serve.py" the first time; "parent 42" after (a server's two hundred
+  // workers repeated its command line two hundred times).
+  std::string parent_of(const RecordedProcess& p) {
+    if (!p.parent_pid) return "";
+    const ProcessKey parent{p.boot_id, *p.parent_pid, p.parent_start_ticks.value_or(0)};
+    if (!p.parent_argv.empty() && !parents_named.insert(parent).second) {
+      return fmt::format("parent {}", *p.parent_pid);
+    }
+    if (parents_named.size() > 4096) parents_named.clear();  // bounded; a name said again
+    return parent_text(p, &argv_of(p.parent_argv));
+  }
 };
+
+std::string holder_line(const HistoryEvent& e, TimelineCache& cache) {
+  const RecordedProcess& p = *e.process;
+  switch (e.kind) {
+    case HistoryEventKind::kAppeared: {
+      std::string what =
+          fmt::format("{} ({}, {}", cache.who_of(p), escape_terminal(p.user), e.klass);
+      if (!p.owner.empty()) what += ", " + escape_terminal(recorded_owner_text(p.owner));
+      if (const std::string parent = cache.parent_of(p); !parent.empty()) what += "; " + parent;
+      return what + ")";
+    }
+    case HistoryEventKind::kLeft: {
+      std::string what =
+          e.bytes ? fmt::format("{} left, holding {} at last sight", cache.who_of(p),
+                                format_bytes(*e.bytes))
+                  : fmt::format("{} left (its GPU memory was not known: no NVML)", cache.who_of(p));
+      if (!e.detail.empty()) what += " (" + escape_terminal(e.detail) + ")";
+      return what;
+    }
+    case HistoryEventKind::kClassChanged: {
+      std::string what = fmt::format("{}: {} -> {}", cache.who_of(p), e.detail, e.klass);
+      if (e.klass == "orphan") {
+        if (const std::string parent = cache.parent_of(p); !parent.empty()) {
+          what += " (its " + parent + " is gone)";
+        }
+      }
+      return what;
+    }
+    case HistoryEventKind::kActivityChanged:
+      return fmt::format("{}: now {}", cache.who_of(p), escape_terminal(e.detail));
+    default:  // kMemoryChanged
+      return fmt::format("{}{} now holds {}", e.gpu ? fmt::format("GPU {} ", *e.gpu) : "",
+                         cache.who_of(p), format_bytes(e.bytes.value_or(0)));
+  }
+}
 
 std::string event_line(const HistoryEvent& e, TimelineCache& cache) {
   std::string what;
   const std::string gpu = e.gpu ? fmt::format("GPU {} ", *e.gpu) : "";
   switch (e.kind) {
-    case HistoryEventKind::kAppeared: {
-      const RecordedProcess& p = *e.process;
-      what = fmt::format("{} ({}, {}", cache.who_of(p), escape_terminal(p.user), e.klass);
-      if (!p.owner.empty()) what += ", " + escape_terminal(recorded_owner_text(p.owner));
-      if (const std::string parent = parent_text(p, &cache.argv_of(p.parent_argv)); !parent.empty())
-        what += "; " + parent;
-      what += ")";
-      break;
-    }
+    case HistoryEventKind::kAppeared:
     case HistoryEventKind::kLeft:
-      what = e.bytes ? fmt::format("{} left, holding {} at last sight", cache.who_of(*e.process),
-                                   format_bytes(*e.bytes))
-                     : fmt::format("{} left (its GPU memory was not known: no NVML)",
-                                   cache.who_of(*e.process));
-      if (!e.detail.empty()) what += " (" + escape_terminal(e.detail) + ")";
+    case HistoryEventKind::kClassChanged:
+    case HistoryEventKind::kActivityChanged:
+    case HistoryEventKind::kMemoryChanged:
+      what = e.process ? holder_line(e, cache) : "?";
       break;
     case HistoryEventKind::kMemoryReturned:
       what = fmt::format("{}{} of pid {} free again, {} s after it left", gpu,
                          format_bytes(e.bytes.value_or(0)), e.process ? e.process->pid : 0,
                          escape_terminal(e.detail));
-      break;
-    case HistoryEventKind::kClassChanged:
-      what = fmt::format("{}: {} -> {}", cache.who_of(*e.process), e.detail, e.klass);
-      if (e.klass == "orphan") {
-        if (const std::string parent =
-                parent_text(*e.process, &cache.argv_of(e.process->parent_argv));
-            !parent.empty()) {
-          what += " (its " + parent + " is gone)";
-        }
-      }
-      break;
-    case HistoryEventKind::kActivityChanged:
-      what = fmt::format("{}: now {}", cache.who_of(*e.process), escape_terminal(e.detail));
-      break;
-    case HistoryEventKind::kMemoryChanged:
-      what =
-          fmt::format("{}{} now holds {}", gpu, cache.who_of(*e.process), format_bytes(*e.bytes));
       break;
     case HistoryEventKind::kUnattributedAppeared:
       what = fmt::format("{}{} used that no live process accounts for", gpu,
@@ -186,8 +237,20 @@ std::string event_line(const HistoryEvent& e, TimelineCache& cache) {
     case HistoryEventKind::kRecorderStopped:
       what = "recorder stopped";
       break;
+    case HistoryEventKind::kHoldersSkipped:
+      what = escape_terminal(e.detail);
+      break;
   }
   return fmt::format("{}  {:<21} {}", cache.times.format(e.time), to_string(e.kind), what);
+}
+
+// The line a fold ends in, stamped with its last change.
+std::string fold_line(unsigned gpu, const MemoryFold& fold, TimelineCache& cache) {
+  return fmt::format("{}  {:<21} GPU {} {}: {} more change{}, peak {} at {}, last {}",
+                     cache.times.format(fold.last_time), "memory_changed", gpu,
+                     cache.who_of(fold.process), fold.more, fold.more == 1 ? "" : "s",
+                     format_bytes(fold.peak), format_local_clock(fold.peak_time),
+                     format_bytes(fold.last));
 }
 
 }  // namespace
@@ -214,40 +277,88 @@ std::string recorded_owner_text(const std::string& owner) {
 
 struct TimelineWriter::Cache : TimelineCache {};
 
-TimelineWriter::TimelineWriter(std::ostream& out, bool json)
-    : out_(out), json_(json), cache_(std::make_unique<Cache>()) {
-  if (json_) out_ << "{\"schema\": 1, \"events\": [";
+TimelineWriter::TimelineWriter(std::ostream& out, TimelineOptions options)
+    : out_(out), options_(options), cache_(std::make_unique<Cache>()) {
+  if (options_.format == TimelineFormat::kJson) out_ << "{\"schema\": 1, \"events\": [";
 }
 
 TimelineWriter::~TimelineWriter() = default;
 
+void TimelineWriter::put_line(const std::string& line) {
+  buffer_ += options_.width < line.size() ? cut_to_columns(line, options_.width) : line;
+  buffer_ += '\n';
+  // Lines gathered and written 64 KiB at a time: an ostream insertion per line was a tenth of
+  // printing a day.
+  if (buffer_.size() >= kFlushBytes) {
+    out_ << buffer_;
+    buffer_.clear();
+  }
+}
+
 void TimelineWriter::write(const HistoryEvent& event) {
-  if (json_) {
+  ++written_;
+  if (options_.format != TimelineFormat::kText) {
     // An event per line: an indented document of a day's events was 2.9 million lines and
     // 1.5 s to print (bench/recorder_bench.sh).
-    out_ << (written_ == 0 ? "\n" : ",\n")
-         << event_json(event).dump(-1, ' ', false, json::error_handler_t::replace);
-  } else {
-    // Lines gathered and written 64 KiB at a time: an ostream insertion per line was a tenth
-    // of printing a day.
-    buffer_ += event_line(event, *cache_);
-    buffer_ += '\n';
-    if (buffer_.size() >= kFlushBytes) {
-      out_ << buffer_;
-      buffer_.clear();
+    if (options_.format == TimelineFormat::kJson) buffer_ += written_ == 1 ? "\n" : ",\n";
+    buffer_ += event_json(event).dump(-1, ' ', false, json::error_handler_t::replace);
+    if (options_.format == TimelineFormat::kJsonLines) buffer_ += '\n';
+    if (buffer_.size() >= kFlushBytes) flush();
+    return;
+  }
+  auto& folds = cache_->folds;
+  if (event.process && event.kind == HistoryEventKind::kMemoryChanged && event.gpu && event.bytes &&
+      !options_.every_memory_change) {
+    const auto [it, first] = folds.try_emplace({key_of(*event.process), *event.gpu});
+    MemoryFold& fold = it->second;
+    if (first) {
+      fold = {*event.process, 0, *event.bytes, event.time, *event.bytes, event.time};
+      put_line(event_line(event, *cache_));
+      return;
+    }
+    ++fold.more;
+    if (*event.bytes > fold.peak) {
+      fold.peak = *event.bytes;
+      fold.peak_time = event.time;
+    }
+    fold.last = *event.bytes;
+    fold.last_time = event.time;
+    return;
+  }
+  if (event.process && event.kind == HistoryEventKind::kLeft) {
+    // Its folds end before the line that says it left.
+    const ProcessKey key = key_of(*event.process);
+    auto it = folds.lower_bound({key, 0});
+    while (it != folds.end() && it->first.first == key) {
+      if (it->second.more > 0) put_line(fold_line(it->first.second, it->second, *cache_));
+      it = folds.erase(it);
     }
   }
-  ++written_;
+  put_line(event_line(event, *cache_));
+}
+
+void TimelineWriter::flush() {
+  out_ << buffer_;
+  buffer_.clear();
+  out_.flush();
 }
 
 void TimelineWriter::finish() {
-  out_ << buffer_;
-  buffer_.clear();
-  if (json_) {
-    out_ << "\n]}\n";
-  } else if (written_ == 0) {
-    out_ << "No events in that range.\n";
+  // The folds of holders still there at the end, in the order of their last change.
+  std::vector<std::pair<unsigned, const MemoryFold*>> open;
+  for (const auto& [key, fold] : cache_->folds) {
+    if (fold.more > 0) open.emplace_back(key.second, &fold);
   }
+  std::sort(open.begin(), open.end(),
+            [](const auto& a, const auto& b) { return a.second->last_time < b.second->last_time; });
+  for (const auto& [gpu, fold] : open) put_line(fold_line(gpu, *fold, *cache_));
+  cache_->folds.clear();
+  if (options_.format == TimelineFormat::kJson) {
+    buffer_ += "\n]}\n";
+  } else if (options_.format == TimelineFormat::kText && written_ == 0) {
+    buffer_ += "No events in that range.\n";
+  }
+  flush();
 }
 
 namespace {
@@ -259,7 +370,11 @@ std::string mark_of(const HistoryEvent& e) {
       if (json_nesting_depth(e.detail) > kMaxActionDepth) return "action";
       const json d = json::parse(e.detail, nullptr, false);
       if (!d.is_object()) return "action";
-      std::string label = d.value("command", std::string("action"));
+      // Any local user can send an action: a "command" that is no string (json::value would
+      // throw) labels it "action".
+      const auto command = d.find("command");
+      std::string label = command != d.end() && command->is_string() ? command->get<std::string>()
+                                                                     : std::string("action");
       if (d.contains("exit") && d["exit"].is_number_integer()) {
         label += fmt::format(" (exit {})", d["exit"].get<int>());
       }

@@ -1,8 +1,6 @@
 #include "output/run_plot.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -11,6 +9,7 @@
 
 #include "core/units.h"
 #include "output/escape.h"
+#include "output/svg_text.h"
 
 namespace gpuclean::output {
 namespace {
@@ -21,46 +20,6 @@ constexpr double kLeft = 70;
 constexpr double kRight = 20;
 constexpr double kTop = 50;
 constexpr double kBottom = 70;
-constexpr std::array<const char*, 8> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
-                                                 "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-
-// escape_terminal gives printable UTF-8; XML needs its five specials escaped on top.
-std::string xml_text(std::string_view text) {
-  std::string out;
-  for (char c : escape_terminal(text)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
-
-// A "nice" axis step (1, 2 or 5 × 10^k) giving about `ticks` ticks up to `span`.
-double nice_step(double span, int ticks) {
-  if (span <= 0) return 1;
-  const double raw = span / ticks;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= m * magnitude) return m * magnitude;
-  }
-  return 10 * magnitude;
-}
 
 bool is_marked(const RunEvent& e) {
   switch (e.kind) {
@@ -236,7 +195,7 @@ std::string gpu_lines(const RunRecord& record, const Scales& sc) {
   std::string svg;
   bool any_data = false;
   for (std::size_t g = 0; g < record.gpus.size(); ++g) {
-    const char* colour = kColours[g % kColours.size()];
+    const char* colour = kSeriesColours[g % kSeriesColours.size()];
     if (const std::string points = gpu_steps(record, g, sc); !points.empty()) {
       any_data = true;
       svg += fmt::format(
@@ -279,13 +238,6 @@ std::string render_run_svg(const RunRecord& record) {
   const Scales scales = scales_of(record);
   return run_heading(record) + axes(scales) + event_marks(record, scales) +
          leftover_mark(record, scales) + gpu_lines(record, scales) + "</svg>\n";
-}
-
-std::string render_timeline_svg(const RunRecord& record, const std::string& title,
-                                const std::string& subtitle) {
-  const Scales scales = scales_of(record);
-  return heading(title, subtitle) + axes(scales) + event_marks(record, scales) +
-         gpu_lines(record, scales) + "</svg>\n";
 }
 
 }  // namespace gpuclean::output

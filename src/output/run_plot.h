@@ -13,9 +13,4 @@ namespace gpuclean::output {
 // without samples still draws the axes and the events, and says there is no GPU data.
 std::string render_run_svg(const RunRecord& record);
 
-// The same picture for a timeline that is no run (`plot --history`): its own title and the
-// line under it; `note` events are its marks, each labelled with its detail.
-std::string render_timeline_svg(const RunRecord& record, const std::string& title,
-                                const std::string& subtitle);
-
 }  // namespace gpuclean::output

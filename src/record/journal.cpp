@@ -1,8 +1,12 @@
 #include "record/journal.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "core/escape.h"
@@ -93,8 +97,40 @@ JournalSink::JournalSink(const std::string& path) {
 bool JournalSink::send(const JournalFields& fields) {
   if (!fd_) return false;
   const std::string datagram = journal_datagram(fields);
-  return ::send(fd_.get(), datagram.data(), datagram.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(datagram.size());
+  if (::send(fd_.get(), datagram.data(), datagram.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(datagram.size())) {
+    return true;
+  }
+  return errno == EMSGSIZE && send_in_memfd(datagram);
+}
+
+// An entry over the socket's datagram limit (the send buffer, 208 KiB by default: an action's
+// escaped text can pass it) goes as journald's protocol says: written into a sealed memfd, whose
+// descriptor is sent alone with an empty datagram. Without it such an entry was dropped.
+bool JournalSink::send_in_memfd(const std::string& entry) const {
+  UniqueFd memfd(::memfd_create("gpuclean-journal", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!memfd) return false;
+  for (std::size_t done = 0; done < entry.size();) {
+    const ssize_t n = ::write(memfd.get(), entry.data() + done, entry.size() - done);
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  // journald takes only a sealed memfd: the entry cannot change under it.
+  if (::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
+      0) {
+    return false;
+  }
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_control = control;
+  message.msg_controllen = sizeof(control);
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  const int fd = memfd.get();
+  std::memcpy(CMSG_DATA(header), &fd, sizeof(fd));
+  return ::sendmsg(fd_.get(), &message, MSG_DONTWAIT | MSG_NOSIGNAL) == 0;
 }
 
 }  // namespace gpuclean::record

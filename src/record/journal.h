@@ -32,9 +32,12 @@ class JournalSink {
   explicit JournalSink(const std::string& path);
   [[nodiscard]] bool connected() const { return static_cast<bool>(fd_); }
   // False when the entry was not taken (journald gone or its queue full): counted as a drop.
+  // An entry too big for one datagram goes in a sealed memfd, as the protocol allows.
   bool send(const JournalFields& fields);
 
  private:
+  [[nodiscard]] bool send_in_memfd(const std::string& entry) const;
+
   UniqueFd fd_;
 };
 

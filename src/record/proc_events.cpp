@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "procfs/proc_fs.h"
@@ -27,11 +28,6 @@ constexpr auto kProbeWait = std::chrono::seconds(1);
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::uint64_t ticks_of(std::uint64_t timestamp_ns) {
-  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
-  return timestamp_ns / (1000000000ULL / static_cast<std::uint64_t>(ticks_per_second));
 }
 
 // One connector message: the netlink header, the connector header, then the operation.
@@ -56,6 +52,24 @@ Status send_control(int fd, proc_cn_mcast_op op) {
 }
 
 }  // namespace
+
+std::uint64_t event_start_ticks(std::uint64_t timestamp_ns, std::uint64_t suspended_ns,
+                                long ticks_per_second) {
+  return (timestamp_ns + suspended_ns) /
+         (1000000000ULL / static_cast<std::uint64_t>(ticks_per_second));
+}
+
+std::uint64_t suspended_ns_now() {
+  timespec boot{};
+  timespec monotonic{};
+  ::clock_gettime(CLOCK_BOOTTIME, &boot);
+  ::clock_gettime(CLOCK_MONOTONIC, &monotonic);
+  const auto ns = [](const timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1000000000LL + t.tv_nsec;
+  };
+  const std::int64_t gap = ns(boot) - ns(monotonic);
+  return gap > 0 ? static_cast<std::uint64_t>(gap) : 0;
+}
 
 Result<std::unique_ptr<ProcEvents>> ProcEvents::start(const std::string& proc_root) {
   // The kernel takes a subscription only from CAP_NET_ADMIN in the initial namespaces, and
@@ -178,7 +192,9 @@ void ProcEvents::handle(const void* data) {
       const std::optional<ProcessInfo> info = known ? std::nullopt : read(parent);
       std::lock_guard lock(mutex_);
       if (info) lineage_.known(parent, info->start_ticks, info->cmdline);
-      lineage_.forked(child, parent, ticks_of(event.timestamp_ns));
+      static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+      lineage_.forked(child, parent,
+                      event_start_ticks(event.timestamp_ns, suspended_ns_now(), ticks_per_second));
       return;
     }
     case proc_event::PROC_EVENT_EXEC: {

@@ -19,6 +19,16 @@
 
 namespace gpuclean::record {
 
+// A process event's kernel timestamp as /proc's start ticks. The event is stamped with
+// CLOCK_MONOTONIC, which stops while the machine is suspended; /proc/PID/stat counts from
+// CLOCK_BOOTTIME, which does not. `suspended_ns` (boottime less monotonic when the event was
+// read) closes the gap: without it, after a one-hour suspend every fork was an hour off its
+// child's /proc start, and no parent was ever named again (issue 49).
+std::uint64_t event_start_ticks(std::uint64_t timestamp_ns, std::uint64_t suspended_ns,
+                                long ticks_per_second);
+// CLOCK_BOOTTIME less CLOCK_MONOTONIC now: the time this boot spent suspended.
+std::uint64_t suspended_ns_now();
+
 class ProcEvents {
  public:
   static Result<std::unique_ptr<ProcEvents>> start(const std::string& proc_root);

@@ -25,6 +25,7 @@
 #include "procfs/proc_fs.h"
 #include "procfs/user_names.h"
 #include "record/action_socket.h"
+#include "record/holder_budget.h"
 #include "record/journal.h"
 #include "record/proc_events.h"
 #include "record/xid_follower.h"
@@ -56,6 +57,13 @@ diagnose::RecorderState resumed(const std::vector<history::HeldAt>& open) {
     holder.klass = holder_class_from_string(held.klass).value_or(HolderClass::kActive);
     holder.gpu_memory = held.gpu_memory;
     holder.recorded_memory = held.gpu_memory;  // the figures the history holds
+    // The activity the history holds: a holder idle since before the restart is not recorded
+    // idle again (issue 49: it was, and idle_s counted from the restart).
+    if (!held.activity.empty()) {
+      holder.recorded_activity = held.activity.substr(0, held.activity.find(' '));
+      holder.activity = holder.recorded_activity;
+      holder.activity_detail = held.activity;
+    }
     state.holders.emplace(diagnose::ProcessKey{held.process.pid, held.process.start_ticks},
                           std::move(holder));
   }
@@ -110,6 +118,7 @@ class Recorder {
     unsigned used = 0;
   };
   std::map<std::uint32_t, Quota> quotas_;  // non-root senders' actions this minute, by UID
+  HolderBudget holder_budget_;             // non-root users' new holders this minute
   bool within_quota(std::uint32_t uid);
 };
 
@@ -345,6 +354,7 @@ void Recorder::look() {
   events.insert(events.end(), std::make_move_iterator(returns.begin()),
                 std::make_move_iterator(returns.end()));
   state_ = std::move(now_state);
+  health_.holders_skipped += holder_budget_.apply(events, now);
   keep(std::move(events));
   if (Clock::now() - last_prune_ >= kPruneEvery) {
     prune(true);
@@ -519,6 +529,9 @@ std::string render_health(const RecorderHealth& h) {
   metric(out, "gpuclean_recorder_proc_events", "gauge",
          "1 when the kernel's process events are read (short-lived parents are named).",
          h.proc_events ? 1 : 0);
+  metric(out, "gpuclean_recorder_holders_skipped_total", "counter",
+         "New holders not recorded: their user started more than the budget a minute.",
+         static_cast<double>(h.holders_skipped));
   metric(out, "gpuclean_recorder_proc_event_overruns_total", "counter",
          "Times the process events queue overflowed (events lost).",
          static_cast<double>(h.proc_event_overruns));

@@ -47,6 +47,7 @@ struct RecorderHealth {
   std::uint64_t write_errors = 0;
   std::uint64_t actions = 0;
   std::uint64_t actions_dropped = 0;  // over the per-look cap (a flood)
+  std::uint64_t holders_skipped = 0;  // new holders over a user's budget (record/holder_budget.h)
   std::uint64_t journal_dropped = 0;
   std::uint64_t looks = 0;
   std::uint64_t database_bytes = 0;

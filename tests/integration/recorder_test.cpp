@@ -399,6 +399,11 @@ TEST_F(RecorderTest, MemoryChangesItsReturnAndAnNvmlHangAreRecorded) {
   const std::string drawn = slurp(svg);
   EXPECT_NE(drawn.find("<polyline class=\"gpu\""), std::string::npos) << drawn;
   EXPECT_NE(drawn.find("kill (exit 0)"), std::string::npos) << drawn;
+  // Well-formed: librsvg reads and renders it (rsvg-convert: scripts/setup.sh installs it).
+  const std::string png = dir_.path() + "/history.png";
+  const CommandResult rendered = run_command({"/usr/bin/rsvg-convert", "-o", png, svg});
+  EXPECT_EQ(rendered.exit_code, 0) << rendered.err << drawn;
+  EXPECT_FALSE(slurp(png).empty()) << "a PNG was drawn";
   const CommandResult both = run_command(
       {GPUCLEAN_SHIPPING_BINARY, "plot", "--history", "run.json", "--db", db_, "-o", svg});
   EXPECT_EQ(both.exit_code, 2) << "a record and --history: one of them";
@@ -453,6 +458,29 @@ TEST_F(RecorderTest, ActivityChangesAreRecordedAndStatusReadsIdleSecondsFromThem
   // Negative control: without the history, a one-shot status cannot know how long.
   EXPECT_TRUE(status(false)["idle_s"].is_null());
   EXPECT_EQ(status(false)["sm"], 0);
+  EXPECT_EQ(stop_recorder(), 0);
+
+  // A restarted recorder takes up the activity it recorded: the holder idle since before the
+  // restart is not recorded idle again, and idle_s still counts from then. On cd452cf the
+  // restart wrote a second "idle" three looks on, and idle_s restarted from 0 (issue 49).
+  const double idle_before = status(true)["idle_s"].get<double>();
+  start_recorder({}, fake_env(variant_dir("r580"), scenario_path()));
+  // A holder that turns busy after the restart: once that is recorded, the restarted recorder
+  // has looked at the idle one more than the three looks a new state must hold.
+  const pid_t sentinel = start("hold", held_).at(0);
+  write_scenario(held + pid_line(sentinel, kGiB));
+  ASSERT_TRUE(wait_until([&] { return has_event("activity_changed", sentinel); }))
+      << history().dump(1);
+  write_scenario(held + pid_line(sentinel, kGiB) + "activity 0 " + std::to_string(sentinel) +
+                 " 50 5\n");
+  ASSERT_TRUE(wait_until([&] {
+    for (const json& e : events("activity_changed", sentinel)) {
+      if (e["detail"].get<std::string>().starts_with("busy")) return true;
+    }
+    return false;
+  })) << history().dump(1);
+  EXPECT_EQ(events("activity_changed", holder).size(), 2u) << history().dump(1);
+  EXPECT_GE(status(true)["idle_s"].get<double>(), idle_before);
   EXPECT_EQ(stop_recorder(), 0);
 }
 
@@ -638,6 +666,43 @@ TEST_F(RecorderTest, HistoryAtAMomentAndBadInput) {
   EXPECT_NE(missing.err.find("is gpuclean recorder running"), std::string::npos) << missing.err;
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/nothing-here.db"))
       << "a reader creates nothing";
+}
+
+// Issue 49: `history --kind` keeps the kinds asked for; `history --follow` prints events as
+// the recorder stores them and stops with exit 0 on SIGTERM, as `journalctl -f` does.
+TEST_F(RecorderTest, HistoryFiltersByKindAndFollowsUntilStopped) {
+  start_recorder();
+  const pid_t first = start("hold", held_).at(0);
+  ASSERT_TRUE(wait_until([&] { return has_event("appeared", first); }));
+  const json left_only = history({"--kind", "left,action"});
+  for (const json& e : left_only["events"]) EXPECT_NE(e["kind"], "appeared") << e.dump();
+  EXPECT_FALSE(history({"--kind", "appeared"})["events"].empty()) << "negative control";
+  const CommandResult unknown =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "--kind", "apeared"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("memory_changed"), std::string::npos) << "names the kinds";
+  EXPECT_EQ(run_command({GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "-f", "--until", "1h"})
+                .exit_code,
+            2);
+
+  const std::string out = dir_.path() + "/followed.txt";
+  const pid_t follower =
+      reaper_.adopt(spawn({"/bin/sh", "-c", "exec \"$@\" > \"$0\"", out, GPUCLEAN_SHIPPING_BINARY,
+                           "history", "--db", db_, "--follow", "--kind", "appeared,left"}));
+  const std::string first_line = "pid " + std::to_string(first) + " ";
+  ASSERT_TRUE(wait_until([&] { return slurp(out).find(first_line) != std::string::npos; }))
+      << slurp(out);
+  // What the recorder stores after the follower started reaches it.
+  const pid_t second = start("hold", held_).at(0);
+  const std::string second_line = "pid " + std::to_string(second) + " ";
+  ASSERT_TRUE(wait_until([&] { return slurp(out).find(second_line) != std::string::npos; }))
+      << slurp(out);
+  ::kill(follower, SIGTERM);
+  EXPECT_EQ(reap(follower), 0);
+  // Each read goes on after the last event read: nothing printed twice.
+  const std::string followed = slurp(out);
+  EXPECT_EQ(followed.find(first_line), followed.rfind(first_line)) << followed;
+  EXPECT_EQ(stop_recorder(), 0);
 }
 
 }  // namespace

@@ -1,7 +1,14 @@
 // The flight recorder's pure parts: who forked whom from process events (record/lineage.h),
 // the moments and sizes its commands take (core/wall_time.h, core/units.h), the journal's
 // native protocol (record/journal.h) and the history's text (output/history_view.h).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
 
 #include <cstdlib>
 #include <string>
@@ -13,6 +20,7 @@
 #include "output/history_view.h"
 #include "record/journal.h"
 #include "record/lineage.h"
+#include "record/proc_events.h"
 
 namespace gpuclean {
 namespace {
@@ -90,6 +98,30 @@ TEST(Lineage, AParentsPidHandedOnNamesNoOtherProcess) {
   ASSERT_TRUE(newcomer_child);
   EXPECT_EQ(newcomer_child->argv, (std::vector<std::string>{"evil"}));
   // Negative control: while the PID is the parent's own, it is named in full (the first test).
+}
+
+TEST(Lineage, AForkAfterASuspendIsMatchedToItsChildsProcStart) {
+  // The fork event is stamped on CLOCK_MONOTONIC, /proc's start on CLOCK_BOOTTIME: after an
+  // hour suspended they are an hour apart. On cd452cf the event's ticks were the timestamp
+  // alone (the negative control below), and the orphan's parent went unnamed.
+  constexpr long kHz = 100;
+  constexpr std::uint64_t kSecond = 1000000000ULL;
+  constexpr std::uint64_t kSuspended = 3600 * kSecond;
+  const std::uint64_t fork_stamp = 5000 * kSecond + 3;         // monotonic
+  const std::uint64_t child_proc_start = (5000 + 3600) * kHz;  // /proc/CHILD/stat, boottime
+  Lineage lineage;
+  lineage.known(100, 7, {"bash", "run_server.sh"});
+  lineage.forked(200, 100, record::event_start_ticks(fork_stamp, kSuspended, kHz));
+  const auto parent = lineage.parent_of(200, child_proc_start);
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->argv, (std::vector<std::string>{"bash", "run_server.sh"}));
+
+  Lineage without_the_gap;
+  without_the_gap.known(100, 7, {"bash", "run_server.sh"});
+  without_the_gap.forked(200, 100, record::event_start_ticks(fork_stamp, 0, kHz));
+  EXPECT_FALSE(without_the_gap.parent_of(200, child_proc_start));
+  // And the gap as this machine measures it is boottime less monotonic: never negative.
+  EXPECT_LT(record::suspended_ns_now(), std::uint64_t{1} << 62);
 }
 
 TEST(Lineage, ItsSizeIsBounded) {
@@ -176,6 +208,57 @@ TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
   EXPECT_EQ(detail.find("\xe2\x80\xae"), std::string::npos) << detail;
   EXPECT_EQ(detail.find("\xe2\x80\xa8"), std::string::npos) << detail;
   EXPECT_NE(detail.find("forged line"), std::string::npos) << "the rest is kept: " << detail;
+}
+
+// An entry over the datagram limit goes to journald in a sealed memfd, the fd sent alone (the
+// native protocol's rule for big entries); on cd452cf the send failed with EMSGSIZE and the
+// entry was lost. The receiver is this test's own socket, standing in for journald's.
+TEST(Journal, AnEntryTooBigForADatagramGoesInASealedMemfd) {
+  const std::string path = ::testing::TempDir() + "journal-" + std::to_string(::getpid());
+  ::unlink(path.c_str());
+  const int journald = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(journald, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  ASSERT_EQ(::bind(journald, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  record::JournalSink sink(path);
+  ASSERT_TRUE(sink.connected());
+  // Receives one entry: its bytes, from the datagram or from the memfd sent with it.
+  auto receive = [journald](bool& in_memfd) {
+    std::string bytes(std::size_t{1} << 16, '\0');
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec part{bytes.data(), bytes.size()};
+    msghdr message{};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    const ssize_t n = ::recvmsg(journald, &message, MSG_DONTWAIT);
+    const cmsghdr* header = CMSG_FIRSTHDR(&message);
+    in_memfd = n == 0 && header != nullptr && header->cmsg_type == SCM_RIGHTS;
+    if (!in_memfd) return bytes.substr(0, n > 0 ? static_cast<std::size_t>(n) : 0);
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(header), sizeof(fd));
+    EXPECT_EQ(::fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE, F_SEAL_WRITE) << "journald wants it sealed";
+    std::string entry(static_cast<std::size_t>(::lseek(fd, 0, SEEK_END)), '\0');
+    EXPECT_EQ(::pread(fd, entry.data(), entry.size(), 0), static_cast<ssize_t>(entry.size()));
+    ::close(fd);
+    return entry;
+  };
+  const record::JournalFields big = {{"MESSAGE", "big"},
+                                     {"GPUCLEAN_DETAIL", std::string(1 << 20, 'x')}};
+  ASSERT_TRUE(sink.send(big));
+  bool in_memfd = false;
+  EXPECT_EQ(receive(in_memfd), record::journal_datagram(big));
+  EXPECT_TRUE(in_memfd);
+  // Negative control: a small entry is a datagram of its own.
+  const record::JournalFields small = {{"MESSAGE", "small"}};
+  ASSERT_TRUE(sink.send(small));
+  EXPECT_EQ(receive(in_memfd), record::journal_datagram(small));
+  EXPECT_FALSE(in_memfd);
+  ::close(journald);
+  ::unlink(path.c_str());
 }
 
 TEST(HistoryEvent, JsonNestingDepthCountsBracketsOutsideStrings) {
