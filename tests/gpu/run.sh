@@ -1326,6 +1326,15 @@ scenario_recorder() {
   out=$("$GPUCLEAN" history --db "$db" --since 1h 2>&1)
   keep_text recorder.history.txt "$out"
   indent <<<"$out"
+  # Issue 49: the worker's memory changes fold (at most its first line and one fold line), and
+  # the picture has its lane, tagged a leftover once orphaned, on a clock-time axis.
+  expect "recorder: history's text has at most two memory_changed lines for $worker" \
+    test "$(grep -c "memory_changed .*pid $worker " <<<"$out")" -le 2
+  "$GPUCLEAN" plot --history --db "$db" --since 10m -o "$work/recorder.history.svg" 2>&1 | indent
+  keep "$work/recorder.history.svg"
+  expect "recorder: plot --history draws the worker's lane, marked leftover" \
+    grep -q "pid $worker .*" "$work/recorder.history.svg"
+  expect "recorder: plot --history marks the leftover" grep -q ">leftover<" "$work/recorder.history.svg"
   expect "recorder: its health file counts the events written" \
     grep -q '^gpuclean_recorder_events_written_total [1-9]' "$work/recorder.prom"
   kill_ours TERM "$rec"
