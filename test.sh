@@ -127,6 +127,9 @@ stage "completion: the generated scripts driven in bash, zsh and fish"
 tests/completion/run.sh build
 stage "top: the live view driven in tmux (keys, kill, resize, a hung NVML, the terminal restored)"
 tests/top/run.sh build
+stage "README: its example outputs are what the binary prints (a dead job staged with stand-ins)"
+python3 tests/readme/examples.py --gpuclean build/gpuclean --fake-nvml build/tests/fake_nvml/r580 \
+  --check README.md
 stage "Python: the gpuclean package and its pytest plugin, example suites run through pytester"
 tests/python/run.sh build
 stage "systemd units: verify and exposure, the capabilities they grant, under a real systemd"
