@@ -58,6 +58,24 @@ trap 'exit 143' TERM
 idle() {
   if chrt --idle 0 true 2>/dev/null; then chrt --idle 0 "$@"; else nice -n 19 "$@"; fi
 }
+# Every process this run starts carries this token in its environment (daemons that setsid away
+# and re-parent to init too): the last stage fails when one is still running. A metrics server
+# of tests/packaging/run.sh outlived CI this way (issue 50).
+GPUCLEAN_CI_TOKEN="test.sh-$$-$(date +%s%N)"
+export GPUCLEAN_CI_TOKEN
+# Live processes with this run's token, but this script and its own children: "PID COMMAND".
+left_running() {
+  local environ pid mine
+  mine=" $(tree_pids $$ | tr '\n' ' ') "
+  for environ in /proc/[0-9]*/environ; do
+    pid=${environ#/proc/}
+    pid=${pid%/environ}
+    [[ $mine == *" $pid "* ]] && continue
+    grep -qzx "GPUCLEAN_CI_TOKEN=$GPUCLEAN_CI_TOKEN" "$environ" 2>/dev/null || continue
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && continue
+    echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
+  done
+}
 stage "setup: Debian packages"
 scripts/setup.sh
 # Each test runs once (tests/CMakeLists.txt): the functional suites under ASan+UBSan, the timed
@@ -153,4 +171,23 @@ if [ $quick -eq 0 ]; then
   cat build/lint-tidy.log
   [ "$tidy_status" -eq 0 ]
 fi
+stage "nothing this run started is still running"
+# Negative control: a daemon of ours that escaped (its own session, re-parented to init) is seen.
+control_pid=$(mktemp)
+# shellcheck disable=SC2016 # $$ is the inner shell's
+(setsid sh -c 'echo $$ >"$1"; exec sleep 300' sh "$control_pid" </dev/null >/dev/null 2>&1 &)
+for _ in $(seq 1 100); do [ -s "$control_pid" ] && break; sleep 0.05; done
+control=$(cat "$control_pid")
+rm -f "$control_pid"
+for _ in $(seq 1 100); do left_running | grep -q "^$control " && break; sleep 0.05; done
+left_running | grep -q "^$control " || { echo "FAIL: the leftover check does not see its control $control"; exit 1; }
+kill "$control"
+for _ in $(seq 1 100); do kill -0 "$control" 2>/dev/null || break; sleep 0.05; done
+left=$(left_running)
+if [ -n "$left" ]; then
+  echo "FAIL: still running after the tests (started by this run):"
+  echo "$left"
+  exit 1
+fi
+echo "none (the control, a setsid sleep, was seen and ended)"
 stage "done"

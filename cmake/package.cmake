@@ -17,6 +17,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnvidia-ml1, prometheus-node-exporter")
+# The Slurm epilog (share/gpuclean/slurm/epilog.sh) reads gpuclean's JSON with jq; without it the
+# epilog drains the node (issue 50: neither a Depends nor a Recommends said so).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "jq")
 # Debian's extended description (CPack puts the summary above it and indents each line by one
 # space); "." is an empty line.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "gpuclean finds every process holding the NVIDIA device files, including the

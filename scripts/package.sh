@@ -58,6 +58,26 @@ name=gpuclean-$version-linux-$(uname -m)
 tree=$work/$name
 cmake --install "$build_dir" --prefix "$tree" --strip >/dev/null
 cp LICENSE "$tree/share/doc/gpuclean/"
+# Debian's lintian overrides are the .deb's business, not a tarball's (issue 50).
+rm -rf "$tree/share/lintian"
+# What a person who unpacked it reads first: how to run it from where it is.
+cat >"$tree/README" <<README
+gpuclean $version: find, explain and clean up whatever holds your GPUs.
+
+Run it from where it was unpacked (it finds its lib/ by itself):
+
+  $name/bin/gpuclean                # the GPUs' status: who holds what, and what is wrong
+
+or put it on your PATH, with its manual and bash completion:
+
+  export PATH="\$PWD/$name/bin:\$PATH"
+  export MANPATH="\$PWD/$name/share/man:\$(manpath 2>/dev/null)"
+  source $name/share/bash-completion/completions/gpuclean
+
+Systemd units (lib/systemd/system/), the Slurm prolog/epilog (share/gpuclean/slurm/; the epilog
+needs jq) and Kubernetes examples (share/gpuclean/k8s/) are inside. Everything else: man
+gpuclean, share/doc/gpuclean/README.md, and gpuclean --help.
+README
 
 # Bundled: every shared library the binary loads that is not part of the base system every
 # glibc Linux has (the C library, libstdc++ and libgcc_s, zlib). On Debian that is told by the

@@ -78,6 +78,8 @@ done
 depends=$(dpkg-deb -f "$deb" Depends)
 check "Depends names libc6 and prometheus-cpp's core library ($depends)" \
   bash -c "grep -q 'libc6' <<<'$depends' && grep -q 'libprometheus-cpp-core' <<<'$depends'"
+recommends=$(dpkg-deb -f "$deb" Recommends)
+check "Recommends names jq, which the Slurm epilog needs ($recommends)" grep -qw jq <<<"$recommends"
 
 if command -v gpuclean >/dev/null || dpkg-query -W gpuclean >/dev/null 2>&1; then
   fail "a gpuclean is installed on this machine already ($(command -v gpuclean)); not touching it"
@@ -149,6 +151,8 @@ for path in bin/gpuclean share/man/man1/gpuclean.1.gz share/doc/gpuclean/LICENSE
   lib/systemd/system/gpuclean-recorder.service; do
   check "the tarball holds $path" test -e "$top/$path"
 done
+check "the tarball has no Debian lintian overrides" test ! -e "$top/share/lintian"
+check "the tarball's README says how to put it on PATH" grep -q 'export PATH=.*/bin:' "$top/README"
 # Since issue 33 the listener is gpuclean's own (src/serve/): prometheus-cpp's pull library
 # and civetweb are no longer linked, so they must not be bundled either.
 check "the tarball's lib/ holds SQLite (the flight recorder's database)" \
@@ -165,9 +169,12 @@ for library in "$multiarch"/libprometheus-cpp-*.so.* "$multiarch"/libcivetweb*.s
   [ -f "$library" ] && [ ! -L "$library" ] && hidden_libraries+=("$library")
 done
 without_system_libraries() {
-  # shellcheck disable=SC2016 # "$l" and "$@" are the inner shell's
-  local script='for l in '"${hidden_libraries[*]}"'; do mount --bind /dev/null "$l" || exit 125; done; exec "$@"'
-  env -u LD_LIBRARY_PATH unshare -m sh -c "$script" sh "$@"
+  # The inner shell writes its PID (the program's, after its exec) to $pid_file when one is
+  # set: a program started in the background is a child of the subshell `&` makes, and killing
+  # `$!` left the metrics server running after CI (issue 50).
+  # shellcheck disable=SC2016 # "$l", "$$" and "$@" are the inner shell's
+  local script='for l in '"${hidden_libraries[*]}"'; do mount --bind /dev/null "$l" || exit 125; done; [ -z "$PID_FILE" ] || echo $$ >"$PID_FILE"; exec "$@"'
+  env -u LD_LIBRARY_PATH PID_FILE="${pid_file:-}" unshare -m sh -c "$script" sh "$@"
 }
 cp "$binary" "$work/gpuclean-no-run-path"
 patchelf --remove-rpath "$work/gpuclean-no-run-path"
@@ -180,9 +187,12 @@ check "the tarball's gpuclean --version runs there, metrics built in" \
   grep -q '^metrics: built in' "$work/tarball-version"
 
 port=$((20000 + RANDOM % 20000))
+pid_file=$work/metrics.pid
 without_system_libraries "$binary" metrics --no-nvml --device-glob "$fake_device" \
   --listen "127.0.0.1:$port" >"$work/metrics.out" 2>&1 &
-server_pid=$!
+pid_file=
+for _ in $(seq 1 100); do [ -s "$work/metrics.pid" ] && break; sleep 0.05; done
+server_pid=$(cat "$work/metrics.pid" 2>/dev/null)
 scraped=0
 for _ in $(seq 1 100); do # up to 10 s for the listener to come up
   if curl -fsS "http://127.0.0.1:$port/metrics" >"$work/scrape" 2>/dev/null; then
@@ -196,7 +206,10 @@ check "metrics --listen from the tarball answers a scrape with gpuclean_build_in
   bash -c "[ $scraped -eq 1 ] && grep -q '^gpuclean_build_info' '$work/scrape'"
 [ $scraped -eq 1 ] || cat "$work/metrics.out"
 kill "$server_pid" 2>/dev/null
-wait "$server_pid" 2>/dev/null
+for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.05; done
+check "the metrics server is gone once told to stop (pid $server_pid)" \
+  bash -c "! kill -0 $server_pid 2>/dev/null"
+wait 2>/dev/null
 server_pid=
 
 echo "== the wheel: $(basename "$wheel")"
