@@ -148,6 +148,10 @@ tests/top/run.sh build
 stage "README: its example outputs are what the binary prints (a dead job staged with stand-ins)"
 python3 tests/readme/examples.py --gpuclean build/gpuclean --fake-nvml build/tests/fake_nvml/r580 \
   --check README.md
+stage "plots: the run plot (8 GPUs, the 2-GPU record) and the history example rendered to PNG"
+plots=$(mktemp -d)
+tests/plots/render.sh build "$plots"
+rm -rf "$plots"
 stage "Python: the gpuclean package and its pytest plugin, example suites run through pytester"
 tests/python/run.sh build
 stage "systemd units: verify and exposure, the capabilities they grant, under a real systemd"

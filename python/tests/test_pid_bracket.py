@@ -101,12 +101,13 @@ def test_a_test_that_starts_nothing_runs_no_gpuclean_and_leaks_are_still_caught(
     named = [c for c in calls if "--pid" in c]
     # One `who --pid` per leaking test, naming the few processes that test made (the sh, setsid
     # and sleep of the daemon): the two tests that left nothing ran no gpuclean at all.
-    assert len(named) == 3, calls
-    for call in named:
+    assert len(named) == 4 and named == calls, calls
+    for call in named[:3]:
         assert 1 <= len(pid_list(call)) <= 4, call
         assert all("@" in p for p in pid_list(call)), call  # PID@START
-    # The session's end still looks at every process, once.
-    assert len(calls) - len(named) == 1, calls
+    # The session's end asks about the processes started during the session (issue 50; it
+    # scanned every process until then): the three leaks among them.
+    assert {f"{pid}@{ticks}" for pid, ticks in machine.started()} <= set(pid_list(calls[-1]))
 
 
 def test_without_the_bracket_every_test_scans_every_process(suite, machine, tmp_path,
@@ -119,8 +120,10 @@ def test_without_the_bracket_every_test_scans_every_process(suite, machine, tmp_
     result = suite(BRACKETED)
     result.assert_outcomes(passed=5, errors=3)
     calls = who_calls(log)
-    assert not [c for c in calls if "--pid" in c], calls
     assert len(calls) == 6, calls  # after each of the 5 tests, and at the session's end
+    assert not [c for c in calls[:5] if "--pid" in c], calls
+    # The session's end needs no bracket: it goes by start times (issue 50).
+    assert "--pid" in calls[5], calls
 
 
 def test_more_new_processes_than_one_argument_holds_are_judged_by_a_full_scan(
@@ -254,6 +257,62 @@ def test_the_bracket_wraps_at_pid_max(monkeypatch):
         plain = _procfs.PidMark(child.pid, _procfs._forks(), _procfs._tasks())
         since_child = _procfs.new_pids(plain)
         assert since_child is not None and child.pid not in since_child
+    finally:
+        child.kill()
+        child.wait()
+
+
+SESSION_FIXTURE = '''
+import pytest
+from leakhelp import leak_daemon
+
+
+@pytest.fixture(scope="session")
+def server():
+    return leak_daemon(gib=1)
+
+
+def test_uses_server(server):
+    pass
+'''
+
+
+def test_the_session_end_reads_only_the_processes_started_during_the_session(
+        suite, machine, tmp_path, monkeypatch):
+    # Issue 50: the session's end scanned every process's descriptors (`who` with no --pid):
+    # half of the plugin's fixed cost on a 2,000-process host. It now reads each process's
+    # start time and asks gpuclean about those started since the session began only. Fails on
+    # f9d1cde: its last call has no --pid.
+    log = logging_binary(tmp_path)
+    monkeypatch.setenv("GPUCLEAN", str(tmp_path / "gpuclean-logged"))
+    bystander = machine.holder()  # holds the device since before the session: never its leak
+    result = suite(SESSION_FIXTURE)
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # Still caught: the session fixture's daemon, and only it.
+    result.stdout.fnmatch_lines(["the session (fixtures, conftest): 1 device holder left behind, "
+                                 "1.0 GiB of GPU memory:",
+                                 "  pid * (sleep 300) orphan, 1.0 GiB on GPU 0, started inside *, "
+                                 "in the setup of the session-scoped fixture server"])
+    assert f"pid {bystander} " not in result.stdout.str()
+    calls = who_calls(log)
+    assert calls and "--pid" in calls[-1], calls
+    named = pid_list(calls[-1])
+    [(daemon, ticks)] = [(p, t) for p, t in machine.started() if p != bystander]
+    assert f"{daemon}@{ticks}" in named
+    # Older than the session: not named, so its descriptors were not read.
+    assert not [p for p in named if p.split("@")[0] == str(bystander)], named
+    assert str(os.getpid()) not in [p.split("@")[0] for p in named]  # this outer pytest
+
+
+def test_started_since_reads_start_times():
+    older = os.getppid()
+    since = _procfs.fresh_tick()
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        found = _procfs.started_since(since)
+        assert found.get(child.pid) == _procfs.stat(child.pid)[2]
+        assert older not in found and os.getpid() not in found  # started before SINCE
     finally:
         child.kill()
         child.wait()

@@ -4,13 +4,13 @@
 # tests/completion/run.sh. Sourced, not run. One reader, so that they cannot disagree about what
 # the parser offers. Each reads a help text on stdin.
 
-# Every name of every option line of the Options: section, one per line, sorted (`-y,--yes`
-# gives -y and --yes; -h/--help included); "NAME=" for an option that takes a value. CLI11 puts
-# one blank between the names and a placeholder ("--gpus LIST   text"), two or more before the
-# description.
+# Every name of every option line of the Options: and Global options sections (a command's own,
+# then those every command shares), one per line, sorted (`-y,--yes` gives -y and --yes;
+# -h/--help included); "NAME=" for an option that takes a value. CLI11 puts one blank between
+# the names and a placeholder ("--gpus LIST   text"), two or more before the description.
 help_option_specs() {
   awk '
-    /^Options:/ { on = 1; next }
+    /^Options:|^Global options/ { on = 1; next }
     /^[^ ]/ { on = 0 }
     on && /^  -/ {
       n = split($1, names, ",")

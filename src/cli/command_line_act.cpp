@@ -20,7 +20,7 @@ void set_kill_help_footer(CLI::App& kill) {
       kill,
       {{"gpuclean kill 72309", "72309 and its descendants, after showing the plan"},
        {"gpuclean kill --leftovers --yes",
-        "every dead job: orphan, heir, zombie-led and stuck holders with their descendants"},
+        "every dead job: orphan, heir, zombie-leader and stuck holders with their descendants"},
        {"gpuclean kill --gpu 3 --dry-run", "what holding GPU 3 would be ended; nothing is"},
        {"gpuclean kill --signal INT --grace 30s 72309", "SIGINT, then SIGKILL after 30 s"}},
       {"0  every target gone and its memory released (--leftovers: no leftover left), or "
@@ -107,6 +107,8 @@ void add_run_command(CLI::App& app, RunOptions& o) {
   run->add_flag("--no-cgroup", o.no_cgroup,
                 "Do not use a cgroup: child subreaper and own session only");
   run->add_flag("-q,--quiet", o.quiet, "Print only problems");
+  run->add_flag("--fail-on-leftovers", o.fail_on_leftovers,
+                "Exit 1 when the workload left processes behind, even if all were ended");
   add_cgroup_parent_hook(*run, o.cgroup_parent);
   // After "--" every word is the workload's, its own options included.
   run->add_option("command", o.command, "The workload and its arguments, after --")

@@ -25,6 +25,7 @@ void add_history_db_option(CLI::App& command, std::string& db, const std::string
 
 void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,
                         OfferedGlobals offered) {
+  const std::size_t before = command.get_options().size();
   if (offered.json) {
     command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
   }
@@ -76,6 +77,9 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
           "How long reading a process's command line or maps may take before its memory map "
           "counts as locked, stuck; 0 for no limit (default: 1s)")
       ->option_text("DURATION");
+  // Under their own heading in a command's help, after the command's own (cli/help.h).
+  const std::vector<CLI::Option*> all = command.get_options();
+  for (std::size_t i = before; i < all.size(); ++i) all[i]->group(kGlobalOptionsGroup);
   add_test_hooks(command, options, scope);
 }
 

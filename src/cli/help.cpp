@@ -50,6 +50,30 @@ bool listed_in_help(const CLI::Option& option) {
   return !option.get_group().empty();
 }
 
+bool global_option(const CLI::Option& option) {
+  return option.get_group() == kGlobalOptionsGroup;
+}
+
+// "Options:" (the command's own, help first), then the global options under their own heading;
+// the top level lists them all as its own.
+void add_options(std::ostringstream& out, const CLI::App& app) {
+  const bool top = app.get_parent() == nullptr;
+  const std::vector<const CLI::Option*> own = app.get_options([top](const CLI::Option* o) {
+    return !o->get_positional() && listed_in_help(*o) && (top || !global_option(*o));
+  });
+  const std::vector<const CLI::Option*> globals = app.get_options(
+      [top](const CLI::Option* o) { return !top && !o->get_positional() && global_option(*o); });
+  out << "\nOptions:\n";
+  for (const CLI::Option* option : own) {
+    add_entry(out, option_label(*option), option->get_description());
+  }
+  if (globals.empty()) return;
+  out << "\nGlobal options (also before the command):\n";
+  for (const CLI::Option* option : globals) {
+    add_entry(out, option_label(*option), option->get_description());
+  }
+}
+
 }  // namespace
 
 std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
@@ -68,8 +92,6 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
 
   const std::vector<const CLI::Option*> positionals = app->get_options(
       [](const CLI::Option* o) { return o->get_positional() && listed_in_help(*o); });
-  const std::vector<const CLI::Option*> options = app->get_options(
-      [](const CLI::Option* o) { return !o->get_positional() && listed_in_help(*o); });
   const std::vector<const CLI::App*> commands =
       app->get_subcommands([](const CLI::App* sub) { return !sub->get_group().empty(); });
 
@@ -92,10 +114,7 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
       add_entry(out, option_label(*positional), positional->get_description());
     }
   }
-  out << "\nOptions:\n";
-  for (const CLI::Option* option : options) {
-    add_entry(out, option_label(*option), option->get_description());
-  }
+  add_options(out, *app);
   std::string footer = app->get_footer();
   // A footer written by a callback comes with CLI11's '\n' joining it to the (empty) text one.
   while (!footer.empty() && footer.back() == '\n') footer.pop_back();

@@ -14,6 +14,11 @@ namespace gpuclean::cli {
 
 inline constexpr std::size_t kHelpWidth = 80;
 
+// The group of the options every command shares (cli/command_line.h's add_common_options): a
+// command's help lists its own options first and these after, under their own heading (as git
+// and kubectl do); the top level's help, whose options they all are, lists them as its own.
+inline constexpr const char* kGlobalOptionsGroup = "Global options";
+
 // Formats every help page of an app (set it on the top-level app; subcommands inherit it).
 class HelpFormatter : public CLI::FormatterBase {
  public:

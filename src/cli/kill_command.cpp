@@ -105,7 +105,7 @@ std::optional<Parsed> parse_options(const KillOptions& o, const Io& io) {
   if (auto wrong = gpu_selection_error(o, s)) return fail(*wrong);
   for (const std::string& user : o.users) {
     auto uid = procfs::uid_of_user(user);
-    if (!uid.ok()) return fail("--user: " + uid.error().message());
+    if (!uid.ok()) return fail("--user: no user named '" + user + "'");
     s.users.push_back(*uid);
   }
   for (const std::string& cgroup : o.cgroups) {
@@ -556,6 +556,8 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
     for (const std::string& reason : plan.confirm_reasons) {
       io.err << "gpuclean: kill: would ask: " << output::escape_terminal(reason) << '\n';
     }
+    // Whatever selected the plan (PIDs, --leftovers, --holders): its last line says so.
+    io.err << "gpuclean: kill: dry run: nothing was signalled\n";
     return kExitClean;
   }
   if (!plan.confirm_reasons.empty() && !o.yes) {

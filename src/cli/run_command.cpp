@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 
+#include "collect/gather.h"
 #include "collect/run_gpu_watch.h"
 #include "core/atomic_file.h"
 #include "core/duration.h"
@@ -232,12 +233,29 @@ ops::RunEnd supervise(const RunOptions& o, const Settings& settings, ops::RunSes
   return session.supervise(supervise_options, hooks);
 }
 
+// Which files the teardown looks for in what it finds (the leftovers' lines name them): the
+// GPU side's selection, made again as the workload ends. None when the GPU side did not open.
+void watch_devices(const RunOptions& o, const GpuSide& gpus, ops::RunSession& session) {
+  if (gpus.watch() == nullptr) return;
+  if (auto files = collect::select_device_files(o.check.common); files.ok()) {
+    session.watch_devices(std::move(files).value());
+  }
+}
+
+// --fail-on-leftovers: a workload that succeeded but left processes behind (ended or not) fails
+// the run with 1, as something that outlived it does (docs/reference.md "run").
+void fail_on_leftovers(const RunOptions& o, RunRecord& record) {
+  if (o.fail_on_leftovers && !record.leftovers.empty() && record.exit_code == kExitClean) {
+    record.exit_code = kExitDirty;
+  }
+}
+
 // The summary lines, and the record written; the run's exit code (3 when the record could not
 // be written after a workload that succeeded).
 int report(const RunOptions& o, const RunLog& log, std::optional<AtomicFile>& record_file,
            const Io& io) {
   const RunRecord& record = log.record();
-  for (const output::SummaryLine& line : output::run_summary_lines(record)) {
+  for (const output::SummaryLine& line : output::run_summary_lines(record, o.fail_on_leftovers)) {
     if (!o.quiet || line.problem) io.err << "gpuclean: run: " << line.text << '\n';
   }
   int exit_code = record.exit_code;
@@ -284,7 +302,9 @@ int run_run(const RunOptions& o, const Io& io) {
   // before the teardown (a periodic sample may be most of an interval old).
   if (watch != nullptr && recording) watch->last_sample(log);
 
-  // Teardown: everything still in the run, however it detached.
+  // Teardown: everything still in the run, however it detached; what each leftover held is
+  // read first.
+  watch_devices(o, gpus, session);
   ops::TeardownOptions teardown_options;
   teardown_options.grace = settings->grace;
   teardown_options.wait = settings->wait;
@@ -302,6 +322,7 @@ int run_run(const RunOptions& o, const Io& io) {
   }
   log.event(RunEventKind::kVerified, std::string(to_string(log.record().gpu_check)));
   session.finish();
+  fail_on_leftovers(o, log.record());
   const int exit_code = report(o, log, r.record_file, io);
   // Told to the flight recorder, if one listens; never waited on.
   record::send_action(record::action_socket_path(),

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/recorder_command.h"
+#include "cli/usage_error.h"
 #include "collect/gather.h"
 #include "core/duration.h"
 #include "core/units.h"
@@ -49,7 +50,7 @@ std::optional<std::string> usage_problem(const StatusOptions& options, const Gat
   for (const std::string& user : options.allow_users) {
     // A typo in --allow-user would excuse nobody and fail a health check for the wrong reason.
     if (auto uid = procfs::uid_of_user(user); !uid.ok()) {
-      return "--allow-user: " + uid.error().message();
+      return "--allow-user: no user named '" + user + "'";
     }
   }
   if (gpus && !diagnose::gpu_selection_known(gathered.nvml_state, gathered.input.gpu_view)) {
@@ -138,21 +139,29 @@ output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
   return report;
 }
 
-// The diagnosis of what `gathered` holds, as a report; usage problems are printed. NVML present
-// but failing (the memory answer would be wrong), or processes not read that could hold the
-// device: the verdict is unknown (output::verdict_of), exit 3.
-Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io) {
+// A usage problem found once the GPUs were seen, as the parser's are said: "gpuclean: status:
+// …" and which help to read; "gpuclean: …" alone for `command` "" (the commands that prepare
+// for others: top, snapshot, metrics, run's check).
+void print_usage_problem(const Io& io, const std::string& command, const std::string& what) {
+  io.err << (command.empty() ? "gpuclean: " + what + "\n" : usage_message(command, what));
+}
+
+// The diagnosis of what `gathered` holds, as a report; usage problems are printed, about
+// `command`. NVML present but failing (the memory answer would be wrong), or processes not read
+// that could hold the device: the verdict is unknown (output::verdict_of), exit 3.
+Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io,
+                      const std::string& command) {
   Prepared prepared;
   const GpuView none;
   auto gpus = parse_gpu_list(options.common.gpus,
                              gathered.input.gpu_view ? &*gathered.input.gpu_view : &none);
   if (!gpus.ok()) {
-    io.err << "gpuclean: " << gpus.error().message() << '\n';
+    print_usage_problem(io, command, gpus.error().message());
     prepared.exit_code = kExitUsage;
     return prepared;
   }
   if (auto problem = usage_problem(options, gathered, *gpus)) {
-    io.err << "gpuclean: " << *problem << '\n';
+    print_usage_problem(io, command, *problem);
     prepared.exit_code = kExitUsage;
     return prepared;
   }
@@ -172,7 +181,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   return prepared;
 }
 
-Prepared prepare(const StatusOptions& options, const Io& io) {
+Prepared prepare(const StatusOptions& options, const Io& io, const std::string& command) {
   auto gathered = gather(options.common, {.settle_activity = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
     io.err << "gpuclean: " << error->message << '\n';
@@ -180,7 +189,7 @@ Prepared prepare(const StatusOptions& options, const Io& io) {
     failed.exit_code = exit_code_of(*error);
     return failed;
   }
-  return prepare_from(options, std::move(std::get<Gathered>(gathered)), io);
+  return prepare_from(options, std::move(std::get<Gathered>(gathered)), io, command);
 }
 
 // A machine without the driver is a fact, not a problem: only a failing NVML is worth a line
@@ -192,15 +201,36 @@ void warn_nvml(const output::StatusReport& report, const Io& io) {
   }
 }
 
+// check on what `gathered` holds: problems on stdout, exit 0 clean, 1 dirty, 3 unknown.
+int check_on(const StatusOptions& options, Gathered gathered, const Io& io,
+             const std::string& command) {
+  Prepared prepared = prepare_from(options, std::move(gathered), io, command);
+  if (!prepared.usable) return prepared.exit_code;
+  if (options.common.json) {
+    output::render_status_json(io.out, prepared.report);
+  } else {
+    warn_nvml(prepared.report, io);
+    // A check that cannot tell says why (exit 3), beside stdout's problems.
+    if (output::verdict_of(prepared.report) == output::Verdict::kUnknown &&
+        prepared.report.unseen_decides) {
+      io.err << "gpuclean: " << prepared.report.unseen_message << '\n';
+    }
+    output::render_check_lines(io.out, prepared.report);
+    // Beside stdout, which scripts read as "nothing: clean" (docs/reference.md).
+    output::render_check_warnings(io.err, prepared.report);
+  }
+  return prepared.exit_code;
+}
+
 }  // namespace
 
 StatusPrepared prepare_status(const StatusOptions& options, Gathered gathered, const Io& io) {
-  Prepared prepared = prepare_from(options, std::move(gathered), io);
+  Prepared prepared = prepare_from(options, std::move(gathered), io, "");
   return {std::move(prepared.report), prepared.exit_code, prepared.usable};
 }
 
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
-  Prepared prepared = prepare(options, io);
+  Prepared prepared = prepare(options, io, "status");
   if (!prepared.usable) return prepared.exit_code;
   if (options.common.json) {
     output::render_status_json(io.out, prepared.report);
@@ -230,26 +260,11 @@ int run_check(const StatusOptions& options, const Io& io) {
     io.err << "gpuclean: " << error->message << '\n';
     return exit_code_of(*error);
   }
-  return run_check_on(options, std::move(std::get<Gathered>(gathered)), io);
+  return check_on(options, std::move(std::get<Gathered>(gathered)), io, "check");
 }
 
 int run_check_on(const StatusOptions& options, Gathered gathered, const Io& io) {
-  Prepared prepared = prepare_from(options, std::move(gathered), io);
-  if (!prepared.usable) return prepared.exit_code;
-  if (options.common.json) {
-    output::render_status_json(io.out, prepared.report);
-  } else {
-    warn_nvml(prepared.report, io);
-    // A check that cannot tell says why (exit 3), beside stdout's problems.
-    if (output::verdict_of(prepared.report) == output::Verdict::kUnknown &&
-        prepared.report.unseen_decides) {
-      io.err << "gpuclean: " << prepared.report.unseen_message << '\n';
-    }
-    output::render_check_lines(io.out, prepared.report);
-    // Beside stdout, which scripts read as "nothing: clean" (docs/reference.md).
-    output::render_check_warnings(io.err, prepared.report);
-  }
-  return prepared.exit_code;
+  return check_on(options, std::move(gathered), io, "");
 }
 
 namespace {
@@ -314,7 +329,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
     return fmt::format("{:.1f} s", std::chrono::duration<double>(Clock::now() - started).count());
   };
   while (true) {
-    Prepared prepared = prepare_from(options.status, gatherer.collect(), io);
+    Prepared prepared = prepare_from(options.status, gatherer.collect(), io, "wait");
     if (!prepared.usable) return prepared.exit_code;
     if (prepared.report.nvml_state == NvmlState::kFailed) {
       warn_nvml(prepared.report, io);
@@ -379,7 +394,7 @@ output::ExplainSubject read_explain_subject(const output::StatusReport& report, 
 int run_explain(const ExplainOptions& options, const Io& io) {
   StatusOptions status;
   status.common = options.common;
-  Prepared prepared = prepare(status, io);
+  Prepared prepared = prepare(status, io, "explain");
   if (!prepared.usable) return prepared.exit_code;
 
   output::ExplainSubject subject =

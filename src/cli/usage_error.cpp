@@ -2,11 +2,13 @@
 #include "cli/usage_checks.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <numeric>
 #include <string_view>
+#include <utility>
 
 #include "core/escape.h"
 #include "diagnose/owner_match.h"
@@ -68,6 +70,22 @@ std::vector<std::string> command_names(const CLI::App& app) {
   return names;
 }
 
+// Other tools' words for listing processes, and the command that lists those on the GPUs.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kMeant = {
+    {{"ps", "who"}, {"list", "who"}, {"ls", "who"}, {"lsof", "who"}, {"fuser", "who"}}};
+
+// "'ps' is not a command; did you mean `gpuclean who`?": the command another tool's word asks
+// for (kMeant), else the nearest by spelling.
+std::string not_a_command(const std::string& word, const std::vector<std::string>& names) {
+  std::string message = "'" + word + "' is not a command";
+  const auto* meant = std::find_if(kMeant.begin(), kMeant.end(),
+                                   [&word](const auto& pair) { return pair.first == word; });
+  const std::string near =
+      meant != kMeant.end() ? std::string(meant->second) : closest_name(word, names);
+  if (!near.empty()) message += "; did you mean `gpuclean " + near + "`?";
+  return message;
+}
+
 // `gpuclean run ls -l x`: where the workload starts in args (after run's own options), so the
 // hint can show the same line with `--` in its place.
 std::string run_with_separator(const CLI::App& run, const std::vector<std::string>& args) {
@@ -125,13 +143,7 @@ std::string unexpected(const CLI::App& app, const CLI::App& command, const std::
     }
     return message;
   }
-  if (&command == &app) {
-    std::string message = "'" + word + "' is not a command";
-    if (auto near = closest_name(word, command_names(app)); !near.empty()) {
-      message += "; did you mean `gpuclean " + near + "`?";
-    }
-    return message;
-  }
+  if (&command == &app) return not_a_command(word, command_names(app));
   return "'" + word + "' is not expected here";
 }
 
@@ -201,6 +213,10 @@ void require_pid(const std::string& text, bool signal_hint, const std::string& n
       (text.front() == '-' || std::isdigit(static_cast<unsigned char>(text.front())) == 0);
   if (signal_hint && signal.ok() && looks_like_signal) {
     message += "; to choose the signal use --signal " + ops::signal_name(*signal);
+  } else if (signal_hint && noun == "PID" && !text.empty() &&
+             std::isalpha(static_cast<unsigned char>(text.front())) != 0) {
+    // `kill python`: a name where kill wants PIDs.
+    message += "; to find PIDs by what they run: gpuclean who";
   } else if (!text.empty() && text.find_first_not_of('0') == std::string::npos) {
     message += " (they start at 1)";
   }
@@ -344,11 +360,7 @@ std::string unknown_command_asking_help(const CLI::App& app, const std::vector<s
                          std::find(args.begin(), args.end(), "-h") != args.end();
   const std::vector<std::string> names = command_names(app);
   if (!asks_help || std::find(names.begin(), names.end(), args.front()) != names.end()) return "";
-  std::string message = "'" + args.front() + "' is not a command";
-  if (auto near = closest_name(args.front(), names); !near.empty()) {
-    message += "; did you mean `gpuclean " + near + "`?";
-  }
-  return message;
+  return not_a_command(args.front(), names);
 }
 
 std::vector<std::string> expand_help_command(std::vector<std::string> args) {

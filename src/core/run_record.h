@@ -94,6 +94,10 @@ struct RunLeftover {
   LeftoverOutcome outcome = LeftoverOutcome::kGone;
   std::string reason;  // remaining/skipped: why
   double t = 0;        // found at teardown, seconds since the start
+  // The selected device files it held as the teardown found it, before any signal (canonical
+  // paths); empty: none. nullopt: not known (no device selection, or its descriptors and maps
+  // could not be read).
+  std::optional<std::vector<std::string>> devices;
 };
 
 struct RunRecord {

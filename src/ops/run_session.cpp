@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ops/signals.h"
+#include "procfs/holder_scan.h"
 
 namespace gpuclean::ops {
 namespace {
@@ -148,7 +149,11 @@ const GroupTeardown& RunSession::tear_down(RunEnd end, const TeardownOptions& op
   RunRecord& record = log_.record();
   const double teardown_at = log_.now();
   log_.event(RunEventKind::kTeardown, "");
-  teardown_ = tear_down_group(proc_, *containment_, supervisor_, options);
+  MembersFound note;
+  if (!devices_.empty()) {
+    note = [this](const std::vector<ProcessInfo>& found) { note_holdings(found); };
+  }
+  teardown_ = tear_down_group(proc_, *containment_, supervisor_, options, {}, note);
   armed_ = false;  // the normal path ended everything it could: the guard has nothing to add
   const GroupTeardown& teardown = *teardown_;
   log_.event(RunEventKind::kTeardownDone, std::to_string(teardown.found.size()) + " found, " +
@@ -168,6 +173,7 @@ const GroupTeardown& RunSession::tear_down(RunEnd end, const TeardownOptions& op
     leftover.outcome = outcome_of(outcome.state);
     leftover.reason = outcome.reason;
     leftover.t = teardown_at;
+    leftover.devices = held_by(p);
     record.leftovers.push_back(std::move(leftover));
   }
 
@@ -186,6 +192,36 @@ const GroupTeardown& RunSession::tear_down(RunEnd end, const TeardownOptions& op
     record.exit_code = end == RunEnd::kTimeout ? kExitTimeout : kExitDirty;
   }
   return teardown;
+}
+
+void RunSession::note_holdings(const std::vector<ProcessInfo>& members) {
+  procfs::ScanOptions scan;
+  scan.threads = 1;  // a few processes, read while they still run: no pool to start
+  scan.only.emplace();
+  // The workload's main process is no leftover.
+  auto leftover = [this](const ProcessInfo& p) { return !launched_ || p.pid != launched_->pid; };
+  for (const ProcessInfo& p : members) {
+    if (leftover(p)) scan.only->push_back(p.pid);
+  }
+  if (scan.only->empty()) return;
+  const procfs::HolderScan found = procfs::scan_holders(proc_, devices_, scan);
+  const std::set<Pid> unread(found.not_read_fully.begin(), found.not_read_fully.end());
+  for (const ProcessInfo& p : members) {
+    // Read: it holds nothing, or what the holdings below add.
+    if (leftover(p) && unread.count(p.pid) == 0) held_.try_emplace({p.pid, p.start_ticks});
+  }
+  for (const procfs::FileHolding& h : found.holdings) {
+    // Its own start time, read by the scan: a PID handed on since is another process.
+    auto it = held_.find({h.pid, h.start_ticks});
+    if (it == held_.end()) continue;
+    for (const HeldFile& f : h.files) it->second.push_back(f.path);
+  }
+}
+
+std::optional<std::vector<std::string>> RunSession::held_by(const ProcessInfo& p) const {
+  auto it = held_.find({p.pid, p.start_ticks});
+  if (it == held_.end()) return std::nullopt;
+  return it->second;
 }
 
 void RunSession::finish() {

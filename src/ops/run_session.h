@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -78,6 +80,10 @@ class RunSession {
   // teardown.
   [[nodiscard]] const std::set<Pid>& run_pids() const { return run_pids_; }
 
+  // The device files to look for at teardown: which of them each leftover held, read before
+  // any signal (RunLeftover::devices). Without them (none given) the record says nothing.
+  void watch_devices(std::vector<DeviceFile> files) { devices_ = std::move(files); }
+
   // Waits for the workload (Supervisor::supervise), logging each event; `hooks.on_event`
   // hears them too. An exception from a hook leaves through here, and the guard stays armed.
   RunEnd supervise(const SuperviseOptions& options, const SuperviseHooks& hooks);
@@ -95,6 +101,10 @@ class RunSession {
  private:
   RunSession(RunSessionOptions options, RunLog& log, procfs::ProcFs proc, Supervisor supervisor);
   void say(const std::string& line) const;
+  // What `members` hold of devices_, before the teardown signals them (held_).
+  void note_holdings(const std::vector<ProcessInfo>& members);
+  // A leftover's devices as note_holdings found them; nullopt when not known.
+  [[nodiscard]] std::optional<std::vector<std::string>> held_by(const ProcessInfo& p) const;
   // The guard's work: everything of the run SIGKILLed, reaped. Never throws.
   void kill_everything() noexcept;
 
@@ -110,6 +120,10 @@ class RunSession {
   std::set<Pid> run_pids_;
   std::string fallback_reason_;
   std::optional<GroupTeardown> teardown_;
+  std::vector<DeviceFile> devices_;
+  // (PID, start ticks) → the device files it held; every process read fully is here, holding
+  // nothing or not.
+  std::map<std::pair<Pid, std::uint64_t>, std::vector<std::string>> held_;
   bool armed_ = false;  // launched and not torn down yet
 };
 

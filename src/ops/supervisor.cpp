@@ -250,9 +250,10 @@ std::vector<ProcessInfo> SubreaperContainment::members(const procfs::ProcFs& pro
 
 GroupTeardown tear_down_group(const procfs::ProcFs& proc, const Containment& containment,
                               Supervisor& supervisor, const TeardownOptions& options,
-                              const std::function<void(const std::string&)>& progress) {
+                              const std::function<void(const std::string&)>& progress,
+                              const MembersFound& before_signals) {
   return tear_down_rounds(
-      proc, containment, options, [&supervisor] { supervisor.reap(); }, progress);
+      proc, containment, options, [&supervisor] { supervisor.reap(); }, progress, before_signals);
 }
 
 }  // namespace gpuclean::ops

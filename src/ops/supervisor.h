@@ -133,6 +133,7 @@ using GroupTeardown = RoundsOutcome;
 // is left as a zombie of ours.
 GroupTeardown tear_down_group(const procfs::ProcFs& proc, const Containment& containment,
                               Supervisor& supervisor, const TeardownOptions& options,
-                              const std::function<void(const std::string&)>& progress = {});
+                              const std::function<void(const std::string&)>& progress = {},
+                              const MembersFound& before_signals = {});
 
 }  // namespace gpuclean::ops

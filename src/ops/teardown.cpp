@@ -193,7 +193,8 @@ std::size_t RoundsOutcome::remaining() const {
 
 RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& source,
                                const TeardownOptions& options, const std::function<void()>& reap,
-                               const std::function<void(const std::string&)>& progress) {
+                               const std::function<void(const std::string&)>& progress,
+                               const MembersFound& before_signals) {
   RoundsOutcome result;
   auto reap_now = [&reap] {
     if (reap) reap();
@@ -207,6 +208,7 @@ RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& s
       if (seen.insert({info.pid, info.start_ticks}).second) fresh.push_back(std::move(info));
     }
     if (fresh.empty()) break;
+    if (before_signals) before_signals(fresh);
     TeardownOptions round_options = options;
     round_options.still_member = [&source, &proc](Pid pid) {
       return source.still_member(proc, pid);

@@ -84,10 +84,14 @@ struct RoundsOutcome {
 // SIGKILL at once; then kill_remaining(). At most four rounds, each bounded by options.wait.
 // members() is also asked when a round's grace period ends (see tear_down's before_kill).
 // `reap` (may be empty) runs before each round and at the end (run reaps its children).
+// `before_signals` (may be empty) hears each round's new members before any of them is
+// signalled: what they hold can still be read (run names what its leftovers held).
+using MembersFound = std::function<void(const std::vector<ProcessInfo>&)>;
 RoundsOutcome tear_down_rounds(const procfs::ProcFs& proc, const MemberSource& source,
                                const TeardownOptions& options,
                                const std::function<void()>& reap = {},
-                               const std::function<void(const std::string&)>& progress = {});
+                               const std::function<void(const std::string&)>& progress = {},
+                               const MembersFound& before_signals = {});
 
 // kill's members: the planned processes (same PID and start time, still alive) and, when
 // `follow_children`, every process that did not exist at plan time and either descends from a

@@ -17,6 +17,10 @@
 #include "output/svg_text.h"
 
 namespace gpuclean::output {
+// The picture's own names (kWidth, Mark, …) in a namespace of their own: run_plot.cpp has the
+// same ones, and a unity build (gpuclean.sh's: one batch per library) puts both files in one
+// translation unit, where anonymous namespaces merge.
+namespace history_svg {
 namespace {
 
 // Across: the lane labels' column (the GPU legend above it), the plot, then room for a bar's
@@ -35,9 +39,8 @@ constexpr double kLaneHeight = 20;
 constexpr double kBarHeight = 14;
 constexpr std::size_t kMaxLanes = 20;
 // An SVG has no font metrics: text widths are estimates. 11 px monospace is 0.6 em a character
-// (DejaVu Sans Mono, Liberation Mono); 11 px sans-serif averages less, 6.4 px covers most text.
+// (DejaVu Sans Mono, Liberation Mono); 11 px sans-serif: svg_text.h's kSansCharWidth.
 constexpr double kMonoCharWidth = 6.7;
-constexpr double kSansCharWidth = 6.4;
 // A white outline under a text's letters: readable over hatching and lines.
 constexpr const char* kHalo = R"(stroke="white" stroke-width="3" paint-order="stroke")";
 
@@ -68,10 +71,6 @@ const char* class_colour(const std::string& klass) {
 // it holds is nobody's work. `foreign` counts too: its PID's owner died and the PID moved on.
 bool is_leftover(const std::string& klass) {
   return klass == "orphan" || klass == "heir" || klass == "zombie-leader" || klass == "foreign";
-}
-
-double text_width(std::string_view text, double char_width) {
-  return static_cast<double>(escape_terminal(text).size()) * char_width;
 }
 
 struct Span {
@@ -327,29 +326,6 @@ struct Mark {
   bool anchor_end = false;
 };
 
-// "Xid 79 ×3, kill (exit 0)": each label once, with its count; two at most, then how many
-// other labels there are.
-std::string joined_label(const std::vector<std::string>& labels) {
-  std::vector<std::pair<std::string, std::size_t>> counted;
-  for (const std::string& label : labels) {
-    auto it = std::find_if(counted.begin(), counted.end(),
-                           [&](const auto& c) { return c.first == label; });
-    if (it == counted.end()) {
-      counted.emplace_back(label, 1);
-    } else {
-      ++it->second;
-    }
-  }
-  std::string text;
-  for (std::size_t i = 0; i < std::min<std::size_t>(counted.size(), 2); ++i) {
-    if (i > 0) text += ", ";
-    text += counted[i].first;
-    if (counted[i].second > 1) text += fmt::format(" \u00d7{}", counted[i].second);
-  }
-  if (counted.size() > 2) text += fmt::format(" (+{} more)", counted.size() - 2);
-  return text;
-}
-
 std::vector<Mark> marks_of(const RunRecord& record, const Coverage& coverage, const Frame& frame) {
   std::vector<std::pair<double, std::string>> found;
   for (const RunEvent& e : record.events) {
@@ -369,7 +345,7 @@ std::vector<Mark> marks_of(const RunRecord& record, const Coverage& coverage, co
     }
     marks.back().labels.push_back(label);
   }
-  for (Mark& m : marks) m.label = joined_label(m.labels);
+  for (Mark& m : marks) m.label = joined_labels(m.labels, 2);
   return marks;
 }
 
@@ -819,7 +795,7 @@ std::string document_start(double height, const std::string& title, const std::s
 
 }  // namespace
 
-std::string render_history_svg(const HistoryPlotInput& input) {
+std::string render(const HistoryPlotInput& input) {
   const Frame frame{input.since, input.until > input.since ? input.until : input.since + 1};
   const Coverage coverage = coverage_of(input);
   // The memory steps and the marks' labels: history_as_record's (output/history_view.h).
@@ -847,6 +823,12 @@ std::string render_history_svg(const HistoryPlotInput& input) {
     bottom += 22;
   }
   return document_start(std::ceil(bottom + 6), input.title, input.subtitle) + body + "</svg>\n";
+}
+
+}  // namespace history_svg
+
+std::string render_history_svg(const HistoryPlotInput& input) {
+  return history_svg::render(input);
 }
 
 }  // namespace gpuclean::output

@@ -99,6 +99,13 @@ std::string action_text(const std::string& detail) {
   return text;
 }
 
+}  // namespace
+
+// The timeline's shared state. Named, not anonymous: TimelineWriter::Cache derives from it, and
+// a base from an anonymous namespace warns in a unity build (-Wsubobject-linkage), as
+// gpuclean.sh's is.
+namespace timeline_text {
+
 // A holder's memory changes on one GPU after its first, folded into one line: how many, the
 // peak and the last figure.
 struct MemoryFold {
@@ -160,6 +167,14 @@ struct TimelineCache {  // TimelineWriter::Cache
     return parent_text(p, &argv_of(p.parent_argv));
   }
 };
+
+}  // namespace timeline_text
+
+namespace {
+
+using timeline_text::key_of;
+using timeline_text::MemoryFold;
+using timeline_text::TimelineCache;
 
 std::string holder_line(const HistoryEvent& e, TimelineCache& cache) {
   const RecordedProcess& p = *e.process;
@@ -275,7 +290,7 @@ std::string recorded_owner_text(const std::string& owner) {
   return kind + " " + id;
 }
 
-struct TimelineWriter::Cache : TimelineCache {};
+struct TimelineWriter::Cache : timeline_text::TimelineCache {};
 
 TimelineWriter::TimelineWriter(std::ostream& out, TimelineOptions options)
     : out_(out), options_(options), cache_(std::make_unique<Cache>()) {
@@ -327,7 +342,7 @@ void TimelineWriter::write(const HistoryEvent& event) {
   }
   if (event.process && event.kind == HistoryEventKind::kLeft) {
     // Its folds end before the line that says it left.
-    const ProcessKey key = key_of(*event.process);
+    const timeline_text::ProcessKey key = key_of(*event.process);
     auto it = folds.lower_bound({key, 0});
     while (it != folds.end() && it->first.first == key) {
       if (it->second.more > 0) put_line(fold_line(it->first.second, it->second, *cache_));

@@ -29,12 +29,15 @@ std::string target_row(const KillTarget& t, int depth, std::size_t owner_width, 
   Bytes total = 0;
   for (const auto& [gpu, bytes] : t.gpu_memory) total += bytes;
   if (total > 0) memory = format_bytes(total);
-  return cut_to_columns(fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}", p.pid,
-                                    escape_terminal(p.user), state_label(p), to_string(t.klass),
-                                    memory, owner_cell(p.owner, owner_width, 2), tree_indent(depth),
-                                    depth_mark(depth), command_label(p, 100)),
-                        width) +
-         '\n';
+  // Cut only to a terminal's width: into a pipe or a file the command stays whole. A width in
+  // columns is at most as many bytes, so a command cut there still fills the row.
+  const bool terminal = width < static_cast<std::size_t>(kNoWidthLimit);
+  const std::string row =
+      fmt::format("  {:>8}  {:<10} {:<5} {:<13} {:>9}  {}{}{}{}", p.pid, escape_terminal(p.user),
+                  state_label(p), to_string(t.klass), memory, owner_cell(p.owner, owner_width, 2),
+                  tree_indent(depth), depth_mark(depth),
+                  command_label(p, terminal ? width : std::numeric_limits<std::size_t>::max()));
+  return (terminal ? cut_to_columns(row, width) : row) + '\n';
 }
 
 std::string steps_text(const KillSteps& s) {
@@ -213,7 +216,8 @@ void render_kill_report_text(std::ostream& out, const KillReport& report) {
                        count == 1 ? "" : "s", report.seconds,
                        left.still_held.empty() ? "" : "; others still hold the files", unchecked);
   } else {
-    out << fmt::format("gpuclean: kill: {} of {} targets remain{}{}\n", report.remaining, count,
+    out << fmt::format("gpuclean: kill: {} of {} target{} remain{}{}{}\n", report.remaining, count,
+                       count == 1 ? "" : "s", report.remaining == 1 ? "s" : "",
                        left.memory.empty() ? "" : "; GPU memory not released", unchecked);
   }
   if (report.leftovers && !left.leftovers.empty()) {

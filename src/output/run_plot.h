@@ -9,8 +9,10 @@
 
 namespace gpuclean::output {
 
-// A complete SVG document. Text from the record (the command line) is escaped for XML; a record
-// without samples still draws the axes and the events, and says there is no GPU data.
+// A complete SVG document, 900 px wide and as tall as its marks' label rows and its legend's
+// rows need. Text from the record (the command line, GPU names) is escaped for XML and cut to
+// the width; a record without samples still draws the axes and the events, and says there is no
+// GPU data.
 std::string render_run_svg(const RunRecord& record);
 
 }  // namespace gpuclean::output

@@ -6,6 +6,7 @@
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/json_reader.h"
+#include "output/who_view.h"
 
 namespace gpuclean::output {
 namespace {
@@ -71,7 +72,8 @@ json to_json(const RunRecord& record, const std::string& host) {
                          {"signals", l.signals},
                          {"outcome", std::string(to_string(l.outcome))},
                          {"reason", l.reason},
-                         {"t", l.t}});
+                         {"t", l.t},
+                         {"devices", l.devices ? json(*l.devices) : json(nullptr)}});
   }
   doc["leftovers"] = std::move(leftovers);
   doc["escaped"] = record.escaped;
@@ -177,13 +179,84 @@ Result<RunRecord> parse_run_record(std::string_view text) {
     set_if_present(leftover.outcome, r.choice(l, "outcome", path, leftover_outcome_from_string));
     set_if_present(leftover.reason, r.string(l, "reason", path));
     set_if_present(leftover.t, r.number(l, "t", path));
+    leftover.devices = r.strings(l, "devices", path);  // absent or null: not known
     record.leftovers.push_back(std::move(leftover));
   }
   if (r.failed()) return Error{0, r.error()};
   return record;
 }
 
-std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
+namespace {
+
+// At most this many leftovers get a line of their own: a workload that forked thousands must
+// not bury the rest of the summary (--record has every one).
+constexpr std::size_t kLeftoverLines = 20;
+// Device files named in a leftover's line; the rest are counted.
+constexpr std::size_t kDevicesNamed = 3;
+
+// "holding /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm and 2 more"; "" when not known.
+std::string holding_text(const RunLeftover& l) {
+  if (!l.devices) return "";
+  // Gone before any signal: it may have been gone when its descriptors were read, too.
+  if (l.devices->empty()) return l.signals.empty() ? "" : ", holding no GPU device file";
+  std::string text = ", holding ";
+  for (std::size_t i = 0; i < l.devices->size() && i < kDevicesNamed; ++i) {
+    text += (i > 0 ? ", " : "") + escape_terminal((*l.devices)[i]);
+  }
+  if (l.devices->size() > kDevicesNamed) {
+    text += fmt::format(" and {} more", l.devices->size() - kDevicesNamed);
+  }
+  return text;
+}
+
+// How the teardown ended it, from the signals it was sent: "ended by SIGTERM", "ended by
+// SIGKILL after SIGTERM", "gone before any signal".
+std::string ended_text(const RunLeftover& l) {
+  std::vector<std::string> sent;  // the ending signals, without STOP and CONT
+  for (const std::string& s : l.signals) {
+    if (s != "STOP" && s != "CONT") sent.push_back("SIG" + s);
+  }
+  if (sent.empty()) return "gone before any signal";
+  std::string text = "ended by " + sent.back();
+  if (sent.size() > 1) {
+    text += " after " + fmt::format("{}", fmt::join(sent.begin(), sent.end() - 1, ", "));
+  }
+  return text;
+}
+
+// One line per leftover (pid, command, what it held, how it ended); one that survived is a
+// problem, and so is every one when `leftovers_fail` (--fail-on-leftovers).
+void add_leftover_lines(std::vector<SummaryLine>& lines, const RunRecord& record,
+                        bool leftovers_fail) {
+  std::size_t shown = 0;
+  for (const RunLeftover& l : record.leftovers) {
+    const bool remaining = l.outcome == LeftoverOutcome::kRemaining;
+    if (!remaining && shown >= kLeftoverLines) continue;  // survivors are always named
+    ++shown;
+    ProcessInfo process;  // status's way: the program's name without its directory
+    process.comm = l.comm;
+    process.cmdline = l.cmdline;
+    const std::string who =
+        fmt::format("pid {} ({}){}", l.pid, command_label(process, 60), holding_text(l));
+    if (remaining) {
+      lines.push_back({fmt::format("STILL RUNNING: {}: {}", who, l.reason), true});
+    } else if (l.outcome == LeftoverOutcome::kSkipped) {
+      lines.push_back({fmt::format("left behind: {}: {}", who, l.reason), leftovers_fail});
+    } else {
+      lines.push_back({fmt::format("left behind: {}: {}", who, ended_text(l)), leftovers_fail});
+    }
+  }
+  if (record.leftovers.size() > shown) {
+    lines.push_back({fmt::format("… and {} more left behind (gpuclean run --record FILE lists "
+                                 "every one)",
+                                 record.leftovers.size() - shown),
+                     leftovers_fail});
+  }
+}
+
+}  // namespace
+
+std::vector<SummaryLine> run_summary_lines(const RunRecord& record, bool leftovers_fail) {
   std::vector<SummaryLine> lines;
   std::string ended;
   if (record.end == WorkloadEnd::kTimeout) {
@@ -200,25 +273,19 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record) {
       {fmt::format("workload {} after {:.1f} s; exit code {}", ended,
                    record.workload_seconds.value_or(record.duration), record.exit_code)});
   std::size_t gone = 0;
-  std::vector<const RunLeftover*> remaining;
   for (const RunLeftover& l : record.leftovers) {
     if (l.outcome == LeftoverOutcome::kGone) ++gone;
-    if (l.outcome == LeftoverOutcome::kRemaining) remaining.push_back(&l);
   }
   if (record.leftovers.empty()) {
     lines.push_back({"nothing was left behind"});
   } else {
     lines.push_back(
-        {fmt::format("{} left-behind process{} found at teardown, {} ended",
-                     record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es", gone)});
+        {fmt::format("{} left-behind process{} found at teardown, {} ended{}",
+                     record.leftovers.size(), record.leftovers.size() == 1 ? "" : "es", gone,
+                     leftovers_fail ? " (--fail-on-leftovers: the run fails)" : ""),
+         leftovers_fail});
   }
-  for (const RunLeftover* l : remaining) {
-    const std::vector<std::string> argv =
-        l->cmdline.empty() ? std::vector<std::string>{l->comm} : l->cmdline;
-    lines.push_back({fmt::format("STILL RUNNING: pid {} ({}): {}", l->pid,
-                                 display_command(argv, 80), l->reason),
-                     true});
-  }
+  add_leftover_lines(lines, record, leftovers_fail);
   for (const std::string& e : record.escaped) lines.push_back({"outside the run: " + e, true});
   if (record.gpu_check == GpuCheck::kNotChecked) {
     const std::string why = record.gpus.empty() ? "" : ": " + record.gpus.front().note;
@@ -244,7 +311,9 @@ nlohmann::json run_action_json(const RunRecord& record, int exit_code) {
       record.command.begin() +
           static_cast<std::ptrdiff_t>(std::min<std::size_t>(record.command.size(), 64)));
   args.insert(args.begin(), "--");
-  std::string summary = std::to_string(record.leftovers.size()) + " leftovers torn down";
+  const std::size_t leftovers = record.leftovers.size();
+  std::string summary =
+      std::to_string(leftovers) + (leftovers == 1 ? " leftover torn down" : " leftovers torn down");
   summary += ", GPU check: " + std::string(to_string(record.gpu_check));
   if (!record.escaped.empty()) summary += ", " + std::to_string(record.escaped.size()) + " escaped";
   return {{"command", "run"},

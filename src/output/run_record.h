@@ -25,12 +25,15 @@ nlohmann::json run_action_json(const RunRecord& record, int exit_code);
 Result<RunRecord> parse_run_record(std::string_view text);
 
 // The lines `run` prints on stderr when it is over (without the "gpuclean: run: " prefix):
-// how the workload ended, what was found and ended at teardown, whether each GPU is back.
-// Command lines are escaped for a terminal. `problem` lines are printed even with --quiet.
+// how the workload ended, what was found at teardown — a line per leftover (at most 20, and
+// every survivor): its PID, command, the device files it held and how it ended — and whether
+// each GPU is back. Command lines are escaped for a terminal. `problem` lines are printed even
+// with --quiet: a survivor's, and with `leftovers_fail` (--fail-on-leftovers) every
+// leftover's.
 struct SummaryLine {
   std::string text;
   bool problem = false;
 };
-std::vector<SummaryLine> run_summary_lines(const RunRecord& record);
+std::vector<SummaryLine> run_summary_lines(const RunRecord& record, bool leftovers_fail = false);
 
 }  // namespace gpuclean::output

@@ -71,13 +71,15 @@ constexpr std::size_t kMinCommand = 16;
 constexpr std::size_t kNoteIndent = 12;
 
 // The COMMAND cell and, when it does not fit beside it, its note on lines of their own,
-// indented under the PID: a row is at most `width` columns.
-std::string command_cell(const std::string& command, const std::string& note, int depth,
+// indented under the PID: a row is at most `width` columns. A child's command is indented
+// inside the cell (`top`'s way): the columns before it stay where the header puts them.
+std::string command_cell(const std::string& label, const std::string& note, int depth,
                          const Table& table) {
   const auto columns = static_cast<std::size_t>(std::max(table.width, 0));
-  const std::size_t indent =
-      kRowPrefix + (table.owner_width > 0 ? table.owner_width + 2 : 0) + tree_indent(depth).size();
-  const std::size_t room = std::max(kMinCommand, columns > indent ? columns - indent : 0);
+  const std::size_t indent = kRowPrefix + (table.owner_width > 0 ? table.owner_width + 2 : 0);
+  const std::string command = tree_indent(depth) + label;
+  const std::size_t room =
+      std::max(kMinCommand + tree_indent(depth).size(), columns > indent ? columns - indent : 0);
   if (note.empty()) return cut_to_columns(command, room) + '\n';
   if (display_columns(command) + 2 + display_columns(note) <= room) {
     return (command.empty() ? note : command + "  " + note) + '\n';
@@ -120,7 +122,7 @@ std::string holder_row(const Holder& h, std::optional<unsigned> gpu, double now,
                           : std::string("(MPS client)"));
   }
   const std::string klass = fmt::format("{:<13}", class_label(h));
-  return fmt::format("  {}{:>8}  {:<10} {} {:>6} {:>9}  {}{}", tree_indent(depth), p.pid,
+  return fmt::format("  {:>8}  {:<10} {} {:>6} {:>9}  {}{}", p.pid,
                      cut_to_columns(escape_terminal(h.visible ? p.user : "?"), 10),
                      table.paint(klass, class_colour(h.klass)), age, memory,
                      holder_owner_cell(h, table), command_cell(command, note, depth, table));

@@ -1,6 +1,10 @@
 #include "output/svg_text.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "output/escape.h"
 
@@ -40,6 +44,105 @@ double nice_step(double span, int ticks) {
     if (raw <= m * magnitude) return m * magnitude;
   }
   return 10 * magnitude;
+}
+
+double text_width(std::string_view text, double char_width) {
+  return static_cast<double>(escape_terminal(text).size()) * char_width;
+}
+
+std::string joined_labels(const std::vector<std::string>& labels, std::size_t shown) {
+  std::vector<std::pair<std::string, std::size_t>> counted;
+  for (const std::string& label : labels) {
+    auto it = std::find_if(counted.begin(), counted.end(),
+                           [&](const auto& c) { return c.first == label; });
+    if (it == counted.end()) {
+      counted.emplace_back(label, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string text;
+  for (std::size_t i = 0; i < std::min(counted.size(), shown); ++i) {
+    if (i > 0) text += ", ";
+    text += counted[i].first;
+    if (counted[i].second > 1) text += fmt::format(" \u00d7{}", counted[i].second);
+  }
+  if (counted.size() > shown) text += fmt::format(" (+{} more)", counted.size() - shown);
+  return text;
+}
+
+namespace {
+
+// Whether a label spanning [left, right] can sit in `row` with its line at `x` (see
+// place_row_labels).
+bool fits(double x, double left, double right, std::size_t row,
+          const std::vector<RowLabel>& labels) {
+  for (const RowLabel& p : labels) {
+    if (!p.row) continue;
+    if (*p.row == row && left < p.right + 8 && p.left < right + 8) return false;
+    if (*p.row < row && x > p.left - 3 && x < p.right + 3) return false;
+    if (*p.row >= row && p.x > left - 3 && p.x < right + 3) return false;
+  }
+  return true;
+}
+
+// `m` in the lowest row it fits, right of its line if there is room, else left of it (the
+// side with more room where neither has enough).
+void place_one(RowLabel& m, const std::vector<RowLabel>& labels, const LabelRows& rows) {
+  const double width = text_width(m.text, rows.char_width);
+  const bool right_room = m.x + 3 + width <= rows.max_x;
+  const bool left_room = m.x - 3 - width >= rows.min_x;
+  std::vector<bool> sides;  // anchor_end, in the order tried
+  if (right_room) sides.push_back(false);
+  if (left_room) sides.push_back(true);
+  if (sides.empty()) sides.push_back(rows.max_x - m.x < m.x - rows.min_x);
+  for (std::size_t row = 0; row < rows.max_rows; ++row) {
+    for (const bool end : sides) {
+      const double left = end ? m.x - 3 - width : m.x + 3;
+      if (fits(m.x, left, left + width, row, labels)) {
+        m.row = row;
+        m.anchor_end = end;
+        m.left = left;
+        m.right = left + width;
+        return;
+      }
+    }
+  }
+}
+
+// Labels placed in the order of `forward` (left to right) or its reverse; returns (labels
+// without a row, rows used).
+std::pair<std::size_t, std::size_t> place_in_order(std::vector<RowLabel>& labels,
+                                                   const LabelRows& rows, bool forward) {
+  for (RowLabel& m : labels) m.row.reset();
+  std::vector<std::size_t> order(labels.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = forward ? i : order.size() - 1 - i;
+  std::size_t unplaced = 0;
+  std::size_t used = 0;
+  for (std::size_t i : order) {
+    place_one(labels[i], labels, rows);
+    if (labels[i].row) {
+      used = std::max(used, *labels[i].row + 1);
+    } else {
+      ++unplaced;
+    }
+  }
+  return {unplaced, used};
+}
+
+}  // namespace
+
+std::size_t place_row_labels(std::vector<RowLabel>& labels, const LabelRows& rows) {
+  std::stable_sort(labels.begin(), labels.end(),
+                   [](const RowLabel& a, const RowLabel& b) { return a.x < b.x; });
+  const auto leftwards = place_in_order(labels, rows, false);
+  const std::vector<RowLabel> kept = labels;
+  const auto rightwards = place_in_order(labels, rows, true);
+  if (leftwards <= rightwards) {
+    labels = kept;
+    return leftwards.second;
+  }
+  return rightwards.second;
 }
 
 }  // namespace gpuclean::output

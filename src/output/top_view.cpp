@@ -197,6 +197,26 @@ std::vector<TopRow> top_rows(const Diagnosis& diagnosis, TopSort sort, bool tree
   return rows;
 }
 
+std::string gpu_cell(const Holder& holder) {
+  std::vector<unsigned> gpus;
+  for (const auto& [gpu, bytes] : holder.gpu_memory) gpus.push_back(gpu);  // in order (a map)
+  if (gpus.empty()) return "-";
+  std::string cell;
+  for (std::size_t i = 0; i < gpus.size();) {
+    std::size_t end = i;  // the last of a run of consecutive indices
+    while (end + 1 < gpus.size() && gpus[end + 1] == gpus[end] + 1) ++end;
+    cell += cell.empty() ? "" : ",";
+    if (end >= i + 2) {
+      cell += fmt::format("{}-{}", gpus[i], gpus[end]);
+      i = end + 1;
+    } else {
+      cell += std::to_string(gpus[i]);
+      ++i;
+    }
+  }
+  return cell;
+}
+
 std::string nvml_status_line(const StatusReport& report) {
   if (report.nvml_state != NvmlState::kFailed) return "";
   // The helper's timeout says so in these words (collect/gpu_sampler.cpp): a hung driver.
@@ -206,12 +226,6 @@ std::string nvml_status_line(const StatusReport& report) {
 }
 
 namespace {
-
-std::size_t columns_of(const ScreenLine& line) {
-  std::size_t total = 0;
-  for (const Segment& s : line) total += display_columns(s.text);
-  return total;
-}
 
 // The line cut to `width` columns; with `pad`, filled with spaces to it (a selected row is
 // reverse video across the whole width).
@@ -320,145 +334,190 @@ ScreenLine source_line(const StatusReport& report) {
   return {{text, Style::kDim}};
 }
 
-// "GPU 0 [████▒▒····] 76.0 GiB / 139.8 GiB  attr 70.0 GiB  unattr 6.0 GiB  ▁▂▃▅▇"
-ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width) {
+// "NVIDIA H200" → "H200": the vendor is the driver line's; the model is what tells GPUs apart.
+std::string short_gpu_name(const Gpu& gpu) {
+  constexpr std::size_t kNameRoom = 20;
+  std::string name = escape_terminal(gpu.name);
+  constexpr std::string_view kVendor = "NVIDIA ";
+  if (gpu.source == Gpu::Source::kNvml && name.rfind(kVendor, 0) == 0 &&
+      name.size() > kVendor.size()) {
+    name.erase(0, kVendor.size());
+  }
+  return cut_to_columns(name, kNameRoom);
+}
+
+// The bar's cells as ASCII: '#' attributed, '+' unattributed, '.' free.
+std::string ascii_bar(const std::string& bar) {
+  std::string ascii;
+  for (std::size_t i = 0; i < bar.size();) {
+    if (bar.compare(i, 3, "█") == 0) {
+      ascii += '#', i += 3;
+    } else if (bar.compare(i, 3, "▒") == 0) {
+      ascii += '+', i += 3;
+    } else if (bar.compare(i, 2, "·") == 0) {
+      ascii += '.', i += 2;
+    } else {
+      ascii += bar[i], i += 1;
+    }
+  }
+  return ascii;
+}
+
+// A piece of a GPU line. Text is shown when its priority earns it room (the highest first);
+// the bar and the sparkline have a least width and take what the others leave.
+struct GpuPart {
+  enum class Kind { kText, kName, kBar, kSparkline };
+  Kind kind = Kind::kText;
+  std::string text;
+  Style style = Style::kNormal;
+  int priority = 0;
+  [[nodiscard]] std::size_t least_columns() const {
+    constexpr std::size_t kBarLeast = 8 + 2;         // [########]
+    constexpr std::size_t kSparklineLeast = 2 + 10;  // two blanks and 10 cells
+    switch (kind) {
+      case Kind::kBar:
+        return kBarLeast;
+      case Kind::kSparkline:
+        return kSparklineLeast;
+      case Kind::kText:
+      case Kind::kName:
+        break;
+    }
+    return display_columns(text);
+  }
+};
+
+// Always shown, whatever the width (with the bar at its least: the line is cut past it).
+constexpr int kAlways = 100;
+
+// The vitals `status` prints (utilisation, temperature, power), each where the driver answered.
+void add_vitals(std::vector<GpuPart>& parts, const Gpu& gpu) {
+  constexpr double kMilliwattsPerWatt = 1000.0;
+  if (gpu.utilization) {
+    parts.push_back(
+        {GpuPart::Kind::kText, fmt::format("  util {}%", *gpu.utilization), Style::kNormal, 9});
+  }
+  if (gpu.temperature_c) {
+    parts.push_back(
+        {GpuPart::Kind::kText, fmt::format("  {} °C", *gpu.temperature_c), Style::kNormal, 7});
+  }
+  if (gpu.power_mw) {
+    parts.push_back({GpuPart::Kind::kText,
+                     fmt::format("  {:.0f} W", *gpu.power_mw / kMilliwattsPerWatt), Style::kNormal,
+                     5});
+  }
+}
+
+// A GPU line's parts, left to right. What goes first when narrow (lowest priority): "unattr 0 B",
+// the attributed figure (the bar shows it), the sparkline, power, the name, the temperature,
+// unattributed memory, utilisation; the label, the bar and used / total always stay.
+std::vector<GpuPart> gpu_parts(const GpuReport& r, const TopFrame& frame, std::size_t name_width) {
+  using Kind = GpuPart::Kind;
   const Gpu& gpu = r.gpu;
-  std::string label = fmt::format("GPU {} ", gpu.index);
+  std::vector<GpuPart> parts = {
+      {Kind::kText, fmt::format("GPU {} ", gpu.index), Style::kBold, kAlways}};
+  if (name_width > 0) {
+    const std::string name = short_gpu_name(gpu);
+    parts.push_back({Kind::kName, name + std::string(name_width - display_columns(name) + 1, ' '),
+                     Style::kNormal, 6});
+  }
   if (!gpu.memory && gpu.source == Gpu::Source::kDrm) {
     // i915 and xe give no used total: what the clients hold is all there is.
-    return {{label, Style::kBold},
-            {fmt::format("{} attributed; total unknown ({})", format_bytes(r.attributed),
-                         escape_terminal(gpu.driver)),
-             Style::kDim}};
+    parts.push_back({Kind::kText,
+                     fmt::format("{} attributed; total unknown ({})", format_bytes(r.attributed),
+                                 escape_terminal(gpu.driver)),
+                     Style::kDim, kAlways});
+  } else if (!gpu.memory) {
+    parts.push_back({Kind::kText, "memory unknown", Style::kYellow, kAlways});
+  } else {
+    const Style split = r.unattributed > 0 ? Style::kYellow : Style::kDim;
+    parts.push_back({Kind::kBar, "", r.unattributed > 0 ? Style::kYellow : Style::kGreen, kAlways});
+    parts.push_back(
+        {Kind::kText,
+         fmt::format(" {} / {}", format_bytes(gpu.memory->used), format_bytes(gpu.memory->total)),
+         Style::kNormal, kAlways});
+    parts.push_back({Kind::kText, fmt::format("  attr {}", format_bytes(r.attributed)), split, 3});
+    parts.push_back({Kind::kText, fmt::format("  unattr {}", format_bytes(r.unattributed)), split,
+                     r.unattributed > 0 ? 8 : 1});
   }
-  if (!gpu.memory) return {{label, Style::kBold}, {"memory unknown", Style::kYellow}};
-  const GpuMemory& m = *gpu.memory;
-  const std::string figures = fmt::format("{} / {}", format_bytes(m.used), format_bytes(m.total));
-  const std::string split =
-      fmt::format("  attr {}  unattr {}", format_bytes(r.attributed), format_bytes(r.unattributed));
-  // The bar and the sparkline share what is left: a third to the bar, the rest to the minute.
-  const std::size_t fixed =
-      display_columns(label) + 2 + 1 + display_columns(figures) + display_columns(split) + 2;
-  const std::size_t room = width > fixed ? width - fixed : 0;
-  const int bar_cells = static_cast<int>(std::clamp<std::size_t>(room / 3, 6, 30));
-  std::string bar = memory_bar(m.total, r.attributed, r.unattributed, bar_cells);
-  if (!frame.unicode) {
-    // The bar's cells as ASCII: '#' attributed, '+' unattributed, '.' free.
-    std::string ascii;
-    for (std::size_t i = 0; i < bar.size();) {
-      if (bar.compare(i, 3, "█") == 0) {
-        ascii += '#', i += 3;
-      } else if (bar.compare(i, 3, "▒") == 0) {
-        ascii += '+', i += 3;
-      } else if (bar.compare(i, 2, "·") == 0) {
-        ascii += '.', i += 2;
-      } else {
-        ascii += bar[i], i += 1;
-      }
-    }
-    bar = ascii;
-  }
-  ScreenLine line{{label, Style::kBold},
-                  {bar, r.unattributed > 0 ? Style::kYellow : Style::kGreen},
-                  {" " + figures, Style::kNormal},
-                  {split, r.unattributed > 0 ? Style::kYellow : Style::kDim}};
-  const std::size_t used = columns_of(line);
+  add_vitals(parts, gpu);
   const MemoryHistory* history = frame.show_utilization ? frame.utilization : frame.history;
-  if (history != nullptr && width > used + 3) {
-    if (const auto* samples = history->of(gpu.index)) {
-      const int cells = static_cast<int>(std::min<std::size_t>(width - used - 2, 60));
-      line.push_back({"  " + sparkline(*samples, frame.now, cells, frame.unicode), Style::kDim});
-    }
+  if (history != nullptr && history->of(gpu.index) != nullptr) {
+    parts.push_back({Kind::kSparkline, "", Style::kDim, 4});
   }
-  return line;
-}
-
-// The holder table's columns for a terminal `width` wide. In full: "  " PID(8) "  " USER(10) " "
-// CLASS(13) " " AGE(6) " " MEMORY(9) " " GPU%(4) " " CPU%(5) " " RSS(6) "  " [OWNER "  "]
-// COMMAND. Where COMMAND would get fewer than kCommandRoom columns, OWNER goes first, then RSS,
-// CPU%, AGE, GPU%, then USER, then the margins narrow and CLASS is cut at 10: PID, CLASS, MEMORY
-// and the start of COMMAND are what one acts on (at 40 columns COMMAND keeps 10; it had none,
-// and CLASS was cut off, before).
-struct TableLayout {
-  bool narrow = false;  // one-column margins, CLASS cut at 10
-  bool user = true;
-  bool age = true;
-  bool gpu = true;  // GPU%: the SM utilisation NVML samples for it
-  bool cpu = true;  // CPU%: host CPU since the last refresh
-  bool rss = true;  // resident host memory
-  std::size_t owner_width = 0;
-
-  [[nodiscard]] std::size_t class_width() const { return narrow ? 10 : 13; }
-  [[nodiscard]] std::size_t prefix_width() const {
-    const std::size_t gap = narrow ? 1 : 2;
-    std::size_t total = gap + 8 + gap + class_width() + 1 + 9 + gap;
-    if (user) total += 11;
-    if (age) total += 7;
-    if (gpu) total += 5;
-    if (cpu) total += 6;
-    if (rss) total += 7;
-    if (owner_width > 0) total += owner_width + 2;
-    return total;
-  }
-};
-
-constexpr std::size_t kCommandRoom = 20;
-
-TableLayout table_layout(std::size_t width, std::size_t owner_width) {
-  TableLayout layout;
-  layout.owner_width = owner_width;
-  const auto fits = [&] { return layout.prefix_width() + kCommandRoom <= width; };
-  if (!fits()) layout.owner_width = 0;
-  if (!fits()) layout.rss = false;
-  if (!fits()) layout.cpu = false;
-  if (!fits()) layout.age = false;
-  if (!fits()) layout.gpu = false;
-  if (!fits()) layout.user = false;
-  if (!fits()) layout.narrow = true;
-  return layout;
-}
-
-// The cells before COMMAND, as three parts: before CLASS, CLASS (padded: it has its own colour),
-// after it.
-struct RowParts {
-  std::string before;
-  std::string klass;
-  std::string after;
-};
-
-// One row's cells as text, before the layout drops some.
-struct RowCells {
-  std::string pid, user, klass, age, memory, gpu, cpu, rss, owner;
-};
-
-RowParts row_parts(const TableLayout& layout, const RowCells& cells) {
-  const std::string gap(layout.narrow ? 1 : 2, ' ');
-  RowParts parts;
-  parts.before = gap + fmt::format("{:>8}", cells.pid) + gap;
-  if (layout.user) parts.before += fmt::format("{:<10} ", cut_to_columns(cells.user, 10));
-  const std::string cut = cut_to_columns(cells.klass, layout.class_width());
-  parts.klass = cut + std::string(layout.class_width() - display_columns(cut), ' ');
-  parts.after = " ";
-  if (layout.age) parts.after += fmt::format("{:>6} ", cells.age);
-  parts.after += fmt::format("{:>9}", cells.memory);
-  if (layout.gpu) parts.after += fmt::format(" {:>4}", cells.gpu);
-  if (layout.cpu) parts.after += fmt::format(" {:>5}", cells.cpu);
-  if (layout.rss) parts.after += fmt::format(" {:>6}", cells.rss);
-  parts.after += gap + cells.owner;
   return parts;
 }
 
-ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
-  const std::string owner =
-      layout.owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", layout.owner_width) : "";
-  const RowParts parts =
-      row_parts(layout, {"PID", "USER", "CLASS", "AGE", "MEMORY", "GPU%", "CPU%", "RSS", owner});
-  std::string text = parts.before + parts.klass + parts.after + "COMMAND";
-  std::string how =
-      // "[by memory": the sort key is what stays readable where COMMAND keeps its 20 columns.
-      fmt::format("  [by {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
-                  state.filter.empty() ? "" : ", filter: " + state.filter);
-  return {{text, Style::kBold}, {escape_terminal(how), Style::kDim}};
+// Which parts earn room in `width` columns, the most important first; `used`: their columns.
+std::vector<bool> parts_shown(const std::vector<GpuPart>& parts, std::size_t width,
+                              std::size_t& used) {
+  std::vector<std::size_t> by_priority(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) by_priority[i] = i;
+  std::stable_sort(by_priority.begin(), by_priority.end(), [&](std::size_t a, std::size_t b) {
+    return parts[a].priority > parts[b].priority;
+  });
+  std::vector<bool> shown(parts.size(), false);
+  used = 0;
+  for (std::size_t i : by_priority) {
+    const std::size_t columns = parts[i].least_columns();
+    if (parts[i].priority < kAlways && used + columns > width) continue;
+    shown[i] = true;
+    used += columns;
+  }
+  return shown;
+}
+
+// Whether the GPU's name has room on its line.
+bool name_shown(const GpuReport& r, const TopFrame& frame, std::size_t width,
+                std::size_t name_width) {
+  const std::vector<GpuPart> parts = gpu_parts(r, frame, name_width);
+  std::size_t used = 0;
+  const std::vector<bool> shown = parts_shown(parts, width, used);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].kind == GpuPart::Kind::kName) return shown[i];
+  }
+  return false;
+}
+
+// "GPU 0 H200 [████▒▒····] 76.0 GiB / 139.8 GiB  attr 70.0 GiB  unattr 6.0 GiB  util 87%
+// 55 °C  640 W  ▁▂▃▅▇" where `width` has room for all of it; narrower, the least important parts
+// are left out (gpu_parts), never wrapped. `name_width`: the widest name of the GPUs shown (0:
+// no names), so that their bars line up.
+ScreenLine gpu_line(const GpuReport& r, const TopFrame& frame, std::size_t width,
+                    std::size_t name_width) {
+  std::vector<GpuPart> parts = gpu_parts(r, frame, name_width);
+  std::size_t used = 0;
+  const std::vector<bool> shown = parts_shown(parts, width, used);
+  // What is left widens the bar (a third of it, at most 30 cells) and then the sparkline.
+  const std::size_t spare = width > used ? width - used : 0;
+  bool sparkline_shown = false;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    sparkline_shown |= shown[i] && parts[i].kind == GpuPart::Kind::kSparkline;
+  }
+  constexpr std::size_t kBarLeast = 8;
+  constexpr std::size_t kBarMost = 30;
+  constexpr std::size_t kSparklineLeast = 10;
+  constexpr std::size_t kSparklineMost = 60;
+  const std::size_t bar_cells =
+      std::min(kBarMost, kBarLeast + (sparkline_shown ? spare / 3 : spare));
+  const std::size_t spark_cells =
+      std::min(kSparklineMost, kSparklineLeast + spare - (bar_cells - kBarLeast));
+  ScreenLine line;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!shown[i]) continue;
+    GpuPart& part = parts[i];
+    if (part.kind == GpuPart::Kind::kBar) {
+      const GpuMemory& m = *r.gpu.memory;
+      part.text = memory_bar(m.total, r.attributed, r.unattributed, static_cast<int>(bar_cells));
+      if (!frame.unicode) part.text = ascii_bar(part.text);
+    } else if (part.kind == GpuPart::Kind::kSparkline) {
+      const MemoryHistory* history = frame.show_utilization ? frame.utilization : frame.history;
+      part.text = "  " + sparkline(*history->of(r.gpu.index), frame.now,
+                                   static_cast<int>(spark_cells), frame.unicode);
+    }
+    line.push_back({std::move(part.text), part.style});
+  }
+  return line;
 }
 
 // "1.2G", "512M", "64K": RSS in six columns at most.
@@ -476,29 +535,165 @@ std::string compact_bytes(Bytes bytes) {
                     : fmt::format("{:.0f}{}", value, units[unit]);
 }
 
-ScreenLine holder_line(const TopRow& row, const TopFrame& frame, const TableLayout& layout,
-                       bool selected) {
-  const double now = frame.now;
-  const Holder& h = *row.holder;
+// One row's cells as text, before the layout drops some.
+struct RowCells {
+  std::string pid, user, klass, age, memory, gpus, gpu, cpu, rss;
+};
+
+RowCells row_cells(const Holder& h, const TopFrame& frame) {
   const ProcessInfo& p = h.process;
   const Bytes memory = total_memory(h);
-  const std::string age = p.start_time ? format_age(now - *p.start_time) : "?";
+  const double cpu = cpu_percent(h, frame.cpu);
+  return {std::to_string(p.pid),
+          escape_terminal(h.visible ? p.user : "?"),
+          class_label(h),
+          p.start_time ? format_age(frame.now - *p.start_time) : "?",
+          memory > 0 ? format_bytes(memory) : "-",
+          gpu_cell(h),
+          h.activity ? fmt::format("{}", h.activity->sm) : "-",
+          cpu >= 0 ? fmt::format("{:.0f}", cpu) : "-",
+          h.visible && p.rss_pages > 0 ? compact_bytes(p.rss_pages * frame.page_size) : "-"};
+}
+
+// How wide each column is: its widest cell among the rows listed, its name in the header at
+// least (PID: 5), some capped: USER at 10, CLASS at 13, GPU at 7 (cut with "…"). GPU% and CPU%
+// are kPercentWidth.
+struct ColumnWidths {
+  std::size_t pid = 5, user = 4, klass = 5, age = 3, memory = 6, gpus = 3, rss = 3;
+};
+constexpr std::size_t kPercentWidth = 4;
+
+ColumnWidths column_widths(const std::vector<RowCells>& rows) {
+  ColumnWidths w;
+  const auto widen = [](std::size_t& width, const std::string& cell, std::size_t most) {
+    width = std::min(std::max(width, display_columns(cell)), most);
+  };
+  for (const RowCells& c : rows) {
+    widen(w.pid, c.pid, 10);
+    widen(w.user, c.user, 10);
+    widen(w.klass, c.klass, 13);
+    widen(w.age, c.age, 6);
+    widen(w.memory, c.memory, 10);
+    widen(w.gpus, c.gpus, 7);
+    widen(w.rss, c.rss, 6);
+  }
+  return w;
+}
+
+// The holder table's columns for a terminal `width` wide. In full: " " PID " " USER " " CLASS
+// " " AGE " " MEMORY " " GPU " " GPU% " " CPU% " " RSS "  " [OWNER "  "] COMMAND, each as wide
+// as its content (ColumnWidths), and COMMAND the rest. Where COMMAND would get fewer than
+// kCommandRoom columns, OWNER goes first, then RSS, CPU%, AGE, GPU%, GPU, then USER, then the
+// margins narrow and CLASS is cut at 10: PID, CLASS, MEMORY and the start of COMMAND are what one
+// acts on. Issue 50: with fixed widths PID took 10 columns at 80 and COMMAND 20; now COMMAND
+// gets 30 or more there.
+struct TableLayout {
+  ColumnWidths widths;
+  bool narrow = false;  // no left margin, one blank before COMMAND, CLASS cut at 10
+  bool user = true;
+  bool age = true;
+  bool gpus = true;  // GPU: the GPUs it has memory on
+  bool gpu = true;   // GPU%: the SM utilisation NVML samples for it
+  bool cpu = true;   // CPU%: host CPU since the last refresh
+  bool rss = true;   // resident host memory
+  std::size_t owner_width = 0;
+
+  [[nodiscard]] std::size_t class_width() const {
+    return narrow ? std::min<std::size_t>(widths.klass, 10) : widths.klass;
+  }
+  [[nodiscard]] std::size_t prefix_width() const {
+    std::size_t total =
+        (narrow ? 0 : 1) + widths.pid + 1 + class_width() + 1 + widths.memory + (narrow ? 1 : 2);
+    if (user) total += widths.user + 1;
+    if (age) total += widths.age + 1;
+    if (gpus) total += widths.gpus + 1;
+    if (gpu) total += kPercentWidth + 1;
+    if (cpu) total += kPercentWidth + 1;
+    if (rss) total += widths.rss + 1;
+    if (owner_width > 0) total += owner_width + 2;
+    return total;
+  }
+};
+
+constexpr std::size_t kCommandRoom = 30;
+
+TableLayout table_layout(std::size_t width, std::size_t owner_width, const ColumnWidths& widths) {
+  TableLayout layout;
+  layout.widths = widths;
+  layout.owner_width = owner_width;
+  const auto fits = [&] { return layout.prefix_width() + kCommandRoom <= width; };
+  if (!fits()) layout.owner_width = 0;
+  if (!fits()) layout.rss = false;
+  if (!fits()) layout.cpu = false;
+  if (!fits()) layout.age = false;
+  if (!fits()) layout.gpu = false;
+  if (!fits()) layout.gpus = false;
+  if (!fits()) layout.user = false;
+  if (!fits()) layout.narrow = true;
+  return layout;
+}
+
+// `text` cut to `width` columns and padded to it with blanks: after it (left-aligned) or before.
+std::string pad_right(const std::string& text, std::size_t width) {
+  const std::string cut = cut_to_columns(text, width);
+  return cut + std::string(width - display_columns(cut), ' ');
+}
+std::string pad_left(const std::string& text, std::size_t width) {
+  const std::string cut = cut_to_columns(text, width);
+  return std::string(width - display_columns(cut), ' ') + cut;
+}
+
+// The cells before COMMAND, as three parts: before CLASS, CLASS (padded: it has its own colour),
+// after it.
+struct RowParts {
+  std::string before;
+  std::string klass;
+  std::string after;
+};
+
+RowParts row_parts(const TableLayout& layout, const RowCells& cells) {
+  const ColumnWidths& w = layout.widths;
+  RowParts parts;
+  parts.before = std::string(layout.narrow ? 0 : 1, ' ') + pad_left(cells.pid, w.pid) + " ";
+  if (layout.user) parts.before += pad_right(cells.user, w.user) + " ";
+  parts.klass = pad_right(cells.klass, layout.class_width());
+  parts.after = " ";
+  if (layout.age) parts.after += pad_left(cells.age, w.age) + " ";
+  parts.after += pad_left(cells.memory, w.memory);
+  if (layout.gpus) parts.after += " " + pad_right(cells.gpus, w.gpus);
+  if (layout.gpu) parts.after += " " + pad_left(cells.gpu, kPercentWidth);
+  if (layout.cpu) parts.after += " " + pad_left(cells.cpu, kPercentWidth);
+  if (layout.rss) parts.after += " " + pad_left(cells.rss, w.rss);
+  parts.after += layout.narrow ? " " : "  ";
+  return parts;
+}
+
+ScreenLine table_header(const TopViewState& state, const TableLayout& layout) {
+  const std::string owner =
+      layout.owner_width > 0 ? fmt::format("{:<{}}  ", "OWNER", layout.owner_width) : "";
+  const RowParts parts =
+      row_parts(layout, {"PID", "USER", "CLASS", "AGE", "MEMORY", "GPU", "GPU%", "CPU%", "RSS"});
+  std::string text = parts.before + parts.klass + parts.after + owner + "COMMAND";
+  std::string how =
+      // "[by memory": the sort key is what stays readable where COMMAND keeps its 30 columns.
+      fmt::format("  [by {}{}{}]", to_string(state.sort), state.tree ? ", tree" : ", flat",
+                  state.filter.empty() ? "" : ", filter: " + state.filter);
+  return {{text, Style::kBold}, {escape_terminal(how), Style::kDim}};
+}
+
+ScreenLine holder_line(const TopRow& row, const RowCells& cells, const TableLayout& layout,
+                       bool selected) {
+  const Holder& h = *row.holder;
+  const ProcessInfo& p = h.process;
   std::string command = h.visible ? command_label(p, 400) : "(not visible from this PID namespace)";
   // Whose memory it holds matters more than the end of its command line: first.
   if (h.mps_client) command = "(MPS client) " + command;
   if (h.inherited_from)
     command = fmt::format("(heir of dead pid {}) ", *h.inherited_from) + command;
   const std::string indent = tree_indent(row.depth) + depth_mark(row.depth);
-  const std::string mem = memory > 0 ? format_bytes(memory) : "-";
   const std::string owner =
       layout.owner_width > 0 ? output::owner_cell(p.owner, layout.owner_width, 2) : std::string();
-  const double cpu = cpu_percent(h, frame.cpu);
-  const RowParts parts = row_parts(
-      layout,
-      {std::to_string(p.pid), escape_terminal(h.visible ? p.user : "?"), class_label(h), age, mem,
-       h.activity ? fmt::format("{}", h.activity->sm) : "-",
-       cpu >= 0 ? fmt::format("{:.0f}", cpu) : "-",
-       h.visible && p.rss_pages > 0 ? compact_bytes(p.rss_pages * frame.page_size) : "-", ""});
+  const RowParts parts = row_parts(layout, cells);
   if (selected) {
     return {
         {parts.before + parts.klass + parts.after + owner + indent + command, Style::kSelected}};
@@ -567,11 +762,22 @@ std::vector<std::string> wrap_pane_lines(const std::vector<std::string>& lines, 
   return out;
 }
 
-std::string key_help(const TopViewState& state) {
+// The footer: a prompt, a pane's keys, a message, or the keys that fit `width`, the most used
+// first and "? help" always last.
+std::string key_help(const TopViewState& state, bool problems, std::size_t width) {
   if (!state.prompt.empty()) return state.prompt + "_";
   if (state.pane) return state.pane->keys;
   if (!state.message.empty()) return state.message;
-  return "q quit  ↑↓/jk select  e explain  K kill  t tree  s sort  / filter  g GPUs  ? help";
+  std::vector<std::string> keys = {"q quit", "↑↓/jk select", "e explain", "K kill"};
+  if (problems) keys.emplace_back(state.problems_open ? "p fold problems" : "p problems");
+  for (const char* key : {"t tree", "s sort", "/ filter", "g GPUs"}) keys.emplace_back(key);
+  const std::string help = "? help";
+  std::string text;
+  for (const std::string& key : keys) {
+    if (display_columns(text) + display_columns(key) + 2 + help.size() > width) break;
+    text += key + "  ";
+  }
+  return text + help;
 }
 
 }  // namespace
@@ -586,16 +792,22 @@ std::vector<std::string> top_help_lines() {
       "  t               holders as process trees, or flat",
       "  s               sort by memory, GPU%, CPU%, RSS, age or PID",
       "  u               sparklines: memory or GPU utilisation",
+      "  p               the problems: one line, or each with its fix",
       "  /               filter holders by PID, user, class or command (empty: all)",
       "  g               choose the GPUs shown (0,2 or 0-3 or all)",
       "  ?               this help",
       "  q  Esc          close a pane; q quits",
       "",
+      "Columns",
+      "  GPU             the GPUs NVML counts the holder's memory on (-: none)",
+      "  GPU%            its SM utilisation in NVML's samples (-: unknown)",
+      "  CPU%            host CPU since the last refresh, of one core",
+      "",
       "Classes",
       "  active          a live process using the GPU",
       "  orphan          its parent died (a worker of a killed server)",
       "  heir            holds the memory of a dead process NVML still names",
-      "  zombie-led      its main thread exited, other threads hold the device",
+      "  zombie-leader   its main thread exited, other threads hold the device",
       "  stuck           a thread is stuck in the driver or its memory map is locked",
       "",
       "Every process's files are re-read at least once per --full-scan period; new processes,",
@@ -603,121 +815,217 @@ std::vector<std::string> top_help_lines() {
   };
 }
 
-TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, int height_in) {
-  const auto width = static_cast<std::size_t>(std::max(width_in, 1));
-  const auto height = static_cast<std::size_t>(std::max(height_in, 1));
-  TopScreen screen;
-  auto& lines = screen.lines;
-  auto add = [&lines, width](ScreenLine line, bool pad = false) {
-    lines.push_back(fit(std::move(line), width, pad));
-  };
-  add(header_line(frame));
-  const std::string footer = key_help(state);
-  if (frame.report == nullptr) {
-    while (lines.size() + 1 < height) lines.emplace_back();
-    add({{footer, Style::kDim}});
-    lines.resize(height);
-    return screen;
-  }
-  const StatusReport& report = *frame.report;
-  const Diagnosis& d = report.diagnosis;
-  add(source_line(report));
+namespace {
 
-  // What the table needs at least: its header and three rows, and the footer.
-  constexpr std::size_t kTableMinimum = 4;
-  const std::size_t budget =
-      height > lines.size() + kTableMinimum + 1 ? height - lines.size() - kTableMinimum - 1 : 0;
-  // GPUs first, then problems, each within what the table leaves.
-  const std::size_t gpu_room = std::min(d.gpus.size(), std::max<std::size_t>(budget / 2, 1));
-  for (std::size_t i = 0; i < d.gpus.size() && i < gpu_room && lines.size() + 1 < height; ++i) {
-    if (i + 1 == gpu_room && d.gpus.size() > gpu_room) {
-      add({{fmt::format("(+{} more GPUs: g chooses which are shown)", d.gpus.size() - i),
-            Style::kDim}});
+// The screen's lines as they are added, each cut to the width.
+struct ScreenLines {
+  std::vector<ScreenLine>& lines;
+  std::size_t width;
+  std::size_t height;
+  void add(ScreenLine line, bool pad = false) { lines.push_back(fit(std::move(line), width, pad)); }
+  [[nodiscard]] bool room() const { return lines.size() + 1 < height; }
+};
+
+// One line per GPU, within `room` lines: the last says how many more there are when they do not
+// all fit.
+void add_gpu_lines(ScreenLines& out, const TopFrame& frame, std::size_t room) {
+  const std::vector<GpuReport>& gpus = frame.report->diagnosis.gpus;
+  std::size_t name_width = 0;
+  for (const GpuReport& g : gpus) {
+    name_width = std::max(name_width, display_columns(short_gpu_name(g.gpu)));
+  }
+  // The names on every line or on none, so that the bars line up.
+  for (std::size_t i = 0; i < gpus.size() && i < room; ++i) {
+    if (name_width > 0 && !name_shown(gpus[i], frame, out.width, name_width)) name_width = 0;
+  }
+  for (std::size_t i = 0; i < gpus.size() && i < room && out.room(); ++i) {
+    if (i + 1 == room && gpus.size() > room) {
+      out.add({{fmt::format("(+{} more GPUs: g chooses which are shown)", gpus.size() - i),
+                Style::kDim}});
       break;
     }
-    add(gpu_line(d.gpus[i], frame, width));
+    out.add(gpu_line(gpus[i], frame, out.width, name_width));
   }
-  // Problems take at most a quarter of the screen: with 40 of them the holders' table is what
-  // one acts on (bench/top_bench.sh's crowd showed 3 rows of 40 at 200x50 before).
-  const std::size_t problem_room =
-      std::min(budget > gpu_room ? budget - gpu_room : 0, std::max<std::size_t>(height / 4, 2));
-  std::size_t used_for_problems = 0;
+}
+
+// "orphan" → "2 orphans": a kind's word with its count (JSON's words; the nouns take an s).
+std::string kind_count(ProblemKind kind, std::size_t count) {
+  std::string word = to_string(kind);
+  const bool noun = kind == ProblemKind::kHolder || kind == ProblemKind::kOrphan ||
+                    kind == ProblemKind::kHeir || kind == ProblemKind::kZombieLeader ||
+                    kind == ProblemKind::kMpsLeftover || kind == ProblemKind::kStrayContext;
+  if (noun && count > 1) word += 's';
+  return fmt::format("{} {}", count, word);
+}
+
+// The problems in one line (issue 50: two lines each pushed the table down). One problem is
+// its own message; more are counted, with the memory they count and their kinds: "! 3 problems
+// (16.0 GiB): 2 orphans, 1 unattributed — p: show". The key stays whole where the rest is cut.
+ScreenLine problem_summary(const Diagnosis& d, bool open, std::size_t width) {
+  std::size_t errors = 0;
+  Bytes bytes = 0;
+  std::vector<std::pair<ProblemKind, std::size_t>> kinds;  // in the order they come
+  for (const Problem& p : d.problems) {
+    errors += p.severity == Severity::kError ? 1 : 0;
+    bytes += p.bytes.value_or(0);
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&p](const auto& k) { return k.first == p.kind; });
+    if (it == kinds.end()) {
+      kinds.emplace_back(p.kind, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  const std::size_t warnings = d.problems.size() - errors;
+  std::string text;
+  if (d.problems.size() == 1) {
+    text = escape_terminal(d.problems.front().message);
+  } else {
+    const auto count = [](std::size_t n, const char* what) {
+      return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+    };
+    text = errors > 0 ? count(errors, "problem") : "";
+    if (warnings > 0) text += (text.empty() ? "" : ", ") + count(warnings, "warning");
+    if (bytes > 0) text += " (" + format_bytes(bytes) + ")";
+    std::string listed;
+    for (const auto& [kind, n] : kinds)
+      listed += (listed.empty() ? "" : ", ") + kind_count(kind, n);
+    text += ": " + listed;
+  }
+  const std::string key = open ? " — p: fold" : " — p: show";
+  const std::size_t room = width > display_columns(key) + 2 ? width - display_columns(key) - 2 : 0;
+  return {{"! ", errors > 0 ? Style::kRed : Style::kYellow},
+          {cut_to_columns(text, room), Style::kNormal},
+          {key, Style::kDim}};
+}
+
+// The problems: the summary line; open (`p`), each problem and its fix below it, as many as
+// `room` lines hold, with "+N more" when not all do (never one dropped unsaid).
+void add_problem_lines(ScreenLines& out, const Diagnosis& d, bool open, std::size_t room) {
+  if (d.problems.empty() || room == 0) return;
+  out.add(problem_summary(d, open, out.width));
+  if (!open) return;
+  std::size_t used = 1;
   for (std::size_t i = 0; i < d.problems.size(); ++i) {
     const Problem& p = d.problems[i];
-    // Two lines for it, and one for "+N more" when others follow: never one dropped unsaid.
+    // Two lines for it, and one for "+N more" when others follow.
     const bool more_follow = i + 1 < d.problems.size();
-    if (used_for_problems + 2 + (more_follow ? 1 : 0) > problem_room) {
-      if (used_for_problems < problem_room) {
-        add({{fmt::format("(+{} more problems: gpuclean status lists them all)",
-                          d.problems.size() - i),
-              Style::kDim}});
+    if (used + 2 + (more_follow ? 1 : 0) > room) {
+      if (used < room) {
+        const std::size_t more = d.problems.size() - i;
+        out.add({{fmt::format("(+{} more problem{}: gpuclean status lists them all)", more,
+                              more == 1 ? "" : "s"),
+                  Style::kDim}});
       }
       break;
     }
-    add({{"! ", p.severity == Severity::kError ? Style::kRed : Style::kYellow},
-         {escape_terminal(p.message), Style::kNormal}});
-    add({{"  fix: ", Style::kDim}, {escape_terminal(p.fix), Style::kNormal}});
-    used_for_problems += 2;
+    out.add({{"  ! ", p.severity == Severity::kError ? Style::kRed : Style::kYellow},
+             {escape_terminal(p.message), Style::kNormal}});
+    out.add({{"    fix: ", Style::kDim}, {escape_terminal(p.fix), Style::kNormal}});
+    used += 2;
   }
+}
 
+// A pane (help, explain, kill) where the table was: its title and `area` lines of it.
+void add_pane(ScreenLines& out, TopPane& pane, std::size_t area) {
+  out.add({{" " + pane.title + " ", Style::kSelected}}, true);
+  const std::vector<std::string> wrapped = wrap_pane_lines(pane.lines, out.width);
+  if (wrapped.size() > area && pane.scroll > wrapped.size() - area) {
+    pane.scroll = wrapped.size() - area;
+  }
+  if (wrapped.size() <= area) pane.scroll = 0;
+  for (std::size_t i = 0; i < area; ++i) {
+    const std::size_t at = pane.scroll + i;
+    out.add({{at < wrapped.size() ? wrapped[at] : "", Style::kNormal}});
+  }
+}
+
+// The row of the selection: the same PID as before, else the first row (state.selected is set
+// to it); `area` rows scrolled so that it shows.
+std::size_t place_selection(const std::vector<TopRow>& rows, TopViewState& state,
+                            std::size_t area) {
+  std::size_t selected = 0;
+  bool found = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (state.selected && rows[i].holder->process.pid == *state.selected) {
+      selected = i;
+      found = true;
+    }
+  }
+  if (!found) {
+    state.selected = rows.empty() ? std::nullopt : std::optional<Pid>(rows[0].holder->process.pid);
+  }
+  if (selected < state.scroll) state.scroll = selected;
+  if (area > 0 && selected >= state.scroll + area) state.scroll = selected + 1 - area;
+  if (rows.size() <= area) state.scroll = 0;
+  return selected;
+}
+
+// The holders' table: its header and `area` rows, each column as wide as the rows listed need.
+void add_table(ScreenLines& out, const TopFrame& frame, TopViewState& state, TopScreen& screen,
+               std::size_t area) {
+  const Diagnosis& d = frame.report->diagnosis;
   std::vector<const std::optional<Owner>*> owners;
   for (const Holder& h : d.holders) owners.push_back(&h.process.owner);
-  const TableLayout layout = table_layout(width, owner_column_width(owners));
-  screen.rows = top_rows(d, state.sort, state.tree, state.filter, frame.cpu);
-  const std::size_t area = height > lines.size() + 2 ? height - lines.size() - 2 : 0;
-
-  if (state.pane) {
-    TopPane& pane = *state.pane;
-    add({{" " + pane.title + " ", Style::kSelected}}, true);
-    const std::vector<std::string> wrapped = wrap_pane_lines(pane.lines, width);
-    const std::size_t shown = area;
-    if (wrapped.size() > shown && pane.scroll > wrapped.size() - shown) {
-      pane.scroll = wrapped.size() - shown;
-    }
-    if (wrapped.size() <= shown) pane.scroll = 0;
-    for (std::size_t i = 0; i < shown; ++i) {
-      const std::size_t at = pane.scroll + i;
-      add({{at < wrapped.size() ? wrapped[at] : "", Style::kNormal}});
-    }
-  } else {
-    add(table_header(state, layout));
-    screen.table_height = area;
-    // The selection: the same PID as before, else the first row.
-    std::size_t selected = 0;
-    bool found = false;
-    for (std::size_t i = 0; i < screen.rows.size(); ++i) {
-      if (state.selected && screen.rows[i].holder->process.pid == *state.selected) {
-        selected = i;
-        found = true;
-      }
-    }
-    if (!found) {
-      state.selected =
-          screen.rows.empty()
-              ? std::nullopt
-              : std::optional<Pid>(
-                    screen.rows[std::min(selected, screen.rows.size() - 1)].holder->process.pid);
-    }
-    if (selected < state.scroll) state.scroll = selected;
-    if (area > 0 && selected >= state.scroll + area) state.scroll = selected + 1 - area;
-    if (screen.rows.size() <= area) state.scroll = 0;
-    for (std::size_t i = 0; i < area; ++i) {
-      const std::size_t at = state.scroll + i;
-      if (at < screen.rows.size()) {
-        const bool is_selected = state.selected && at == selected;
-        add(holder_line(screen.rows[at], frame, layout, is_selected), is_selected);
-      } else if (i == 0 && screen.rows.empty()) {
-        add({{state.filter.empty() ? "  (no process holds a selected device)"
-                                   : "  (no holder matches the filter)",
-              Style::kDim}});
-      } else {
-        lines.emplace_back();
-      }
+  std::vector<RowCells> cells;
+  cells.reserve(screen.rows.size());
+  for (const TopRow& row : screen.rows) cells.push_back(row_cells(*row.holder, frame));
+  const TableLayout layout =
+      table_layout(out.width, output::owner_column_width(owners), column_widths(cells));
+  out.add(table_header(state, layout));
+  screen.table_height = area;
+  const std::size_t selected = place_selection(screen.rows, state, area);
+  for (std::size_t i = 0; i < area; ++i) {
+    const std::size_t at = state.scroll + i;
+    if (at < screen.rows.size()) {
+      const bool is_selected = state.selected && at == selected;
+      out.add(holder_line(screen.rows[at], cells[at], layout, is_selected), is_selected);
+    } else if (i == 0 && screen.rows.empty()) {
+      out.add({{state.filter.empty() ? "  (no process holds a selected device)"
+                                     : "  (no holder matches the filter)",
+                Style::kDim}});
+    } else {
+      out.lines.emplace_back();
     }
   }
-  while (lines.size() + 1 < height) lines.emplace_back();
-  lines.resize(height - 1);
-  add({{footer, state.prompt.empty() && state.message.empty() ? Style::kDim : Style::kBold}});
+}
+
+}  // namespace
+
+TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, int height_in) {
+  TopScreen screen;
+  ScreenLines out{screen.lines, static_cast<std::size_t>(std::max(width_in, 1)),
+                  static_cast<std::size_t>(std::max(height_in, 1))};
+  out.add(header_line(frame));
+  const bool problems = frame.report != nullptr && !frame.report->diagnosis.problems.empty();
+  const std::string footer = key_help(state, problems, out.width);
+  if (frame.report != nullptr) {
+    const Diagnosis& d = frame.report->diagnosis;
+    out.add(source_line(*frame.report));
+    // What the table needs at least: its header and three rows, and the footer.
+    constexpr std::size_t kTableMinimum = 4;
+    const std::size_t used = out.lines.size() + kTableMinimum + 1;
+    const std::size_t budget = out.height > used ? out.height - used : 0;
+    // GPUs first, then problems, each within what the table leaves.
+    const std::size_t gpu_room = std::min(d.gpus.size(), std::max<std::size_t>(budget / 2, 1));
+    add_gpu_lines(out, frame, gpu_room);
+    // Open, the problems take at most half of the screen; with 40 of them the holders' table
+    // is still what one acts on (bench/top_bench.sh's crowd showed 3 rows of 40 at 200x50).
+    const std::size_t problem_room = std::min(budget > gpu_room ? budget - gpu_room : 0,
+                                              std::max<std::size_t>(out.height / 2, 2));
+    add_problem_lines(out, d, state.problems_open, problem_room);
+    screen.rows = top_rows(d, state.sort, state.tree, state.filter, frame.cpu);
+    const std::size_t area =
+        out.height > out.lines.size() + 2 ? out.height - out.lines.size() - 2 : 0;
+    if (state.pane) {
+      add_pane(out, *state.pane, area);
+    } else {
+      add_table(out, frame, state, screen, area);
+    }
+  }
+  while (out.room()) out.lines.emplace_back();
+  out.lines.resize(out.height - 1);
+  out.add({{footer, state.prompt.empty() && state.message.empty() ? Style::kDim : Style::kBold}});
   return screen;
 }
 

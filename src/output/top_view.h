@@ -80,6 +80,7 @@ struct TopPane {
 struct TopViewState {
   TopSort sort = TopSort::kMemory;
   bool tree = true;
+  bool problems_open = false;  // `p`: every problem with its fix, not the one-line summary
   std::string filter;
   std::optional<Pid> selected;  // the selected holder, kept by PID across refreshes
   std::size_t scroll = 0;       // first holder row shown
@@ -109,6 +110,10 @@ struct TopScreen {
 
 // Composes the screen. `state.scroll` is adjusted so that the selection is visible.
 TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width, int height);
+
+// The GPUs NVML attributes a holder's memory to, as the table's GPU column shows them: "0",
+// "0,1", "0-3" (three or more in a row); "-" when none is known.
+std::string gpu_cell(const Holder& holder);
 
 // The key help of `?`, as pane lines.
 std::vector<std::string> top_help_lines();

@@ -74,7 +74,9 @@ Result<std::vector<DeviceFile>> expand_device_files(const DeviceSelection& selec
     }
     auto matches = glob_matches(pattern);
     if (matches.empty() && must_match) {
-      return Error{0, "'" + pattern + "': no such file"};
+      // A glob matches nothing; a plain path names no such file.
+      const bool glob = pattern.find_first_of("*?[") != std::string::npos;
+      return Error{0, "'" + pattern + (glob ? "': matched nothing" : "': no such file")};
     }
     for (auto& match : matches) paths.push_back(canonical(match));
     return Ok{};

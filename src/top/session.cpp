@@ -198,29 +198,13 @@ class TopSession {
     if (!state_.prompt.empty() || prompt_kind_ != Prompt::kNone) return handle_prompt_key(key);
     if (state_.pane) return handle_pane_key(key);
     state_.message.clear();
+    if (const std::optional<long> by = selection_move(key)) {
+      move_selection(*by);
+      return true;
+    }
     switch (key) {
       case 'q':
         return false;
-      case KEY_DOWN:
-      case 'j':
-        move_selection(1);
-        break;
-      case KEY_UP:
-      case 'k':
-        move_selection(-1);
-        break;
-      case KEY_NPAGE:
-        move_selection(static_cast<long>(std::max<std::size_t>(last_screen_.table_height, 1)));
-        break;
-      case KEY_PPAGE:
-        move_selection(-static_cast<long>(std::max<std::size_t>(last_screen_.table_height, 1)));
-        break;
-      case KEY_HOME:
-        move_selection(-1000000);
-        break;
-      case KEY_END:
-        move_selection(1000000);
-        break;
       case 't':
         state_.tree = !state_.tree;
         break;
@@ -230,6 +214,9 @@ class TopSession {
       case 'u':
         show_utilization_ = !show_utilization_;
         state_.message = show_utilization_ ? "sparklines: GPU utilisation" : "sparklines: memory";
+        break;
+      case 'p':
+        state_.problems_open = !state_.problems_open;
         break;
       case '/':
         start_prompt(Prompt::kFilter, state_.filter);
@@ -252,6 +239,29 @@ class TopSession {
         break;
     }
     return true;
+  }
+
+  // How far a key moves the selection (rows, down positive), or nullopt for another key.
+  [[nodiscard]] std::optional<long> selection_move(int key) const {
+    const auto page = static_cast<long>(std::max<std::size_t>(last_screen_.table_height, 1));
+    switch (key) {
+      case KEY_DOWN:
+      case 'j':
+        return 1;
+      case KEY_UP:
+      case 'k':
+        return -1;
+      case KEY_NPAGE:
+        return page;
+      case KEY_PPAGE:
+        return -page;
+      case KEY_HOME:
+        return -1000000;
+      case KEY_END:
+        return 1000000;
+      default:
+        return std::nullopt;
+    }
   }
 
   void move_selection(long by) {
@@ -470,7 +480,10 @@ class TopSession {
     }
     std::ostringstream plan;
     const std::size_t count = dry_run->plan.targets.size();
-    if (count > 0) output::render_kill_plan_text(plan, dry_run->plan, dry_run->steps);
+    // Cut to the screen, as before kill's plan stopped cutting into a pipe (a wrapped row
+    // reads as two targets).
+    const auto width = static_cast<std::size_t>(std::max(terminal_->width() - 2, 20));
+    if (count > 0) output::render_kill_plan_text(plan, dry_run->plan, dry_run->steps, width);
     lines = split_lines(plan.str());
     diagnostics();
     // What acting on it would ask about: top asks once, for all of it.

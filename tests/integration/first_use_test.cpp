@@ -87,7 +87,20 @@ const std::string kKillHelp = "Run `gpuclean kill --help` for its options and ex
 INSTANTIATE_TEST_SUITE_P(
     Messages, UsageErrorTest,
     ::testing::Values(
-        UsageCase{{"kill", "abc"}, "gpuclean: kill: 'abc' is not a PID\n" + kKillHelp},
+        // Issue 50: a name where kill wants PIDs points at who. Failed on commit f9d1cde,
+        // which said "'python' is not a PID" and no more.
+        UsageCase{{"kill", "abc"},
+                  "gpuclean: kill: 'abc' is not a PID; to find PIDs by what they run: "
+                  "gpuclean who\n" +
+                      kKillHelp},
+        UsageCase{{"kill", "python"},
+                  "gpuclean: kill: 'python' is not a PID; to find PIDs by what they run: "
+                  "gpuclean who\n" +
+                      kKillHelp},
+        // Issue 50: a user that does not exist is named as such. Failed on commit f9d1cde:
+        // "--user: no such user: '…': No such file or directory".
+        UsageCase{{"kill", "--user", "gpuclean-no-such-user"},
+                  "gpuclean: kill: --user: no user named 'gpuclean-no-such-user'\n" + kKillHelp},
         UsageCase{{"kill", "-9", "4242"},
                   "gpuclean: kill: '-9' is not a PID; to choose the signal use --signal KILL\n" +
                       kKillHelp},
@@ -115,6 +128,26 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{{"whoo"},
                   "gpuclean: 'whoo' is not a command; did you mean `gpuclean who`?\n"
                   "Run `gpuclean --help` for the commands.\n"},
+        // Issue 50: another tool's word for listing processes gets the command that lists
+        // them. Failed on commit f9d1cde: "'ps' is not a command" with no suggestion.
+        UsageCase{{"ps"},
+                  "gpuclean: 'ps' is not a command; did you mean `gpuclean who`?\n"
+                  "Run `gpuclean --help` for the commands.\n"},
+        UsageCase{{"list"},
+                  "gpuclean: 'list' is not a command; did you mean `gpuclean who`?\n"
+                  "Run `gpuclean --help` for the commands.\n"},
+        UsageCase{{"ps", "--help"},
+                  "gpuclean: 'ps' is not a command; did you mean `gpuclean who`?\n"
+                  "Run `gpuclean --help` for the commands.\n"},
+        // Issue 50: a usage error found once the GPUs were looked at reads as the parser's.
+        // Failed on commit f9d1cde: "gpuclean: --gpus needs NVML …", no command, no help.
+        UsageCase{{"status", "--gpus", "7", "--no-nvml", "--no-drm"},
+                  "gpuclean: status: --gpus needs NVML (which GPU a process uses is known only "
+                  "from NVML's process lists), and NVML is disabled\n"
+                  "Run `gpuclean status --help` for its options and examples.\n"},
+        UsageCase{{"check", "--gpus", "abc", "--no-nvml"},
+                  "gpuclean: check: --gpus: 'abc' is not a GPU index (use 0,2 or 0-3 or all)\n"
+                  "Run `gpuclean check --help` for its options and examples.\n"},
         // Help for a command that does not exist is a usage error, not the top-level help and
         // exit 0 (the man page helper found both exiting 0 on 63f2eed).
         UsageCase{{"help", "whoo"},
@@ -274,6 +307,50 @@ TEST(FirstUse, EveryHelpFitsEightyColumnsWithExamplesAndExitCodes) {
     EXPECT_LE(count, 4U) << example_block;
     EXPECT_TRUE(std::regex_search(help.out, std::regex("\n  2 +usage error"))) << help.out;
   }
+}
+
+// Issue 50: a command's help lists its own options first, and the global ones after under
+// their own heading. Failed on commit f9d1cde: `kill --help` listed the global options first
+// (--leftovers on line 39), and no help had the heading.
+TEST(FirstUse, HelpListsTheCommandsOwnOptionsBeforeTheGlobalOnes) {
+  const std::string heading = "\nGlobal options (also before the command):\n";
+  const std::vector<std::string> globals = {"--json",         "--gpus LIST",   "--device-glob GLOB",
+                                            "--no-nvml",      "--no-drm",      "--threads N",
+                                            "--nvml-timeout", "--proc-timeout"};
+  struct Case {
+    std::string command;
+    std::vector<std::string> own;
+  };
+  const std::vector<Case> cases = {
+      {"kill", {"-h,--help", "--leftovers", "--no-tree", "--user USER", "-y,--yes", "--wait"}},
+      {"status", {"-h,--help", "--max-used MIB", "--allow-user USER", "--strict", "--db PATH"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("gpuclean " + c.command + " --help");
+    const CommandResult help = shipping({c.command, "--help"});
+    ASSERT_EQ(help.exit_code, 0) << both(help);
+    const std::size_t options = help.out.find("\nOptions:\n");
+    const std::size_t global = help.out.find(heading);
+    ASSERT_NE(options, std::string::npos) << help.out;
+    ASSERT_NE(global, std::string::npos) << help.out;
+    ASSERT_LT(options, global) << help.out;
+    for (const std::string& option : c.own) {
+      const std::size_t at = help.out.find("\n  " + option);
+      EXPECT_GT(at, options) << option << "\n" << help.out;
+      EXPECT_LT(at, global) << option << "\n" << help.out;
+    }
+    for (const std::string& option : globals) {
+      const std::size_t at = help.out.find("\n  " + option);
+      EXPECT_NE(at, std::string::npos) << option << "\n" << help.out;
+      EXPECT_GT(at, global) << option << "\n" << help.out;
+    }
+  }
+  // A command that takes no global option has no heading for them; the top level's options
+  // are all its own.
+  EXPECT_EQ(shipping({"plot", "--help"}).out.find("Global options"), std::string::npos);
+  const CommandResult top = shipping({"--help"});
+  EXPECT_EQ(top.out.find("Global options"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("\n  --no-nvml"), std::string::npos) << top.out;
 }
 
 TEST(FirstUse, HelpCommandIsTheSameAsTheFlag) {

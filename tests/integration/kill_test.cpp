@@ -231,6 +231,39 @@ TEST_F(KillTest, DryRunSignalsNothing) {
   EXPECT_TRUE(wait_gone(holder, 2s)) << both(real);
 }
 
+// Issue 50: a dry run on PIDs ended with the plan and never said it was one; and the plan's
+// COMMAND was cut at 100 bytes with "…" into a pipe. Now its last line says nothing was
+// signalled, whatever selected the plan (PIDs, --holders), and the command is whole when stdout
+// is no terminal (it is a pipe here). Failed on commit f9d1cde:
+//   Expected equality of these values: last_line(named.err) Which is: "" said
+//   Value of: contains(named.out, long_arg + "\n") Actual: false ("… --model=/models/…")
+//   Expected equality of these values: last_line(holders.err)
+//   Which is: "gpuclean: kill: would ask: selectors other than explicit PIDs need a confirmation"
+TEST_F(KillTest, ADryRunSaysSoAndItsPlanShowsTheWholeCommand) {
+  // The helper ignores arguments after its own: a command line far past 100 bytes.
+  const std::string long_arg = "--model=/models/" + std::string(120, 'x') + "/last-part-of-it";
+  const pid_t holder = start("hold", held_, {long_arg}).at(0);
+  const std::string said = "gpuclean: kill: dry run: nothing was signalled";
+  auto named = run_kill({str(holder), "--dry-run"});
+  EXPECT_EQ(named.exit_code, 0) << both(named);
+  EXPECT_EQ(last_line(named.err), said) << both(named);
+  EXPECT_TRUE(contains(named.out, long_arg + "\n")) << both(named);
+  EXPECT_FALSE(contains(named.out, "…")) << both(named);
+
+  auto holders = run_kill({"--holders", "--device-glob", held_, "--dry-run"});
+  EXPECT_EQ(holders.exit_code, 0) << both(holders);
+  EXPECT_TRUE(contains(holders.out, str(holder))) << both(holders);
+  EXPECT_EQ(last_line(holders.err), said) << both(holders);
+  EXPECT_TRUE(alive(holder));
+  EXPECT_EQ(proc_state(holder), 'S') << "stopped or otherwise disturbed by a dry run";
+
+  // Negative control: a kill that acts does not say so.
+  auto real = run_kill({str(holder), "--grace", "300ms", "--wait", "5s"});
+  EXPECT_EQ(real.exit_code, 0) << both(real);
+  EXPECT_FALSE(contains(real.out + real.err, "dry run")) << both(real);
+  EXPECT_TRUE(wait_gone(holder, 2s)) << both(real);
+}
+
 // Columns of the widest line: one per UTF-8 code point (continuation bytes are 10xxxxxx).
 std::size_t widest_line(const std::string& text) {
   std::size_t widest = 0;
@@ -881,13 +914,19 @@ TEST_F(KillTrustTest, SelectorsThatNameNothingAreUsageErrors) {
   EXPECT_NE(gpu7.err.find("no GPU 7"), std::string::npos) << both(gpu7);
   auto user = gpuclean({"kill", "--user", "gpuclean-no-such-user", "--yes", "--no-nvml"});
   EXPECT_EQ(user.exit_code, 2) << both(user);
-  EXPECT_NE(user.err.find("no such user"), std::string::npos) << both(user);
+  EXPECT_NE(user.err.find("no user named 'gpuclean-no-such-user'"), std::string::npos)
+      << both(user);
+  EXPECT_EQ(user.err.find("No such file"), std::string::npos) << both(user);
   auto cgroup = gpuclean({"kill", "--cgroup", "/gpuclean-no-such-group", "--yes", "--no-nvml"});
   EXPECT_EQ(cgroup.exit_code, 2) << both(cgroup);
   auto allow = gpuclean({"check", "--allow-user", "gpuclean-no-such-user", "--device-glob", held_,
                          "--test-gpu-source", view});
   EXPECT_EQ(allow.exit_code, 2) << both(allow);
-  EXPECT_NE(allow.err.find("no such user"), std::string::npos) << both(allow);
+  // Issue 50: failed on commit f9d1cde, which added "No such file or directory".
+  EXPECT_NE(allow.err.find("--allow-user: no user named 'gpuclean-no-such-user'"),
+            std::string::npos)
+      << both(allow);
+  EXPECT_EQ(allow.err.find("No such file"), std::string::npos) << both(allow);
   // Negative control: a user that exists selects (here: nothing of ours, dry run).
   auto root = gpuclean({"kill", "--user", "root", "--dry-run", "--no-nvml"});
   EXPECT_NE(root.exit_code, 2) << both(root);

@@ -167,6 +167,61 @@ TEST_F(RunTest, ACgroupThatCannotBeCreatedFallsBackAndSaysSo) {
   }
 }
 
+// Issue 50: the summary said "1 left-behind process found at teardown, 1 ended" and not which;
+// CI had no way to fail a job whose workload leaked a process that the teardown then ended.
+// Now a line per leftover names its PID, its command, the device file it held and how it
+// ended, and --fail-on-leftovers exits 1. Failed on commit f9d1cde:
+//   Value of: contains(plain.err, line) Actual: false
+//   (stderr: "… 1 left-behind process found at teardown, 1 ended", and nothing more)
+//   Expected equality of these values: again.size() Which is: 0  1u
+//   (--fail-on-leftovers was an unknown option: a usage error, the workload never ran)
+TEST_F(RunTest, EachLeftoverIsNamedAndFailOnLeftoversFailsTheRun) {
+  const std::string report = reports_ + "/daemon";
+  // A daemon that holds the test's device file, started by a workload that exits 0 once the
+  // daemon has reported (at most 200 × 50 ms).
+  const std::string script = std::string("'") + HOLDER_HELPER + "' daemon '" + held_ + "' '" +
+                             report + "'; i=0; while [ ! -s '" + report +
+                             "' ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done";
+  auto leaky = [&](const std::vector<std::string>& flags) {
+    std::filesystem::remove(report);
+    std::vector<std::string> args = {"run", "--no-nvml", "--device-glob", held_, "--grace", "1s"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    CommandResult result = gpuclean(args);
+    const auto daemon = wait_for_pids(report, 5s);
+    for (pid_t pid : daemon) reaper_.adopt(pid);
+    return std::make_pair(result, daemon);
+  };
+  const std::string device = std::filesystem::canonical(held_).string();
+
+  const auto [plain, daemon] = leaky({});
+  ASSERT_EQ(daemon.size(), 1u) << plain.err;
+  EXPECT_TRUE(gone(daemon[0])) << plain.err;
+  EXPECT_EQ(plain.exit_code, 0) << "without the flag a leftover that was ended is no failure\n"
+                                << plain.err;
+  EXPECT_TRUE(contains(plain.err, "1 left-behind process found at teardown, 1 ended")) << plain.err;
+  const std::string line = "left behind: pid " + std::to_string(daemon[0]) + " (";
+  EXPECT_TRUE(contains(plain.err, line)) << plain.err;
+  EXPECT_TRUE(contains(plain.err, line + "holder_helper daemon ")) << plain.err;
+  EXPECT_TRUE(contains(plain.err, ", holding " + device + ": ended by SIGTERM\n")) << plain.err;
+
+  // --fail-on-leftovers: the same run fails, and its leftover lines are problems (-q keeps them).
+  const auto [failing, again] = leaky({"--fail-on-leftovers", "-q"});
+  ASSERT_EQ(again.size(), 1u) << failing.err;
+  EXPECT_TRUE(gone(again[0])) << failing.err;
+  EXPECT_EQ(failing.exit_code, 1) << failing.err;
+  EXPECT_TRUE(contains(failing.err, "left behind: pid " + std::to_string(again[0]) + " ("))
+      << failing.err;
+  EXPECT_TRUE(contains(failing.err, "--fail-on-leftovers")) << failing.err;
+
+  // Negative control: a workload that leaves nothing behind passes with the flag.
+  auto clean = gpuclean({"run", "--no-nvml", "--device-glob", held_, "--fail-on-leftovers", "--",
+                         "sh", "-c", "exit 0"});
+  EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_TRUE(contains(clean.err, "nothing was left behind")) << clean.err;
+  EXPECT_FALSE(contains(clean.err, "left behind: pid")) << clean.err;
+}
+
 class RunExitTest : public RunTest, public ::testing::WithParamInterface<bool> {
  protected:
   CommandResult run_sh(const std::string& script, std::vector<std::string> extra = {}) {

@@ -112,7 +112,11 @@ class Stage:
         os.rename(self.scenario + ".new", self.scenario)
 
     def gc(self, *args):
-        result = subprocess.run([self.gpuclean, *args, "--device-glob", self.device], cwd=self.dir,
+        # The stand-in device file before a workload's `--`, never in its command line.
+        args = list(args)
+        at = args.index("--") if "--" in args else len(args)
+        args[at:at] = ["--device-glob", self.device]
+        result = subprocess.run([self.gpuclean, *args], cwd=self.dir,
                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, timeout=120)
         return result.stdout

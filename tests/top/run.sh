@@ -13,15 +13,17 @@
 #   - a holder that starts while top runs appears within one refresh (-d 0.5; deadline 3 s), with
 #     its PID, class and command, selected; a process started with it that holds nothing does
 #     not; `e` shows explain's account of it, Esc closes the pane
-#   - holders NVML lists: their memory (512 MiB, 256 MiB), the GPU line's used and attributed
-#     figures, DIRTY; a holder whose parent exited is `orphan`; colour is used (the control for
-#     NO_COLOR)
+#   - holders NVML lists: their memory (512 MiB, 256 MiB) and GPU (the GPU column), the GPU line's
+#     name, used figure and vitals (util, °C, W), DIRTY; a holder whose parent exited is
+#     `orphan`; colour is used (the control for NO_COLOR)
+#   - the problems are one line (`! … — p: show`) and no `fix:`; `p` opens them with their fixes,
+#     `p` folds them; the key help names `p`
 #   - Home, j/k, Down/Up move the selection (the reverse-video row); K on it shows the plan naming
 #     that PID and no other holder, `[y/N]`; `n` is `not confirmed` and the holder lives; K `y`
 #     ends it and only it (the bystander and the orphan live), the pane says `all 1 target gone`,
 #     and once the pane is closed its row is gone and the GPU line drops by its 512 MiB
 #   - resize to 200x50 and back: header on line 1, key help on the last line, a long command
-#     line whole only at 200 columns
+#     line whole only at 200 columns, the attributed figure on the GPU line only at 200
 #   - `q`, SIGTERM and SIGINT quit: exit 0, alternate screen left, cursor shown, the shell's lines
 #     from before top are back with the prompt after them, no child of top left running
 #   - NO_COLOR=1: no colour escapes, the selection still in reverse video
@@ -30,6 +32,8 @@
 #   - a hung NVML (--nvml-timeout 1s): `NVML not answering`, UNKNOWN, the clock goes on, `q`
 #     quits within 2 s, exit 0, and the hung NVML helper is gone
 #   - no terminal (stdin /dev/null, stdout a file): exit 2, stderr names `gpuclean status`
+#   - tests/top/screens.sh renders its pictures (80x24, 120x40) into a temporary directory: a PNG
+#     and an SVG each (docs/top-*.png are written by hand, never by this test)
 # The test signals only the processes it started, each by its PID; never by name.
 # The bash -c programs are in single quotes on purpose: they expand in the child.
 # shellcheck disable=SC2016
@@ -387,8 +391,16 @@ if launch dirty "$work/dirty.cfg" -- -d 0.5; then
   expect "the target's row: pid $target, active, 512 MiB, holder-T" 3 \
     row_has "$target" 'active.*512 MiB.*holder-T'
   now_check "the bystander's row: pid $bystander, active, 256 MiB" row_has "$bystander" 'active.*256 MiB.*holder-B'
-  now_check "the GPU line: used 1.5 GiB / 140.4 GiB, 896 MiB attributed" \
-    on_screen '^ *GPU 0 .*1\.5 GiB / 140\.4 GiB.*896 MiB'
+  now_check "the GPU line: the name, used 1.5 GiB / 140.4 GiB, the vitals (util 0%, 31 °C, 75 W)" \
+    on_screen '^GPU 0 H200 +\[.*\] 1\.5 GiB / 140\.4 GiB .*util 0% +31 °C +75 W'
+  now_check "the GPU column: the target's memory is on GPU 0" row_has "$target" '512 MiB 0 '
+  now_check "the problems are one line ('! … — p: show'), no 'fix:' line" \
+    eval '[ "$(shot | grep -c "^! ")" = 1 ] && on_screen "— p: show" && off_screen "fix: "'
+  now_check "the key help names p" eval 'line_n 24 | grep -q "p problems"'
+  keys p
+  expect "p opens the problems, each with its fix" 2 eval 'on_screen "^ +fix: " && on_screen "— p: fold"'
+  keys p
+  expect "p folds them again" 2 eval 'off_screen "fix: " && on_screen "— p: show"'
   orphan_parent=$(parent_of "$orphan")
   if [ "$orphan_parent" = 1 ] && ! grep -qE '^0::.*/system\.slice/[^/]+\.service' /proc/self/cgroup; then
     now_check "a holder whose parent exited: pid $orphan, orphan, 128 MiB" \
@@ -446,6 +458,8 @@ if launch dirty "$work/dirty.cfg" -- -d 0.5; then
   expect "200x50: the key help moves to line 50" 3 eval 'line_n 50 | grep -q "q quit"'
   now_check "200x50: the header still on line 1" eval 'line_n 1 | grep -q "gpuclean top"'
   now_check "200x50: more columns: the long command line is whole" on_screen "$long"
+  now_check "200x50: the GPU line has room for the attributed figure (attr 384 MiB)" \
+    on_screen '^GPU 0 .*996 MiB / 140\.4 GiB +attr 384 MiB'
   now_check "200x50: a line is wider than 80 columns" \
     eval '[ "$(shot | awk "{ if (length > n) n = length } END { print n + 0 }")" -gt 80 ]'
   tm resize-window -t top -x 30 -y 6
@@ -572,7 +586,7 @@ if launch nocolour "$work/nocolour.cfg" NO_COLOR=1 -- -d 0.5 --full-scan 1; then
   keys Enter
   expect "/ with an empty filter: all rows again" 3 eval "row_has $bystander holder-B && row_has $orphan holder-O"
   # s: the sort cycles memory -> gpu% -> cpu% -> rss -> age -> pid -> memory (issue 37); at
-  # 80 columns the key stays readable in the header ("[by memory", COMMAND's 20 columns).
+  # 80 columns the key stays readable in the header ("[by memory", COMMAND's 30 columns).
   now_check "the table is sorted by memory" on_screen '\[by memory'
   keys s
   expect "s: sorted by GPU%" 2 on_screen '\[by gpu%'
@@ -629,6 +643,19 @@ check "no terminal: exit 2 (got $s)" [ "$s" = 2 ]
 check "no terminal: stderr names 'gpuclean status': $(head -c 300 "$work/noterm.err")" \
   grep -q 'gpuclean status' "$work/noterm.err"
 check "no terminal: nothing on stdout" [ ! -s "$work/noterm.out" ]
+
+# --- 6. the pictures (tests/top/screens.sh), rendered into a temporary directory -----------------
+
+if "$root/tests/top/screens.sh" "$build" "$work/screens" >"$work/screens.log" 2>&1; then
+  pass "screens.sh renders top at 80x24 and 120x40, and with the problems opened"
+else
+  fail "screens.sh renders top at 80x24 and 120x40, and with the problems opened (exit $?)"
+  sed 's/^/  |/' "$work/screens.log"
+fi
+for name in top-80x24 top-120x40 top-120x40-problems; do
+  check "screens.sh: $name.png is a PNG and $name.svg an SVG" \
+    eval "head -c 8 '$work/screens/$name.png' | grep -q PNG && grep -q '<svg' '$work/screens/$name.svg'"
+done
 
 echo "top: took $(elapsed_since "$started") s"
 finish top

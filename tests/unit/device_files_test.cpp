@@ -78,6 +78,18 @@ TEST_F(DeviceFilesTest, NamedPathThatDoesNotExistIsAnError) {
   EXPECT_NE(files.error().message().find("no such file"), std::string::npos);
 }
 
+// Issue 50: a glob that matched nothing was "no such file". Failed on commit f9d1cde, which
+// said "'…/missing*': no such file".
+TEST_F(DeviceFilesTest, NamedGlobThatMatchesNothingSaysSo) {
+  DeviceSelection selection;
+  const std::string glob = (dir_ / "missing*").string();
+  selection.must_match = {glob};
+  auto files = expand_device_files(selection);
+  ASSERT_FALSE(files.ok());
+  EXPECT_EQ(files.error().message(), "'" + glob + "': matched nothing");
+  // Negative control: a plain path still names no such file (NamedPathThatDoesNotExist…).
+}
+
 TEST_F(DeviceFilesTest, DefaultPatternsMayMatchNothing) {
   DeviceSelection selection;
   selection.patterns = {(dir_ / "nvidia[0-9]*").string()};

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "output/run_plot.h"
 
 namespace gpuclean::output {
@@ -32,7 +34,8 @@ RunRecord sample_record() {
                   {"STOP", "TERM", "CONT"},
                   LeftoverOutcome::kGone,
                   "",
-                  10.1}};
+                  10.1,
+                  std::vector<std::string>{"/dev/nvidia0", "/dev/nvidiactl"}}};
   return r;
 }
 
@@ -54,6 +57,7 @@ TEST(RunRecordTest, RoundTripsThroughJson) {
   EXPECT_EQ(back->end, WorkloadEnd::kSignaled);
   EXPECT_EQ(back->gpu_check, GpuCheck::kNone);
   EXPECT_EQ(back->leftovers[0].outcome, LeftoverOutcome::kGone);
+  EXPECT_EQ(back->leftovers[0].devices, r.leftovers[0].devices);
   ASSERT_EQ(back->events.size(), 3u);
   EXPECT_EQ(back->events[2].kind, RunEventKind::kTeardown);
   EXPECT_EQ(back->events[0].detail, "pid 43");
@@ -141,6 +145,93 @@ TEST(RunRecordTest, SummaryFlagsWhatIsLeftAsProblems) {
   EXPECT_EQ(problems, 2);
 }
 
+// Issue 50: the summary counted the leftovers ("1 left-behind process found at teardown, 1
+// ended") and named none. Now each has a line: PID, command, the device files it held, how it
+// ended; the lines are problems (printed with -q) under --fail-on-leftovers; a record without
+// `devices` (written before) reads back as not known. Failed on commit f9d1cde: it did not
+// compile ("'struct gpuclean::RunLeftover' has no member named 'devices'"; run_summary_lines
+// took no flag), and its summary had no line per leftover.
+TEST(RunRecordTest, SummaryNamesEachLeftoverWithWhatItHeldAndHowItEnded) {
+  RunRecord r = sample_record();
+  RunLeftover killed = r.leftovers[0];
+  killed.pid = 45;
+  killed.cmdline = {"/usr/bin/python3", "worker.py", "--rank", "1"};
+  killed.signals = {"STOP", "TERM", "CONT", "KILL"};
+  killed.devices = std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl",
+                                            "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
+  RunLeftover unknown = r.leftovers[0];
+  unknown.pid = 46;
+  unknown.devices.reset();
+  unknown.signals.clear();
+  r.leftovers.push_back(killed);
+  r.leftovers.push_back(unknown);
+  std::vector<std::string> texts;
+  for (const SummaryLine& line : run_summary_lines(r)) {
+    texts.push_back(line.text);
+    EXPECT_FALSE(line.problem) << line.text;
+  }
+  auto has = [&texts](const std::string& text) {
+    return std::find(texts.begin(), texts.end(), text) != texts.end();
+  };
+  EXPECT_TRUE(has("3 left-behind processes found at teardown, 3 ended"));
+  EXPECT_TRUE(
+      has("left behind: pid 44 (python -c w), holding /dev/nvidia0, /dev/nvidiactl: "
+          "ended by SIGTERM"));
+  EXPECT_TRUE(
+      has("left behind: pid 45 (python3 worker.py --rank 1), holding /dev/nvidia0, "
+          "/dev/nvidia1, /dev/nvidiactl and 2 more: ended by SIGKILL after SIGTERM"));
+  EXPECT_TRUE(has("left behind: pid 46 (python -c w): gone before any signal"));
+
+  // --fail-on-leftovers: the count and every leftover's line are problems.
+  std::size_t problems = 0;
+  for (const SummaryLine& line : run_summary_lines(r, true)) problems += line.problem;
+  EXPECT_EQ(problems, 4u);
+
+  // Read back without `devices` (a record written before): not known, and no "holding".
+  nlohmann::json doc = to_json(r, "host");
+  doc["leftovers"][0].erase("devices");
+  auto back = parse_run_record(doc.dump());
+  ASSERT_TRUE(back.ok()) << back.error().context;
+  EXPECT_FALSE(back->leftovers[0].devices);
+  EXPECT_EQ(back->leftovers[1].devices, killed.devices);
+}
+
+// A workload that forked thousands: 20 lines, then a count; a survivor is always named.
+// What run tells the flight recorder: "1 leftover torn down" (issue 50: "1 leftovers" on
+// f9d1cde).
+TEST(RunRecordTest, TheRecordersSummaryCountsLeftoversInWords) {
+  RunRecord one = sample_record();
+  EXPECT_EQ(run_action_json(one, 0)["summary"].get<std::string>().rfind("1 leftover torn down", 0),
+            0u);
+  RunRecord two = sample_record();
+  two.leftovers.push_back(two.leftovers.front());
+  EXPECT_EQ(run_action_json(two, 0)["summary"].get<std::string>().rfind("2 leftovers torn down", 0),
+            0u);
+}
+
+TEST(RunRecordTest, SummaryBoundsTheLeftoverLines) {
+  RunRecord r = sample_record();
+  const RunLeftover one = r.leftovers[0];
+  r.leftovers.clear();
+  for (Pid pid = 1000; pid < 1100; ++pid) {
+    r.leftovers.push_back(one);
+    r.leftovers.back().pid = pid;
+  }
+  r.leftovers.back().outcome = LeftoverOutcome::kRemaining;
+  r.leftovers.back().reason = "thread 1099 is frozen";
+  std::size_t named = 0;
+  bool counted = false;
+  bool survivor = false;
+  for (const SummaryLine& line : run_summary_lines(r)) {
+    named += line.text.rfind("left behind: pid", 0) == 0;
+    counted = counted || line.text.rfind("… and 79 more left behind", 0) == 0;
+    survivor = survivor || line.text.rfind("STILL RUNNING: pid 1099 ", 0) == 0;
+  }
+  EXPECT_EQ(named, 20u);
+  EXPECT_TRUE(counted);
+  EXPECT_TRUE(survivor);
+}
+
 TEST(RunPlotTest, DrawsOneLinePerGpuTheEventsAndTheLeftovers) {
   const std::string svg = render_run_svg(sample_record());
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
@@ -150,8 +241,9 @@ TEST(RunPlotTest, DrawsOneLinePerGpuTheEventsAndTheLeftovers) {
     ++lines;
   }
   EXPECT_EQ(lines, 2u);
-  // exit and teardown 0.1 s apart share a line and a label; start is not marked.
-  EXPECT_NE(svg.find(">exit, teardown<"), std::string::npos);
+  // exit and teardown 0.1 s apart share a line and a label, with the leftovers found then;
+  // start is not marked.
+  EXPECT_NE(svg.find(">exit, teardown, 1 left behind, all ended<"), std::string::npos);
   EXPECT_EQ(svg.find(">start<"), std::string::npos);
   EXPECT_NE(svg.find("1 left behind, all ended"), std::string::npos);
   EXPECT_NE(svg.find("serve.py"), std::string::npos);

@@ -11,6 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
+from ._text import argv_text
+
 
 class GpucleanError(Exception):
     """The one error this package raises: gpuclean failed, refused, or found the GPUs dirty.
@@ -122,7 +124,7 @@ def invoke(options: Options, command: Sequence[str], *, timeout: Optional[float]
                               env=options.env, timeout=timeout, check=False,
                               stdin=None if input_text is not None else subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
-        raise GpucleanError(f"{' '.join(args)} did not answer within {timeout}s",
+        raise GpucleanError(f"{argv_text(args, None)} did not answer within {timeout}s",
                             args=args, stderr=_text(e.stderr)) from None
     except OSError as e:
         raise GpucleanError(f"cannot run {args[0]}: {e.strerror}", args=args) from None
@@ -137,11 +139,11 @@ def parse_document(done: Completed) -> Optional[Dict[str, Any]]:
     try:
         document = json.loads(text)
     except ValueError as e:
-        raise GpucleanError(f"{' '.join(done.args)} printed something that is not JSON: {e}",
-                            returncode=done.returncode, stderr=done.stderr,
+        raise GpucleanError(f"{argv_text(done.args, None)} printed something that is not "
+                            f"JSON: {e}", returncode=done.returncode, stderr=done.stderr,
                             args=done.args) from None
     if not isinstance(document, dict):
-        raise GpucleanError(f"{' '.join(done.args)} printed JSON that is not an object",
+        raise GpucleanError(f"{argv_text(done.args, None)} printed JSON that is not an object",
                             returncode=done.returncode, stderr=done.stderr, args=done.args)
     return document
 

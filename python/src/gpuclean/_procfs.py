@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -184,6 +184,21 @@ def stat(pid: int) -> Optional[Tuple[str, int, int]]:
         return (fields[0], int(fields[1]), int(fields[19])) if fields is not None else None
     except (IndexError, ValueError):
         return None
+
+
+def started_since(since: int) -> Dict[int, int]:
+    """The processes (thread-group leaders, as /proc lists them) that started at SINCE or later,
+    by their start time in /proc/PID/stat (field 22, clock ticks since boot): PID -> start ticks.
+    One read of each process's stat: an older process's descriptors, environment and parents
+    are never looked at."""
+    found: Dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        entry = stat(int(name))
+        if entry is not None and entry[2] >= since:
+            found[int(name)] = entry[2]
+    return found
 
 
 def descends_from(pid: int, ancestor: int) -> bool:

@@ -9,6 +9,7 @@ Enabled by installing the package (entry point ``pytest11``); ``-p no:gpuclean``
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -16,6 +17,7 @@ import pytest
 
 from . import _procfs
 from ._binary import GpucleanError, find_binary
+from ._text import escape_terminal
 from .api import check, kill, snapshot
 from .model import Snapshot, format_bytes
 from .scope import Leftover, Scope
@@ -88,11 +90,15 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         find_binary(options["binary"])
     except GpucleanError as e:
-        if _asked_for(config):
-            raise pytest.UsageError(f"{e} (or turn the plugin off: --gpuclean=off, "
-                                    "-p no:gpuclean)")
-        # Installed beside suites that never touch a GPU: they run, and the header says once
-        # why nothing is checked. gpu_clean, asked for by a test, still fails that test.
+        asked = _asked_for(config)
+        if asked:
+            # A run set up for gpuclean (issue 50: gpuclean_leftovers = fail in pytest.ini,
+            # and a leaking test passed under -q with no word of the missing binary).
+            raise pytest.UsageError(f"{e} (asked for by {asked}; or turn the plugin off: "
+                                    "--gpuclean=off, -p no:gpuclean)")
+        # Installed beside suites that never touch a GPU: they run, and the header and the
+        # summary (which -q keeps) say why nothing is checked. gpu_clean, asked for by a test,
+        # still fails that test.
         config.pluginmanager.register(_Inactive(str(e)), "gpuclean-inactive")
         return
     grace = _setting(config, "gpuclean_grace")
@@ -100,15 +106,32 @@ def pytest_configure(config: pytest.Config) -> None:
         GpucleanSession(config, mode, leftovers, float(grace), options), "gpuclean-session")
 
 
-def _asked_for(config: pytest.Config) -> bool:
-    """Whether this run asked for gpuclean itself (--gpuclean, the ini key, a binary named by
-    --gpuclean-binary or $GPUCLEAN), rather than only having the package installed."""
-    return (config.getoption("gpuclean") is not None or "gpuclean" in config.inicfg
-            or bool(config.getoption("gpuclean_binary")) or bool(os.environ.get("GPUCLEAN")))
+# The plugin's settings: its options (dest) and its ini keys. Any of them given means the run
+# was set up for gpuclean.
+_OPTIONS = ("gpuclean", "gpuclean_leftovers", "gpuclean_device_glob", "gpuclean_gpus",
+            "gpuclean_max_used", "gpuclean_no_nvml", "gpuclean_grace", "gpuclean_binary")
+_INI_KEYS = ("gpuclean", "gpuclean_leftovers", "gpuclean_device_glob", "gpuclean_grace")
+
+
+def _asked_for(config: pytest.Config) -> Optional[str]:
+    """What in this run asks for gpuclean itself, or None when the package is only installed:
+    a --gpuclean… option, a gpuclean… key of the ini file, or $GPUCLEAN. Such a run is a GPU
+    suite's, and without a binary its checks would silently not happen."""
+    for dest in _OPTIONS:
+        value = config.getoption(dest)
+        if value is not None and value is not False:
+            return "--" + dest.replace("_", "-")
+    for key in _INI_KEYS:
+        if key in config.inicfg:
+            return f"{key} in {config.inipath.name if config.inipath else 'the ini file'}"
+    if os.environ.get("GPUCLEAN"):
+        return "$GPUCLEAN"
+    return None
 
 
 class _Inactive:
-    """The plugin with no binary to run: one header line, nothing checked."""
+    """The plugin with no binary to run: nothing checked, which the header and the terminal
+    summary say (-q hides the header, not the summary)."""
 
     def __init__(self, why: str):
         self.why = why
@@ -117,13 +140,26 @@ class _Inactive:
         return (f"gpuclean: not checking the GPUs: {self.why} (--gpuclean=check makes this an "
                 "error, --gpuclean=off silences it)")
 
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(
+            "gpuclean: no gpuclean binary found ($GPUCLEAN, the package's own, PATH): the GPUs "
+            "and the tests' leftovers were NOT checked (--gpuclean=check makes this an error, "
+            "--gpuclean=off silences it)", yellow=True)
 
-def describe_leak(leftovers: List[Leftover], cleaned: bool) -> str:
-    """The report of what one test (or the session) left behind: a head line, one line per
+
+def plural(count: int, noun: str) -> str:
+    """'1 test', '2 tests'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def describe_leak(leftovers: List[Leftover], cleaned: bool, subject: str = "") -> str:
+    """The report of what one test (or the session) left behind: a head line ("1 device holder
+    left behind", or with SUBJECT "the test left 1 device holder behind"), one line per
     holder, and the fix when the holders were left alive."""
     count = len(leftovers)
     memory = sum(l.memory for l in leftovers)
-    head = f"{count} device holder{'s' if count != 1 else ''} left behind"
+    holders = plural(count, "device holder")
+    head = f"{subject} left {holders} behind" if subject else f"{holders} left behind"
     if memory:
         head += f", {format_bytes(memory)} of GPU memory"
     lines = [head + ":"]
@@ -171,6 +207,8 @@ class GpucleanSession:
         self.leaks: List[Leak] = []
         self.reported: set = set()
         self.start_line = ""
+        # Why the session stops before any test (message, exit status): see pytest_collection.
+        self.stop: Optional[Tuple[str, int]] = None
 
     # -- before the session -------------------------------------------------------------------
 
@@ -182,24 +220,34 @@ class GpucleanSession:
             try:
                 result = kill(leftovers=True, check=False, **self.options)
             except GpucleanError as e:
-                pytest.exit(f"gpuclean: could not clean the leftovers before the session: {e}",
-                            returncode=e.returncode or 3)
+                self.stop = (f"gpuclean could not clean the leftovers before the session, so "
+                             f"no test ran: {e}", e.returncode or 3)
+                return
             ended = [t for t in result.targets if t.outcome == "gone"]
             if ended:
-                cleaned = f"ended {len(ended)} leftover(s) before the session: " + ", ".join(
-                    f"pid {t.pid} ({t.comm}, {t.class_})" for t in ended) + "; "
+                cleaned = (f"ended {plural(len(ended), 'leftover')} before the session: "
+                           + ", ".join(f"pid {t.pid} ({escape_terminal(t.comm)}, {t.class_})"
+                                       for t in ended) + "; ")
         try:
             result = check(max_used=self.config.getoption("gpuclean_max_used"),
                            ignore_pids=[os.getpid()], **self.options)
         except GpucleanError as e:
             if e.result is None:  # no verdict: a bad option, a glob that matches nothing
-                pytest.exit(f"gpuclean could not check the GPUs, so no test ran: {e}",
-                            returncode=e.returncode or 3)
+                self.stop = (f"gpuclean could not check the GPUs, so no test ran: {e}",
+                             e.returncode or 3)
+                return
             lines = [f"gpuclean: {p.message}" + (f"\n  fix: {p.fix}" if p.fix else "")
-                     for p in e.result.errors]
-            reason = "\n".join(lines) or f"gpuclean: {e}"
-            pytest.exit(f"the GPUs are not clean, so no test ran (--gpuclean={self.mode}):\n"
-                        f"{reason}", returncode=e.returncode or 3)
+                     for p in e.result.errors] or [f"gpuclean: {e}"]
+            if self.mode == "check" and any(p.kind in _LEFTOVER_KINDS for p in e.result.errors):
+                lines.append("the way out: --gpuclean=clean ends the leftovers (orphans, heirs, "
+                             "zombie-led and stuck holders) before the session; or end them "
+                             "now: gpuclean kill --leftovers --yes (--dry-run shows which)")
+            elif self.mode == "clean":
+                lines.append(f"{cleaned}--gpuclean=clean did not end what remains: see each "
+                             "fix above")
+            self.stop = (f"the GPUs are not clean, so no test ran (--gpuclean={self.mode}):\n"
+                         + "\n".join(lines), e.returncode or 3)
+            return
         warnings = "".join(f"; warning: {p.message}" for p in result.warnings)
         if not result.raw.get("files"):
             # Only the default globs can match nothing (a glob given must match: exit 2 above).
@@ -207,6 +255,26 @@ class GpucleanSession:
                                f"device files (/dev/nvidia*) ({_gpu_count(result)}){warnings}")
             return
         self.start_line = f"{cleaned}GPUs clean at the start ({_gpu_count(result)}){warnings}"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """A machine found dirty (or not checkable) stops the session here, before this process
+        imports any test module (pytest-xdist's workers, started by then, are stopped with it).
+        The message is printed once, by the plugin: pytest.exit raised in pytest_sessionstart
+        printed it twice (on stderr, and again in the Exit banner: issue 50); raised here,
+        pytest writes only the banner, which is kept to a pointer."""
+        if self.stop is None:
+            return
+        message, returncode = self.stop
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", "gpuclean", red=True)
+            for line in message.splitlines():
+                reporter.write_line(line)
+        else:  # -p no:terminal
+            sys.stderr.write(message + "\n")
+        pytest.exit("stopped by gpuclean: see its message above", returncode=returncode)
 
     # -- each test ----------------------------------------------------------------------------
 
@@ -286,7 +354,8 @@ class GpucleanSession:
                 pass
         if report.passed:
             report.outcome = "failed"
-            report.longrepr = f"gpuclean: the test {text}"
+            report.longrepr = "gpuclean: " + describe_leak(leftovers, mode == "clean",
+                                                           subject="the test")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "gpuclean_leak", None)
@@ -306,10 +375,10 @@ class GpucleanSession:
         return [(a, b) for a, b, _ in self.fixture_windows]
 
     def _find(self, since: int, *, defer_fixtures: bool = True,
-              mark: Optional[_procfs.PidMark] = None) -> List[Leftover]:
+              mark: Optional[_procfs.PidMark] = None, sweep: bool = False) -> List[Leftover]:
         found = self.scope.candidates(since=since,
                                       deferred=self._windows() if defer_fixtures else [],
-                                      mark=mark)
+                                      mark=mark, sweep=sweep)
         found = [l for l in found if (l.pid, l.start_ticks) not in self.reported]
         alive = self.scope.settle(found, self.grace)
         self.scope.measure(alive)
@@ -319,14 +388,19 @@ class GpucleanSession:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _procfs.remove_token(self.previous_trace)
+        if self.stop is not None:
+            return  # no test ran: nothing to look for
         if self.leftovers == "off" or hasattr(self.config, "workerinput"):
             # A pytest-xdist worker's processes carry the controller's token too: the
             # controller's own end judges them, with every worker's reports in hand.
             return
         # Every fixture has been finalized: what started during the session and still holds a
-        # device file was left by a wider fixture or by code outside any test.
+        # device file was left by a wider fixture or by code outside any test. Only the
+        # processes started since the session began are looked at (one stat read each for the
+        # rest): a scan of every process's descriptors here was half of the plugin's fixed cost
+        # on a crowded host (issue 50).
         try:
-            leftovers = self._find(since=self.scope.since, defer_fixtures=False)
+            leftovers = self._find(since=self.scope.since, defer_fixtures=False, sweep=True)
         except GpucleanError as e:
             self.start_line += f"\ncould not look for the session's leftovers at its end: {e}"
             return
@@ -358,8 +432,11 @@ class GpucleanSession:
         holders = sum(len(l.holders) for l in self.leaks)
         memory = sum(l.memory for l in self.leaks)
         tests = sum(1 for l in self.leaks if not l.where.startswith("the session"))
+        who = [plural(tests, "test")] if tests else []
+        if len(self.leaks) > tests:
+            who.append("the session (fixtures, conftest)")
         terminalreporter.write_line(
-            f"{tests} test(s) left {holders} device holder(s) behind"
+            f"{' and '.join(who)} left {plural(holders, 'device holder')} behind"
             + (f", {format_bytes(memory)} of GPU memory" if memory else ""), bold=True)
 
 
@@ -369,6 +446,10 @@ def _gpu_count(result: Any) -> str:
     count = len(result.gpus)
     return f"{count} GPU{'s' if count != 1 else ''}"
 
+
+# The problems `gpuclean kill --leftovers` (and so --gpuclean=clean) may end: a stuck holder is
+# one when its parent is gone.
+_LEFTOVER_KINDS = ("orphan", "heir", "heir-ambiguous", "zombie-leader", "stuck")
 
 _since_key = pytest.StashKey[int]()
 _mark_key = pytest.StashKey[Optional[_procfs.PidMark]]()

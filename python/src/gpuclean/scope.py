@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import _procfs
 from ._binary import GpucleanError
+from ._text import argv_text, escape_terminal
 from .api import _options, kill, status, who
 from .model import Holder, KillResult, format_bytes
 
@@ -56,14 +57,11 @@ class Leftover:
         if self.gpu_memory:
             where = ", ".join(f"GPU {g}" for g in sorted(self.gpu_memory))
             memory = f", {format_bytes(self.memory)} on {where}"
-        command = _printable(self.holder.command)
-        return f"pid {self.pid} ({command}) {self.holder.class_}{memory}, {self.why}"
-
-
-def _printable(text: str, limit: int = 120) -> str:
-    # A command line is anyone's text: no control characters reach the terminal.
-    cleaned = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+        # A command line is anyone's text: quoted and escaped as gpuclean's own output shows
+        # it (each argument a shell word, no control character reaches the terminal).
+        holder = self.holder
+        command = argv_text(holder.cmdline) if holder.cmdline else escape_terminal(holder.comm)
+        return f"pid {self.pid} ({command}) {holder.class_}{memory}, {self.why}"
 
 
 class Scope:
@@ -79,7 +77,8 @@ class Scope:
         self.mark = _procfs.pid_mark()
 
     def candidates(self, since: Optional[int] = None, deferred: Sequence[Window] = (),
-                   mark: Optional[_procfs.PidMark] = None) -> List[Leftover]:
+                   mark: Optional[_procfs.PidMark] = None, *,
+                   sweep: bool = False) -> List[Leftover]:
         """Holders now that started since SINCE (default: the scope's start) and are this scope's;
         those that started inside a DEFERRED window (a wider fixture's setup) are left out, and
         so are those started by a process of the scope's own that is older than SINCE or was
@@ -89,9 +88,12 @@ class Scope:
         With MARK (where PID numbering stood at SINCE) only the processes created since are
         looked at, and gpuclean is asked about those alone (``who --pid``), or not run at all
         when none of them is the scope's: the cost follows what the scope started, not the
-        size of the host. Without it, or where the bracket cannot tell, every process."""
+        size of the host. Without it, or where the bracket cannot tell, every process; with
+        SWEEP then, only those whose start time is SINCE or later (see _sweep)."""
         since = self.since if since is None else since
         new = _procfs.new_pids(mark) if mark is not None else None
+        if new is None and sweep:
+            return self._sweep(since, deferred)
         if new is None:
             found = []
             for holder in who(**self.options).holders:
@@ -115,6 +117,30 @@ class Scope:
             holders = who(pids=named, **self.options).holders
         return [Leftover(holder, *ours[holder.pid]) for holder in holders
                 if holder.pid in ours and holder.start_ticks in (None, ours[holder.pid][0])]
+
+    def _sweep(self, since: int, deferred: Sequence[Window]) -> List[Leftover]:
+        """The holders that started since SINCE and are this scope's, for a scope too long for
+        the PID bracket (a whole session): each process's start time is read from its stat
+        (one read), the older ones are dropped there, and gpuclean reads the descriptors of the
+        newer ones only (``who --pid PID@START…``; every process past WHO_PID_LIMIT). Only
+        the holders among them are judged: reading the environment of every other job's
+        process started meanwhile would cost more than it saves."""
+        started = _procfs.started_since(since)
+        for own in (os.getpid(), self.root_pid):
+            started.pop(own, None)
+        if not started:
+            return []
+        if len(started) > WHO_PID_LIMIT:
+            holders = who(**self.options).holders
+        else:
+            holders = who(pids=[f"{pid}@{start}" for pid, start in started.items()],
+                          **self.options).holders
+        found = []
+        for holder in holders:
+            judged = self._judge(holder.pid, since, deferred)
+            if judged is not None and holder.start_ticks in (None, judged[0]):
+                found.append(Leftover(holder, judged[0], judged[1]))
+        return found
 
     def _judge(self, pid: int, since: int,
                deferred: Sequence[Window]) -> Optional[Tuple[int, str]]:
