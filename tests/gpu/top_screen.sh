@@ -403,7 +403,15 @@ header_shows() {  # SESSION: one line with every column name, in any order
   for word in PID USER CLASS MEMORY AGE COMMAND; do grep -qw "$word" <<<"$line" || return 1; done
 }
 expect "the holders header: PID USER CLASS MEMORY AGE COMMAND" header_shows main
-expect "problem lines ('! ...' and '  fix: ...')" eval "screen_has main '^ *! ' && screen_has main '^ +fix: '"
+# Issue 50: the problems fold to one line ("! 3 problems (…): 1 heir, 2 orphans — p: show"); p
+# opens them with their fixes and folds them again.
+expect "one folded problem line ('! N problems … p: show'), no fix line" \
+  eval "screen_has main '^ *! [0-9]+ problems .*p: show' && ! screen_has main '^ +fix: '"
+key main p
+expect "p opens the problems with their fixes" wait_until 5 0.1 screen_has main '^ +fix: '
+save main top-screen-120x40-problems
+key main p
+expect "p folds them again" wait_until 5 0.1 eval "! screen_has main '^ +fix: '"
 expect "the last line is the key help with 'q quit'" last_line_has main 'q quit'
 has_selection() { reverse_lines "$1" | grep -q '[0-9]'; }
 expect "one row is in reverse video (the selection)" has_selection main
