@@ -221,7 +221,8 @@ ops::RunEnd supervise(const RunOptions& o, const Settings& settings, ops::RunSes
   hooks.on_ready = [&](int) { say_nvml_failing(gpus->receive(log, members), *gpus, say); };
   hooks.on_event = [&](RunEventKind kind, const std::string& detail) {
     if (kind == RunEventKind::kInterrupt || (kind == RunEventKind::kTimeout && !o.quiet)) {
-      say(kind == RunEventKind::kTimeout ? "--timeout passed" : detail);
+      // What happens next, not the summary's "timed out" said twice (issue 50).
+      say(kind == RunEventKind::kTimeout ? "--timeout reached: tearing the workload down" : detail);
     }
     // The first ^C (or SIGTERM) goes to the workload, which may ignore it: say what happened
     // and how to end the run, or the terminal shows nothing at all.

@@ -239,8 +239,12 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
     output::render_status_text(io.out, prepared.report,
                                {.color = is_terminal && !no_color,
                                 .width = terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
-    if (auto line =
-            output::unreadable_summary(prepared.report.stats, prepared.report.unseen_message);
+    // When the verdict line is the unseen processes' sentence (UNKNOWN with NVML answering), it
+    // is said there once, not again on stderr (issue 50: non-root saw it twice).
+    const bool said_in_verdict = output::verdict_of(prepared.report) == Verdict::kUnknown &&
+                                 prepared.report.nvml_state != NvmlState::kFailed;
+    if (auto line = output::unreadable_summary(
+            prepared.report.stats, said_in_verdict ? "" : prepared.report.unseen_message);
         !line.empty()) {
       // Beside the screen, so as wide as it: wrapped, never cut (it names the PIDs).
       const auto width =

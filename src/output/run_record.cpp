@@ -268,10 +268,13 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record, bool leftove
   } else {
     ended = "ended";
   }
-  if (record.end == WorkloadEnd::kInterrupted) ended += " after a second interrupt";
-  lines.push_back(
-      {fmt::format("workload {} after {:.1f} s; exit code {}", ended,
-                   record.workload_seconds.value_or(record.duration), record.exit_code)});
+  // "ended by signal 15 after 2.5 s, torn down at a second interrupt" (issue 50: "ended by
+  // signal 15 after a second interrupt after 2.5 s").
+  const std::string torn_down =
+      record.end == WorkloadEnd::kInterrupted ? ", torn down at a second interrupt" : "";
+  lines.push_back({fmt::format("workload {} after {:.1f} s{}; exit code {}", ended,
+                               record.workload_seconds.value_or(record.duration), torn_down,
+                               record.exit_code)});
   std::size_t gone = 0;
   for (const RunLeftover& l : record.leftovers) {
     if (l.outcome == LeftoverOutcome::kGone) ++gone;
@@ -287,6 +290,10 @@ std::vector<SummaryLine> run_summary_lines(const RunRecord& record, bool leftove
   }
   add_leftover_lines(lines, record, leftovers_fail);
   for (const std::string& e : record.escaped) lines.push_back({"outside the run: " + e, true});
+  if (record.gpu_check == GpuCheck::kNone) {
+    // Without NVML nothing says the memory came back: said, never left for "back" (issue 50).
+    lines.push_back({"GPU memory not checked: no NVML (--no-nvml, or no NVIDIA driver)"});
+  }
   if (record.gpu_check == GpuCheck::kNotChecked) {
     const std::string why = record.gpus.empty() ? "" : ": " + record.gpus.front().note;
     lines.push_back({"GPU memory NOT verified" + why, true});

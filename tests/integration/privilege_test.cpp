@@ -116,10 +116,13 @@ TEST_F(PrivilegeTest, ReadOnlyCommandsRunAsAUser) {
     const auto root = as_root(args);
     EXPECT_LT(root.exit_code, 2) << root.out << root.err;
   }
-  // status says how much it could not see, in one line.
+  // status says how much it could not see, in one line: its UNKNOWN verdict, and not again on
+  // stderr (issue 50: on f9d1cde the same sentence was on stdout and stderr).
   const auto status = as_user({"status", "--no-nvml", "--device-glob", held_});
-  EXPECT_NE(status.err.find("could not be read (pids"), std::string::npos)
+  EXPECT_NE(status.out.find("UNKNOWN: "), std::string::npos) << status.out << status.err;
+  EXPECT_NE(status.out.find("could not be read (pids"), std::string::npos)
       << status.out << status.err;
+  EXPECT_EQ(status.err.find("could not be read"), std::string::npos) << status.err;
 }
 
 TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {

@@ -249,6 +249,18 @@ TEST_P(RunExitTest, TimeoutEndsTheWholeRunWithOneHundredTwentyFour) {
   auto result = run_sh("sleep 60 & echo $! > '" + pid_file + "'; wait", {"--timeout", "500ms"});
   EXPECT_EQ(result.exit_code, 124) << result.err;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
+  // Without -q: what happens next, then the summary, not "--timeout passed" and "timed out";
+  // and without NVML the memory is said not checked (issue 50: on f9d1cde the first line said
+  // "--timeout passed" and nothing was said of the memory).
+  std::vector<std::string> loud = {"run", "--no-nvml", "--device-glob",
+                                   held_, "--timeout", "300ms"};
+  if (GetParam()) loud.push_back("--no-cgroup");
+  loud.insert(loud.end(), {"--", "sleep", "30"});
+  const CommandResult said = gpuclean(loud);
+  EXPECT_EQ(said.exit_code, 124) << said.err;
+  EXPECT_NE(said.err.find("--timeout reached: tearing the workload down"), std::string::npos)
+      << said.err;
+  EXPECT_NE(said.err.find("GPU memory not checked: no NVML"), std::string::npos) << said.err;
   const auto pids = wait_for_pids(pid_file, 2s);
   ASSERT_EQ(pids.size(), 1u);
   reaper_.adopt(pids[0]);

@@ -209,6 +209,30 @@ TEST(RunRecordTest, TheRecordersSummaryCountsLeftoversInWords) {
             0u);
 }
 
+// Issue 50's wording, each on f9d1cde: "ended by signal 15 after a second interrupt after 2.5 s",
+// and nothing at all about GPU memory without NVML.
+TEST(RunRecordTest, SummarySaysASecondInterruptOnceAndAMemoryNotChecked) {
+  RunRecord r = sample_record();
+  r.end = WorkloadEnd::kInterrupted;
+  r.exit_signal = 15;
+  r.exit_code = 143;
+  r.workload_seconds = 2.5;
+  r.gpu_check = GpuCheck::kNone;
+  r.gpus.clear();
+  std::string text;
+  for (const SummaryLine& line : run_summary_lines(r, false)) text += line.text + "\n";
+  EXPECT_NE(text.find("workload ended by signal 15 after 2.5 s, torn down at a second interrupt; "
+                      "exit code 143"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("GPU memory not checked: no NVML"), std::string::npos) << text;
+  // Negative control: with NVML's answer, no such line.
+  r.gpu_check = GpuCheck::kBack;
+  text.clear();
+  for (const SummaryLine& line : run_summary_lines(r, false)) text += line.text + "\n";
+  EXPECT_EQ(text.find("not checked"), std::string::npos) << text;
+}
+
 TEST(RunRecordTest, SummaryBoundsTheLeftoverLines) {
   RunRecord r = sample_record();
   const RunLeftover one = r.leftovers[0];
