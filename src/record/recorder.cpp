@@ -444,17 +444,20 @@ int Recorder::run(int signal_fd) {
   look();
   write_health();
   if (!settings_.socket_path.empty()) {
-    auto listening = ActionListener::open(settings_.socket_path);
-    if (listening.ok()) {
-      listener_ = std::move(*listening);
-    } else {
-      say("actions of other commands are not recorded: " + listening.error().message());
-    }
+    // Root's socket first: the shared one is what a service manager or a test waits for, and
+    // its existence must mean both are there (fresh-clone CI on afce779, under ASan: the test
+    // that stats PATH.root right after PATH appeared found it missing).
     auto privileged = ActionListener::open(privileged_socket_path(settings_.socket_path), 0600);
     if (privileged.ok()) {
       privileged_listener_ = std::move(*privileged);
     } else {
       say("root's actions share the socket of other users: " + privileged.error().message());
+    }
+    auto listening = ActionListener::open(settings_.socket_path);
+    if (listening.ok()) {
+      listener_ = std::move(*listening);
+    } else {
+      say("actions of other commands are not recorded: " + listening.error().message());
     }
   }
   auto next = Clock::now() + settings_.interval;
