@@ -71,7 +71,9 @@ left_running() {
     pid=${environ#/proc/}
     pid=${pid%/environ}
     [[ $mine == *" $pid "* ]] && continue
-    grep -qzx "GPUCLEAN_CI_TOKEN=$GPUCLEAN_CI_TOKEN" "$environ" 2>/dev/null || continue
+    # Bounded: reading another process's environ waits on its memory-map lock, which a
+    # process stuck on a hung FUSE or NFS file can hold for ever.
+    timeout 2 grep -qzx "GPUCLEAN_CI_TOKEN=$GPUCLEAN_CI_TOKEN" "$environ" 2>/dev/null || continue
     [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && continue
     echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
   done
