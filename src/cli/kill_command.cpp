@@ -22,7 +22,7 @@
 #include "diagnose/gpu_count.h"
 #include "diagnose/kill_check.h"
 #include "diagnose/kill_plan.h"
-#include "diagnose/kill_verdict.h"
+#include "diagnose/verdict.h"
 #include "ops/cgroup.h"
 #include "ops/signals.h"
 #include "ops/teardown.h"

@@ -12,6 +12,7 @@
 #include "core/duration.h"
 #include "core/input_file.h"
 #include "diagnose/snapshot_diff.h"
+#include "diagnose/verdict.h"
 #include "output/diff_view.h"
 #include "output/escape.h"
 #include "output/json.h"
@@ -66,10 +67,10 @@ std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoo
   roots.proc = options.common.proc_root;
   const HostFacts facts = procfs::read_host_facts(roots, environment_entries());
   const KernelLog log = procfs::read_kernel_log(roots.kmsg);
-  const output::StatusReport& report = taken.prepared.report;
+  const StatusReport& report = taken.prepared.report;
   taken.document = output::snapshot_document({report, nvml_version, details, facts, log});
   // Unknown, never clean, when NVML failed (issue 13 item 9).
-  taken.document["verdict"] = output::to_string(output::verdict_of(report));
+  taken.document["verdict"] = to_string(report.verdict);
   taken.document["problems"] = output::to_json_array(report.diagnosis.problems);
   taken.exit_code = report.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitClean;
   return taken;
@@ -86,7 +87,7 @@ Result<Snapshot> load_snapshot(const std::string& path) {
   return snapshot;
 }
 
-output::DiffSide side_of(const std::string& source, const Snapshot& snapshot) {
+DiffSide side_of(const std::string& source, const Snapshot& snapshot) {
   return {source, snapshot.host.value_or(""), snapshot.time.value_or("")};
 }
 
@@ -156,7 +157,7 @@ int run_diff(const DiffCommandOptions& options, const Io& io) {
   }
   int exit_code = kExitClean;
   std::optional<Snapshot> after;
-  output::DiffReport report;
+  DiffReport report;
   if (!options.after.empty()) {
     auto loaded = load_snapshot(options.after);
     if (!loaded.ok()) {
@@ -181,7 +182,7 @@ int run_diff(const DiffCommandOptions& options, const Io& io) {
     output::render_diff_text(io.out, report);
   }
   if (exit_code != kExitClean) return exit_code;
-  return output::result_changing_count(report) > 0 ? kExitDirty : kExitClean;
+  return result_changing_count(report) > 0 ? kExitDirty : kExitClean;
 }
 
 int run_check_against(const StatusOptions& options, const Io& io) {
@@ -198,18 +199,16 @@ int run_check_against(const StatusOptions& options, const Io& io) {
   GpuView selected;
   for (const GpuReport& g : prepared->report.diagnosis.gpus) selected.gpus.push_back(g.gpu);
   auto gpus = parse_gpu_list(options.common.gpus, &selected);
-  output::DiffReport report;
+  DiffReport report;
   report.before = side_of(options.against, *before);
   report.after = side_of("now", *now);
   report.differences = diagnose::diff_snapshots(
       *before, *now, diff_options(options.max_used_mib, gpus.ok() ? *gpus : std::nullopt));
-  const output::StatusReport& status = prepared->report;
+  const StatusReport& status = prepared->report;
+  const Verdict verdict = diagnose::against_verdict(status, report);
   if (options.common.json) {
     nlohmann::json doc = output::diff_document(report, status.host, status.time);
-    const output::Verdict verdict = output::verdict_of(status);
-    doc["verdict"] = verdict == output::Verdict::kClean && output::result_changing_count(report) > 0
-                         ? "dirty"
-                         : output::to_string(verdict);
+    doc["verdict"] = to_string(verdict);
     doc["problems"] = output::to_json_array(status.diagnosis.problems);
     output::write_json(io.out, doc);
   } else {
@@ -220,9 +219,7 @@ int run_check_against(const StatusOptions& options, const Io& io) {
     output::render_check_warnings(io.err, status);
     output::render_against_lines(io.out, report);
   }
-  if (exit_code != kExitClean) return exit_code;
-  const bool dirty = !status.diagnosis.clean || output::result_changing_count(report) > 0;
-  return dirty ? kExitDirty : kExitClean;
+  return exit_code_for(verdict);  // NVML failing is an unknown verdict: 3, as check says it
 }
 
 }  // namespace gpuclean::cli

@@ -21,6 +21,7 @@
 #include "diagnose/diagnosis.h"
 #include "diagnose/gpu_count.h"
 #include "diagnose/unseen.h"
+#include "diagnose/verdict.h"
 #include "output/escape.h"
 #include "output/explain_view.h"
 #include "output/status_view.h"
@@ -39,7 +40,7 @@ using collect::GatherError;
 namespace {
 
 struct Prepared {
-  output::StatusReport report;
+  StatusReport report;
   int exit_code = kExitClean;
   bool usable = false;
 };
@@ -74,8 +75,8 @@ std::optional<std::string> usage_problem(const StatusOptions& options, const Gat
 // (--expect-gpus) listed first.
 // The holders the first diagnosis found idle, with how long the recorder has seen them so
 // (issue 37's idle_s): diagnosed again from INPUT, so that their problems say it too.
-void add_recorded_idle(const StatusOptions& options, output::StatusReport& report,
-                       diagnose::Input input, const diagnose::Options& diagnose_options) {
+void add_recorded_idle(const StatusOptions& options, StatusReport& report, diagnose::Input input,
+                       const diagnose::Options& diagnose_options) {
   std::vector<const ProcessInfo*> idle;
   for (const Holder& h : report.diagnosis.holders) {
     if (h.visible && h.activity && !h.activity->busy()) idle.push_back(&h.process);
@@ -88,8 +89,8 @@ void add_recorded_idle(const StatusOptions& options, output::StatusReport& repor
   report.diagnosis = diagnose::diagnose(std::move(input), diagnose_options);
 }
 
-output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
-                               const std::optional<std::set<unsigned>>& gpus) {
+StatusReport report_of(const StatusOptions& options, Gathered gathered,
+                       const std::optional<std::set<unsigned>>& gpus) {
   diagnose::Options diagnose_options;
   diagnose_options.max_unattributed =
       static_cast<Bytes>(options.max_used_mib * static_cast<double>(kMiB));
@@ -100,7 +101,7 @@ output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
   const std::size_t visible_gpus =
       gathered.input.gpu_view ? gathered.input.gpu_view->gpus.size() : 0;
 
-  output::StatusReport report;
+  StatusReport report;
   report.host = host_name();
   report.time = unix_now();
   report.nvml_state = gathered.nvml_state;
@@ -136,6 +137,7 @@ output::StatusReport report_of(const StatusOptions& options, Gathered gathered,
       report.diagnosis.clean = false;
     }
   }
+  report.verdict = diagnose::status_verdict(report);
   return report;
 }
 
@@ -148,7 +150,7 @@ void print_usage_problem(const Io& io, const std::string& command, const std::st
 
 // The diagnosis of what `gathered` holds, as a report; usage problems are printed, about
 // `command`. NVML present but failing (the memory answer would be wrong), or processes not read
-// that could hold the device: the verdict is unknown (output::verdict_of), exit 3.
+// that could hold the device: the verdict is unknown (diagnose::status_verdict), exit 3.
 Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io& io,
                       const std::string& command) {
   Prepared prepared;
@@ -167,17 +169,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
   }
   prepared.report = report_of(options, std::move(gathered), *gpus);
   prepared.usable = true;
-  switch (output::verdict_of(prepared.report)) {
-    case output::Verdict::kClean:
-      prepared.exit_code = kExitClean;
-      break;
-    case output::Verdict::kDirty:
-      prepared.exit_code = kExitDirty;
-      break;
-    case output::Verdict::kUnknown:
-      prepared.exit_code = kExitRuntime;
-      break;
-  }
+  prepared.exit_code = exit_code_for(prepared.report.verdict);
   return prepared;
 }
 
@@ -194,7 +186,7 @@ Prepared prepare(const StatusOptions& options, const Io& io, const std::string& 
 
 // A machine without the driver is a fact, not a problem: only a failing NVML is worth a line
 // from the quiet commands.
-void warn_nvml(const output::StatusReport& report, const Io& io) {
+void warn_nvml(const StatusReport& report, const Io& io) {
   if (report.nvml_state == NvmlState::kFailed) {
     io.err << "gpuclean: NVML " << to_string(report.nvml_state) << ": "
            << output::escape_terminal(report.nvml_message) << '\n';
@@ -211,8 +203,7 @@ int check_on(const StatusOptions& options, Gathered gathered, const Io& io,
   } else {
     warn_nvml(prepared.report, io);
     // A check that cannot tell says why (exit 3), beside stdout's problems.
-    if (output::verdict_of(prepared.report) == output::Verdict::kUnknown &&
-        prepared.report.unseen_decides) {
+    if (prepared.report.verdict == Verdict::kUnknown && prepared.report.unseen_decides) {
       io.err << "gpuclean: " << prepared.report.unseen_message << '\n';
     }
     output::render_check_lines(io.out, prepared.report);
@@ -241,7 +232,7 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
                                 .width = terminal_columns(STDOUT_FILENO, output::kNoWidthLimit)});
     // When the verdict line is the unseen processes' sentence (UNKNOWN with NVML answering), it
     // is said there once, not again on stderr (issue 50: non-root saw it twice).
-    const bool said_in_verdict = output::verdict_of(prepared.report) == Verdict::kUnknown &&
+    const bool said_in_verdict = prepared.report.verdict == Verdict::kUnknown &&
                                  prepared.report.nvml_state != NvmlState::kFailed;
     if (auto line = output::unreadable_summary(
             prepared.report.stats, said_in_verdict ? "" : prepared.report.unseen_message);
@@ -293,7 +284,7 @@ std::string waiting_line(const std::vector<Problem>& problems, const std::string
 }
 
 // What wait shows when --timeout passes while dirty.
-void report_still_dirty(const WaitOptions& options, const output::StatusReport& report,
+void report_still_dirty(const WaitOptions& options, const StatusReport& report,
                         const std::string& elapsed, const Io& io) {
   if (options.status.common.json) {
     output::render_status_json(io.out, report);
@@ -364,7 +355,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   }
 }
 
-output::ExplainSubject read_explain_subject(const output::StatusReport& report, Pid pid,
+output::ExplainSubject read_explain_subject(const StatusReport& report, Pid pid,
                                             const CommonOptions& common) {
   output::ExplainSubject subject;
   subject.pid = pid;

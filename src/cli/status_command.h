@@ -51,7 +51,7 @@ struct ExplainOptions {
 // themselves (snapshot, check --against gather with GPU details). Usage problems are printed
 // on io.err; then `usable` is false and exit_code says why.
 struct StatusPrepared {
-  output::StatusReport report;
+  StatusReport report;
   int exit_code = kExitClean;  // as run_status would return
   bool usable = false;
 };
@@ -59,7 +59,7 @@ StatusPrepared prepare_status(const StatusOptions& options, collect::Gathered ga
                               const Io& io);
 
 // 0 clean, 1 dirty, 2 usage, 3 when NVML is present but failing (the answer would be wrong:
-// the verdict is then unknown, output::verdict_of).
+// the verdict is then unknown, diagnose::status_verdict).
 int run_status(const StatusOptions& options, const Io& io, bool is_terminal);
 // Silent on stdout and 0 when clean; one "gpuclean: …" line per problem and 1 when not.
 // Warnings (clean all the same) go to io.err, "gpuclean: warning: …".
@@ -72,7 +72,7 @@ int run_check_on(const StatusOptions& options, collect::Gathered gathered, const
 int run_wait(const WaitOptions& options, const Io& io, bool is_terminal);
 // What explain shows about `pid`: its holder in the report, else what /proc says of it, and
 // its parent (`top`'s explain pane shows the same).
-output::ExplainSubject read_explain_subject(const output::StatusReport& report, Pid pid,
+output::ExplainSubject read_explain_subject(const StatusReport& report, Pid pid,
                                             const CommonOptions& common);
 
 // 0 when the PID is known (to /proc or NVML), 1 when nothing is known about it.

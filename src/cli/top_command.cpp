@@ -61,7 +61,7 @@ top::SessionHooks session_hooks(const StatusOptions& status) {
     if (parsed.ok()) return std::nullopt;
     return parsed.error().message();
   };
-  hooks.explain_subject = [common = status.common](const output::StatusReport& report, Pid pid) {
+  hooks.explain_subject = [common = status.common](const StatusReport& report, Pid pid) {
     return read_explain_subject(report, pid, common);
   };
   hooks.kill_args = common_args(status.common);

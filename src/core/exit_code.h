@@ -2,6 +2,8 @@
 // `top` reads from the `gpuclean kill` it runs as a child.
 #pragma once
 
+#include "core/verdict.h"
+
 namespace gpuclean {
 
 enum ExitCode : int {
@@ -10,5 +12,19 @@ enum ExitCode : int {
   kExitUsage = 2,    // usage error
   kExitRuntime = 3,  // runtime failure (e.g. NVML present but failing)
 };
+
+// What a verdict exits with, for every command that ends on one (status, check, explain's
+// memory, snapshot, diff, check --against, run --require-clean): clean 0, dirty 1, unknown 3.
+constexpr ExitCode exit_code_for(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kClean:
+      return kExitClean;
+    case Verdict::kDirty:
+      return kExitDirty;
+    case Verdict::kUnknown:
+      return kExitRuntime;
+  }
+  return kExitRuntime;
+}
 
 }  // namespace gpuclean

@@ -1,5 +1,6 @@
 #include "core/snapshot.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace gpuclean {
@@ -61,6 +62,12 @@ const char* to_string(DiffCategory category) {
       return "system";
   }
   return "unknown";
+}
+
+std::size_t result_changing_count(const DiffReport& report) {
+  return static_cast<std::size_t>(
+      std::count_if(report.differences.begin(), report.differences.end(),
+                    [](const Difference& d) { return d.result_changing; }));
 }
 
 }  // namespace gpuclean

@@ -163,4 +163,20 @@ struct Difference {
   std::string message;  // one line, no period: "GPU 0: application SM clock 1980 MHz → 1410 MHz"
 };
 
+// Where one side of a comparison came from.
+struct DiffSide {
+  std::string source;  // the file, or "now"
+  std::string host;    // as recorded ("" when unknown)
+  std::string time;
+};
+
+struct DiffReport {
+  DiffSide before;
+  DiffSide after;
+  std::vector<Difference> differences;  // ordered as diff_snapshots returns them
+};
+
+// How many of `report`'s differences can change a result.
+std::size_t result_changing_count(const DiffReport& report);
+
 }  // namespace gpuclean

@@ -23,12 +23,6 @@ nlohmann::json side_json(const DiffSide& side) {
 
 }  // namespace
 
-std::size_t result_changing_count(const DiffReport& report) {
-  return static_cast<std::size_t>(
-      std::count_if(report.differences.begin(), report.differences.end(),
-                    [](const Difference& d) { return d.result_changing; }));
-}
-
 void render_diff_text(std::ostream& out, const DiffReport& report) {
   out << "gpuclean diff: " << describe(report.before) << " → " << describe(report.after) << '\n';
   if (report.differences.empty()) {

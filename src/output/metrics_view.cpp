@@ -211,7 +211,7 @@ void scan_reach_families(const StatusReport& status, std::vector<MetricFamily>& 
 
 void verdict_families(const StatusReport& status, std::vector<MetricFamily>& families) {
   // NVML failing makes the verdict unknown: never 1 here, so a dashboard cannot show clean.
-  const Verdict verdict = verdict_of(status);
+  const Verdict verdict = status.verdict;
   auto clean = gauge_family("gpuclean_clean",
                             "1 when the selected GPUs are clean (no error-severity problems: a "
                             "warning such as a stray context does not count; and NVML answered "

@@ -180,12 +180,6 @@ std::string class_label(const Holder& h) {
   return label;
 }
 
-Verdict verdict_of(const StatusReport& report) {
-  if (report.nvml_state == NvmlState::kFailed) return Verdict::kUnknown;
-  if (!report.diagnosis.clean) return Verdict::kDirty;
-  return report.unseen_decides ? Verdict::kUnknown : Verdict::kClean;
-}
-
 std::string memory_bar(Bytes total, Bytes attributed, Bytes unattributed, int width) {
   if (total == 0 || width <= 0) return "[]";
   auto cells = [&](Bytes b) {
@@ -408,10 +402,10 @@ void render_verdict(std::ostream& out, const StatusReport& report, std::size_t w
   const Diagnosis& d = report.diagnosis;
   const std::string warning_count = fmt::format("{} warning{}", warnings, warnings == 1 ? "" : "s");
   out << '\n';
-  if (verdict_of(report) == Verdict::kUnknown && report.nvml_state != NvmlState::kFailed) {
+  if (report.verdict == Verdict::kUnknown && report.nvml_state != NvmlState::kFailed) {
     // Nothing seen is wrong, but what could not be read may hold the device.
     out << paint("UNKNOWN", kYellow) << ": " << report.unseen_message << '\n';
-  } else if (verdict_of(report) == Verdict::kUnknown) {
+  } else if (report.verdict == Verdict::kUnknown) {
     // Without NVML's answer no GPU can be called clean: the memory nobody is seen holding
     // may be held all the same.
     out << paint("UNKNOWN", kYellow) << ": NVML failed, so GPU memory is not known";
@@ -477,7 +471,7 @@ void render_status_text(std::ostream& out, const StatusReport& report, const Tex
 void render_status_json(std::ostream& out, const StatusReport& report) {
   const auto& d = report.diagnosis;
   nlohmann::json doc = document_header(report.host, report.time);
-  doc["verdict"] = to_string(verdict_of(report));
+  doc["verdict"] = to_string(report.verdict);
   doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
                  {"driver_version", text_or_null(report.driver_version)}};

@@ -6,41 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "core/history_event.h"
-#include "core/model.h"
-#include "core/verdict.h"
+#include "core/status_report.h"
 
 namespace gpuclean::output {
 
-struct StatusReport {
-  std::string host;
-  double time = 0;
-  NvmlState nvml_state = NvmlState::kDisabled;
-  std::string nvml_message;  // why not present
-  std::string driver_version;
-  std::optional<int> cuda_driver_version;
-  std::vector<DeviceFile> files;
-  ScanStats stats;
-  Diagnosis diagnosis;
-  // What the scan could not read (diagnose/unseen.h), said once; `unseen_decides`: it could
-  // hold the device unseen, so a verdict that would be clean is unknown.
-  std::string unseen_message;
-  bool unseen_decides = false;
-  // Orphans' parents as the flight recorder captured them (PID of the orphan → its parent),
-  // when its database was readable (gpuclean history).
-  std::map<Pid, RecordedParent> recorded_parents;
-};
-
-// docs/reference.md's verdict. NVML present but failing means the memory answer is not known: the
-// verdict is then unknown, never clean (nor dirty — what /proc shows is still listed).
-// The enum and its spelling live in core/verdict.h (kill's verdict is decided in diagnose/).
+// The report and its verdict are decided in core/ and diagnose/ (diagnose/verdict.h); the
+// views print them.
 using gpuclean::to_string;
 using gpuclean::Verdict;
-
-// kUnknown when NVML failed; else kDirty when the diagnosis found an error (warnings alone leave
-// it clean); else kUnknown when what the scan could not read decides it (unseen_decides: a
-// problem seen is dirty whatever was not), kClean otherwise.
-Verdict verdict_of(const StatusReport& report);
 
 struct TextStyle {
   bool color = false;  // ANSI colours (a terminal, and NO_COLOR unset)

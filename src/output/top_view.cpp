@@ -277,7 +277,7 @@ ScreenLine header_line(const TopFrame& frame) {
   line.push_back(
       {"  " + cut_to_columns(escape_terminal(report.host), 30) + "  " + clock_time(report.time),
        Style::kNormal});
-  const Verdict verdict = verdict_of(report);
+  const Verdict verdict = report.verdict;
   const std::size_t errors = static_cast<std::size_t>(
       std::count_if(report.diagnosis.problems.begin(), report.diagnosis.problems.end(),
                     [](const Problem& p) { return p.severity == Severity::kError; }));
@@ -992,8 +992,11 @@ void add_table(ScreenLines& out, const TopFrame& frame, TopViewState& state, Top
 
 }  // namespace
 
-TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width_in, int height_in) {
+TopScreen compose_top(const TopFrame& frame, const TopViewState& given, int width_in,
+                      int height_in) {
   TopScreen screen;
+  screen.drawn = given;
+  TopViewState& state = screen.drawn;
   ScreenLines out{screen.lines, static_cast<std::size_t>(std::max(width_in, 1)),
                   static_cast<std::size_t>(std::max(height_in, 1))};
   out.add(header_line(frame));

@@ -106,10 +106,15 @@ struct TopScreen {
   std::vector<ScreenLine> lines;  // exactly `height` lines, none wider than `width` columns
   std::vector<TopRow> rows;       // every row of the table (also those scrolled away)
   std::size_t table_height = 0;   // how many rows fit
+  // The state as drawn: the selection kept (or the first row), the table scrolled so that it
+  // shows, an open pane not scrolled past its end. The session takes it back as its state
+  // (TopSession::refresh); the view itself changes nothing it is given.
+  TopViewState drawn;
 };
 
-// Composes the screen. `state.scroll` is adjusted so that the selection is visible.
-TopScreen compose_top(const TopFrame& frame, TopViewState& state, int width, int height);
+// Composes the screen of `state`; where the selection and scrolling ended up is the screen's
+// `drawn` state.
+TopScreen compose_top(const TopFrame& frame, const TopViewState& state, int width, int height);
 
 // The GPUs NVML attributes a holder's memory to, as the table's GPU column shows them: "0",
 // "0,1", "0-3" (three or more in a row); "-" when none is known.

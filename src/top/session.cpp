@@ -189,6 +189,7 @@ class TopSession {
     frame.refresh_note = refresh_note_;
     frame.unicode = terminal_->unicode();
     last_screen_ = output::compose_top(frame, state_, terminal_->width(), terminal_->height());
+    state_ = last_screen_.drawn;
     terminal_->paint(last_screen_.lines);
   }
 
@@ -566,7 +567,7 @@ class TopSession {
   std::unique_ptr<Terminal> terminal_;
   Collector* collector_ = nullptr;
   std::optional<Gathered> last_gathered_;
-  std::optional<output::StatusReport> report_;
+  std::optional<StatusReport> report_;
   output::MemoryHistory history_;
   output::MemoryHistory utilization_;
   bool show_utilization_ = false;      // `u`

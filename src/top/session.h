@@ -20,7 +20,7 @@ namespace gpuclean::top {
 
 // A collection diagnosed with the GPUs chosen: the report, or why the choice cannot be used.
 struct Diagnosed {
-  std::optional<output::StatusReport> report;
+  std::optional<StatusReport> report;
   std::string error;  // one line, when report is empty: "no GPU 7: NVML sees 2 GPUs (0, 1)"
 };
 
@@ -31,8 +31,7 @@ struct SessionHooks {
   // Why a GPU list typed at the `g` prompt is not one, or nullopt.
   std::function<std::optional<std::string>(const std::string& gpus)> gpu_list_error;
   // What explain says of `pid` (reads /proc for it).
-  std::function<output::ExplainSubject(const output::StatusReport& report, Pid pid)>
-      explain_subject;
+  std::function<output::ExplainSubject(const StatusReport& report, Pid pid)> explain_subject;
   // After `gpuclean kill SELECTOR --dry-run|--yes`: the global options the kill child needs to
   // see what top sees.
   std::vector<std::string> kill_args;

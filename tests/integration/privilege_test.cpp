@@ -159,6 +159,34 @@ TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {
   EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
 }
 
+TEST_F(PrivilegeTest, CheckAgainstASnapshotIsUnknownNotCleanWhenProcessesWentUnread) {
+  // `check --against` decided its exit code itself, from the diagnosis and the differences
+  // alone: as a user who could not read root's holder, its JSON said "unknown" and it exited 0
+  // (seen on e237cf1, before issue 51 put the verdict in diagnose/verdict.h and its exit code
+  // in core/exit_code.h for every command).
+  // In a directory of root's alone: snapshot refuses to write where other users could swap it.
+  namespace fs = std::filesystem;
+  const std::string own_dir = dir_.path() + "/root-only";
+  fs::create_directory(own_dir);
+  fs::permissions(own_dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  const std::string before = own_dir + "/before.json";
+  const auto snapshot = as_root({"snapshot", "--no-nvml", "--device-glob", held_, "-o", before});
+  ASSERT_EQ(snapshot.exit_code, 0) << snapshot.err;
+  fs::permissions(before, fs::perms::others_read, fs::perm_options::add);
+  start_argv({helper_, "hold", held_, ready_});
+  const auto check = as_user({"check", "--no-nvml", "--device-glob", held_, "--against", before});
+  expect_no_crash(check);
+  EXPECT_EQ(check.exit_code, 3) << check.out << check.err;
+  const auto json_check =
+      as_user({"check", "--no-nvml", "--json", "--device-glob", held_, "--against", before});
+  EXPECT_EQ(json_check.exit_code, 3) << json_check.err;
+  EXPECT_EQ(json::parse(json_check.out)["verdict"], "unknown") << json_check.out;
+  // Negative control: root sees the holder; dirty, exit 1, in both forms.
+  const auto root = as_root({"check", "--no-nvml", "--device-glob", held_, "--against", before});
+  EXPECT_EQ(root.exit_code, 1) << root.out << root.err;
+}
+
 TEST_F(PrivilegeTest, RootWithoutPtraceIsBlindToOtherUsersAndSaysUnknownNotClean) {
   // Issue 48 item 3: root stripped of CAP_SYS_PTRACE (docker run --pid=host with Docker's
   // default capabilities) lists another user's descriptor table but is refused every

@@ -1,6 +1,6 @@
-// kill's verdict on the selection after the kill (diagnose/kill_verdict.h): plain data in, one
+// kill's verdict on the selection after the kill (diagnose/verdict.h): plain data in, one
 // of status's three words out.
-#include "diagnose/kill_verdict.h"
+#include "diagnose/verdict.h"
 
 #include <gtest/gtest.h>
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/units.h"
+#include "diagnose/verdict.h"
 
 namespace gpuclean::output {
 namespace {
@@ -31,6 +32,7 @@ MetricsReport report_with_orphan() {
       {ProblemKind::kOrphan, 0u, 42, "GPU 0: 8.0 GiB held by orphan", "kill 42"});
   r.diagnosis.clean = false;
   r.stats.processes = 321;
+  r.verdict = diagnose::status_verdict(r);
   MetricsReport m;
   m.status = r;
   m.scan_seconds = 0.25;
@@ -102,6 +104,7 @@ TEST(MetricsText, HoldersByClassAndProblemsByKindIncludeZeros) {
   clean.status->diagnosis.holders.erase(clean.status->diagnosis.holders.begin());
   clean.status->diagnosis.problems.clear();
   clean.status->diagnosis.clean = true;
+  clean.status->verdict = diagnose::status_verdict(*clean.status);
   const std::string c = text(clean);
   EXPECT_TRUE(has_line(c, R"(gpuclean_holders{class="orphan"} 0)")) << c;
   EXPECT_TRUE(has_line(c, R"(gpuclean_problems{kind="orphan"} 0)"));
@@ -245,6 +248,7 @@ TEST(HolderMemory, NoProblemNoSeries) {
   MetricsReport m = report_with_holders();
   m.status->diagnosis.problems.clear();
   m.status->diagnosis.clean = true;
+  m.status->verdict = diagnose::status_verdict(*m.status);
   const std::string t = text(m);
   EXPECT_TRUE(samples(t, "gpuclean_holder_memory_bytes").empty()) << t;
 }

@@ -116,7 +116,7 @@ TEST(SnapshotReader, WithoutNvmlTheGpuListIsUnknownNotEmpty) {
 }
 
 TEST(SnapshotWriter, WhatIsWrittenReadsBack) {
-  output::StatusReport report;
+  StatusReport report;
   report.host = "h";
   report.time = 1.8e9;
   report.nvml_state = NvmlState::kPresent;
@@ -335,7 +335,7 @@ TEST(SnapshotDiff, XidEventsAreNewOnlyAfterTheSnapshot) {
 }
 
 TEST(DiffView, CheckLinesAreTheResultChangingOnes) {
-  output::DiffReport report;
+  DiffReport report;
   report.before = {"base.json", "h", "t"};
   report.after = {"now", "h", "t2"};
   report.differences = diagnose::diff_snapshots(fixture("baseline.json"), fixture("degraded.json"));
@@ -343,7 +343,7 @@ TEST(DiffView, CheckLinesAreTheResultChangingOnes) {
   output::render_against_lines(lines, report);
   const std::string text = lines.str();
   EXPECT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')),
-            output::result_changing_count(report));
+            result_changing_count(report));
   EXPECT_EQ(text.find("gpuclean: new holder pid 72309"), 0u) << text;
   EXPECT_NE(text.find("(since base.json)"), std::string::npos);
   EXPECT_EQ(text.find("temperature"), std::string::npos) << "informational lines stay out";

@@ -8,6 +8,7 @@
 
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
+#include "diagnose/verdict.h"
 #include "output/explain_view.h"
 #include "output/text_width.h"
 #include "output/tree_text.h"
@@ -39,6 +40,7 @@ StatusReport dirty_report() {
   r.diagnosis.problems.push_back({ProblemKind::kOrphan, 0u, 42,
                                   "GPU 0: 8.0 GiB held by orphan pid 42 (evil\x1b[2J)", "kill 42"});
   r.diagnosis.clean = false;
+  r.verdict = diagnose::status_verdict(r);
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/units.h"
+#include "diagnose/verdict.h"
 #include "output/text_width.h"
 
 namespace gpuclean::output {
@@ -49,6 +50,7 @@ StatusReport report_with_tree() {
   r.diagnosis.problems.push_back({ProblemKind::kOrphan, 0u, 300,
                                   "GPU 0: 14.0 GiB held by orphan pid 300", "gpuclean kill 300"});
   r.diagnosis.clean = false;
+  r.verdict = diagnose::status_verdict(r);
   return r;
 }
 
@@ -129,7 +131,8 @@ TEST(TopScreen, FitsEachSizeAndShowsVerdictGpuProblemsAndRows) {
       EXPECT_EQ(text.find('\x1b'), std::string::npos);
     }
     // The first row is selected when nothing was.
-    EXPECT_EQ(state.selected, std::optional<Pid>(300));
+    EXPECT_EQ(screen.drawn.selected, std::optional<Pid>(300));
+    EXPECT_EQ(state.selected, std::nullopt) << "the view changes nothing it is given";
   }
 }
 
@@ -224,7 +227,7 @@ TEST(TopScreen, SelectionStaysOnItsPidAndScrollsIntoView) {
   const std::string text = screen_text(screen);
   EXPECT_NE(text.find("  1039 alice"), std::string::npos) << "scrolled to the selection:\n" << text;
   EXPECT_EQ(text.find("   100 alice"), std::string::npos) << "the first rows scrolled away";
-  EXPECT_GT(state.scroll, 0u);
+  EXPECT_GT(screen.drawn.scroll, 0u);
   // The selected row is drawn as one reverse-video segment across the whole width.
   bool found = false;
   for (const ScreenLine& line : screen.lines) {
@@ -315,6 +318,7 @@ TEST(TopScreen, PaneReplacesTheTableAndNvmlTroubleIsNamed) {
   StatusReport r = report_with_tree();
   r.nvml_state = NvmlState::kFailed;
   r.nvml_message = "NVML did not answer in 5 s (the driver may be hung)";
+  r.verdict = diagnose::status_verdict(r);
   TopViewState state;
   state.pane = TopPane{"Explain pid 300", {"pid 300 — leftover", "  state S"}, 0, "Esc close"};
   TopFrame frame{&r, nullptr, r.time, 1, "refreshing for 6 s", false};

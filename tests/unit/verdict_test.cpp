@@ -4,8 +4,10 @@
 
 #include <sstream>
 
+#include "core/exit_code.h"
 #include "diagnose/gpu_count.h"
 #include "diagnose/unseen.h"
+#include "diagnose/verdict.h"
 #include "output/status_view.h"
 #if GPUCLEAN_METRICS_TESTS
 #include "output/metrics_view.h"
@@ -14,8 +16,8 @@
 namespace gpuclean {
 namespace {
 
-output::StatusReport report(NvmlState state, bool clean) {
-  output::StatusReport r;
+StatusReport report(NvmlState state, bool clean) {
+  StatusReport r;
   r.host = "node";
   r.nvml_state = state;
   r.nvml_message = state == NvmlState::kFailed ? "GPU 1: nvmlDeviceGetMemoryInfo: GPU is lost" : "";
@@ -27,18 +29,19 @@ output::StatusReport report(NvmlState state, bool clean) {
     p.fix = "kill 42";
     r.diagnosis.problems.push_back(p);
   }
+  r.verdict = diagnose::status_verdict(r);
   return r;
 }
 
 TEST(VerdictTest, NvmlFailingIsUnknownNeverClean) {
-  using output::Verdict;
-  EXPECT_EQ(output::verdict_of(report(NvmlState::kPresent, true)), Verdict::kClean);
-  EXPECT_EQ(output::verdict_of(report(NvmlState::kPresent, false)), Verdict::kDirty);
-  EXPECT_EQ(output::verdict_of(report(NvmlState::kAbsent, true)), Verdict::kClean)
+  using gpuclean::Verdict;
+  EXPECT_EQ(diagnose::status_verdict(report(NvmlState::kPresent, true)), Verdict::kClean);
+  EXPECT_EQ(diagnose::status_verdict(report(NvmlState::kPresent, false)), Verdict::kDirty);
+  EXPECT_EQ(diagnose::status_verdict(report(NvmlState::kAbsent, true)), Verdict::kClean)
       << "no driver is a machine state, not a failure";
-  EXPECT_EQ(output::verdict_of(report(NvmlState::kDisabled, true)), Verdict::kClean);
-  EXPECT_EQ(output::verdict_of(report(NvmlState::kFailed, true)), Verdict::kUnknown);
-  EXPECT_EQ(output::verdict_of(report(NvmlState::kFailed, false)), Verdict::kUnknown);
+  EXPECT_EQ(diagnose::status_verdict(report(NvmlState::kDisabled, true)), Verdict::kClean);
+  EXPECT_EQ(diagnose::status_verdict(report(NvmlState::kFailed, true)), Verdict::kUnknown);
+  EXPECT_EQ(diagnose::status_verdict(report(NvmlState::kFailed, false)), Verdict::kUnknown);
   EXPECT_STREQ(output::to_string(Verdict::kUnknown), "unknown");
 }
 
@@ -112,24 +115,49 @@ TEST(UnseenTest, WhatWasNotReadDecidesOnlyWhereItCouldChangeTheVerdict) {
 }
 
 TEST(VerdictTest, UnseenProcessesMakeCleanUnknownButNotDirty) {
-  using output::Verdict;
-  output::StatusReport unseen = report(NvmlState::kDisabled, true);
+  using gpuclean::Verdict;
+  StatusReport unseen = report(NvmlState::kDisabled, true);
   unseen.unseen_decides = true;
+  unseen.verdict = diagnose::status_verdict(unseen);
   unseen.unseen_message = "77 processes of other users could not be read (pids 1): run as root";
-  EXPECT_EQ(output::verdict_of(unseen), Verdict::kUnknown);
+  EXPECT_EQ(diagnose::status_verdict(unseen), Verdict::kUnknown);
   std::ostringstream text;
   output::render_status_text(text, unseen, {});
   EXPECT_NE(text.str().find("UNKNOWN: 77 processes of other users"), std::string::npos)
       << text.str();
   EXPECT_EQ(text.str().find("CLEAN"), std::string::npos) << text.str();
   // A problem seen is dirty whatever was not read.
-  output::StatusReport dirty = report(NvmlState::kDisabled, false);
+  StatusReport dirty = report(NvmlState::kDisabled, false);
   dirty.unseen_decides = true;
-  EXPECT_EQ(output::verdict_of(dirty), Verdict::kDirty);
+  dirty.verdict = diagnose::status_verdict(dirty);
+  EXPECT_EQ(diagnose::status_verdict(dirty), Verdict::kDirty);
+}
+
+TEST(VerdictTest, AgainstASnapshotAResultChangingDifferenceMakesOnlyCleanDirty) {
+  Difference changing;
+  changing.result_changing = true;
+  const Difference informative;
+  DiffReport changed;
+  changed.differences = {changing, informative};
+  DiffReport informational;
+  informational.differences = {informative};
+  const StatusReport clean = report(NvmlState::kPresent, true);
+  EXPECT_EQ(diagnose::against_verdict(clean, informational), Verdict::kClean);
+  EXPECT_EQ(diagnose::against_verdict(clean, changed), Verdict::kDirty);
+  EXPECT_EQ(diagnose::against_verdict(report(NvmlState::kFailed, true), changed), Verdict::kUnknown)
+      << "what NVML did not answer stays unknown, differences or not";
+  EXPECT_EQ(diagnose::against_verdict(report(NvmlState::kPresent, false), informational),
+            Verdict::kDirty);
+}
+
+TEST(VerdictTest, EachVerdictHasOneExitCode) {
+  EXPECT_EQ(exit_code_for(Verdict::kClean), 0);
+  EXPECT_EQ(exit_code_for(Verdict::kDirty), 1);
+  EXPECT_EQ(exit_code_for(Verdict::kUnknown), 3);
 }
 
 #if GPUCLEAN_METRICS_TESTS
-std::string metrics_of(const output::StatusReport& status) {
+std::string metrics_of(const StatusReport& status) {
   output::MetricsReport m;
   m.status = status;
   m.version = "test";

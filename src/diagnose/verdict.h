@@ -1,13 +1,27 @@
-// `gpuclean kill`'s verdict: what the selected GPUs and device files are after the kill, in
-// status's words (docs/reference.md "kill"). Pure: the caller gathers the facts.
+// The verdict, decided here and nowhere else (docs/reference.md "Verdict"): on status's report
+// (status, check, explain, snapshot, metrics, top), on it and a snapshot comparison
+// (`check --against`), and on what a kill left. Which exit code a verdict gives is
+// core/exit_code.h's exit_code_for. Pure: the callers gather the facts.
 #pragma once
 
 #include <cstddef>
 
 #include "core/kill_model.h"
+#include "core/snapshot.h"
+#include "core/status_report.h"
 #include "core/verdict.h"
 
 namespace gpuclean::diagnose {
+
+// kUnknown when NVML failed (the memory answer would be wrong: never clean, nor dirty, since
+// what /proc shows is still listed); else kDirty when the diagnosis found an error (warnings
+// alone leave it clean); else kUnknown when what the scan could not read decides it
+// (unseen_decides: a problem seen is dirty whatever was not); kClean otherwise.
+Verdict status_verdict(const StatusReport& report);
+
+// `check --against`: status's verdict, except that clean becomes dirty when a difference from
+// the snapshot can change a result.
+Verdict against_verdict(const StatusReport& now, const DiffReport& since);
 
 // What was left once kill was done.
 struct KillAftermath {

@@ -1,8 +1,19 @@
-#include "diagnose/kill_verdict.h"
+#include "diagnose/verdict.h"
 
 #include "core/exit_code.h"
 
 namespace gpuclean::diagnose {
+
+Verdict status_verdict(const StatusReport& report) {
+  if (report.nvml_state == NvmlState::kFailed) return Verdict::kUnknown;
+  if (!report.diagnosis.clean) return Verdict::kDirty;
+  return report.unseen_decides ? Verdict::kUnknown : Verdict::kClean;
+}
+
+Verdict against_verdict(const StatusReport& now, const DiffReport& since) {
+  const Verdict verdict = status_verdict(now);
+  return verdict == Verdict::kClean && result_changing_count(since) > 0 ? Verdict::kDirty : verdict;
+}
 
 Verdict kill_verdict(const KillAftermath& after) {
   // A holder seen after the kill is an answer: "dirty" even when other parts went unseen.
