@@ -1,11 +1,12 @@
 // `gpuclean plot` reads a run record that may be hand-edited or hostile: parse it, then print
 // its summary and draw it, as plot and run do.
 #include "fuzz_check.h"
+#include "input/run_record_reader.h"
 #include "output/run_plot.h"
 #include "output/run_record.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto record = gpuclean::output::parse_run_record(gpuclean::fuzz::as_text(data, size));
+  auto record = gpuclean::input::parse_run_record(gpuclean::fuzz::as_text(data, size));
   if (!record.ok()) return 0;
   (void)gpuclean::output::run_summary_lines(*record);
   // run_summary_lines() escapes the processes' names and command lines; the reasons, notes and

@@ -7,6 +7,7 @@
 #include "core/input_file.h"
 #include "core/wall_time.h"
 #include "history/event_store.h"
+#include "input/run_record_reader.h"
 #include "output/escape.h"
 #include "output/history_plot.h"
 #include "output/history_view.h"
@@ -121,7 +122,7 @@ int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
     io.err << "gpuclean: plot: " << output::escape_terminal(text.error().message()) << '\n';
     return kExitUsage;
   }
-  auto record = output::parse_run_record(*text);
+  auto record = input::parse_run_record(*text);
   if (!record.ok()) {
     io.err << "gpuclean: plot: " << shown << ": " << record.error().context << '\n';
     return kExitUsage;

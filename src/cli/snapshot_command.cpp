@@ -13,6 +13,7 @@
 #include "core/input_file.h"
 #include "diagnose/snapshot_diff.h"
 #include "diagnose/verdict.h"
+#include "input/snapshot_reader.h"
 #include "output/diff_view.h"
 #include "output/escape.h"
 #include "output/json.h"
@@ -82,7 +83,7 @@ Result<Snapshot> load_snapshot(const std::string& path) {
   if (!read.ok()) return read.error();
   const std::string& text = *read;
   if (text.empty()) return Error{0, path + ": empty (not a snapshot)"};
-  auto snapshot = output::parse_snapshot(text);
+  auto snapshot = input::parse_snapshot(text);
   if (!snapshot.ok()) return Error{0, path + ": " + snapshot.error().context};
   return snapshot;
 }
@@ -105,7 +106,7 @@ std::optional<Snapshot> snapshot_now(const StatusOptions& options, const procfs:
   auto taken = take_snapshot(options, roots, io, exit_code);
   if (!taken) return std::nullopt;
   exit_code = taken->exit_code;
-  auto snapshot = output::read_snapshot(taken->document);
+  auto snapshot = input::read_snapshot(taken->document);
   if (!snapshot.ok()) {
     io.err << "gpuclean: internal error: the snapshot of now does not read back: "
            << snapshot.error().context << '\n';

@@ -1,9 +1,9 @@
 #include "collect/gather.h"
 
 #include "collect/activity_look.h"
-#include "collect/drm_view.h"
 #include "collect/gpu_sampler.h"
-#include "collect/rolling_scan.h"
+#include "procfs/drm_view.h"
+#include "procfs/rolling_scan.h"
 
 #include <unistd.h>
 
@@ -175,7 +175,7 @@ Gatherer::Gatherer(CollectOptions options, std::vector<DeviceFile> files, procfs
 Gatherer::~Gatherer() = default;
 
 void Gatherer::scan_in_turns(Duration full_period) {
-  rolling_ = std::make_unique<RollingScan>(full_period);
+  rolling_ = std::make_unique<procfs::RollingScan>(full_period);
 }
 
 std::variant<std::unique_ptr<Gatherer>, GatherError> Gatherer::open(const CollectOptions& options) {
@@ -210,7 +210,7 @@ void Gatherer::add_drm_gpus(diagnose::Input& input) {
   if (input.gpu_view) nvidia_gpus_ = static_cast<unsigned>(input.gpu_view->gpus.size());
   if (!input.gpu_view) input.gpu_view.emplace();
   const unsigned first = nvidia_gpus_;
-  for (Gpu& gpu : drm_gpus(drm_gpus_, memory, input.holders, first)) {
+  for (Gpu& gpu : procfs::drm_gpus(drm_gpus_, memory, input.holders, first)) {
     input.gpu_view->gpus.push_back(std::move(gpu));
   }
 }
@@ -371,7 +371,7 @@ Gathered Gatherer::collect() {
   scan_options.threads = options_.threads;
   bool full_scan = true;
   std::vector<procfs::FileHolding> rechecked;  // known holders whose descriptors still hold
-  const auto now = RollingScan::Clock::now();
+  const auto now = procfs::RollingScan::Clock::now();
   if (rolling_) {
     if (auto present = proc_.list_pids(); present.ok()) {
       std::vector<Pid> chosen = rolling_->choose(*present, likely_holders_, now);
@@ -384,7 +384,7 @@ Gathered Gatherer::collect() {
         auto known = known_holdings_.find(pid);
         // A young process is read whole: it is still opening files and mapping its context.
         if (!full_scan && known != known_holdings_.end() && !rolling_->young(pid, now) &&
-            now - known->second.scanned < RollingScan::kYoung &&
+            now - known->second.scanned < procfs::RollingScan::kYoung &&
             procfs::still_holds(proc_, pid, known->second.holding.files)) {
           rechecked.push_back(known->second.holding);
         } else {

@@ -18,6 +18,10 @@
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"
 
+namespace gpuclean::procfs {
+class RollingScan;
+}  // namespace gpuclean::procfs
+
 namespace gpuclean::collect {
 
 class GpuSampler;
@@ -93,7 +97,6 @@ void read_mps_pipe_directories(const procfs::ProcFs& proc, const GpuView& view,
 // /proc are opened once, NVML on the first collect() and kept open for the next ones.
 // `test_gpu_source` (hidden flag) replaces NVML.
 class GpuSampler;
-class RollingScan;
 
 class Gatherer {
  public:
@@ -123,7 +126,7 @@ class Gatherer {
   // (run's sampler); an empty OpenedSource stops asking.
   void use_gpu_source(nvml::OpenedSource source);
   // From now on each collect() reads only the processes where a holder is likely and the rest
-  // in turns, every one at least once per `full_period` (collect/rolling_scan.h): `top`.
+  // in turns, every one at least once per `full_period` (procfs/rolling_scan.h): `top`.
   void scan_in_turns(Duration full_period);
 
  private:
@@ -149,7 +152,7 @@ class Gatherer {
   procfs::ProcFs proc_;
   nvml::OpenedSource source_;
   std::shared_ptr<GpuSampler> helper_;
-  std::unique_ptr<RollingScan> rolling_;
+  std::unique_ptr<procfs::RollingScan> rolling_;
   std::set<Pid> likely_holders_;  // the last collect's holders and NVML's PIDs (rolling_)
   // rolling_: what each holder of the last collect held, and when its whole table was last
   // read. A holder re-checked within RollingScan::kYoung of that keeps its files when its

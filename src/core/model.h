@@ -11,6 +11,9 @@
 
 namespace gpuclean {
 
+// The "schema" of every JSON document gpuclean writes, and the newest its readers take.
+inline constexpr int kSchemaVersion = 1;
+
 using Pid = std::int32_t;  // as the kernel's pid_t
 using Uid = std::uint32_t;
 using Bytes = std::uint64_t;

@@ -1,6 +1,6 @@
 // Busy or idle: each holder's GPU activity from NVML's per-process samples (Gpu::activity),
 // whether it is sustained, how long an idle one has been idle where something watched it
-// (collect/activity_tracker.h), and the words problems and kill plans use for it.
+// (diagnose/activity_tracker.h), and the words problems and kill plans use for it.
 //
 // The rule for "still computing" (docs/reference.md "Busy or idle"). The driver's figure for a
 // process is a smoothed average (docs/facts.md, H100 2026-12-06): a process's last short kernel
@@ -11,7 +11,7 @@
 // last kernel's few percent can stay that way for seconds (the H100 in S6: a worker idle since
 // its memset showed a new 1% sample 1.5 s later). One-shot commands look again
 // for it (collect/activity_look.h); top tracks it across its refreshes
-// (collect/activity_tracker.h). A falling figure is no evidence either way: one that stops
+// (diagnose/activity_tracker.h). A falling figure is no evidence either way: one that stops
 // after a long busy stretch may go on being sampled, decaying, for seconds, but a process at
 // work also falls when another one shares the GPU (the H100 saw 83% → 71% in 1.4 s of a loop
 // that never stopped) — so such a process counts as computing, and --leftovers leaves it: the

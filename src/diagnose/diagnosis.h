@@ -60,7 +60,7 @@ struct Input {
   std::set<Pid> handed_on_pids;
   std::optional<Pid> self;  // gpuclean's own PID: never a holder
   // What earlier looks saw of the holders' activity: how long idle, since when busy
-  // (collect/activity_tracker.h, collect/activity_look.h, the recorder's history).
+  // (diagnose/activity_tracker.h, collect/activity_look.h, the recorder's history).
   ActivityHistory activity_history;
 };
 

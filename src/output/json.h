@@ -12,8 +12,6 @@
 
 namespace gpuclean::output {
 
-constexpr int kSchemaVersion = 1;
-
 // "2026-11-30T12:43:18Z" (UTC, whole seconds).
 std::string rfc3339(double unix_seconds);
 

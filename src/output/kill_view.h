@@ -27,10 +27,6 @@ void render_kill_plan_text(std::ostream& out, const KillPlan& plan, const KillSt
 // be asked.
 nlohmann::json kill_dry_run_json(const KillDryRun& dry_run, const std::string& host, double now);
 
-// kill_dry_run_json's document read back (top shows the plan and asks "Kill N processes?"):
-// render_kill_plan_text of it prints what kill printed. Errors say which field is wrong.
-Result<KillDryRun> parse_kill_dry_run(std::string_view text);
-
 // The selected processes kill leaves alone, for stderr: one line per process, but one line for
 // each reason more than three share ("not touching 65 processes: a kernel thread (pids 2, 3, 4,
 // …)": `kill --user root` selects every kernel thread).

@@ -1,5 +1,6 @@
 // `gpuclean run --record FILE`: the record as JSON (docs/reference.md "JSON": schema, host, time
-// first), reading it back for `gpuclean plot`, and the summary lines `run` prints at the end.
+// first; input/run_record_reader.h reads it back for `gpuclean plot`), and the summary lines
+// `run` prints at the end.
 #pragma once
 
 #include <string>
@@ -18,11 +19,6 @@ nlohmann::json to_json(const RunRecord& record, const std::string& host);
 // What `run` hands the flight recorder when it is done (record/action_socket.h): the workload's
 // command (at most 64 arguments), how it ended, the leftovers torn down and the GPU check.
 nlohmann::json run_action_json(const RunRecord& record, int exit_code);
-
-// Parses a record written by to_json. Errors (errnum 0) say what is wrong: not JSON, a
-// schema this build does not know, a missing or mistyped field. Fields a record may lack
-// (no GPUs, no samples) come back empty.
-Result<RunRecord> parse_run_record(std::string_view text);
 
 // The lines `run` prints on stderr when it is over (without the "gpuclean: run: " prefix):
 // how the workload ended, what was found at teardown — a line per leftover (at most 20, and

@@ -25,7 +25,7 @@ struct ScanOptions {
   // fewer for a small process table.
   unsigned threads = 0;
   // Only these processes instead of every one in /proc (`top` between its full scans,
-  // collect/rolling_scan.h); stats.processes then counts them.
+  // procfs/rolling_scan.h); stats.processes then counts them.
   std::optional<std::vector<Pid>> only = std::nullopt;
 };
 

@@ -13,9 +13,10 @@
 
 #include <fmt/format.h>
 
-#include "collect/activity_tracker.h"
 #include "core/duration.h"
 #include "core/exit_code.h"
+#include "diagnose/activity_tracker.h"
+#include "input/kill_plan_reader.h"
 #include "ops/process_handle.h"
 #include "output/escape.h"
 #include "output/kill_view.h"
@@ -472,7 +473,7 @@ class TopSession {
       finish_pane(std::move(lines), "Esc/q close");
       return;
     }
-    auto dry_run = output::parse_kill_dry_run(done.text);
+    auto dry_run = input::parse_kill_dry_run(done.text);
     if (!dry_run.ok()) {
       diagnostics();
       lines.push_back("kill's plan could not be read: " + dry_run.error().context);
@@ -570,8 +571,8 @@ class TopSession {
   std::optional<StatusReport> report_;
   output::MemoryHistory history_;
   output::MemoryHistory utilization_;
-  bool show_utilization_ = false;      // `u`
-  collect::ActivityTracker activity_;  // idle_s and busy stretches of the holders
+  bool show_utilization_ = false;       // `u`
+  diagnose::ActivityTracker activity_;  // idle_s and busy stretches of the holders
   // CPU ticks and when they were read, per process; the CPU% they give at the last refresh.
   std::map<std::pair<Pid, std::uint64_t>, std::pair<std::uint64_t, double>> cpu_ticks_;
   output::CpuPercent cpu_percent_;

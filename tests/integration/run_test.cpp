@@ -778,7 +778,7 @@ TEST_F(RunTest, PlotRefusesWhatIsNotARecord) {
   std::ofstream(mistyped) << R"({"schema": 1, "kind": "run", "gpus": [{"index": "zero"}]})";
   auto typed = gpuclean({"plot", mistyped});
   EXPECT_EQ(typed.exit_code, 2);
-  // The path names the element and the reader says what it found (output/json_reader.h, the
+  // The path names the element and the reader says what it found (input/json_reader.h, the
   // reader of snapshots and kill's plan too).
   EXPECT_TRUE(contains(typed.err, "gpus[0].index: expected a non-negative integer, found string"))
       << typed.err;

@@ -3,8 +3,8 @@
 // use.
 #include <gtest/gtest.h>
 
-#include "collect/activity_tracker.h"
 #include "diagnose/activity.h"
+#include "diagnose/activity_tracker.h"
 #include "nvml/process_activity.h"
 
 namespace gpuclean {
@@ -149,7 +149,7 @@ TEST(HolderActivity, WordsForProblemsAndKillPlans) {
 }
 
 TEST(ActivityTracker, CountsIdleFromTheFirstIdleLookAndKeepsTheLooksOfABusyStretch) {
-  collect::ActivityTracker tracker;
+  diagnose::ActivityTracker tracker;
   std::vector<Holder> look = {holder(10, {{0, 1}})};
   look[0].activity = HolderActivity{};
   tracker.observe(look, 100);

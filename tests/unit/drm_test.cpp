@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "../integration/drm_fixture.h"
-#include "collect/drm_view.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/gpu_count.h"
 #include "diagnose/gpu_return.h"
 #include "diagnose/kill_check.h"
 #include "procfs/drm_devices.h"
 #include "procfs/drm_fdinfo.h"
+#include "procfs/drm_view.h"
 
 namespace gpuclean {
 namespace {
@@ -194,7 +194,7 @@ TEST(DrmViewTest, ClientsBecomeProcessListsCountingEachClientOnce) {
   // drm-pdev decides the GPU, not the node it was read through; no VRAM: not listed.
   holders.push_back(drm_holder(400, DrmNode::Kind::kRender, "0000:0a:00.0",
                                {client("0000:0b:00.0", 1, 8 * kMiB), client("", 2, 0)}));
-  const auto view = collect::drm_gpus(gpus, {memory, std::nullopt}, holders, 2);
+  const auto view = procfs::drm_gpus(gpus, {memory, std::nullopt}, holders, 2);
   ASSERT_EQ(view.size(), 2u);
   EXPECT_EQ(view[0].index, 2u);  // after NVML's two
   EXPECT_EQ(view[0].source, Gpu::Source::kDrm);
@@ -216,7 +216,7 @@ Diagnosis diagnose_drm(std::vector<Holder> holders) {
   GpuMemory memory{Bytes{64} << 30, Bytes{9} << 30, Bytes{55} << 30, std::nullopt};
   diagnose::Input input;
   input.gpu_view.emplace();
-  input.gpu_view->gpus = collect::drm_gpus(gpus, {memory}, holders, 0);
+  input.gpu_view->gpus = procfs::drm_gpus(gpus, {memory}, holders, 0);
   input.holders = std::move(holders);
   return diagnose::diagnose(std::move(input), diagnose::Options{});
 }
@@ -301,7 +301,7 @@ GpuView drm_view_of(const std::vector<Holder>& holders, Bytes used) {
   gpus[0].pci_address = "0000:0a:00.0";
   gpus[0].driver = "amdgpu";
   GpuView view;
-  view.gpus = collect::drm_gpus(
+  view.gpus = procfs::drm_gpus(
       gpus, {GpuMemory{Bytes{64} << 30, used, (Bytes{64} << 30) - used, std::nullopt}}, holders, 0);
   return view;
 }

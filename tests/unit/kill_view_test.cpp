@@ -1,6 +1,7 @@
 // kill's views (output/kill_view.h) on plain reports: the plan's heading and rows, the report's
 // lines and summary in each memory case, untrusted names escaped, and the JSON fields.
 #include "output/kill_view.h"
+#include "input/kill_plan_reader.h"
 
 #include <sstream>
 
@@ -283,7 +284,7 @@ TEST(KillDryRunJson, ReadBackPrintsWhatKillPrinted) {
   dry_run.plan.confirm_reasons = {"the tree of pid 10 reaches another session"};
 
   const std::string text = kill_dry_run_json(dry_run, "node1", 1.5).dump();
-  auto back = parse_kill_dry_run(text);
+  auto back = input::parse_kill_dry_run(text);
   ASSERT_TRUE(back.ok()) << back.error().context;
   EXPECT_EQ(plan_text(*back), plan_text(dry_run));
   EXPECT_TRUE(contains(plan_text(*back), "Plan: 2 processes (KILL; wait up to 12 s)"));
@@ -304,7 +305,7 @@ TEST(KillDryRunJson, ReadBackPrintsWhatKillPrinted) {
 
 TEST(KillDryRunJson, RefusesWhatItCannotRead) {
   auto error_of = [](const std::string& text) {
-    auto parsed = parse_kill_dry_run(text);
+    auto parsed = input::parse_kill_dry_run(text);
     return parsed.ok() ? std::string("parsed") : parsed.error().context;
   };
   EXPECT_EQ(error_of("Plan: 3 processes"), "not a JSON object");

@@ -1,13 +1,13 @@
-// Which processes top's refreshes re-read (collect/rolling_scan.h): everything at first and with
+// Which processes top's refreshes re-read (procfs/rolling_scan.h): everything at first and with
 // a zero period, then the new, the likely holders and a slice, so that every process is read
 // at least once per period.
-#include "collect/rolling_scan.h"
+#include "procfs/rolling_scan.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-namespace gpuclean::collect {
+namespace gpuclean::procfs {
 namespace {
 
 using namespace std::chrono_literals;
@@ -90,4 +90,4 @@ TEST(RollingScan, ANewProcessIsReadOnEveryRefreshWhileYoung) {
 }
 
 }  // namespace
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::procfs

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "input/run_record_reader.h"
 #include "output/run_plot.h"
 
 namespace gpuclean::output {
@@ -42,7 +43,7 @@ RunRecord sample_record() {
 TEST(RunRecordTest, RoundTripsThroughJson) {
   const RunRecord r = sample_record();
   const std::string text = to_json(r, "host").dump();
-  auto back = parse_run_record(text);
+  auto back = input::parse_run_record(text);
   ASSERT_TRUE(back.ok()) << back.error().context;
   EXPECT_EQ(back->command, r.command);
   EXPECT_EQ(back->exit_code, 137);
@@ -86,21 +87,22 @@ TEST(RunRecordTest, StatesAreWrittenAsTheirNamesAndReadBack) {
                         WorkloadEnd::kInterrupted, WorkloadEnd::kSupervisionFailed}) {
     EXPECT_EQ(workload_end_from_string(to_string(e)), e);
   }
-  auto parsed = parse_run_record(doc.dump());
+  auto parsed = input::parse_run_record(doc.dump());
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->gpu_check, GpuCheck::kNotChecked);
   EXPECT_EQ(parsed->leftovers[0].outcome, LeftoverOutcome::kSkipped);
   // A name gpuclean never writes is refused, and said.
-  auto bad = parse_run_record(R"({"schema": 1, "kind": "run", "gpu_check": "clean"})");
+  auto bad = input::parse_run_record(R"({"schema": 1, "kind": "run", "gpu_check": "clean"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().context, "record.gpu_check: \"clean\" is not one gpuclean writes");
   EXPECT_FALSE(
-      parse_run_record(R"({"schema": 1, "kind": "run", "leftovers": [{"outcome": "x"}]})").ok());
+      input::parse_run_record(R"({"schema": 1, "kind": "run", "leftovers": [{"outcome": "x"}]})")
+          .ok());
 }
 
 TEST(RunRecordTest, RefusesWhatItCannotTrust) {
   auto error_of = [](const std::string& text) {
-    auto parsed = parse_run_record(text);
+    auto parsed = input::parse_run_record(text);
     return parsed.ok() ? std::string("parsed") : parsed.error().context;
   };
   EXPECT_EQ(error_of("{\"schema\": 1, \"kind\": \"run\", \"gpus\": ["), "not valid JSON");
@@ -190,7 +192,7 @@ TEST(RunRecordTest, SummaryNamesEachLeftoverWithWhatItHeldAndHowItEnded) {
   // Read back without `devices` (a record written before): not known, and no "holding".
   nlohmann::json doc = to_json(r, "host");
   doc["leftovers"][0].erase("devices");
-  auto back = parse_run_record(doc.dump());
+  auto back = input::parse_run_record(doc.dump());
   ASSERT_TRUE(back.ok()) << back.error().context;
   EXPECT_FALSE(back->leftovers[0].devices);
   EXPECT_EQ(back->leftovers[1].devices, killed.devices);

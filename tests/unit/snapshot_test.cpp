@@ -11,6 +11,7 @@
 
 #include "core/units.h"
 #include "diagnose/snapshot_diff.h"
+#include "input/snapshot_reader.h"
 #include "output/diff_view.h"
 #include "output/snapshot_json.h"
 #include "procfs/host_facts.h"
@@ -26,13 +27,13 @@ std::string fixture_text(const std::string& name) {
 }
 
 Snapshot fixture(const std::string& name) {
-  auto snapshot = output::parse_snapshot(fixture_text(name));
+  auto snapshot = input::parse_snapshot(fixture_text(name));
   EXPECT_TRUE(snapshot.ok()) << name << ": " << (snapshot.ok() ? "" : snapshot.error().context);
   return snapshot.ok() ? *snapshot : Snapshot{};
 }
 
 std::string read_error(const std::string& name) {
-  auto snapshot = output::parse_snapshot(fixture_text(name));
+  auto snapshot = input::parse_snapshot(fixture_text(name));
   EXPECT_FALSE(snapshot.ok()) << name << " was accepted";
   return snapshot.ok() ? "" : snapshot.error().context;
 }
@@ -84,10 +85,10 @@ TEST(SnapshotReader, BadInputSaysWhatIsWrong) {
   for (const char* text : {"[]", "{}", "{\"schema\": \"1\"}", "{\"schema\": 0}", "",
                            "{\"schema\": 1, \"gpus\": [7]}", "{\"schema\": 1, \"holders\": [{}]}",
                            "{\"schema\": 1, \"system\": {\"environment\": {\"A\": 1}}}"}) {
-    EXPECT_FALSE(output::parse_snapshot(text).ok()) << text;
+    EXPECT_FALSE(input::parse_snapshot(text).ok()) << text;
   }
   // Negative control: the smallest valid snapshot is just the schema.
-  EXPECT_TRUE(output::parse_snapshot("{\"schema\": 1}").ok());
+  EXPECT_TRUE(input::parse_snapshot("{\"schema\": 1}").ok());
 }
 
 TEST(SnapshotReader, MissingFieldsAreUnknown) {
@@ -99,18 +100,18 @@ TEST(SnapshotReader, MissingFieldsAreUnknown) {
   EXPECT_FALSE(s.kernel_log.has_value());
   EXPECT_FALSE(s.cuda_driver_version.has_value());
   // Nulls too.
-  auto nulls = output::parse_snapshot(
+  auto nulls = input::parse_snapshot(
       R"({"schema": 1, "gpus": [{"index": 0, "clocks": {"sm": {"application": null}}}]})");
   ASSERT_TRUE(nulls.ok());
   EXPECT_FALSE(nulls->gpus->at(0).details.application_clocks.sm_mhz.has_value());
 }
 
 TEST(SnapshotReader, WithoutNvmlTheGpuListIsUnknownNotEmpty) {
-  auto s = output::parse_snapshot(R"({"schema": 1, "nvml": {"state": "disabled"}, "gpus": []})");
+  auto s = input::parse_snapshot(R"({"schema": 1, "nvml": {"state": "disabled"}, "gpus": []})");
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(s->gpus.has_value());
   auto present =
-      output::parse_snapshot(R"({"schema": 1, "nvml": {"state": "present"}, "gpus": []})");
+      input::parse_snapshot(R"({"schema": 1, "nvml": {"state": "present"}, "gpus": []})");
   ASSERT_TRUE(present.ok());
   EXPECT_TRUE(present->gpus.has_value());  // negative control: NVML said there are none
 }
@@ -154,10 +155,10 @@ TEST(SnapshotWriter, WhatIsWrittenReadsBack) {
   EXPECT_EQ(doc["gpus"][0]["throttle_reasons"]["active"],
             nlohmann::json::array({"gpu_idle", "hw_thermal_slowdown"}));
   // In memory (signed integers, as "now" is read for a diff) and parsed from text alike.
-  auto direct = output::read_snapshot(doc);
+  auto direct = input::read_snapshot(doc);
   ASSERT_TRUE(direct.ok()) << direct.error().context;
   EXPECT_EQ(direct->holders->at(0).pid, 77);
-  auto back = output::read_snapshot(nlohmann::json::parse(doc.dump()));
+  auto back = input::read_snapshot(nlohmann::json::parse(doc.dump()));
   ASSERT_TRUE(back.ok()) << back.error().context;
   EXPECT_EQ(back->nvml_version, "13.580");
   EXPECT_EQ(back->gpus->at(0).memory_used, 5 * kGiB);

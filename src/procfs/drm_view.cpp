@@ -1,13 +1,13 @@
-#include "collect/drm_view.h"
+#include "procfs/drm_view.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
-namespace gpuclean::collect {
+namespace gpuclean::procfs {
 
-std::vector<Gpu> drm_gpus(const std::vector<procfs::DrmGpu>& gpus,
+std::vector<Gpu> drm_gpus(const std::vector<DrmGpu>& gpus,
                           const std::vector<std::optional<GpuMemory>>& memory,
                           const std::vector<Holder>& holders, unsigned first_index) {
   std::map<std::string, std::size_t, std::less<>> by_address;
@@ -58,4 +58,4 @@ std::vector<Gpu> drm_gpus(const std::vector<procfs::DrmGpu>& gpus,
   return out;
 }
 
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::procfs

@@ -10,7 +10,7 @@
 #include "core/model.h"
 #include "procfs/drm_devices.h"
 
-namespace gpuclean::collect {
+namespace gpuclean::procfs {
 
 // One Gpu per DRM GPU, numbered from first_index in the order given (PCI address order), with
 // `memory[i]` as its memory figures (nullopt: the driver gives no used total).
@@ -21,8 +21,8 @@ namespace gpuclean::collect {
 // listed under the lowest of their PIDs — the others still hold the node (their `devices`).
 // A process is listed on a GPU only with some VRAM there; /dev/kfd has no clients of its own
 // (a ROCm process's memory shows in the render node it also opens).
-std::vector<Gpu> drm_gpus(const std::vector<procfs::DrmGpu>& gpus,
+std::vector<Gpu> drm_gpus(const std::vector<DrmGpu>& gpus,
                           const std::vector<std::optional<GpuMemory>>& memory,
                           const std::vector<Holder>& holders, unsigned first_index);
 
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::procfs

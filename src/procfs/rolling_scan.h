@@ -21,7 +21,7 @@
 #include "core/duration.h"
 #include "core/model.h"
 
-namespace gpuclean::collect {
+namespace gpuclean::procfs {
 
 class RollingScan {
  public:
@@ -53,4 +53,4 @@ class RollingScan {
   bool last_full_ = false;
 };
 
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::procfs

@@ -10,7 +10,7 @@
 #include "core/model.h"
 #include "diagnose/activity.h"
 
-namespace gpuclean::collect {
+namespace gpuclean::diagnose {
 
 // Counts from the first look that saw a holder idle: a lower bound where it was so before
 // anything watched it.
@@ -33,4 +33,4 @@ class ActivityTracker {
   std::map<diagnose::ProcessIdentity, std::deque<diagnose::BusyLook>> busy_;
 };
 
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::diagnose

@@ -1,6 +1,6 @@
-#include "output/json_reader.h"
+#include "input/json_reader.h"
 
-namespace gpuclean::output {
+namespace gpuclean::input {
 
 // `json` is JsonReader's own alias: in the parameters, after `JsonReader::`; the return types
 // before it name it through the class (a namespace-wide alias clashed with another file's
@@ -122,4 +122,4 @@ const JsonReader::json* JsonReader::typed(const json& parent, const char* key,
   return v;
 }
 
-}  // namespace gpuclean::output
+}  // namespace gpuclean::input

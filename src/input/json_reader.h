@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace gpuclean::output {
+namespace gpuclean::input {
 
 class JsonReader {
  public:
@@ -89,4 +89,4 @@ void set_if_present(std::optional<T>& out, std::optional<T> value) {
   if (value) out = std::move(value);
 }
 
-}  // namespace gpuclean::output
+}  // namespace gpuclean::input

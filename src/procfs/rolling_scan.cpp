@@ -1,9 +1,9 @@
-#include "collect/rolling_scan.h"
+#include "procfs/rolling_scan.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace gpuclean::collect {
+namespace gpuclean::procfs {
 
 std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std::set<Pid>& must,
                                      Clock::time_point now) {
@@ -59,4 +59,4 @@ std::vector<Pid> RollingScan::choose(const std::vector<Pid>& present, const std:
   return chosen;
 }
 
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::procfs

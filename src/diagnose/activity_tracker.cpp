@@ -1,9 +1,9 @@
-#include "collect/activity_tracker.h"
+#include "diagnose/activity_tracker.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace gpuclean::collect {
+namespace gpuclean::diagnose {
 
 diagnose::ActivityHistory ActivityTracker::history(double now) const {
   diagnose::ActivityHistory out;
@@ -44,4 +44,4 @@ void ActivityTracker::observe(const std::vector<Holder>& holders, double now) {
   busy_ = std::move(busy);
 }
 
-}  // namespace gpuclean::collect
+}  // namespace gpuclean::diagnose
