@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/bounded_read.h"
 #include "core/unique_fd.h"
 
 namespace gpuclean {
@@ -76,6 +77,10 @@ Result<UniqueFd> locate(const std::string& path) {
   return at;
 }
 
+Error too_large(const std::string& path, std::size_t max_bytes) {
+  return Error{0, path + " is larger than " + std::to_string(max_bytes >> 20) + " MiB"};
+}
+
 }  // namespace
 
 Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes) {
@@ -91,28 +96,16 @@ Result<std::string> read_input_file(const std::string& path, std::size_t max_byt
   if (!S_ISREG(st.st_mode)) {
     return Error{0, path + " is not a regular file (a FIFO or a device would block the read)"};
   }
-  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
-    return Error{0, path + " is larger than " + std::to_string(max_bytes >> 20) + " MiB"};
-  }
+  if (static_cast<std::size_t>(st.st_size) > max_bytes) return too_large(path, max_bytes);
   UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(located.get())).c_str(),
                      O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return errno_error(path);
-  // Read until end of file, never past the limit: the file may grow while it is read.
+  // Refused past the limit, not cut: the file may have grown since its size was checked.
   std::string text;
-  text.resize(max_bytes + 1);
-  std::size_t have = 0;
-  while (have < text.size()) {
-    const ssize_t got = ::read(fd.get(), text.data() + have, text.size() - have);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return errno_error("read " + path);
-    if (got == 0) break;
-    have += static_cast<std::size_t>(got);
-  }
-  if (have > max_bytes) {
-    return Error{0, path + " is larger than " + std::to_string(max_bytes >> 20) + " MiB"};
-  }
-  text.resize(have);
-  return text;
+  const Status got = read_bounded(fd.get(), text, max_bytes, PastCap::kRefuse);
+  if (got.ok()) return text;
+  if (got.error().errnum == EFBIG) return too_large(path, max_bytes);
+  return Error{got.error().errnum, "read " + path};
 }
 
 }  // namespace gpuclean

@@ -16,8 +16,10 @@
 
 namespace gpuclean {
 
-// The whole contents of `path`. Errors name the path: not found, a symlink (ELOOP), not a
-// regular file, larger than `max_bytes` (EFBIG), or a failed read.
+// The whole contents of `path`, read by core/bounded_read.h's reader (the buffer grows with
+// the file; `max_bytes` is a limit, not an allocation). Errors name the path: not found, a
+// symlink (ELOOP), not a regular file, larger than `max_bytes` (its size, or a read that went
+// on past it: refused, never cut), or a failed read.
 Result<std::string> read_input_file(const std::string& path, std::size_t max_bytes);
 
 }  // namespace gpuclean

@@ -16,22 +16,13 @@
 #include "procfs/proc_fs.h"
 
 namespace gpuclean::ops {
-namespace {
-
-Result<std::string> read_text(const std::string& path) {
-  std::string text;
-  if (!procfs::read_file_at(AT_FDCWD, path.c_str(), text)) return errno_error("read " + path);
-  return text;
-}
-
-}  // namespace
 
 Result<CgroupLocation> own_cgroup(const std::string& proc_root) {
-  auto mountinfo = read_text(proc_root + "/self/mountinfo");
+  auto mountinfo = procfs::read_file_at(AT_FDCWD, proc_root + "/self/mountinfo");
   if (!mountinfo.ok()) return mountinfo.error();
   auto mount = procfs::parse_cgroup2_mount(*mountinfo);
   if (!mount) return Error{ENOENT, "no cgroup v2 hierarchy is mounted (cgroup v1 only)"};
-  auto cgroup = read_text(proc_root + "/self/cgroup");
+  auto cgroup = procfs::read_file_at(AT_FDCWD, proc_root + "/self/cgroup");
   if (!cgroup.ok()) return cgroup.error();
   auto path = procfs::parse_cgroup_v2(*cgroup);
   if (!path) return Error{ENOENT, proc_root + "/self/cgroup has no cgroup v2 (\"0::\") line"};
@@ -84,7 +75,7 @@ std::vector<std::string> remove_run_groups(const std::string& proc_root,
 }
 
 Result<CgroupLocation> find_cgroup(const std::string& proc_root, const std::string& path) {
-  auto mountinfo = read_text(proc_root + "/self/mountinfo");
+  auto mountinfo = procfs::read_file_at(AT_FDCWD, proc_root + "/self/mountinfo");
   if (!mountinfo.ok()) return mountinfo.error();
   auto mount = procfs::parse_cgroup2_mount(*mountinfo);
   if (!mount) return Error{ENOENT, "no cgroup v2 hierarchy is mounted (cgroup v1 only)"};
@@ -131,13 +122,12 @@ CgroupGroup::~CgroupGroup() {
 }
 
 Result<std::vector<Pid>> CgroupGroup::members() const {
-  std::string text;
-  if (!procfs::read_file_at(dir_.get(), "cgroup.procs", text)) {
-    return errno_error("read " + location_.directory + "/cgroup.procs");
-  }
+  auto text = procfs::read_file_at(dir_.get(), "cgroup.procs");
+  if (!text.ok())
+    return Error{text.error().errnum, "read " + location_.directory + "/cgroup.procs"};
   std::vector<Pid> pids;
-  const char* at = text.data();
-  const char* end = text.data() + text.size();
+  const char* at = text->data();
+  const char* end = text->data() + text->size();
   while (at < end) {
     Pid pid = 0;
     auto [next, ec] = std::from_chars(at, end, pid);
@@ -148,11 +138,10 @@ Result<std::vector<Pid>> CgroupGroup::members() const {
 }
 
 Result<bool> CgroupGroup::populated() const {
-  std::string text;
-  if (!procfs::read_file_at(dir_.get(), "cgroup.events", text)) {
-    return errno_error("read " + location_.directory + "/cgroup.events");
-  }
-  return text.find("populated 1") != std::string::npos;
+  auto text = procfs::read_file_at(dir_.get(), "cgroup.events");
+  if (!text.ok())
+    return Error{text.error().errnum, "read " + location_.directory + "/cgroup.events"};
+  return text->find("populated 1") != std::string::npos;
 }
 
 Status CgroupGroup::kill_all() const {

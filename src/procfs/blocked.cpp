@@ -16,11 +16,8 @@ using Clock = std::chrono::steady_clock;
 // How often threads seen in D are re-read while they are watched.
 constexpr auto kRecheckStep = std::chrono::milliseconds(20);
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::string text;
-  if (!read_file_at(AT_FDCWD, path.c_str(), text, 4096)) return std::nullopt;
-  return text;
-}
+// A cgroup file this reads (a state, a flag, the events) fits a page; read no further.
+constexpr std::size_t kGroupFileMax = 4096;
 
 // "frozen 1" in a v2 group's cgroup.events (the group's effective state, an ancestor's freeze
 // included).
@@ -37,7 +34,8 @@ std::vector<std::string> frozen_by(const std::string& directory, const std::stri
   std::vector<std::string> out;
   std::string group = directory;
   while (group.size() >= top.size()) {
-    if (auto text = read_text(group + "/" + own_freeze); text && trim(*text) == set) {
+    if (auto text = read_file_at(AT_FDCWD, group + "/" + own_freeze, kGroupFileMax);
+        text && trim(*text) == set) {
       out.push_back(group);
     }
     if (group.size() == top.size()) break;
@@ -51,10 +49,9 @@ std::vector<std::string> frozen_by(const std::string& directory, const std::stri
 }
 
 std::optional<char> thread_state(int root_fd, Pid pid, Pid tid) {
-  const std::string path = std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat";
-  std::string text;
-  if (!read_file_at(root_fd, path.c_str(), text)) return std::nullopt;
-  auto stat = parse_stat(text);
+  auto text = read_file_at(root_fd, std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  if (!text.ok()) return std::nullopt;
+  auto stat = parse_stat(*text);
   if (!stat.ok()) return std::nullopt;
   return stat->state;
 }
@@ -114,9 +111,8 @@ std::optional<std::string> cgroup_directory(const Cgroup2Mount& mount, std::stri
 }
 
 BlockedCheck BlockedCheck::for_proc(const ProcFs& proc, Duration recheck) {
-  std::string mountinfo;
-  if (!read_file_at(proc.root_fd(), "self/mountinfo", mountinfo)) return BlockedCheck({}, recheck);
-  return BlockedCheck(parse_freezer_mounts(mountinfo), recheck);
+  auto mountinfo = read_file_at(proc.root_fd(), "self/mountinfo");  // none in a fixture tree
+  return BlockedCheck(mountinfo.ok() ? parse_freezer_mounts(*mountinfo) : FreezerMounts{}, recheck);
 }
 
 std::optional<FrozenCgroup> BlockedCheck::frozen(const ProcessInfo& process) const {
@@ -124,7 +120,7 @@ std::optional<FrozenCgroup> BlockedCheck::frozen(const ProcessInfo& process) con
     if (auto dir = cgroup_directory(*mounts_.v1_freezer, *process.freezer_cgroup)) {
       // FREEZING: the freeze is under way (or cannot finish); its tasks already wait in
       // __refrigerator, and a thaw is what ends it either way.
-      if (auto state = read_text(*dir + "/freezer.state");
+      if (auto state = read_file_at(AT_FDCWD, *dir + "/freezer.state", kGroupFileMax);
           state && (trim(*state) == "FROZEN" || trim(*state) == "FREEZING")) {
         return FrozenCgroup{
             FrozenCgroup::Version::kV1Freezer, *dir,
@@ -134,7 +130,8 @@ std::optional<FrozenCgroup> BlockedCheck::frozen(const ProcessInfo& process) con
   }
   if (mounts_.v2 && process.cgroup) {
     if (auto dir = cgroup_directory(*mounts_.v2, *process.cgroup)) {
-      if (auto events = read_text(*dir + "/cgroup.events"); events && v2_events_frozen(*events)) {
+      if (auto events = read_file_at(AT_FDCWD, *dir + "/cgroup.events", kGroupFileMax);
+          events && v2_events_frozen(*events)) {
         return FrozenCgroup{FrozenCgroup::Version::kV2, *dir,
                             frozen_by(*dir, mounts_.v2->mount_point, "cgroup.freeze", "1")};
       }

@@ -17,11 +17,11 @@
 namespace gpuclean::procfs {
 namespace {
 
-// The whole (small) file, trimmed; nullopt when it cannot be read.
-std::optional<std::string> read_small(const std::string& path) {
-  std::string text;
-  if (!read_file_at(AT_FDCWD, path.c_str(), text, 4096)) return std::nullopt;
-  return std::string(trim(text));
+// A sysfs attribute's value (one line: a page is all sysfs gives), trimmed; nullopt when it
+// cannot be read.
+std::optional<std::string> attribute(const std::string& path) {
+  auto text = read_file_at(AT_FDCWD, path, 4096);
+  return text.ok() ? std::optional<std::string>(trim(*text)) : std::nullopt;
 }
 
 // The last component of where a symlink leads ("…/0000:c3:00.0", "…/drivers/amdgpu").
@@ -68,11 +68,11 @@ std::optional<DrmNode::Kind> node_kind(const std::string& name) {
 }
 
 std::string gpu_name(const std::string& device_dir, const std::string& driver) {
-  if (auto product = read_small(device_dir + "/product_name"); product && !product->empty()) {
+  if (auto product = attribute(device_dir + "/product_name"); product && !product->empty()) {
     return *product;
   }
-  const auto vendor = read_small(device_dir + "/vendor");
-  const auto device = read_small(device_dir + "/device");
+  const auto vendor = attribute(device_dir + "/vendor");
+  const auto device = attribute(device_dir + "/device");
   std::string maker = driver;
   if (vendor == "0x1002") maker = "AMD";
   if (vendor == "0x8086") maker = "Intel";
@@ -121,7 +121,7 @@ std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
     entry.append("/").append(name);
     const auto address = link_basename(entry + "/device");
     const auto driver = link_basename(entry + "/device/driver");
-    const auto text = read_small(entry + "/dev");
+    const auto text = attribute(entry + "/dev");
     const auto number = text ? device_number(*text) : std::nullopt;
     if (!address || !driver || !number) continue;
     // NVML's GPUs (nvidia-drm) are never counted twice; a VM's virtio-gpu, a BMC's ast and
@@ -136,7 +136,7 @@ std::vector<DrmGpu> find_drm_gpus(const DrmRoots& roots) {
       gpu.device_dir =
           ::realpath(device_link.c_str(), resolved) != nullptr ? resolved : device_link;
       gpu.name = gpu_name(gpu.device_dir, gpu.driver);
-      gpu.unique_id = read_small(gpu.device_dir + "/unique_id").value_or("");
+      gpu.unique_id = attribute(gpu.device_dir + "/unique_id").value_or("");
     }
     if (auto file = node_file(roots, name, *number, DrmNode{*kind, *address})) {
       gpu.nodes.push_back(std::move(*file));
@@ -169,8 +169,8 @@ std::optional<DeviceFile> find_kfd(const DrmRoots& roots, const std::vector<DrmG
 }
 
 std::optional<GpuMemory> read_drm_memory(const DrmGpu& gpu) {
-  const auto total_text = read_small(gpu.device_dir + "/mem_info_vram_total");
-  const auto used_text = read_small(gpu.device_dir + "/mem_info_vram_used");
+  const auto total_text = attribute(gpu.device_dir + "/mem_info_vram_total");
+  const auto used_text = attribute(gpu.device_dir + "/mem_info_vram_used");
   const auto total = total_text ? parse_number(*total_text) : std::nullopt;
   const auto used = used_text ? parse_number(*used_text) : std::nullopt;
   if (!total || !used || *used > *total) return std::nullopt;

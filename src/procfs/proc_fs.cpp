@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/bounded_read.h"
 #include "core/deadline_pool.h"
 
 #include "procfs/blocked.h"
@@ -94,42 +95,29 @@ ThreadInfo read_thread(int task_dir_fd, Pid tid) {
 
 }  // namespace
 
-bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t max_bytes) {
+bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t cap) {
   out.clear();
-  const int fd = ::openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  constexpr std::size_t kChunk = 16384;
-  while (out.size() < max_bytes) {
-    const std::size_t old_size = out.size();
-    const std::size_t want = std::min(kChunk, max_bytes - old_size);
-    out.resize(old_size + want);
-    const ssize_t got = ::read(fd, out.data() + old_size, want);
-    if (got < 0) {
-      if (errno == EINTR) {
-        out.resize(old_size);
-        continue;
-      }
-      const int saved = errno;
-      ::close(fd);
-      out.clear();
-      errno = saved;
-      return false;
-    }
-    out.resize(old_size + static_cast<std::size_t>(got));
-    if (got == 0) break;
-  }
-  ::close(fd);
-  return true;
+  UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  const Status got = read_bounded(fd.get(), out, cap, PastCap::kCut);
+  fd.reset();  // before errno is set: a close must not change it
+  if (!got.ok()) errno = got.error().errnum;
+  return got.ok();
+}
+
+Result<std::string> read_file_at(int dir_fd, const std::string& name, std::size_t cap) {
+  std::string text;
+  if (!read_file_at(dir_fd, name.c_str(), text, cap)) return errno_error("read " + name);
+  return text;
 }
 
 Result<ProcFs> ProcFs::open(const std::string& root, std::optional<Duration> read_deadline) {
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return errno_error("open " + root);
   auto state = std::make_shared<State>();
-  std::string stat;
-  if (read_file_at(fd.get(), "stat", stat)) state->boot_time = parse_btime(stat);
-  if (std::string mountinfo; read_file_at(fd.get(), "self/mountinfo", mountinfo)) {
-    state->trusted_cgroup_prefix = trusted_prefix_here(parse_cgroup_mounts(mountinfo));
+  if (auto stat = read_file_at(fd.get(), "stat"); stat.ok()) state->boot_time = parse_btime(*stat);
+  if (auto mountinfo = read_file_at(fd.get(), "self/mountinfo"); mountinfo.ok()) {
+    state->trusted_cgroup_prefix = trusted_prefix_here(parse_cgroup_mounts(*mountinfo));
   }
   state->root = root;
   state->root_fd = std::move(fd);
@@ -271,10 +259,9 @@ bool known_locked(ProcFs::State& state, Pid pid, std::uint64_t start_ticks) {
 // pid's start time from its stat (which never takes the mmap lock), to tell a locked process
 // from a later one with its PID.
 std::optional<std::uint64_t> start_ticks_of(const ProcFs::State& state, Pid pid) {
-  std::string text;
-  const std::string path = std::to_string(pid) + "/stat";
-  if (!read_file_at(state.root_fd.get(), path.c_str(), text)) return std::nullopt;
-  auto stat = parse_stat(text);
+  auto text = read_file_at(state.root_fd.get(), std::to_string(pid) + "/stat");
+  if (!text.ok()) return std::nullopt;
+  auto stat = parse_stat(*text);
   if (!stat.ok()) return std::nullopt;
   return stat->start_ticks;
 }
@@ -489,11 +476,9 @@ std::optional<std::uint64_t> ProcFs::start_ticks(Pid pid) const {
 }
 
 std::optional<Pid> ProcFs::thread_group_of(Pid id) const {
-  std::string text;
-  if (!read_file_at(root_fd(), (std::to_string(id) + "/status").c_str(), text)) {
-    return std::nullopt;
-  }
-  const std::optional<Pid> tgid = parse_status(text).tgid;
+  auto text = read_file_at(root_fd(), std::to_string(id) + "/status");
+  if (!text.ok()) return std::nullopt;
+  const std::optional<Pid> tgid = parse_status(*text).tgid;
   if (!tgid || *tgid <= 0 || *tgid == id) return std::nullopt;
   return tgid;
 }
@@ -508,9 +493,8 @@ std::optional<std::string> ProcFs::fd_info(Pid pid, std::optional<Pid> tid, int 
   std::string path = std::to_string(pid);
   if (tid) path += "/task/" + std::to_string(*tid);
   path += "/fdinfo/" + std::to_string(fd);
-  std::string text;
-  if (!read_file_at(root_fd(), path.c_str(), text)) return std::nullopt;
-  return text;
+  if (auto text = read_file_at(root_fd(), path); text.ok()) return std::move(*text);
+  return std::nullopt;
 }
 
 }  // namespace gpuclean::procfs

@@ -20,9 +20,13 @@
 
 namespace gpuclean::procfs {
 
-// Reads a whole file relative to dir_fd into out (cleared first), at most max_bytes.
-// Returns false with errno set on failure. Shared by the scanners; no allocation beyond out.
-bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t max_bytes = 1 << 20);
+// Reads the file `name` relative to dir_fd (AT_FDCWD: a path) to its end into out, by
+// core/bounded_read.h's reader: a longer file is cut at `cap`, not refused (a caller that
+// must know asks for one byte more). False with errno set on failure, out then empty. Shared
+// by the scanners: out's buffer is reused, no allocation beyond it.
+bool read_file_at(int dir_fd, const char* name, std::string& out, std::size_t cap = 1 << 20);
+// The same read as a value; the error says "read NAME" with the errno.
+Result<std::string> read_file_at(int dir_fd, const std::string& name, std::size_t cap = 1 << 20);
 
 // How long reading one process's command line may take before gpuclean stops waiting: a
 // normal read takes microseconds; one that waits on the target's locked memory map may never
