@@ -13,6 +13,7 @@
 #include "collect/gather.h"
 #include "completion/model.h"
 #include "completion/scripts.h"
+#include "core/diagnostics.h"
 #include "output/escape.h"
 #include "procfs/holder_scan.h"
 #include "procfs/proc_fs.h"
@@ -26,7 +27,7 @@ namespace {
 int print_gpus(const CompletionOptions& options, const Io& io) {
   auto opened = collect::Gatherer::open(options.common);
   if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    io.err << "gpuclean: completion: " << error->message << '\n';
+    say(io.err, "completion") << error->message << '\n';
     return exit_code_of(*error);
   }
   collect::Gatherer& gatherer = *std::get<std::unique_ptr<collect::Gatherer>>(opened);
@@ -52,12 +53,12 @@ int print_gpus(const CompletionOptions& options, const Io& io) {
 int print_pids(const CompletionOptions& options, const Io& io) {
   auto files = collect::select_device_files(options.common);
   if (!files.ok()) {
-    io.err << "gpuclean: completion: " << files.error().message() << '\n';
+    say(io.err, "completion") << files.error().message() << '\n';
     return kExitUsage;
   }
   auto proc = procfs::ProcFs::open(options.common.proc_root, options.common.proc_timeout);
   if (!proc.ok()) {
-    io.err << "gpuclean: completion: " << proc.error().message() << '\n';
+    say(io.err, "completion") << proc.error().message() << '\n';
     return kExitRuntime;
   }
   procfs::HolderScan scan =

@@ -15,6 +15,7 @@
 #include "collect/activity_look.h"
 #include "collect/gather.h"
 #include "collect/kill_look.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/kill_model.h"
 #include "core/units.h"
@@ -140,7 +141,7 @@ std::optional<std::string> ambiguous_container(const ProcessTable& table,
 // missing --yes is a usage error (2); a "no" at the prompt is nothing done (1).
 std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interactive) {
   if (!interactive) {
-    io.err << "gpuclean: kill: add --yes to act on this plan (";
+    say(io.err, "kill") << "add --yes to act on this plan (";
     for (std::size_t i = 0; i < plan.confirm_reasons.size(); ++i) {
       io.err << (i > 0 ? "; " : "") << output::escape_terminal(plan.confirm_reasons[i]);
     }
@@ -148,7 +149,7 @@ std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interact
     return kExitUsage;
   }
   for (const std::string& reason : plan.confirm_reasons) {
-    io.err << "gpuclean: kill: " << output::escape_terminal(reason) << '\n';
+    say(io.err, "kill") << output::escape_terminal(reason) << '\n';
   }
   const std::size_t count = plan.targets.size();
   io.err << "Kill " << count << (count == 1 ? " process" : " processes") << "? [y/N] "
@@ -156,7 +157,7 @@ std::optional<int> unconfirmed(const KillPlan& plan, const Io& io, bool interact
   std::string answer;
   std::getline(std::cin, answer);
   if (answer == "y" || answer == "Y" || answer == "yes") return std::nullopt;
-  io.err << "gpuclean: kill: not confirmed; nothing was signalled\n";
+  say(io.err, "kill") << "not confirmed; nothing was signalled\n";
   return kExitDirty;
 }
 
@@ -181,7 +182,7 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
   common.proc_root = kRealProc;
   auto opened = collect::Gatherer::open(common);
   if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    io.err << "gpuclean: kill: " << error->message << '\n';
+    say(io.err, "kill") << error->message << '\n';
     return exit_code_of(*error);
   }
   LookBefore look;
@@ -202,14 +203,14 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
     // NVML failing is a runtime failure (exit 3); NVML off or absent on a machine without AMD
     // or Intel GPUs makes the selection a usage error.
     if (!diagnose::gpu_selection_known(look.nvml_state, gathered.input.gpu_view)) {
-      io.err << "gpuclean: kill: selecting by GPU needs NVML (which GPU a process uses is known "
-                "only from NVML's process lists), and NVML is "
-             << to_string(look.nvml_state)
-             << (look.nvml_message.empty() ? "" : ": " + look.nvml_message) << '\n';
+      say(io.err, "kill") << "selecting by GPU needs NVML (which GPU a process uses is known "
+                             "only from NVML's process lists), and NVML is "
+                          << to_string(look.nvml_state)
+                          << (look.nvml_message.empty() ? "" : ": " + look.nvml_message) << '\n';
       return look.nvml_state == NvmlState::kFailed ? kExitRuntime : kExitUsage;
     }
     if (auto unknown = diagnose::unknown_gpu(*selectors.gpus, *gathered.input.gpu_view)) {
-      io.err << "gpuclean: kill: " << *unknown << '\n';
+      say(io.err, "kill") << *unknown << '\n';
       return kExitUsage;
     }
   }
@@ -250,24 +251,24 @@ bool settle_leftover_activity(LookBefore& before, const ProcessTable& table,
 std::optional<int> say_plan_exceptions(const KillPlan& plan, const ProcessTable& table,
                                        const diagnose::KillSelectors& selectors, const Io& io) {
   for (const auto& r : plan.refused) {
-    io.err << "gpuclean: kill: refusing pid " << r.pid << ": " << r.reason
-           << "; nothing is planned (its descendants are not implied: name them)\n";
+    say(io.err, "kill") << "refusing pid " << r.pid << ": " << r.reason
+                        << "; nothing is planned (its descendants are not implied: name them)\n";
   }
   if (!plan.refused.empty()) return kExitUsage;
   for (Pid pid : plan.not_found) {
     const auto now = table.find(pid);
     if (now == table.end()) {
-      io.err << "gpuclean: kill: no such process: " << pid << '\n';
+      say(io.err, "kill") << "no such process: " << pid << '\n';
       continue;
     }
     // PID@START and the PID is another process now: the one named is gone.
-    io.err << fmt::format(
-        "gpuclean: kill: pid {} is no longer the process given (that one started at tick {}; "
+    say(io.err, "kill") << fmt::format(
+        "pid {} is no longer the process given (that one started at tick {}; "
         "pid {} now started at tick {}): it is gone, and the new one is not touched\n",
         pid, selectors.start_ticks.at(pid), pid, now->second.start_ticks);
   }
   for (const std::string& line : output::skipped_lines(plan.skipped)) {
-    io.err << "gpuclean: kill: " << line << '\n';
+    say(io.err, "kill") << line << '\n';
   }
   return std::nullopt;
 }
@@ -305,16 +306,17 @@ int report_nothing_to_kill(const KillOptions& o, const KillDryRun& dry_run,
       !plan.not_found.empty() && unknown == 0 && plan.not_found.size() == selectors.pids.size();
   const auto counted = diagnose::gone_but_counted(plan.not_found, before.diagnosis);
   for (const auto& gone : counted) {
-    io.err << "gpuclean: kill: pid " << gone.pid << " is gone, but NVML still counts "
-           << format_bytes(gone.bytes) << " for it"
-           << (gone.held_by.empty() ? "" : " (" + gone.held_by + ")") << "; see gpuclean explain "
-           << gone.pid << '\n';
+    say(io.err, "kill") << "pid " << gone.pid << " is gone, but NVML still counts "
+                        << format_bytes(gone.bytes) << " for it"
+                        << (gone.held_by.empty() ? "" : " (" + gone.held_by + ")")
+                        << "; see gpuclean explain " << gone.pid << '\n';
   }
   // An Epilog's job whose processes all ended: the normal, clean case, said so.
   const std::string owners = owners_text(selectors.owners);
-  io.err << "gpuclean: kill: nothing to kill"
-         << (all_gone && plan.skipped.empty() ? ": already gone" : "")
-         << (owners.empty() ? "" : " (no process of " + owners + " on this node)") << '\n';
+  say(io.err, "kill") << "nothing to kill"
+                      << (all_gone && plan.skipped.empty() ? ": already gone" : "")
+                      << (owners.empty() ? "" : " (no process of " + owners + " on this node)")
+                      << '\n';
   KillReport report;
   report.host = host_name();
   report.time = unix_now();
@@ -377,8 +379,7 @@ class LiveLine {
     if (!on_) return;
     // Cut to the terminal, the last column left empty: a wrapped live line scrolls.
     const auto width = static_cast<std::size_t>(terminal_columns(STDERR_FILENO, 80));
-    io_.err << "\r\x1b[2K" << output::cut_to_columns("gpuclean: kill: " + line, width - 1)
-            << std::flush;
+    io_.err << "\r\x1b[2K" << output::cut_to_columns(said(line, "kill"), width - 1) << std::flush;
     shown_ = true;
   }
   void clear() {
@@ -398,7 +399,7 @@ void remove_run_groups(const KillPlan& plan, const ops::RoundsOutcome& rounds, c
   std::vector<ProcessInfo> ended = rounds.found;
   for (const KillTarget& target : plan.targets) ended.push_back(target.process);
   for (const std::string& line : ops::remove_run_groups(kRealProc, ended)) {
-    io.err << "gpuclean: kill: " << line << '\n';
+    say(io.err, "kill") << line << '\n';
   }
 }
 
@@ -554,10 +555,10 @@ int run_kill(const KillOptions& o, const Io& io, bool interactive) {
   if (o.dry_run) {
     // What acting on it would ask about (top shows this plan before its own y/N).
     for (const std::string& reason : plan.confirm_reasons) {
-      io.err << "gpuclean: kill: would ask: " << output::escape_terminal(reason) << '\n';
+      say(io.err, "kill") << "would ask: " << output::escape_terminal(reason) << '\n';
     }
     // Whatever selected the plan (PIDs, --leftovers, --holders): its last line says so.
-    io.err << "gpuclean: kill: dry run: nothing was signalled\n";
+    say(io.err, "kill") << "dry run: nothing was signalled\n";
     return kExitClean;
   }
   if (!plan.confirm_reasons.empty() && !o.yes) {

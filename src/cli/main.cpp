@@ -9,6 +9,7 @@
 
 #include "cli/app.h"
 #include "cli/early_helper.h"
+#include "core/diagnostics.h"
 #include "core/exit_code.h"
 
 #include "gpuclean_commit.h"  // GPUCLEAN_COMMIT, written at build time (cmake/version.cmake)
@@ -43,9 +44,9 @@ int main(int argc, char** argv) {
     return gpuclean::cli::run_command_line(argc, argv, GPUCLEAN_VERSION, version_text(),
                                            std::move(early_helper));
   } catch (const std::exception& e) {
-    std::cerr << "gpuclean: internal error: " << e.what() << '\n';
+    gpuclean::say(std::cerr) << "internal error: " << e.what() << '\n';
   } catch (...) {
-    std::cerr << "gpuclean: internal error\n";
+    gpuclean::say(std::cerr) << "internal error\n";
   }
   return gpuclean::kExitRuntime;
 }

@@ -20,6 +20,7 @@
 
 #include "collect/gather.h"
 #include "core/atomic_file.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/unique_fd.h"
 #include "output/escape.h"
@@ -115,20 +116,20 @@ int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
           const output::MetricsReport& first, const std::string& address, const Io& io) {
   const StopSignals stop;
   if (!stop.fd().valid()) {
-    io.err << "gpuclean: metrics: " << errno_error("signalfd").message() << '\n';
+    say(io.err, "metrics") << errno_error("signalfd").message() << '\n';
     return kExitRuntime;
   }
   auto listener = serve::listen_tcp(address);
   if (!listener.ok()) {
-    io.err << "gpuclean: metrics: cannot listen: " << listener.error().message() << '\n';
+    say(io.err, "metrics") << "cannot listen: " << listener.error().message() << '\n';
     return kExitUsage;
   }
   ScrapeText scrapes(options, std::move(gatherer), first);
   const serve::Route route{"/metrics", kContentType, [&] { return scrapes.text(); }};
-  io.err << "gpuclean: serving metrics on http://" << address.substr(0, address.rfind(':') + 1)
-         << listener->port << "/metrics" << std::endl;
+  say(io.err) << "serving metrics on http://" << address.substr(0, address.rfind(':') + 1)
+              << listener->port << "/metrics" << std::endl;
   if (auto served = serve::serve(*listener, route, stop.fd().get()); !served.ok()) {
-    io.err << "gpuclean: metrics: " << served.error().message() << '\n';
+    say(io.err, "metrics") << served.error().message() << '\n';
     return kExitRuntime;
   }
   return kExitClean;
@@ -166,14 +167,14 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
   if (!options.listen.empty()) {
     auto parsed = parse_listen_address(options.listen);
     if (!parsed.ok()) {
-      io.err << "gpuclean: metrics: " << output::escape_terminal(parsed.error().message()) << '\n';
+      say(io.err, "metrics") << output::escape_terminal(parsed.error().message()) << '\n';
       return kExitUsage;
     }
     address = *parsed;
   }
   auto opened = Gatherer::open(options.status.common);
   if (auto* error = std::get_if<GatherError>(&opened)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     return exit_code_of(*error);
   }
   auto gatherer = std::move(std::get<std::unique_ptr<Gatherer>>(opened));
@@ -194,8 +195,8 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
   // temp file's name does not end in ".prom", so the collector ignores it meanwhile; and a
   // link planted in a shared textfile directory is never followed (core/atomic_file.h).
   if (auto written = write_file_atomically(options.textfile, text.str()); !written.ok()) {
-    io.err << "gpuclean: metrics: cannot write " << output::escape_terminal(options.textfile)
-           << " (" << output::escape_terminal(written.error().message()) << ")\n";
+    say(io.err, "metrics") << "cannot write " << output::escape_terminal(options.textfile) << " ("
+                           << output::escape_terminal(written.error().message()) << ")\n";
     return kExitRuntime;
   }
   return kExitClean;

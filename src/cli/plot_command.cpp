@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "core/atomic_file.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/input_file.h"
 #include "core/wall_time.h"
@@ -29,8 +30,8 @@ int write_svg(const PlotOptions& o, const std::string& svg, const Io& io) {
   // Atomically, through the one writer of every output file (core/atomic_file.h): a link
   // planted at the name is replaced, never followed.
   if (Status written = write_file_atomically(o.output_path, svg); !written.ok()) {
-    io.err << "gpuclean: plot: cannot write " << output::escape_terminal(o.output_path) << " ("
-           << output::escape_terminal(written.error().message()) << ")\n";
+    say(io.err, "plot") << "cannot write " << output::escape_terminal(o.output_path) << " ("
+                        << output::escape_terminal(written.error().message()) << ")\n";
     return kExitRuntime;
   }
   return kExitClean;
@@ -64,28 +65,27 @@ int plot_history(const PlotOptions& o, const Io& io) {
   auto since = parse_time_point(o.since, now);
   auto until = o.until.empty() ? Result<double>(now) : parse_time_point(o.until, now);
   if (!since.ok() || !until.ok() || *until <= *since) {
-    io.err << "gpuclean: plot: "
-           << (!since.ok()   ? "--since " + since.error().message()
-               : !until.ok() ? "--until " + until.error().message()
-                             : std::string("--until must be after --since"))
-           << '\n';
+    say(io.err, "plot") << (!since.ok()   ? "--since " + since.error().message()
+                            : !until.ok() ? "--until " + until.error().message()
+                                          : std::string("--until must be after --since"))
+                        << '\n';
     return kExitUsage;
   }
   const std::string path = o.db.empty() ? record::kDefaultDatabase : o.db;
   auto store = history::EventStore::open(path, true);
   if (!store.ok()) {
-    io.err << "gpuclean: plot: " << output::escape_terminal(store.error().message()) << '\n';
+    say(io.err, "plot") << output::escape_terminal(store.error().message()) << '\n';
     return kExitRuntime;
   }
   auto held = store->held_at(*since);
   auto events = store->events({.since = *since, .until = *until});
   if (!held.ok() || !events.ok()) {
-    io.err << "gpuclean: plot: " << (held.ok() ? events.error() : held.error()).message() << '\n';
+    say(io.err, "plot") << (held.ok() ? events.error() : held.error()).message() << '\n';
     return kExitRuntime;
   }
   auto coverage = recording_coverage(*store, *since);
   if (!coverage.ok()) {
-    io.err << "gpuclean: plot: " << coverage.error().message() << '\n';
+    say(io.err, "plot") << coverage.error().message() << '\n';
     return kExitRuntime;
   }
   output::HistoryPlotInput input;
@@ -107,24 +107,24 @@ int plot_history(const PlotOptions& o, const Io& io) {
 
 int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
   if (o.output_path.empty() && stdout_is_terminal) {
-    io.err << "gpuclean: plot: not writing SVG onto a terminal; give -o FILE.svg or redirect "
-              "stdout (gpuclean plot RECORD > FILE.svg)\n";
+    say(io.err, "plot") << "not writing SVG onto a terminal; give -o FILE.svg or redirect "
+                           "stdout (gpuclean plot RECORD > FILE.svg)\n";
     return kExitUsage;
   }
   if (o.history != o.record_path.empty()) {
-    io.err << "gpuclean: plot: give a RECORD (gpuclean run --record) or --history, one of them\n";
+    say(io.err, "plot") << "give a RECORD (gpuclean run --record) or --history, one of them\n";
     return kExitUsage;
   }
   if (o.history) return plot_history(o, io);
   const std::string shown = output::escape_terminal(o.record_path);
   auto text = read_input_file(o.record_path, kMaxRecordBytes);  // a regular file; never blocks
   if (!text.ok()) {
-    io.err << "gpuclean: plot: " << output::escape_terminal(text.error().message()) << '\n';
+    say(io.err, "plot") << output::escape_terminal(text.error().message()) << '\n';
     return kExitUsage;
   }
   auto record = input::parse_run_record(*text);
   if (!record.ok()) {
-    io.err << "gpuclean: plot: " << shown << ": " << record.error().context << '\n';
+    say(io.err, "plot") << shown << ": " << record.error().context << '\n';
     return kExitUsage;
   }
   return write_svg(o, output::render_run_svg(*record), io);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <variant>
 
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/units.h"
 #include "core/wall_time.h"
@@ -150,17 +151,17 @@ std::string db_path_of(const std::string& given) {
 int run_recorder_command(const RecorderOptions& options, const Io& io) {
   auto settings = settings_of(options);
   if (!settings.ok()) {
-    io.err << "gpuclean: recorder: " << settings.error().message() << '\n';
+    say(io.err, "recorder") << settings.error().message() << '\n';
     return kExitUsage;
   }
   auto full_scan = parse_duration(options.full_scan);
   if (!full_scan.ok()) {
-    io.err << "gpuclean: recorder: --full-scan " << full_scan.error().message() << '\n';
+    say(io.err, "recorder") << "--full-scan " << full_scan.error().message() << '\n';
     return kExitUsage;
   }
   auto opened = collect::Gatherer::open(options.common);
   if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     return exit_code_of(*error);
   }
   std::unique_ptr<collect::Gatherer> gatherer = std::move(std::get<0>(opened));
@@ -216,13 +217,13 @@ int run_history(const HistoryOptions& options, const Io& io) {
   auto at = moment("--at", options.at, now);
   auto query = query_of(options, now);
   if (!at.ok() || !query.ok()) {
-    io.err << "gpuclean: history: " << (at.ok() ? query.error() : at.error()).message() << '\n';
+    say(io.err, "history") << (at.ok() ? query.error() : at.error()).message() << '\n';
     return kExitUsage;
   }
   const std::string path = db_path_of(options.db);
   auto store = history::EventStore::open(path, true);
   if (!store.ok()) {
-    io.err << "gpuclean: history: " << store.error().message();
+    say(io.err, "history") << store.error().message();
     if (store.error().errnum == ENOENT) {
       io.err << " (no history there: is gpuclean recorder running? systemctl enable --now "
                 "gpuclean-recorder.service)";
@@ -235,7 +236,7 @@ int run_history(const HistoryOptions& options, const Io& io) {
   if (*at) {
     auto held = store->held_at(**at);
     if (!held.ok()) {
-      io.err << "gpuclean: history: " << held.error().message() << '\n';
+      say(io.err, "history") << held.error().message() << '\n';
       return kExitRuntime;
     }
     std::vector<output::HistoryHolder> holders;
@@ -263,7 +264,7 @@ int run_history(const HistoryOptions& options, const Io& io) {
                                  });
   timeline.finish();
   if (!read.ok()) {
-    io.err << "gpuclean: history: " << read.error().message() << '\n';
+    say(io.err, "history") << read.error().message() << '\n';
     return kExitRuntime;
   }
   return kExitClean;

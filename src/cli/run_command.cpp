@@ -1,5 +1,6 @@
 #include "cli/run_command.h"
 #include "cli/usage_error.h"
+#include "core/diagnostics.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -40,7 +41,7 @@ struct Settings {
 
 std::optional<Settings> parse_settings(const RunOptions& o, const Io& io) {
   auto fail = [&io](const std::string& what) -> std::optional<Settings> {
-    io.err << "gpuclean: run: " << what << '\n';
+    say(io.err, "run") << what << '\n';
     return std::nullopt;
   };
   Settings s;
@@ -108,7 +109,7 @@ struct Ready {
 std::variant<Ready, int> get_ready(const RunOptions& o, GpuSide& gpus, const Io& io) {
   if (!o.check.common.device_globs.empty() || o.require_clean) {
     if (auto error = gpus.open()) {
-      io.err << "gpuclean: run: " << error->message << '\n';
+      say(io.err, "run") << error->message << '\n';
       return exit_code_of(*error) == kExitUsage ? kExitUsage : kExitNotStarted;
     }
   }
@@ -117,10 +118,10 @@ std::variant<Ready, int> get_ready(const RunOptions& o, GpuSide& gpus, const Io&
     const int verdict = run_check_on(o.check, gpus.watch()->collect(), Io{io.err, io.err});
     if (verdict == kExitUsage) return kExitUsage;
     if (verdict != kExitClean) {
-      io.err << "gpuclean: run: refusing to start: "
-             << (verdict == kExitDirty ? "the GPUs are not clean (--require-clean)"
-                                       : "the GPUs could not be checked")
-             << '\n';
+      say(io.err, "run") << "refusing to start: "
+                         << (verdict == kExitDirty ? "the GPUs are not clean (--require-clean)"
+                                                   : "the GPUs could not be checked")
+                         << '\n';
       return kExitNotStarted;
     }
   }
@@ -129,8 +130,8 @@ std::variant<Ready, int> get_ready(const RunOptions& o, GpuSide& gpus, const Io&
   if (!o.record_path.empty()) {
     auto file = AtomicFile::create(o.record_path);
     if (!file.ok()) {
-      io.err << "gpuclean: run: --record: cannot write " << output::escape_terminal(o.record_path)
-             << " (" << output::escape_terminal(file.error().message()) << ")\n";
+      say(io.err, "run") << "--record: cannot write " << output::escape_terminal(o.record_path)
+                         << " (" << output::escape_terminal(file.error().message()) << ")\n";
       return kExitNotStarted;
     }
     ready.record_file = std::move(file).value();
@@ -140,8 +141,9 @@ std::variant<Ready, int> get_ready(const RunOptions& o, GpuSide& gpus, const Io&
       o.command.front(), path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin");
   if (!program.ok()) {
     const bool missing = program.error().errnum == ENOENT;
-    io.err << "gpuclean: run: " << output::escape_terminal(o.command.front())
-           << (missing ? ": command not found" : ": not executable (permission denied)") << '\n';
+    say(io.err, "run") << output::escape_terminal(o.command.front())
+                       << (missing ? ": command not found" : ": not executable (permission denied)")
+                       << '\n';
     return missing ? kExitNotFound : kExitNotExecutable;
   }
   ready.program = *program;
@@ -160,7 +162,7 @@ std::variant<std::unique_ptr<ops::RunSession>, int> launch_workload(
   session_options.say = say;
   auto created = ops::RunSession::create(session_options, log);
   if (!created.ok()) {
-    io.err << "gpuclean: run: " << created.error().message() << '\n';
+    gpuclean::say(io.err, "run") << created.error().message() << '\n';
     return kExitNotStarted;
   }
   std::unique_ptr<ops::RunSession> session = std::move(created).value();
@@ -180,8 +182,8 @@ std::variant<std::unique_ptr<ops::RunSession>, int> launch_workload(
   if (gpus.watch() != nullptr) gpus.watch()->on_sampler(exclude_sampler);
   if (auto launched = session->launch(ready.program, o.command); !launched.ok()) {
     const int err = launched.error().errnum;
-    io.err << "gpuclean: run: " << output::escape_terminal(o.command.front()) << ": could not "
-           << launched.error().message() << '\n';
+    gpuclean::say(io.err, "run") << output::escape_terminal(o.command.front()) << ": could not "
+                       << launched.error().message() << '\n';
     if (launched.error().context == "exec") {
       return err == ENOENT ? kExitNotFound : kExitNotExecutable;
     }
@@ -257,15 +259,15 @@ int report(const RunOptions& o, const RunLog& log, std::optional<AtomicFile>& re
            const Io& io) {
   const RunRecord& record = log.record();
   for (const output::SummaryLine& line : output::run_summary_lines(record, o.fail_on_leftovers)) {
-    if (!o.quiet || line.problem) io.err << "gpuclean: run: " << line.text << '\n';
+    if (!o.quiet || line.problem) say(io.err, "run") << line.text << '\n';
   }
   int exit_code = record.exit_code;
   if (record_file) {
     std::ostringstream text;
     output::write_json(text, output::to_json(record, host_name()));
     if (auto written = record_file->commit(text.str()); !written.ok()) {
-      io.err << "gpuclean: run: --record: cannot write " << output::escape_terminal(o.record_path)
-             << " (" << output::escape_terminal(written.error().message()) << ")\n";
+      say(io.err, "run") << "--record: cannot write " << output::escape_terminal(o.record_path)
+                         << " (" << output::escape_terminal(written.error().message()) << ")\n";
       if (exit_code == kExitClean) exit_code = kExitRuntime;
     }
   }
@@ -283,7 +285,7 @@ int run_run(const RunOptions& o, const Io& io) {
   const std::optional<Settings> settings = parse_settings(o, io);
   if (!settings) return kExitUsage;
   auto say = [&io](const std::string& line) {
-    io.err << "gpuclean: run: " << output::escape_terminal(line) << '\n';
+    gpuclean::say(io.err, "run") << output::escape_terminal(line) << '\n';
   };
   GpuSide gpus(o, *settings);
   auto ready = get_ready(o, gpus, io);

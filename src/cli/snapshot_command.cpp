@@ -9,6 +9,7 @@
 
 #include "collect/gather.h"
 #include "core/atomic_file.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/input_file.h"
 #include "diagnose/snapshot_diff.h"
@@ -52,7 +53,7 @@ std::optional<Taken> take_snapshot(const StatusOptions& options, procfs::HostRoo
                                    const Io& io, int& failed_exit) {
   auto gathered = gather(options.common, {.gpu_details = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     failed_exit = exit_code_of(*error);
     return std::nullopt;
   }
@@ -108,8 +109,8 @@ std::optional<Snapshot> snapshot_now(const StatusOptions& options, const procfs:
   exit_code = taken->exit_code;
   auto snapshot = input::read_snapshot(taken->document);
   if (!snapshot.ok()) {
-    io.err << "gpuclean: internal error: the snapshot of now does not read back: "
-           << snapshot.error().context << '\n';
+    say(io.err) << "internal error: the snapshot of now does not read back: "
+                << snapshot.error().context << '\n';
     exit_code = kExitRuntime;
     return std::nullopt;
   }
@@ -126,9 +127,8 @@ int run_snapshot(const SnapshotOptions& options, const Io& io) {
   auto taken = take_snapshot(status, options.roots, io, failed_exit);
   if (!taken) return failed_exit;
   if (taken->exit_code == kExitRuntime) {
-    io.err << "gpuclean: NVML failed: "
-           << output::escape_terminal(taken->prepared.report.nvml_message)
-           << " (the snapshot records it)\n";
+    say(io.err) << "NVML failed: " << output::escape_terminal(taken->prepared.report.nvml_message)
+                << " (the snapshot records it)\n";
   }
   if (options.output.empty()) {
     output::write_json(io.out, taken->document);
@@ -138,8 +138,8 @@ int run_snapshot(const SnapshotOptions& options, const Io& io) {
   output::write_json(text, taken->document);
   // Atomically (core/atomic_file.h): a reader never sees half a snapshot.
   if (auto written = write_file_atomically(options.output, text.str()); !written.ok()) {
-    io.err << "gpuclean: snapshot: cannot write " << output::escape_terminal(options.output) << " ("
-           << output::escape_terminal(written.error().message()) << ")\n";
+    say(io.err, "snapshot") << "cannot write " << output::escape_terminal(options.output) << " ("
+                            << output::escape_terminal(written.error().message()) << ")\n";
     return kExitRuntime;
   }
   return taken->exit_code;
@@ -148,12 +148,12 @@ int run_snapshot(const SnapshotOptions& options, const Io& io) {
 int run_diff(const DiffCommandOptions& options, const Io& io) {
   auto gpus = parse_gpu_list(options.common.gpus);
   if (!gpus.ok()) {
-    io.err << "gpuclean: diff: " << gpus.error().message() << '\n';
+    say(io.err, "diff") << gpus.error().message() << '\n';
     return kExitUsage;
   }
   auto before = load_snapshot(options.before);
   if (!before.ok()) {
-    io.err << "gpuclean: diff: " << before.error().message() << '\n';
+    say(io.err, "diff") << before.error().message() << '\n';
     return kExitUsage;
   }
   int exit_code = kExitClean;
@@ -162,7 +162,7 @@ int run_diff(const DiffCommandOptions& options, const Io& io) {
   if (!options.after.empty()) {
     auto loaded = load_snapshot(options.after);
     if (!loaded.ok()) {
-      io.err << "gpuclean: diff: " << loaded.error().message() << '\n';
+      say(io.err, "diff") << loaded.error().message() << '\n';
       return kExitUsage;
     }
     after = std::move(loaded).value();
@@ -189,7 +189,7 @@ int run_diff(const DiffCommandOptions& options, const Io& io) {
 int run_check_against(const StatusOptions& options, const Io& io) {
   auto before = load_snapshot(options.against);
   if (!before.ok()) {
-    io.err << "gpuclean: check: --against " << before.error().message() << '\n';
+    say(io.err, "check") << "--against " << before.error().message() << '\n';
     return kExitUsage;
   }
   int exit_code = kExitClean;
@@ -214,7 +214,7 @@ int run_check_against(const StatusOptions& options, const Io& io) {
     output::write_json(io.out, doc);
   } else {
     if (status.nvml_state == NvmlState::kFailed) {
-      io.err << "gpuclean: NVML failed: " << output::escape_terminal(status.nvml_message) << '\n';
+      say(io.err) << "NVML failed: " << output::escape_terminal(status.nvml_message) << '\n';
     }
     output::render_check_lines(io.out, status);
     output::render_check_warnings(io.err, status);

@@ -16,6 +16,7 @@
 #include "cli/recorder_command.h"
 #include "cli/usage_error.h"
 #include "collect/gather.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/units.h"
 #include "diagnose/diagnosis.h"
@@ -145,7 +146,7 @@ StatusReport report_of(const StatusOptions& options, Gathered gathered,
 // …" and which help to read; "gpuclean: …" alone for `command` "" (the commands that prepare
 // for others: top, snapshot, metrics, run's check).
 void print_usage_problem(const Io& io, const std::string& command, const std::string& what) {
-  io.err << (command.empty() ? "gpuclean: " + what + "\n" : usage_message(command, what));
+  io.err << (command.empty() ? said(what) + "\n" : usage_message(command, what));
 }
 
 // The diagnosis of what `gathered` holds, as a report; usage problems are printed, about
@@ -176,7 +177,7 @@ Prepared prepare_from(const StatusOptions& options, Gathered gathered, const Io&
 Prepared prepare(const StatusOptions& options, const Io& io, const std::string& command) {
   auto gathered = gather(options.common, {.settle_activity = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     Prepared failed;
     failed.exit_code = exit_code_of(*error);
     return failed;
@@ -188,8 +189,8 @@ Prepared prepare(const StatusOptions& options, const Io& io, const std::string& 
 // from the quiet commands.
 void warn_nvml(const StatusReport& report, const Io& io) {
   if (report.nvml_state == NvmlState::kFailed) {
-    io.err << "gpuclean: NVML " << to_string(report.nvml_state) << ": "
-           << output::escape_terminal(report.nvml_message) << '\n';
+    say(io.err) << "NVML " << to_string(report.nvml_state) << ": "
+                << output::escape_terminal(report.nvml_message) << '\n';
   }
 }
 
@@ -204,7 +205,7 @@ int check_on(const StatusOptions& options, Gathered gathered, const Io& io,
     warn_nvml(prepared.report, io);
     // A check that cannot tell says why (exit 3), beside stdout's problems.
     if (prepared.report.verdict == Verdict::kUnknown && prepared.report.unseen_decides) {
-      io.err << "gpuclean: " << prepared.report.unseen_message << '\n';
+      say(io.err) << prepared.report.unseen_message << '\n';
     }
     output::render_check_lines(io.out, prepared.report);
     // Beside stdout, which scripts read as "nothing: clean" (docs/reference.md).
@@ -252,7 +253,7 @@ int run_status(const StatusOptions& options, const Io& io, bool is_terminal) {
 int run_check(const StatusOptions& options, const Io& io) {
   auto gathered = gather(options.common, {.settle_activity = true});
   if (auto* error = std::get_if<GatherError>(&gathered)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     return exit_code_of(*error);
   }
   return check_on(options, std::move(std::get<Gathered>(gathered)), io, "check");
@@ -292,8 +293,8 @@ void report_still_dirty(const WaitOptions& options, const StatusReport& report,
     output::render_check_lines(io.out, report);
     output::render_check_warnings(io.err, report);
   }
-  io.err << "gpuclean: wait: still dirty after " << elapsed << " (--timeout " << options.timeout
-         << ")\n";
+  say(io.err, "wait") << "still dirty after " << elapsed << " (--timeout " << options.timeout
+                      << ")\n";
 }
 
 }  // namespace
@@ -308,14 +309,14 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   if (options.has_timeout) {
     auto timeout = parse_duration(options.timeout);
     if (!timeout.ok()) {
-      io.err << "gpuclean: wait: --timeout " << timeout.error().message() << '\n';
+      say(io.err, "wait") << "--timeout " << timeout.error().message() << '\n';
       return kExitUsage;
     }
     deadline = started + *timeout;
   }
   auto opened = Gatherer::open(options.status.common);
   if (auto* error = std::get_if<GatherError>(&opened)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     return exit_code_of(*error);
   }
   Gatherer& gatherer = *std::get<std::unique_ptr<Gatherer>>(opened);
@@ -334,7 +335,7 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
     if (is_terminal) io.err << "\r\x1b[2K";  // clear the progress line
     // Clean with warnings is clean: a stray context does not end before its process does.
     if (prepared.report.diagnosis.clean) {
-      if (is_terminal) io.err << "gpuclean: clean after " << elapsed() << '\n';
+      if (is_terminal) say(io.err) << "clean after " << elapsed() << '\n';
       // --json: the state it ended on, as status's document (verdict "clean").
       if (options.status.common.json) output::render_status_json(io.out, prepared.report);
       return kExitClean;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collect/gather.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "top/session.h"
 
@@ -72,24 +73,24 @@ top::SessionHooks session_hooks(const StatusOptions& status) {
 
 int run_top(const TopOptions& options, const Io& io) {
   if (::isatty(STDIN_FILENO) == 0 || ::isatty(STDOUT_FILENO) == 0) {
-    io.err << "gpuclean: top needs a terminal (it is a live, full-screen view); for a script or a "
-              "log use gpuclean status, gpuclean status --json, or gpuclean wait\n";
+    say(io.err) << "top needs a terminal (it is a live, full-screen view); for a script or a "
+                   "log use gpuclean status, gpuclean status --json, or gpuclean wait\n";
     return kExitUsage;
   }
   auto delay = parse_duration(options.delay);
   if (!delay.ok() || delay->count() < 100) {
-    io.err << "gpuclean: top: --delay "
-           << (delay.ok() ? "must be at least 100ms" : delay.error().message()) << '\n';
+    say(io.err, "top") << "--delay "
+                       << (delay.ok() ? "must be at least 100ms" : delay.error().message()) << '\n';
     return kExitUsage;
   }
   auto full_scan = parse_duration(options.full_scan);
   if (!full_scan.ok()) {
-    io.err << "gpuclean: top: --full-scan " << full_scan.error().message() << '\n';
+    say(io.err, "top") << "--full-scan " << full_scan.error().message() << '\n';
     return kExitUsage;
   }
   auto opened = collect::Gatherer::open(options.status.common);
   if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    io.err << "gpuclean: " << error->message << '\n';
+    say(io.err) << error->message << '\n';
     return exit_code_of(*error);
   }
   std::shared_ptr<collect::Gatherer> gatherer = std::move(std::get<0>(opened));

@@ -5,6 +5,7 @@
 
 #include "cli/usage_error.h"
 #include "collect/gather.h"
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "diagnose/unseen.h"
 #include "output/who_view.h"
@@ -51,17 +52,17 @@ void keep_named_starts(std::vector<Holder>& holders, const PidSelectors& named) 
 int run_who(const WhoOptions& options, const Io& io) {
   auto files = select_device_files(options.common, options.paths);
   if (!files.ok()) {
-    io.err << "gpuclean: who: " << files.error().message() << '\n';
+    say(io.err, "who") << files.error().message() << '\n';
     return kExitUsage;
   }
   auto proc = procfs::ProcFs::open(options.common.proc_root, options.common.proc_timeout);
   if (!proc.ok()) {
-    io.err << "gpuclean: who: " << proc.error().message() << '\n';
+    say(io.err, "who") << proc.error().message() << '\n';
     return kExitRuntime;
   }
   if (files->empty() && !options.common.json) {
-    io.err << "gpuclean: no GPU device files (/dev/nvidia*, or DRM nodes of an AMD or Intel GPU) "
-              "on this machine\n";
+    say(io.err) << "no GPU device files (/dev/nvidia*, or DRM nodes of an AMD or Intel GPU) "
+                   "on this machine\n";
   }
 
   procfs::ScanOptions scan_options{.threads = options.common.threads};
@@ -69,7 +70,7 @@ int run_who(const WhoOptions& options, const Io& io) {
   if (!options.pids.empty()) {
     auto parsed = parse_pid_selectors(options.pids);
     if (!parsed.ok()) {
-      io.err << "gpuclean: who: " << parsed.error().context << '\n';
+      say(io.err, "who") << parsed.error().context << '\n';
       return kExitUsage;
     }
     named = std::move(parsed).value();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/diagnostics.h"
 #include "output/escape.h"
 #include "output/json.h"
 
@@ -60,8 +61,8 @@ nlohmann::json diff_document(const DiffReport& report, const std::string& host, 
 void render_against_lines(std::ostream& out, const DiffReport& report) {
   for (const Difference& d : report.differences) {
     if (!d.result_changing) continue;
-    out << "gpuclean: " << escape_terminal(d.message) << " (since "
-        << escape_terminal(report.before.source) << ")\n";
+    say(out) << escape_terminal(d.message) << " (since " << escape_terminal(report.before.source)
+             << ")\n";
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/units.h"
 #include "output/escape.h"
@@ -211,28 +212,29 @@ void render_kill_report_text(std::ostream& out, const KillReport& report) {
       report.memory == MemoryCheck::kNotChecked ? "; GPU memory not checked: no NVML" : "";
   const std::size_t count = report.met.size();
   if (report.remaining == 0 && left.memory.empty()) {
-    out << fmt::format("gpuclean: kill: all {} target{} gone ({:.2f} s){}{}\n", count,
-                       count == 1 ? "" : "s", report.seconds,
-                       left.still_held.empty() ? "" : "; others still hold the files", unchecked);
+    say(out, "kill") << fmt::format(
+        "all {} target{} gone ({:.2f} s){}{}\n", count, count == 1 ? "" : "s", report.seconds,
+        left.still_held.empty() ? "" : "; others still hold the files", unchecked);
   } else {
-    out << fmt::format("gpuclean: kill: {} of {} target{} remain{}{}{}\n", report.remaining, count,
-                       count == 1 ? "" : "s", report.remaining == 1 ? "s" : "",
-                       left.memory.empty() ? "" : "; GPU memory not released", unchecked);
+    say(out, "kill") << fmt::format("{} of {} target{} remain{}{}{}\n", report.remaining, count,
+                                    count == 1 ? "" : "s", report.remaining == 1 ? "s" : "",
+                                    left.memory.empty() ? "" : "; GPU memory not released",
+                                    unchecked);
   }
   if (report.leftovers && !left.leftovers.empty()) {
     const std::size_t n = left.leftovers.size();
-    out << fmt::format(
-        "gpuclean: kill: {} leftover{} still there (above; one still computing is skipped "
+    say(out, "kill") << fmt::format(
+        "{} leftover{} still there (above; one still computing is skipped "
         "until --include-busy takes it)\n",
         n, n == 1 ? " is" : "s are");
   }
   if (report.memory == MemoryCheck::kFailed) {
-    out << "gpuclean: kill: GPU memory not verified: " << escape_terminal(report.gpu_not_verified)
-        << '\n';
+    say(out, "kill") << "GPU memory not verified: " << escape_terminal(report.gpu_not_verified)
+                     << '\n';
   } else if (report.verdict == Verdict::kUnknown) {
-    out << "gpuclean: kill: verdict unknown: the look after the kill could not read every "
-           "process, and without NVML nothing else shows what they hold ("
-        << escape_terminal(left.unseen) << ")\n";
+    say(out, "kill") << "verdict unknown: the look after the kill could not read every "
+                        "process, and without NVML nothing else shows what they hold ("
+                     << escape_terminal(left.unseen) << ")\n";
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/diagnostics.h"
 #include "core/units.h"
 #include "core/wall_time.h"
 #include "output/escape.h"
@@ -497,14 +498,14 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
 
 void render_check_lines(std::ostream& out, const StatusReport& report) {
   for (const Problem& p : report.diagnosis.problems) {
-    if (p.severity == Severity::kError) out << "gpuclean: " << escape_terminal(p.message) << '\n';
+    if (p.severity == Severity::kError) say(out) << escape_terminal(p.message) << '\n';
   }
 }
 
 void render_check_warnings(std::ostream& out, const StatusReport& report) {
   for (const Problem& p : report.diagnosis.problems) {
     if (p.severity == Severity::kWarning) {
-      out << "gpuclean: warning: " << escape_terminal(p.message) << '\n';
+      say(out, "warning") << escape_terminal(p.message) << '\n';
     }
   }
 }

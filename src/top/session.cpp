@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/exit_code.h"
 #include "diagnose/activity_tracker.h"
@@ -50,7 +51,7 @@ class TopSession {
   int run() {
     auto opened = Terminal::open(!no_color());
     if (!opened.ok()) {
-      std::cerr << "gpuclean: top: " << opened.error().message() << '\n';
+      say(std::cerr, "top") << opened.error().message() << '\n';
       return kExitUsage;
     }
     terminal_ = std::move(opened).value();
