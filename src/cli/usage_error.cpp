@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/diagnostics.h"
 #include "core/escape.h"
 #include "diagnose/owner_match.h"
 #include "ops/signals.h"
@@ -147,15 +148,128 @@ std::string unexpected(const CLI::App& app, const CLI::App& command, const std::
   return "'" + word + "' is not expected here";
 }
 
-// "--gpus: 1 required TEXT missing" → "--gpus".
-std::string option_in(const std::string& message) {
-  return message.substr(0, message.find(':'));
+// Every option of `app` and its subcommands in the order CLI11 converts and checks them once
+// the line is parsed: a command's own options as added, then each subcommand's.
+std::vector<const CLI::Option*> options_in_check_order(const CLI::App& app) {
+  std::vector<const CLI::Option*> options = app.get_options();
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    const std::vector<const CLI::Option*> more = options_in_check_order(*sub);
+    options.insert(options.end(), more.begin(), more.end());
+  }
+  return options;
 }
 
-std::string describe(const CLI::App& app, const CLI::App& command, const CLI::ParseError& error,
-                     const std::vector<std::string>& args) {
-  std::string message = error.what();
-  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+// Where CLI11's conversions of the values stopped, in options_in_check_order: each option is
+// marked before its value is converted, and after its checks and its count of values pass.
+struct ChecksStop {
+  const CLI::Option* unmarked = nullptr;     // the first given one: its check or count failed
+  const CLI::Option* last_marked = nullptr;  // its conversion failed
+};
+
+ChecksStop where_checks_stopped(const CLI::App& app) {
+  ChecksStop stop;
+  for (const CLI::Option* option : options_in_check_order(app)) {
+    if (option->get_callback_run()) {
+      stop.last_marked = option;
+    } else if (option->count() > 0 && stop.unmarked == nullptr) {
+      stop.unmarked = option;
+    }
+  }
+  return stop;
+}
+
+// ValidationError: the option's own check says what was wrong with its value. CLI11 keeps
+// those words only inside its message, so the checks run again, on copies of the values.
+std::optional<std::string> check_problem(const CLI::App& app) {
+  const CLI::Option* option = where_checks_stopped(app).unmarked;
+  if (option == nullptr) return std::nullopt;
+  // get_validator has no const overload; the values are copies and nothing is changed.
+  auto& checked = const_cast<CLI::Option&>(*option);
+  try {
+    for (int i = 0;; ++i) {  // get_validator(i) throws OptionNotFound past the last check
+      CLI::Validator* check = checked.get_validator(i);
+      for (std::string value : option->results()) {
+        if (std::string why = (*check)(value); !why.empty()) return option->get_name() + ": " + why;
+      }
+    }
+  } catch (const std::exception&) {
+    // Past the last check; or a check that throws, which had its say in the parse.
+  }
+  return std::nullopt;
+}
+
+// The option the line's last word names when that option takes a value and none came with it
+// (`--gpus`, `--gpus=`): CLI11's parse stops there, short of a value.
+const CLI::Option* option_left_without_value(const CLI::App& command,
+                                             const std::vector<std::string>& args) {
+  if (args.empty() || args.back().size() < 2 || args.back().front() != '-') return nullptr;
+  const std::string& word = args.back();
+  const std::size_t equals = word.find('=');
+  if (equals != std::string::npos && equals + 1 < word.size()) return nullptr;
+  // The deepest command's: an option word after a subcommand's name is the subcommand's.
+  const CLI::Option* option = command.get_option_no_throw(word.substr(0, equals));
+  return option != nullptr && option->get_expected_max() != 0 ? option : nullptr;
+}
+
+// ArgumentMismatch: an option whose value never came, or one given more often than it takes
+// values (CLI11 counts them after the parse).
+std::optional<std::string> value_count_problem(const CLI::App& app, const CLI::App& command,
+                                               const std::vector<std::string>& args) {
+  if (const CLI::Option* option = option_left_without_value(command, args)) {
+    return option->get_name() + " needs a value";
+  }
+  if (const CLI::Option* given = where_checks_stopped(app).unmarked) {
+    return given->get_name() + " is given " + std::to_string(given->count()) +
+           " times; it takes one value";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> conversion_problem(const CLI::App& app) {
+  const CLI::Option* option = where_checks_stopped(app).last_marked;
+  if (option == nullptr) return std::nullopt;
+  if (option->get_expected_max() == 0) return option->get_name() + " takes no value";
+  return "'" + CLI::detail::join(option->results()) + "' is not a valid value for " +
+         option->get_name();
+}
+
+// A required positional (explain's PID, diff's BEFORE) that was not given.
+std::optional<std::string> missing_problem(const CLI::App& command) {
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_positional() && option->get_required() && option->count() == 0) {
+      return "missing " + option->get_option_text();
+    }
+  }
+  return std::nullopt;
+}
+
+// --listen with --textfile, --include-busy without --leftovers: the pair CLI11 found, named as
+// CLI11 names it (the first given option, in the order CLI11 checks, whose pair is wrong).
+std::optional<std::string> pairing_problem(const CLI::App& app, bool excludes) {
+  for (const CLI::Option* option : options_in_check_order(app)) {
+    if (option->count() == 0) continue;
+    for (const CLI::Option* other : excludes ? option->get_excludes() : option->get_needs()) {
+      if ((other->count() > 0) == excludes) {
+        return option->get_name() + (excludes ? " excludes " : " requires ") + other->get_name();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+template <typename ErrorType>
+bool is_a(const CLI::ParseError& error) {
+  return dynamic_cast<const ErrorType*>(&error) != nullptr;
+}
+
+// The words for `error`, decided by its type and what the parser holds; never by its message,
+// whose words change with CLI11's version. nullopt for an error gpuclean has no words of its
+// own for (a subcommand CLI11 requires, a config file: neither is set up) or whose option the
+// parser no longer shows.
+std::optional<std::string> describe(const CLI::App& app, const CLI::App& command,
+                                    const CLI::ParseError& error,
+                                    const std::vector<std::string>& args) {
+  if (is_a<CLI::ExtrasError>(error)) {
     // The extras are the deepest command's, or, given before it, a command's above it
     // (`gpuclean --device-glob /dev/nvidia0 /dev/nvidia1 status`).
     for (const CLI::App* a = &command; a != nullptr; a = a->get_parent()) {
@@ -163,29 +277,14 @@ std::string describe(const CLI::App& app, const CLI::App& command, const CLI::Pa
       if (!extras.empty()) return unexpected(app, *a, extras.front(), args);
     }
   }
-  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
-    return option_in(message) + " needs a value";
-  }
-  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
-    for (const CLI::Option* option : command.get_options()) {
-      if (option->get_positional() && option->get_required() && option->count() == 0) {
-        return "missing " + option->get_option_text();
-      }
-    }
-  }
-  if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
-    // CLI11 says "Could not convert: --json = x" (a value given to a flag, or of the wrong type).
-    const std::string prefix = "Could not convert: ";
-    const std::size_t equals = message.find(" = ");
-    if (message.rfind(prefix, 0) == 0 && equals != std::string::npos) {
-      const std::string name = message.substr(prefix.size(), equals - prefix.size());
-      const CLI::Option* option = command.get_option_no_throw(name);
-      const std::string value = message.substr(equals + 3);
-      if (option != nullptr && option->get_expected_max() == 0) return name + " takes no value";
-      return "'" + value + "' is not a valid value for " + name;
-    }
-  }
-  return message;
+  if (is_a<CLI::ArgumentMismatch>(error)) return value_count_problem(app, command, args);
+  if (is_a<CLI::RequiredError>(error)) return missing_problem(command);
+  if (is_a<CLI::ConversionError>(error)) return conversion_problem(app);
+  if (is_a<CLI::ValidationError>(error)) return check_problem(app);
+  if (is_a<CLI::ExcludesError>(error)) return pairing_problem(app, true);
+  if (is_a<CLI::RequiresError>(error)) return pairing_problem(app, false);
+  // CLI::OptionNotFound is no ParseError: CLI11 throws it for a parser built wrong, not a line.
+  return std::nullopt;
 }
 
 // A PID: a whole number from 1 to PID_MAX_LIMIT, and nothing else.
@@ -221,6 +320,18 @@ void require_pid(const std::string& text, bool signal_hint, const std::string& n
     message += " (they start at 1)";
   }
   throw UsageError(message);
+}
+
+// A check whose refusal is a rule's whole sentence: a UsageError, which CLI11 lets through
+// without the option's name before it.
+CLI::Validator refusing_check(std::optional<std::string> (*invalid)(const std::string&),
+                              const char* name) {
+  return CLI::Validator(
+      [invalid](std::string& text) -> std::string {
+        if (auto why = invalid(text)) throw UsageError(*why);
+        return {};
+      },
+      name);
 }
 
 }  // namespace
@@ -310,25 +421,15 @@ CLI::Validator mib_check() {
 }
 
 CLI::Validator job_id_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (auto why = diagnose::invalid_job_id(text)) throw UsageError(*why);
-        return {};
-      },
-      "JOBID");
+  return refusing_check(diagnose::invalid_job_id, "JOBID");
 }
 
 CLI::Validator container_id_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (auto why = diagnose::invalid_container_id(text)) throw UsageError(*why);
-        return {};
-      },
-      "ID");
+  return refusing_check(diagnose::invalid_container_id, "ID");
 }
 
 std::string usage_message(const std::string& command, const std::string& what) {
-  std::string text = "gpuclean: " + (command.empty() ? "" : command + ": ") + what + "\n";
+  std::string text = said(what, command) + "\n";
   if (command.empty()) return text + "Run `gpuclean --help` for the commands.\n";
   return text + "Run `gpuclean " + command + " --help` for its options and examples.\n";
 }
@@ -336,7 +437,9 @@ std::string usage_message(const std::string& command, const std::string& what) {
 std::string usage_message(const CLI::App& app, const CLI::ParseError& error,
                           const std::vector<std::string>& args) {
   const CLI::App& command = command_of(app);
-  return usage_message(full_name(command), describe(app, command, error, args));
+  // Else CLI11's own message, as it is: better than none.
+  return usage_message(full_name(command),
+                       describe(app, command, error, args).value_or(error.what()));
 }
 
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {

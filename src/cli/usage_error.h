@@ -1,7 +1,8 @@
 // Usage errors in gpuclean's words. CLI11's own messages ("pids: Value -9 not in range 0.000000
 // to 1797693134862315…", "The following argument was not expected: whoo") are what a newcomer
 // meets first; each is rewritten here to say what was wrong, what was probably meant, and which
-// `gpuclean CMD --help` to read.
+// `gpuclean CMD --help` to read. What was wrong comes from the error's type and what the parser
+// holds, never from CLI11's words, which change between its versions (issue 51).
 #pragma once
 
 #include <cstdint>

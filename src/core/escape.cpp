@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 namespace gpuclean {
 namespace {
@@ -90,6 +91,19 @@ std::size_t append_escaped(std::string& out, std::string_view text, std::size_t 
   return length;
 }
 
+// One argument as display_argv shows it before escaping: bare unless that would blur where it
+// begins or ends. A quote inside quotes is doubled, not backslashed: the escaping that comes
+// after would double the backslash.
+void append_display_word(std::string& out, const std::string& arg) {
+  if (!arg.empty() && arg.front() != '\'' && arg.find(' ') == std::string::npos) {
+    out += arg;
+    return;
+  }
+  out += '\'';
+  for (char c : arg) out += c == '\'' ? std::string_view("''") : std::string_view(&c, 1);
+  out += '\'';
+}
+
 }  // namespace
 
 bool is_invisible_or_separator(std::uint32_t code_point) {
@@ -123,6 +137,25 @@ std::string cut_for_display(std::string_view text, std::size_t max_chars) {
     if (shown > max_chars) return std::string(text.substr(0, keep)) + "…";
   }
   return std::string(text);
+}
+
+std::string display_argv(const std::vector<std::string>& argv, std::size_t max_chars) {
+  // A character shown takes at most 4 bytes: past 4 × max_chars the cut is decided, and a
+  // 1 MiB command line is not joined whole for a 60-character column.
+  const std::size_t enough = max_chars > std::numeric_limits<std::size_t>::max() / 4
+                                 ? std::numeric_limits<std::size_t>::max()
+                                 : 4 * max_chars;
+  std::string text;
+  for (const std::string& arg : argv) {
+    if (text.size() > enough) break;
+    if (!text.empty()) text += ' ';  // every word shown is at least one character
+    append_display_word(text, arg);
+  }
+  return escape_terminal(cut_for_display(text, max_chars));
+}
+
+std::string bracketed_name(std::string_view comm) {
+  return "[" + std::string(comm) + "]";
 }
 
 std::string shell_word(const std::string& word) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuclean {
 
@@ -24,6 +25,19 @@ std::string escape_terminal(std::string_view text);
 // `word` as one word of a shell command a user can paste: as it is when it has only characters
 // no shell acts on, else single-quoted (a group name or an argument is whoever's choice).
 std::string shell_word(const std::string& word);
+
+// The one way gpuclean shows a command line (who, status, top, kill, explain, history, the
+// journal): the arguments joined by spaces, each told apart from its neighbours. An argument
+// that is empty, holds a space or starts with ' is single-quoted, a ' in it doubled ("a b" is
+// 'a b', a' 'b is 'a'' ''b'); the rest stay bare (print('hi')), so no bare word looks quoted.
+// The whole is then escaped as escape_terminal does and cut as cut_for_display does (at most
+// `max_chars` shown, "…" included). Not quoting for a shell ($, * stay): shell_word is that.
+std::string display_argv(const std::vector<std::string>& argv,
+                         std::size_t max_chars = static_cast<std::size_t>(-1));
+
+// "[comm]": a process without a command line (a kernel thread, a zombie) by its name, as ps
+// shows it; not escaped (history stores it as the process's argv, who shows it escaped).
+std::string bracketed_name(std::string_view comm);
 
 // Whether `code_point` is in the generated table above (escape_terminal shows it escaped).
 bool is_invisible_or_separator(std::uint32_t code_point);

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <set>
 
+#include "core/escape.h"
+
 namespace gpuclean::diagnose {
 namespace {
 
@@ -27,7 +29,7 @@ RecordedProcess first_sight(const ProcessInfo& process, const std::map<Pid, Proc
   recorded.start_ticks = process.start_ticks;
   recorded.user = process.user;
   // No command line (a zombie leader's is empty): its name in brackets, as ps shows it.
-  recorded.argv = process.cmdline.empty() ? std::vector<std::string>{"[" + process.comm + "]"}
+  recorded.argv = process.cmdline.empty() ? std::vector<std::string>{bracketed_name(process.comm)}
                                           : process.cmdline;
   recorded.owner = owner_text(process.owner);
   if (process.ppid > 0) {

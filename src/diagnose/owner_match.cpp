@@ -4,14 +4,6 @@
 #include <cctype>
 
 namespace gpuclean::diagnose {
-namespace {
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.compare(0, prefix.size(), prefix) == 0;
-}
-
-}  // namespace
-
 std::optional<std::string> owner_match(const ProcessInfo& process, const OwnerSelector& selector) {
   if (!process.owner) return std::nullopt;
   const Owner& owner = *process.owner;
@@ -24,7 +16,7 @@ std::optional<std::string> owner_match(const ProcessInfo& process, const OwnerSe
   }
   if (owner.kind == Owner::Kind::kContainer) {
     for (const std::string& prefix : selector.containers) {
-      if (starts_with(owner.full_id, prefix)) return "container " + owner.id;
+      if (owner.full_id.starts_with(prefix)) return "container " + owner.id;
     }
   }
   return std::nullopt;
@@ -35,7 +27,7 @@ std::set<std::string> containers_with_prefix(const std::vector<const ProcessInfo
   std::set<std::string> found;
   for (const ProcessInfo* p : processes) {
     if (p->owner && p->owner->kind == Owner::Kind::kContainer &&
-        starts_with(p->owner->full_id, prefix)) {
+        p->owner->full_id.starts_with(prefix)) {
       found.insert(p->owner->full_id);
     }
   }

@@ -1,26 +1,36 @@
 #include "output/escape.h"
 
-#include <fmt/format.h>
+#include <limits>
 
 namespace gpuclean::output {
+namespace {
 
-std::string display_command(const std::vector<std::string>& argv, std::size_t max_bytes) {
-  std::string out;
-  for (const std::string& arg : argv) {
-    if (!out.empty()) out += ' ';
-    std::string escaped = escape_terminal(arg);
-    if (arg.empty() || arg.find(' ') != std::string::npos) escaped = fmt::format("'{}'", escaped);
-    out += escaped;
-    if (out.size() > max_bytes) break;
-  }
-  if (out.size() > max_bytes) {
-    // Cut on a UTF-8 boundary: escaped text is valid UTF-8, continuation bytes are 10xxxxxx.
-    std::size_t cut = max_bytes;
-    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-    out.resize(cut);
-    out += "…";
-  }
-  return out;
+// display_argv's budget for a width that leaves the "…" out.
+std::size_t with_ellipsis(std::size_t width) {
+  return width == std::numeric_limits<std::size_t>::max() ? width : width + 1;
+}
+
+// At most `max_bytes` of escaped text, cut between characters, then "…": the renderers'
+// budgets are bytes (fuzz/escape_fuzzer.cpp holds display_command to them), core's are
+// characters shown.
+std::string within_bytes(std::string shown, std::size_t max_bytes) {
+  if (shown.size() <= max_bytes) return shown;
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+  shown.resize(cut);
+  return shown + "…";
+}
+
+}  // namespace
+
+std::string display_command(const std::vector<std::string>& argv, std::size_t width) {
+  return within_bytes(display_argv(argv, with_ellipsis(width)), width);
+}
+
+std::string display_command_or_name(const std::vector<std::string>& argv, std::string_view comm,
+                                    std::size_t width) {
+  if (!argv.empty()) return display_command(argv, width);
+  return within_bytes(escape_terminal(bracketed_name(comm)), width);
 }
 
 }  // namespace gpuclean::output

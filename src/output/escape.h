@@ -13,8 +13,11 @@ namespace gpuclean::output {
 // call it as output::escape_terminal.
 using gpuclean::escape_terminal;
 
-// argv joined by spaces, each argument escaped; an argument that is empty or contains a space
-// is single-quoted so the words stay distinguishable. At most max_bytes of output, then "…".
-std::string display_command(const std::vector<std::string>& argv, std::size_t max_bytes);
+// core's display_argv for the renderers' column budgets: at most `width` bytes of the command,
+// then "…".
+std::string display_command(const std::vector<std::string>& argv, std::size_t width);
+// The same, or "[comm]" when argv is empty (core's bracketed_name).
+std::string display_command_or_name(const std::vector<std::string>& argv, std::string_view comm,
+                                    std::size_t width);
 
 }  // namespace gpuclean::output

@@ -271,13 +271,8 @@ std::string fold_line(unsigned gpu, const MemoryFold& fold, TimelineCache& cache
 }  // namespace
 
 std::string argv_text(const std::vector<std::string>& argv, std::size_t max_chars) {
-  std::string text;
-  for (const std::string& arg : argv) {
-    if (!text.empty()) text += ' ';
-    text += shell_word(arg);
-  }
-  if (text.empty()) return "?";
-  return escape_terminal(cut_for_display(text, max_chars));
+  if (argv.empty()) return "?";  // a process recorded without one
+  return display_argv(argv, max_chars);
 }
 
 std::string recorded_owner_text(const std::string& owner) {

@@ -21,7 +21,7 @@ struct HistoryHolder {
   std::map<unsigned, Bytes> gpu_memory;
 };
 
-// "python serve.py --tp 8": the argv escaped, cut at `max_chars` shown characters.
+// "python serve.py --tp 8": core's display_argv, or "?" for a process recorded without argv.
 std::string argv_text(const std::vector<std::string>& argv, std::size_t max_chars = 120);
 
 // "slurm job 4242", "gpuclean run 77", or the stored owner as it is.

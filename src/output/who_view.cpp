@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/diagnostics.h"
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/owner_text.h"
@@ -45,19 +46,18 @@ std::string state_label(const ProcessInfo& process) {
   return label;
 }
 
+std::string full_command_label(const ProcessInfo& process, std::size_t max_bytes) {
+  return display_command_or_name(process.cmdline, process.comm, max_bytes);
+}
+
 std::string command_label(const ProcessInfo& process, std::size_t max_bytes) {
-  if (process.cmdline.empty()) return "[" + escape_terminal(process.comm) + "]";
+  if (process.cmdline.empty()) return full_command_label(process, max_bytes);
   std::vector<std::string> argv = process.cmdline;
   const std::size_t slash = argv.front().rfind('/');
   if (slash != std::string::npos && slash + 1 < argv.front().size()) {
     argv.front().erase(0, slash + 1);
   }
   return display_command(argv, max_bytes);
-}
-
-std::string full_command_label(const ProcessInfo& process, std::size_t max_bytes) {
-  if (process.cmdline.empty()) return "[" + escape_terminal(process.comm) + "]";
-  return display_command(process.cmdline, max_bytes);
 }
 
 void render_who_text(std::ostream& out, const WhoReport& report) {
@@ -133,14 +133,14 @@ std::string unreadable_summary(const ScanStats& stats, const std::string& unseen
     // one line, however many.
     std::string pids;
     for (Pid pid : stats.locked_pids) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
-    locked = fmt::format(
-        "gpuclean: {} did not answer in time (memory map locked: a thread is stuck; see its "
-        "wait channels): {} {}; scanned through descriptors only",
-        plural(stats.locked_pids.size(), "process", "processes"),
-        stats.locked_pids.size() == 1 ? "pid" : "pids", pids);
+    locked =
+        said(fmt::format("{} did not answer in time (memory map locked: a thread is stuck; see its "
+                         "wait channels): {} {}; scanned through descriptors only",
+                         plural(stats.locked_pids.size(), "process", "processes"),
+                         stats.locked_pids.size() == 1 ? "pid" : "pids", pids));
   }
   if (unseen_message.empty()) return locked;
-  return (locked.empty() ? "" : locked + "\n") + "gpuclean: " + unseen_message;
+  return (locked.empty() ? "" : locked + "\n") + said(unseen_message);
 }
 
 }  // namespace gpuclean::output

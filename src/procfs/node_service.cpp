@@ -56,7 +56,7 @@ bool writable_by_others(unsigned mode) {
 }
 
 // Root's, and writable by root alone: nobody else can swap what is in it.
-bool safe_directory(const struct stat& st) {
+bool root_only_directory(const struct stat& st) {
   return S_ISDIR(st.st_mode) && st.st_uid == 0 && !writable_by_others(st.st_mode);
 }
 
@@ -110,7 +110,7 @@ PathWalk walk_beneath(int root_fd, std::string_view path) {
   if (path.empty() || path.front() != '/') return walk;
   struct stat st {};
   if (!stat_cached(root_fd, st)) return walk;
-  bool safe = safe_directory(st);
+  bool safe = root_only_directory(st);
   // dup: the loop closes what it walked past, the caller's descriptor stays its own.
   UniqueFd at(::fcntl(root_fd, F_DUPFD_CLOEXEC, 0));
   if (!at) return walk;
@@ -131,7 +131,7 @@ PathWalk walk_beneath(int root_fd, std::string_view path) {
       return walk;
     }
     if (!S_ISDIR(st.st_mode)) return walk;
-    safe = safe && safe_directory(st);
+    safe = safe && root_only_directory(st);
     at = std::move(next);
     rest = rest.substr(slash + 1);
   }

@@ -23,14 +23,6 @@ std::vector<std::string_view> components(std::string_view path) {
   return parts;
 }
 
-bool starts_with(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 bool all_digits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
     return std::isdigit(static_cast<unsigned char>(c)) != 0;
@@ -46,7 +38,7 @@ bool is_full_id(std::string_view text) {
 // "job_42" → "42"; nullopt when `part` is not PREFIX followed by what `valid` accepts.
 std::optional<std::string> after(std::string_view part, std::string_view prefix,
                                  bool (*valid)(std::string_view)) {
-  if (!starts_with(part, prefix)) return std::nullopt;
+  if (!part.starts_with(prefix)) return std::nullopt;
   const std::string_view rest = part.substr(prefix.size());
   if (!valid(rest)) return std::nullopt;
   return std::string(rest);
@@ -60,7 +52,7 @@ bool is_step_name(std::string_view text) {
 }
 
 bool is_unit(std::string_view part) {
-  return ends_with(part, ".service") || ends_with(part, ".scope");
+  return part.ends_with(".service") || part.ends_with(".scope");
 }
 
 // A container's group name: its runtime and full ID, from systemd's "RUNTIME-ID.scope" or the
@@ -79,10 +71,10 @@ std::optional<ContainerName> container_name(std::string_view part) {
       {"libpod-", "podman"},
   };
   if (is_full_id(part)) return ContainerName{std::nullopt, std::string(part), false};
-  const bool scope = ends_with(part, ".scope");
+  const bool scope = part.ends_with(".scope");
   const std::string_view stem = scope ? part.substr(0, part.size() - 6) : part;
   for (const auto& [prefix, runtime] : kScopes) {
-    if (!starts_with(stem, prefix)) continue;
+    if (!stem.starts_with(prefix)) continue;
     const std::string_view id = stem.substr(prefix.size());
     // Podman's cgroupfs driver names the group libpod-ID without a suffix.
     if (is_full_id(id) && (scope || prefix == "libpod-")) {
@@ -105,12 +97,12 @@ Owner container_owner(const ContainerName& name, std::string_view part) {
 // "kubepods-burstable-pod1a2b_3c.slice" or "pod1a2b-3c" → "1a2b-3c".
 std::optional<std::string> pod_uid(std::string_view part) {
   std::string_view stem = part;
-  if (ends_with(stem, ".slice")) {
+  if (stem.ends_with(".slice")) {
     stem.remove_suffix(6);
     const std::size_t pod = stem.rfind("-pod");
     if (pod == std::string_view::npos) return std::nullopt;
     stem = stem.substr(pod + 4);
-  } else if (starts_with(stem, "pod")) {
+  } else if (stem.starts_with("pod")) {
     stem.remove_prefix(3);
   } else {
     return std::nullopt;
@@ -180,13 +172,13 @@ std::optional<Owner> slurm_owner(const std::vector<std::string_view>& parts, std
 }
 
 bool is_slurm_v1_root(std::string_view part) {
-  return part == "slurm" || starts_with(part, "slurm_");
+  return part == "slurm" || part.starts_with("slurm_");
 }
 
 // systemd's per-user manager: the unit it runs in is delegated to the user (Delegate=yes), who
 // creates and names every group below it.
 bool is_user_manager(std::string_view part) {
-  return starts_with(part, "user@") && ends_with(part, ".service");
+  return part.starts_with("user@") && part.ends_with(".service");
 }
 
 // `gpuclean run`'s group for its workload: "gpuclean-run.PID" (ops/run_session.cpp).
@@ -233,13 +225,13 @@ std::optional<Owner> owner_of_path(std::string_view path, bool runs) {
   }
   for (std::size_t i = first; i < parts.size(); ++i) {
     const std::string_view part = parts[i];
-    if (ends_with(part, ".scope") && starts_with(part, "slurmstepd") && i + 1 < parts.size()) {
+    if (part.ends_with(".scope") && part.starts_with("slurmstepd") && i + 1 < parts.size()) {
       if (auto owner = slurm_owner(parts, i + 1, std::string(part))) return owner;
     }
     if (is_slurm_v1_root(part) && i + 2 < parts.size() && after(parts[i + 1], "uid_", all_digits)) {
       if (auto owner = slurm_owner(parts, i + 2, std::nullopt)) return owner;
     }
-    if (starts_with(part, "kubepods")) {
+    if (part.starts_with("kubepods")) {
       if (auto owner = kubernetes_owner(parts, i)) return owner;
     }
     if (auto name = container_name(part)) {

@@ -14,7 +14,7 @@ namespace gpuclean::record {
 namespace {
 
 // sockaddr_un for `path`; false when it does not fit (108 bytes with the NUL).
-bool socket_address(const std::string& path, sockaddr_un& address) {
+bool unix_socket_address(const std::string& path, sockaddr_un& address) {
   address = {};
   address.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(address.sun_path)) return false;
@@ -24,7 +24,7 @@ bool socket_address(const std::string& path, sockaddr_un& address) {
 
 // The socket's directory: made when missing; one a user other than us could write to (or
 // does own) would let them replace the socket with theirs, so it is refused.
-Status safe_directory(const std::string& path) {
+Status ensure_own_socket_directory(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   if (slash == std::string::npos || slash == 0) return Ok{};
   const std::string dir = path.substr(0, slash);
@@ -57,7 +57,7 @@ namespace {
 // One datagram to `path`, without blocking; whether it was taken whole.
 bool send_datagram(const std::string& path, const std::string& text) {
   sockaddr_un address{};
-  if (!socket_address(path, address)) return false;
+  if (!unix_socket_address(path, address)) return false;
   UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return false;
   // Unanswered on purpose: ECONNREFUSED (no recorder), ENOENT, EAGAIN (its queue is full).
@@ -75,8 +75,8 @@ void send_action(const std::string& path, const std::string& text) {
 
 Result<ActionListener> ActionListener::open(const std::string& path, mode_t mode) {
   sockaddr_un address{};
-  if (!socket_address(path, address)) return Error{ENAMETOOLONG, "the socket path " + path};
-  if (Status dir = safe_directory(path); !dir.ok()) return dir.error();
+  if (!unix_socket_address(path, address)) return Error{ENAMETOOLONG, "the socket path " + path};
+  if (Status dir = ensure_own_socket_directory(path); !dir.ok()) return dir.error();
   struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode)) {

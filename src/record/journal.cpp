@@ -9,24 +9,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/diagnostics.h"
 #include "core/escape.h"
 
 namespace gpuclean::record {
 namespace {
 
-std::string joined(const std::vector<std::string>& argv) {
-  std::string text;
-  for (const std::string& arg : argv) {
-    if (!text.empty()) text += ' ';
-    text += escape_terminal(arg);
-  }
-  return text;
-}
-
 std::string message_of(const HistoryEvent& event) {
-  std::string text = std::string("gpuclean: ") + to_string(event.kind);
+  std::string text = said(to_string(event.kind));
   if (event.process) {
-    text += " pid " + std::to_string(event.process->pid) + " " + joined(event.process->argv);
+    text += " pid " + std::to_string(event.process->pid) + " " + display_argv(event.process->argv);
   }
   if (event.gpu) text += " gpu " + std::to_string(*event.gpu);
   if (event.bytes) text += " " + std::to_string(*event.bytes) + " bytes";
@@ -65,11 +57,11 @@ JournalFields journal_fields(const HistoryEvent& event) {
     fields.emplace_back("GPUCLEAN_PID", std::to_string(p.pid));
     fields.emplace_back("GPUCLEAN_START_TICKS", std::to_string(p.start_ticks));
     fields.emplace_back("GPUCLEAN_USER", p.user);
-    fields.emplace_back("GPUCLEAN_ARGV", joined(p.argv));
+    fields.emplace_back("GPUCLEAN_ARGV", display_argv(p.argv));
     if (!p.owner.empty()) fields.emplace_back("GPUCLEAN_OWNER", escape_terminal(p.owner));
     if (p.parent_pid) {
       fields.emplace_back("GPUCLEAN_PARENT_PID", std::to_string(*p.parent_pid));
-      fields.emplace_back("GPUCLEAN_PARENT_ARGV", joined(p.parent_argv));
+      fields.emplace_back("GPUCLEAN_PARENT_ARGV", display_argv(p.parent_argv));
     }
   }
   if (event.gpu) fields.emplace_back("GPUCLEAN_GPU", std::to_string(*event.gpu));

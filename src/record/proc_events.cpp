@@ -16,6 +16,7 @@
 #include <ctime>
 #include <string>
 
+#include "core/duration.h"
 #include "procfs/proc_fs.h"
 
 namespace gpuclean::record {
@@ -25,10 +26,6 @@ namespace {
 constexpr int kReceiveBuffer = 4 << 20;
 // How long the start waits for the event of its own probe child.
 constexpr auto kProbeWait = std::chrono::seconds(1);
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // One connector message: the netlink header, the connector header, then the operation.
 Status send_control(int fd, proc_cn_mcast_op op) {
@@ -215,7 +212,7 @@ void ProcEvents::handle(const void* data) {
       std::lock_guard lock(mutex_);
       ++events_;
       if (exit.process_pid != exit.process_tgid) return;  // a thread
-      lineage_.exited(static_cast<Pid>(exit.process_tgid), wall_now());
+      lineage_.exited(static_cast<Pid>(exit.process_tgid), unix_now());
       return;
     }
     default: {

@@ -14,8 +14,14 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#ifdef GPUCLEAN_METRICS
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+#endif
 
 #include "core/atomic_file.h"
 #include "core/exit_code.h"
@@ -429,10 +435,10 @@ void Recorder::write_health() {
   if (settings_.textfile.empty() || Clock::now() - last_health_ < kHealthEvery) return;
   last_health_ = Clock::now();
   if (proc_events_) health_.proc_event_overruns = proc_events_->counts().overruns;
-  if (Status written = write_file_atomically(settings_.textfile, render_health(health_));
-      !written.ok()) {
-    say("--textfile: " + written.error().message());
-  }
+  const Result<std::string> text = render_health(health_);
+  const Status written =
+      text.ok() ? write_file_atomically(settings_.textfile, *text) : Status(text.error());
+  if (!written.ok()) say("--textfile: " + written.error().message());
 }
 
 int Recorder::run(int signal_fd) {
@@ -440,7 +446,7 @@ int Recorder::run(int signal_fd) {
   // The first look before the socket exists: whoever waits for the socket (systemd's start,
   // a test) then knows the processes already there were seen as they were. A process there
   // before the first look that opens a device later is found by NVML's list (a CUDA context)
-  // or within --full-scan (collect/rolling_scan.h); one started after it, within one look.
+  // or within --full-scan (procfs/rolling_scan.h); one started after it, within one look.
   look();
   write_health();
   if (!settings_.socket_path.empty()) {
@@ -496,50 +502,62 @@ int Recorder::run(int signal_fd) {
   return kExitClean;
 }
 
-void metric(std::ostringstream& out, const char* name, const char* type, const char* help,
-            double value) {
-  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
-      << name << ' ' << value << '\n';
-}
-
 }  // namespace
 
-std::string render_health(const RecorderHealth& h) {
+#ifdef GPUCLEAN_METRICS
+Result<std::string> render_health(const RecorderHealth& h) {
+  // One series without labels, in a family of its own; a counter where the name says so
+  // (Prometheus's "_total"), else a gauge.
+  const auto family = [](const char* name, const char* help, auto value) {
+    const bool counter = std::string_view(name).ends_with("_total");
+    prometheus::ClientMetric metric;
+    (counter ? metric.counter.value : metric.gauge.value) = static_cast<double>(value);
+    return prometheus::MetricFamily{
+        name,
+        help,
+        counter ? prometheus::MetricType::Counter : prometheus::MetricType::Gauge,
+        {metric}};
+  };
+  const std::vector<prometheus::MetricFamily> families = {
+      family("gpuclean_recorder_events_written_total", "Events the recorder wrote to its database.",
+             h.events_written),
+      family("gpuclean_recorder_events_dropped_total",
+             "Events lost because the database failed longer than the memory queue holds.",
+             h.events_dropped),
+      family("gpuclean_recorder_pending_events", "Events waiting in memory for the database.",
+             h.pending),
+      family("gpuclean_recorder_write_errors_total", "Failed opens and writes of the database.",
+             h.write_errors),
+      family("gpuclean_recorder_actions_total", "Actions of other gpuclean commands recorded.",
+             h.actions),
+      family("gpuclean_recorder_actions_dropped_total",
+             "Actions not recorded: more than the per-look cap arrived.", h.actions_dropped),
+      family("gpuclean_recorder_journal_dropped_total", "Events the journal did not take.",
+             h.journal_dropped),
+      family("gpuclean_recorder_looks_total", "Looks at the holders.", h.looks),
+      family("gpuclean_recorder_database_bytes", "Bytes the database's live pages take.",
+             h.database_bytes),
+      family("gpuclean_recorder_last_write_timestamp_seconds",
+             "When the database last took events (0: never).", h.last_write),
+      family("gpuclean_recorder_proc_events",
+             "1 when the kernel's process events are read (short-lived parents are named).",
+             h.proc_events ? 1 : 0),
+      family("gpuclean_recorder_holders_skipped_total",
+             "New holders not recorded: their user started more than the budget a minute.",
+             h.holders_skipped),
+      family("gpuclean_recorder_proc_event_overruns_total",
+             "Times the process events queue overflowed (events lost).", h.proc_event_overruns)};
   std::ostringstream out;
-  out.precision(17);
-  metric(out, "gpuclean_recorder_events_written_total", "counter",
-         "Events the recorder wrote to its database.", static_cast<double>(h.events_written));
-  metric(out, "gpuclean_recorder_events_dropped_total", "counter",
-         "Events lost because the database failed longer than the memory queue holds.",
-         static_cast<double>(h.events_dropped));
-  metric(out, "gpuclean_recorder_pending_events", "gauge",
-         "Events waiting in memory for the database.", static_cast<double>(h.pending));
-  metric(out, "gpuclean_recorder_write_errors_total", "counter",
-         "Failed opens and writes of the database.", static_cast<double>(h.write_errors));
-  metric(out, "gpuclean_recorder_actions_total", "counter",
-         "Actions of other gpuclean commands recorded.", static_cast<double>(h.actions));
-  metric(out, "gpuclean_recorder_actions_dropped_total", "counter",
-         "Actions not recorded: more than the per-look cap arrived.",
-         static_cast<double>(h.actions_dropped));
-  metric(out, "gpuclean_recorder_journal_dropped_total", "counter",
-         "Events the journal did not take.", static_cast<double>(h.journal_dropped));
-  metric(out, "gpuclean_recorder_looks_total", "counter", "Looks at the holders.",
-         static_cast<double>(h.looks));
-  metric(out, "gpuclean_recorder_database_bytes", "gauge", "Bytes the database's live pages take.",
-         static_cast<double>(h.database_bytes));
-  metric(out, "gpuclean_recorder_last_write_timestamp_seconds", "gauge",
-         "When the database last took events (0: never).", h.last_write);
-  metric(out, "gpuclean_recorder_proc_events", "gauge",
-         "1 when the kernel's process events are read (short-lived parents are named).",
-         h.proc_events ? 1 : 0);
-  metric(out, "gpuclean_recorder_holders_skipped_total", "counter",
-         "New holders not recorded: their user started more than the budget a minute.",
-         static_cast<double>(h.holders_skipped));
-  metric(out, "gpuclean_recorder_proc_event_overruns_total", "counter",
-         "Times the process events queue overflowed (events lost).",
-         static_cast<double>(h.proc_event_overruns));
+  prometheus::TextSerializer().Serialize(out, families);
   return out.str();
 }
+#else
+Result<std::string> render_health(const RecorderHealth& /*health*/) {
+  return Error{ENOTSUP,
+               "not written: this gpuclean is built without prometheus-cpp "
+               "(-DGPUCLEAN_METRICS=OFF)"};
+}
+#endif
 
 int run_recorder(const RecorderSettings& settings, collect::Gatherer& gatherer, std::ostream& log) {
   sigset_t stop_signals;

@@ -17,6 +17,7 @@
 
 #include "collect/gather.h"
 #include "core/duration.h"
+#include "core/result.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/history_diff.h"
 
@@ -56,8 +57,9 @@ struct RecorderHealth {
   std::uint64_t proc_event_overruns = 0;
 };
 
-// The health in Prometheus's text format (gpuclean_recorder_*).
-std::string render_health(const RecorderHealth& health);
+// The health in Prometheus's text format (gpuclean_recorder_*), made by prometheus-cpp's
+// serializer as `metrics` is; an error in a build without it (-DGPUCLEAN_METRICS=OFF).
+Result<std::string> render_health(const RecorderHealth& health);
 
 // Runs until SIGINT, SIGTERM or SIGHUP; 0 then. Says what it does and what fails on `log`.
 int run_recorder(const RecorderSettings& settings, collect::Gatherer& gatherer, std::ostream& log);

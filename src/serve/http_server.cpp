@@ -29,7 +29,7 @@ constexpr int kAcceptBurst = 256;
 constexpr int kDrainReads = 16;
 
 // An IPv4 or bracketed IPv6 "ADDR:PORT" as a socket address; false when it is neither.
-bool socket_address(const std::string& address, sockaddr_storage& storage, socklen_t& length) {
+bool inet_listen_address(const std::string& address, sockaddr_storage& storage, socklen_t& length) {
   const auto colon = address.rfind(':');
   if (colon == std::string::npos) return false;
   const std::string host = address.substr(0, colon);
@@ -310,7 +310,7 @@ void Server::expire(Clock::time_point now) {
 Result<Listener> listen_tcp(const std::string& address) {
   sockaddr_storage storage{};
   socklen_t length = 0;
-  if (!socket_address(address, storage, length)) {
+  if (!inet_listen_address(address, storage, length)) {
     return Error{EINVAL, "listen " + address};
   }
   Listener listener;

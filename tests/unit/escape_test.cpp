@@ -162,5 +162,40 @@ TEST(DisplayCommand, QuotesArgumentsWithSpacesAndTruncates) {
   EXPECT_FALSE(has_raw_control(cut));
 }
 
+// Issue 51: one joiner for every command line gpuclean shows (core/escape.h), its quoting in
+// one place: arguments stay told apart, escaping comes after, the cut counts what is shown.
+TEST(DisplayArgv, TellsArgumentsApartWhateverTheyHold) {
+  EXPECT_EQ(display_argv({"python3", "a b"}), "python3 'a b'");
+  EXPECT_NE(display_argv({"a b"}), display_argv({"a", "b"}));
+  EXPECT_EQ(display_argv({"echo", ""}), "echo ''");
+  // A quote inside quotes is doubled, and a word that starts with one is quoted: a' 'b and
+  // 'a' 'b' (two words) are not a b, nor each other.
+  EXPECT_EQ(display_argv({"a' 'b"}), "'a'' ''b'");
+  EXPECT_EQ(display_argv({"'a'", "'b'"}), "'''a''' '''b'''");
+  EXPECT_EQ(display_argv({"it's"}), "it's");
+  EXPECT_EQ(display_argv({"python3", "-c", "print('hi')"}), "python3 -c print('hi')");
+  // Not shell quoting: words a shell would expand stay as they are.
+  EXPECT_EQ(display_argv({"ls", "*.py", "$HOME"}), "ls *.py $HOME");
+  EXPECT_EQ(display_argv({}), "");
+  // Escaped after joining: a control character cannot hide a quote or a space.
+  EXPECT_EQ(display_argv({"evil\x1b[2J", "x y"}), "evil\\e[2J 'x y'");
+}
+
+TEST(DisplayArgv, CutsWhatIsShownAndStopsJoiningEarly) {
+  EXPECT_EQ(display_argv({"python3", "serve.py"}, 8), "python3\u2026");
+  EXPECT_EQ(display_argv({"python3", "serve.py"}, 16), "python3 serve.py");
+  // 100,000 arguments for a 20-character column: the same text as the whole line cut.
+  const std::vector<std::string> many(100000, "argument");
+  std::string whole;
+  for (const std::string& arg : many) whole += (whole.empty() ? "" : " ") + arg;
+  EXPECT_EQ(display_argv(many, 20), escape_terminal(cut_for_display(whole, 20)));
+}
+
+TEST(DisplayArgv, AProcessWithoutACommandLineShowsItsNameInBrackets) {
+  EXPECT_EQ(bracketed_name("kworker/0:1"), "[kworker/0:1]");
+  EXPECT_EQ(display_command_or_name({}, "evil\x1b", 100), "[evil\\e]");
+  EXPECT_EQ(display_command_or_name({"python3"}, "python3", 100), "python3");
+}
+
 }  // namespace
 }  // namespace gpuclean::output

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "record/journal.h"
 #include "record/lineage.h"
 #include "record/proc_events.h"
+#include "record/recorder.h"
 
 namespace gpuclean {
 namespace {
@@ -260,6 +262,70 @@ TEST(Journal, AnEntryTooBigForADatagramGoesInASealedMemfd) {
   ::close(journald);
   ::unlink(path.c_str());
 }
+
+// Issue 51: the journal's command lines are joined as everywhere else (core's display_argv):
+// one argument "a b" and two, a and b, read differently. Failed before: both were "a b".
+TEST(Journal, OneArgumentWithASpaceIsNotTwoArguments) {
+  const auto fields_of = [](std::vector<std::string> argv) {
+    HistoryEvent event;
+    event.kind = HistoryEventKind::kAppeared;
+    event.process = RecordedProcess{.boot_id = "b",
+                                    .pid = 42,
+                                    .start_ticks = 7,
+                                    .user = "alice",
+                                    .argv = std::move(argv),
+                                    .owner = "",
+                                    .parent_pid = 41,
+                                    .parent_start_ticks = 6,
+                                    .parent_argv = {"a b"}};
+    std::map<std::string, std::string> fields;
+    for (const auto& [key, value] : record::journal_fields(event)) fields[key] = value;
+    return fields;
+  };
+  auto one = fields_of({"a b"});
+  auto two = fields_of({"a", "b"});
+  EXPECT_EQ(one["GPUCLEAN_ARGV"], "'a b'");
+  EXPECT_EQ(two["GPUCLEAN_ARGV"], "a b");
+  EXPECT_EQ(one["GPUCLEAN_PARENT_ARGV"], "'a b'");
+  EXPECT_NE(one["MESSAGE"], two["MESSAGE"]);
+  EXPECT_EQ(one["MESSAGE"], "gpuclean: appeared pid 42 'a b'");
+}
+
+#ifdef GPUCLEAN_METRICS_TESTS
+// The recorder's health file, now serialised by prometheus-cpp as `metrics` is (issue 51): the
+// same names, types, help and values as the text written by hand before.
+TEST(RecorderHealth, IsPrometheusTextWithTheSameSeries) {
+  record::RecorderHealth health;
+  health.events_written = 12;
+  health.looks = 3;
+  health.last_write = 1796380000.25;
+  health.proc_events = true;
+  const Result<std::string> text = record::render_health(health);
+  ASSERT_TRUE(text.ok()) << text.error().message();
+  EXPECT_EQ(text->substr(0, text->find("# HELP gpuclean_recorder_pending_events")),
+            "# HELP gpuclean_recorder_events_written_total Events the recorder wrote to its "
+            "database.\n"
+            "# TYPE gpuclean_recorder_events_written_total counter\n"
+            "gpuclean_recorder_events_written_total 12\n"
+            "# HELP gpuclean_recorder_events_dropped_total Events lost because the database "
+            "failed longer than the memory queue holds.\n"
+            "# TYPE gpuclean_recorder_events_dropped_total counter\n"
+            "gpuclean_recorder_events_dropped_total 0\n");
+  for (const std::string line :
+       {"\ngpuclean_recorder_looks_total 3\n", "\ngpuclean_recorder_proc_events 1\n",
+        "\n# TYPE gpuclean_recorder_proc_events gauge\n",
+        "\ngpuclean_recorder_last_write_timestamp_seconds 1796380000.25\n",
+        "\ngpuclean_recorder_proc_event_overruns_total 0\n"}) {
+    EXPECT_NE(text->find(line), std::string::npos) << line << "in:\n" << *text;
+  }
+  std::size_t series = 0;
+  for (std::size_t at = text->find("# TYPE"); at != std::string::npos;
+       at = text->find("# TYPE", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 13U);
+}
+#endif
 
 TEST(HistoryEvent, JsonNestingDepthCountsBracketsOutsideStrings) {
   EXPECT_EQ(json_nesting_depth(""), 0u);
