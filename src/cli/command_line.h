@@ -42,7 +42,7 @@ void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope 
 
 // --db PATH: the flight recorder's database. PURPOSE starts the help ("The flight recorder's
 // database, for …"); NOTE follows the default path inside its parentheses (", when
-// readable"). One place for the option's name and default (record::kDefaultDatabase).
+// readable"). One place for the option's name and default (recorder::kDefaultDatabase).
 void add_history_db_option(CLI::App& command, std::string& db, const std::string& purpose,
                            const std::string& note = "");
 

@@ -11,7 +11,7 @@
 #include "cli/help.h"
 #include "cli/usage_checks.h"
 #include "core/duration.h"
-#include "record/recorder.h"
+#include "recorder/recorder.h"
 
 namespace gpuclean::cli {
 
@@ -19,7 +19,7 @@ void add_history_db_option(CLI::App& command, std::string& db, const std::string
                            const std::string& note) {
   command
       .add_option("--db", db,
-                  purpose + " (default: " + std::string(record::kDefaultDatabase) + note + ")")
+                  purpose + " (default: " + std::string(recorder::kDefaultDatabase) + note + ")")
       ->option_text("PATH");
 }
 

@@ -34,8 +34,8 @@
 #include "procfs/capabilities.h"
 #include "procfs/process_table.h"
 #include "procfs/user_names.h"
-#include "record/action_socket.h"
-#include "record/proc_events.h"
+#include "recorder/action_socket.h"
+#include "recorder/proc_events.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -414,9 +414,9 @@ int report_kill(const KillOptions& o, const KillReport& report, bool unverified,
     output::render_kill_report_text(io.out, report);
   }
   const int exit_code = diagnose::kill_exit_code(report, unverified);
-  record::send_action(record::action_socket_path(),
-                      output::kill_action_json(report, o.args, exit_code)
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  recorder::send_action(recorder::action_socket_path(),
+                        output::kill_action_json(report, o.args, exit_code)
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return exit_code;
 }
 
@@ -425,10 +425,10 @@ int report_kill(const KillOptions& o, const KillReport& report, bool unverified,
 // exited at once, and it left the process group with setsid — is still the target's, by the
 // fork the kernel reported (issue 47: a dead job is ended whole). nullptr where they cannot be
 // had; the teardown then follows lineage and process groups from /proc alone, as before.
-std::unique_ptr<record::ProcEvents> watch_forks(const std::vector<ProcessInfo>& planned,
-                                                bool follow_children) {
+std::unique_ptr<recorder::ProcEvents> watch_forks(const std::vector<ProcessInfo>& planned,
+                                                  bool follow_children) {
   if (!follow_children || planned.empty()) return nullptr;
-  auto started = record::ProcEvents::start(kRealProc);
+  auto started = recorder::ProcEvents::start(kRealProc);
   if (!started.ok()) return nullptr;
   for (const ProcessInfo& target : planned) (*started)->know(target);
   return std::move(started).value();
@@ -437,7 +437,7 @@ std::unique_ptr<record::ProcEvents> watch_forks(const std::vector<ProcessInfo>& 
 // Bounded: a look waits at most this long for the forks reported before it.
 constexpr std::chrono::milliseconds kForksCatchUp{100};
 
-ops::PlannedMembers::ForkEvents fork_events(const record::ProcEvents* events) {
+ops::PlannedMembers::ForkEvents fork_events(const recorder::ProcEvents* events) {
   if (events == nullptr) return {};
   return {[events](Pid pid, std::uint64_t start) -> std::optional<ops::PlannedMembers::Forker> {
             const auto parent = events->parent_of(pid, start);

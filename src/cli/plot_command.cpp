@@ -14,7 +14,7 @@
 #include "output/history_view.h"
 #include "output/run_plot.h"
 #include "output/run_record.h"
-#include "record/recorder.h"
+#include "recorder/recorder.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -71,7 +71,7 @@ int plot_history(const PlotOptions& o, const Io& io) {
                         << '\n';
     return kExitUsage;
   }
-  const std::string path = o.db.empty() ? record::kDefaultDatabase : o.db;
+  const std::string path = o.db.empty() ? recorder::kDefaultDatabase : o.db;
   auto store = history::EventStore::open(path, true);
   if (!store.ok()) {
     say(io.err, "plot") << output::escape_terminal(store.error().message()) << '\n';

@@ -18,16 +18,16 @@
 #include "output/history_view.h"
 #include "output/text_width.h"
 #include "procfs/host_facts.h"
-#include "record/action_socket.h"
-#include "record/journal.h"
-#include "record/recorder.h"
+#include "recorder/action_socket.h"
+#include "recorder/journal.h"
+#include "recorder/recorder.h"
 
 namespace gpuclean::cli {
 namespace {
 
 // The settings from the options, or the usage error to print.
-Result<record::RecorderSettings> settings_of(const RecorderOptions& options) {
-  record::RecorderSettings settings;
+Result<recorder::RecorderSettings> settings_of(const RecorderOptions& options) {
+  recorder::RecorderSettings settings;
   if (!options.db.empty()) settings.db_path = options.db;
   auto interval = parse_duration(options.interval);
   if (!interval.ok() || interval->count() < 100) {
@@ -47,9 +47,9 @@ Result<record::RecorderSettings> settings_of(const RecorderOptions& options) {
                                                : size.error().message())};
   }
   settings.max_bytes = *size;
-  settings.socket_path = options.socket.empty() ? record::kDefaultActionSocket : options.socket;
+  settings.socket_path = options.socket.empty() ? recorder::kDefaultActionSocket : options.socket;
   if (options.socket == "off") settings.socket_path.clear();
-  settings.journal_socket = options.journal.empty() ? record::kJournalSocket : options.journal;
+  settings.journal_socket = options.journal.empty() ? recorder::kJournalSocket : options.journal;
   if (options.journal == "off") settings.journal_socket.clear();
   settings.textfile = options.textfile;
   settings.proc_events = !options.no_proc_events;
@@ -143,7 +143,7 @@ Status follow_events(const history::EventStore& store, history::EventQuery query
 }
 
 std::string db_path_of(const std::string& given) {
-  return given.empty() ? record::kDefaultDatabase : given;
+  return given.empty() ? recorder::kDefaultDatabase : given;
 }
 
 }  // namespace
@@ -167,7 +167,7 @@ int run_recorder_command(const RecorderOptions& options, const Io& io) {
   std::unique_ptr<collect::Gatherer> gatherer = std::move(std::get<0>(opened));
   gatherer->scan_in_turns(*full_scan);
   gatherer->start_nvml_helper();  // before any thread: it forks
-  return record::run_recorder(*settings, *gatherer, io.err);
+  return recorder::run_recorder(*settings, *gatherer, io.err);
 }
 
 std::map<Pid, RecordedParent> recorded_parents_of(const std::string& db,

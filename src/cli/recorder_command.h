@@ -16,12 +16,12 @@ namespace gpuclean::cli {
 
 struct RecorderOptions {
   CommonOptions common;
-  std::string db;  // empty: record::kDefaultDatabase
+  std::string db;  // empty: recorder::kDefaultDatabase
   std::string interval = "1s";
   std::string retention = "7d";
   std::string max_size = "256MiB";
   std::string full_scan = "60s";
-  std::string socket;   // empty: record::kDefaultActionSocket; "off": none
+  std::string socket;   // empty: recorder::kDefaultActionSocket; "off": none
   std::string journal;  // empty: journald's socket; "off": none
   std::string textfile;
   bool no_proc_events = false;

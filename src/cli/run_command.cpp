@@ -22,7 +22,7 @@
 #include "output/escape.h"
 #include "output/json.h"
 #include "output/run_record.h"
-#include "record/action_socket.h"
+#include "recorder/action_socket.h"
 
 namespace gpuclean::cli {
 namespace {
@@ -183,7 +183,7 @@ std::variant<std::unique_ptr<ops::RunSession>, int> launch_workload(
   if (auto launched = session->launch(ready.program, o.command); !launched.ok()) {
     const int err = launched.error().errnum;
     gpuclean::say(io.err, "run") << output::escape_terminal(o.command.front()) << ": could not "
-                       << launched.error().message() << '\n';
+                                 << launched.error().message() << '\n';
     if (launched.error().context == "exec") {
       return err == ENOENT ? kExitNotFound : kExitNotExecutable;
     }
@@ -328,9 +328,9 @@ int run_run(const RunOptions& o, const Io& io) {
   fail_on_leftovers(o, log.record());
   const int exit_code = report(o, log, r.record_file, io);
   // Told to the flight recorder, if one listens; never waited on.
-  record::send_action(record::action_socket_path(),
-                      output::run_action_json(log.record(), exit_code)
-                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  recorder::send_action(recorder::action_socket_path(),
+                        output::run_action_json(log.record(), exit_code)
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return exit_code;
 }
 

@@ -53,7 +53,7 @@ enum class HistoryEventKind {
   // Its GPU activity went busy, idle or unknown (detail: "busy (SM 87%, memory 5%)", "idle",
   // "unknown"); recorded as it appears too, when known. What `status --db` reads idle_s from.
   kActivityChanged,
-  // A user started new holders faster than the history takes them (record/holder_budget.h):
+  // A user started new holders faster than the history takes them (recorder/holder_budget.h):
   // detail says whose are not recorded for the rest of that minute.
   kHoldersSkipped,
 };

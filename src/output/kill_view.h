@@ -37,7 +37,7 @@ void render_kill_report_text(std::ostream& out, const KillReport& report);
 
 nlohmann::json kill_report_json(const KillReport& report);
 
-// What `kill` hands the flight recorder (record/action_socket.h): its arguments, exit code,
+// What `kill` hands the flight recorder (recorder/action_socket.h): its arguments, exit code,
 // verdict and, per target met (at most kMaxActionTargets), PID, start, class and outcome.
 inline constexpr std::size_t kMaxActionTargets = 64;
 nlohmann::json kill_action_json(const KillReport& report, const std::vector<std::string>& args,

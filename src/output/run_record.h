@@ -16,7 +16,7 @@ namespace gpuclean::output {
 
 nlohmann::json to_json(const RunRecord& record, const std::string& host);
 
-// What `run` hands the flight recorder when it is done (record/action_socket.h): the workload's
+// What `run` hands the flight recorder when it is done (recorder/action_socket.h): the workload's
 // command (at most 64 arguments), how it ended, the leftovers torn down and the GPU check.
 nlohmann::json run_action_json(const RunRecord& record, int exit_code);
 

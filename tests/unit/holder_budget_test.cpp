@@ -1,4 +1,4 @@
-// record/holder_budget.h: one user's flood of short-lived holders is not recorded past the
+// recorder/holder_budget.h: one user's flood of short-lived holders is not recorded past the
 // budget, with all that follows about them; root's and other users' holders always are. On
 // cd452cf every new holder was recorded whoever started it (issue 49: 320 holders of user
 // nobody wiped a 256 MiB database).
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "record/holder_budget.h"
+#include "recorder/holder_budget.h"
 
 namespace gpuclean {
 namespace {
@@ -35,9 +35,9 @@ std::size_t count(const std::vector<HistoryEvent>& events, HistoryEventKind kind
 }
 
 TEST(HolderBudget, AUsersFloodStopsAtTheBudgetAndEverythingAboutTheSkippedGoesWithIt) {
-  record::HolderBudget budget;
+  recorder::HolderBudget budget;
   std::vector<HistoryEvent> look;
-  constexpr Pid kFlood = record::kHoldersPerUserMinute + 20;
+  constexpr Pid kFlood = recorder::kHoldersPerUserMinute + 20;
   for (Pid pid = 1; pid <= kFlood; ++pid) {
     look.push_back(holder_event(HistoryEventKind::kAppeared, "nobody", 1000 + pid));
   }
@@ -46,7 +46,7 @@ TEST(HolderBudget, AUsersFloodStopsAtTheBudgetAndEverythingAboutTheSkippedGoesWi
   }
   look.push_back(holder_event(HistoryEventKind::kAppeared, "alice", 9000));
   EXPECT_EQ(budget.apply(look, 1000), 20u);
-  EXPECT_EQ(count(look, HistoryEventKind::kAppeared, "nobody"), record::kHoldersPerUserMinute);
+  EXPECT_EQ(count(look, HistoryEventKind::kAppeared, "nobody"), recorder::kHoldersPerUserMinute);
   EXPECT_EQ(count(look, HistoryEventKind::kAppeared, "root"), std::size_t{kFlood})
       << "never root's";
   EXPECT_EQ(count(look, HistoryEventKind::kAppeared, "alice"), 1u) << "nor another user's";

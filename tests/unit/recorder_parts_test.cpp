@@ -1,6 +1,6 @@
-// The flight recorder's pure parts: who forked whom from process events (record/lineage.h),
+// The flight recorder's pure parts: who forked whom from process events (recorder/lineage.h),
 // the moments and sizes its commands take (core/wall_time.h, core/units.h), the journal's
-// native protocol (record/journal.h) and the history's text (output/history_view.h).
+// native protocol (recorder/journal.h) and the history's text (output/history_view.h).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -19,15 +19,15 @@
 #include "core/units.h"
 #include "core/wall_time.h"
 #include "output/history_view.h"
-#include "record/journal.h"
-#include "record/lineage.h"
-#include "record/proc_events.h"
-#include "record/recorder.h"
+#include "recorder/journal.h"
+#include "recorder/lineage.h"
+#include "recorder/proc_events.h"
+#include "recorder/recorder.h"
 
 namespace gpuclean {
 namespace {
 
-using record::Lineage;
+using recorder::Lineage;
 
 TEST(Lineage, AParentThatExitedIsNamedWhileItsChildLivesAndForgottenAfter) {
   Lineage lineage;
@@ -113,17 +113,17 @@ TEST(Lineage, AForkAfterASuspendIsMatchedToItsChildsProcStart) {
   const std::uint64_t child_proc_start = (5000 + 3600) * kHz;  // /proc/CHILD/stat, boottime
   Lineage lineage;
   lineage.known(100, 7, {"bash", "run_server.sh"});
-  lineage.forked(200, 100, record::event_start_ticks(fork_stamp, kSuspended, kHz));
+  lineage.forked(200, 100, recorder::event_start_ticks(fork_stamp, kSuspended, kHz));
   const auto parent = lineage.parent_of(200, child_proc_start);
   ASSERT_TRUE(parent);
   EXPECT_EQ(parent->argv, (std::vector<std::string>{"bash", "run_server.sh"}));
 
   Lineage without_the_gap;
   without_the_gap.known(100, 7, {"bash", "run_server.sh"});
-  without_the_gap.forked(200, 100, record::event_start_ticks(fork_stamp, 0, kHz));
+  without_the_gap.forked(200, 100, recorder::event_start_ticks(fork_stamp, 0, kHz));
   EXPECT_FALSE(without_the_gap.parent_of(200, child_proc_start));
   // And the gap as this machine measures it is boottime less monotonic: never negative.
-  EXPECT_LT(record::suspended_ns_now(), std::uint64_t{1} << 62);
+  EXPECT_LT(recorder::suspended_ns_now(), std::uint64_t{1} << 62);
 }
 
 TEST(Lineage, ItsSizeIsBounded) {
@@ -166,7 +166,7 @@ TEST(Units, SizesAsUsersTypeThem) {
 
 TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
   const std::string datagram =
-      record::journal_datagram({{"GPUCLEAN_EVENT", "appeared"}, {"GPUCLEAN_ARGV", "a\nb"}});
+      recorder::journal_datagram({{"GPUCLEAN_EVENT", "appeared"}, {"GPUCLEAN_ARGV", "a\nb"}});
   const std::string binary =
       std::string("GPUCLEAN_ARGV\n") + std::string("\x03\0\0\0\0\0\0\0", 8) + "a\nb\n";
   EXPECT_EQ(datagram, "GPUCLEAN_EVENT=appeared\n" + binary);
@@ -183,7 +183,7 @@ TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
                                   .parent_start_ticks = 6,
                                   .parent_argv = {"bash"}};
   event.gpu = 3;
-  const record::JournalFields fields = record::journal_fields(event);
+  const recorder::JournalFields fields = recorder::journal_fields(event);
   auto value = [&fields](const std::string& key) {
     for (const auto& [k, v] : fields) {
       if (k == key) return v;
@@ -202,7 +202,7 @@ TEST(Journal, FieldsInTheNativeProtocolWithNewlinesInTheBinaryForm) {
   action.detail =
       "{\"text\": \"rm -rf \xe2\x80\xae/ \xe2\x80\xa8"
       "forged line\"}";
-  const record::JournalFields action_fields = record::journal_fields(action);
+  const recorder::JournalFields action_fields = recorder::journal_fields(action);
   std::string detail;
   for (const auto& [k, v] : action_fields) {
     if (k == "GPUCLEAN_DETAIL") detail = v;
@@ -224,7 +224,7 @@ TEST(Journal, AnEntryTooBigForADatagramGoesInASealedMemfd) {
   address.sun_family = AF_UNIX;
   std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
   ASSERT_EQ(::bind(journald, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
-  record::JournalSink sink(path);
+  recorder::JournalSink sink(path);
   ASSERT_TRUE(sink.connected());
   // Receives one entry: its bytes, from the datagram or from the memfd sent with it.
   auto receive = [journald](bool& in_memfd) {
@@ -248,16 +248,16 @@ TEST(Journal, AnEntryTooBigForADatagramGoesInASealedMemfd) {
     ::close(fd);
     return entry;
   };
-  const record::JournalFields big = {{"MESSAGE", "big"},
-                                     {"GPUCLEAN_DETAIL", std::string(1 << 20, 'x')}};
+  const recorder::JournalFields big = {{"MESSAGE", "big"},
+                                       {"GPUCLEAN_DETAIL", std::string(1 << 20, 'x')}};
   ASSERT_TRUE(sink.send(big));
   bool in_memfd = false;
-  EXPECT_EQ(receive(in_memfd), record::journal_datagram(big));
+  EXPECT_EQ(receive(in_memfd), recorder::journal_datagram(big));
   EXPECT_TRUE(in_memfd);
   // Negative control: a small entry is a datagram of its own.
-  const record::JournalFields small = {{"MESSAGE", "small"}};
+  const recorder::JournalFields small = {{"MESSAGE", "small"}};
   ASSERT_TRUE(sink.send(small));
-  EXPECT_EQ(receive(in_memfd), record::journal_datagram(small));
+  EXPECT_EQ(receive(in_memfd), recorder::journal_datagram(small));
   EXPECT_FALSE(in_memfd);
   ::close(journald);
   ::unlink(path.c_str());
@@ -279,7 +279,7 @@ TEST(Journal, OneArgumentWithASpaceIsNotTwoArguments) {
                                     .parent_start_ticks = 6,
                                     .parent_argv = {"a b"}};
     std::map<std::string, std::string> fields;
-    for (const auto& [key, value] : record::journal_fields(event)) fields[key] = value;
+    for (const auto& [key, value] : recorder::journal_fields(event)) fields[key] = value;
     return fields;
   };
   auto one = fields_of({"a b"});
@@ -295,12 +295,12 @@ TEST(Journal, OneArgumentWithASpaceIsNotTwoArguments) {
 // The recorder's health file, now serialised by prometheus-cpp as `metrics` is (issue 51): the
 // same names, types, help and values as the text written by hand before.
 TEST(RecorderHealth, IsPrometheusTextWithTheSameSeries) {
-  record::RecorderHealth health;
+  recorder::RecorderHealth health;
   health.events_written = 12;
   health.looks = 3;
   health.last_write = 1796380000.25;
   health.proc_events = true;
-  const Result<std::string> text = record::render_health(health);
+  const Result<std::string> text = recorder::render_health(health);
   ASSERT_TRUE(text.ok()) << text.error().message();
   EXPECT_EQ(text->substr(0, text->find("# HELP gpuclean_recorder_pending_events")),
             "# HELP gpuclean_recorder_events_written_total Events the recorder wrote to its "

@@ -1,4 +1,4 @@
-#include "record/proc_events.h"
+#include "recorder/proc_events.h"
 
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
@@ -19,7 +19,7 @@
 #include "core/duration.h"
 #include "procfs/proc_fs.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 namespace {
 
 // The receive queue: bursts of forks while the thread waits for the CPU are held here.
@@ -258,4 +258,4 @@ ProcEvents::Counts ProcEvents::counts() const {
   return Counts{events_, overruns_, lineage_.size(), lineage_.dropped()};
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

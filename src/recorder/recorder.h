@@ -2,8 +2,8 @@
 // machinery (the rolling /proc scan, NVML in its helper process, every answer bounded) and
 // writes what changed as events (diagnose/history_diff.h) into the history database
 // (history/event_store.h); takes the actions other commands report on its socket
-// (record/action_socket.h); names short-lived parents from the kernel's process events
-// (record/proc_events.h); sends each event to the journal (record/journal.h).
+// (recorder/action_socket.h); names short-lived parents from the kernel's process events
+// (recorder/proc_events.h); sends each event to the journal (recorder/journal.h).
 //
 // It survives what a long-running service meets: a database that cannot be opened or written
 // (full disk, read-only file system, locked) is said once, the events are kept in memory (up
@@ -21,7 +21,7 @@
 #include "diagnose/diagnosis.h"
 #include "diagnose/history_diff.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 inline constexpr const char* kDefaultDatabase = "/var/lib/gpuclean/history.db";
 
@@ -48,7 +48,7 @@ struct RecorderHealth {
   std::uint64_t write_errors = 0;
   std::uint64_t actions = 0;
   std::uint64_t actions_dropped = 0;  // over the per-look cap (a flood)
-  std::uint64_t holders_skipped = 0;  // new holders over a user's budget (record/holder_budget.h)
+  std::uint64_t holders_skipped = 0;  // new holders over a user's budget (recorder/holder_budget.h)
   std::uint64_t journal_dropped = 0;
   std::uint64_t looks = 0;
   std::uint64_t database_bytes = 0;
@@ -64,4 +64,4 @@ Result<std::string> render_health(const RecorderHealth& health);
 // Runs until SIGINT, SIGTERM or SIGHUP; 0 then. Says what it does and what fails on `log`.
 int run_recorder(const RecorderSettings& settings, collect::Gatherer& gatherer, std::ostream& log);
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

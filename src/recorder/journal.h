@@ -12,7 +12,7 @@
 #include "core/history_event.h"
 #include "core/unique_fd.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 inline constexpr const char* kJournalSocket = "/run/systemd/journal/socket";
 
@@ -41,4 +41,4 @@ class JournalSink {
   UniqueFd fd_;
 };
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

@@ -1,8 +1,8 @@
-#include "record/holder_budget.h"
+#include "recorder/holder_budget.h"
 
 #include <algorithm>
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 bool HolderBudget::leave_out(const HistoryEvent& event, double now,
                              std::vector<HistoryEvent>& said) {
@@ -49,4 +49,4 @@ std::uint64_t HolderBudget::apply(std::vector<HistoryEvent>& events, double now)
   return left_out;
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

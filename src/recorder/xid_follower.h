@@ -11,7 +11,7 @@
 #include "core/snapshot.h"
 #include "core/unique_fd.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 inline constexpr const char* kKernelLog = "/dev/kmsg";
 
@@ -33,4 +33,4 @@ class XidFollower {
 // the same domain, bus and device, whatever the case and the zero padding.
 bool same_pci_device(const std::string& xid_device, const std::string& pci_bus_id);
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

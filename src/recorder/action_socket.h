@@ -18,7 +18,7 @@
 #include "core/result.h"
 #include "core/unique_fd.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 inline constexpr const char* kDefaultActionSocket = "/run/gpuclean/recorder.sock";
 // A datagram longer than this is cut by the receiver (and said so in the event).
@@ -69,4 +69,4 @@ class ActionListener {
   std::uint64_t inode_ = 0;  // the socket file bound, removed at the end only if still ours
 };
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

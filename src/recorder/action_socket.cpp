@@ -1,4 +1,4 @@
-#include "record/action_socket.h"
+#include "recorder/action_socket.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 namespace {
 
 // sockaddr_un for `path`; false when it does not fit (108 bytes with the NUL).
@@ -139,4 +139,4 @@ std::vector<ReceivedAction> ActionListener::receive(std::size_t limit) {
   return received;
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

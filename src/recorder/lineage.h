@@ -1,4 +1,4 @@
-// Who forked whom, from the kernel's process events (record/proc_events.h): what lets the
+// Who forked whom, from the kernel's process events (recorder/proc_events.h): what lets the
 // recorder name a holder's parent that lived less than one look, and a parent that exited
 // before its child first held a device (by then /proc shows the child re-parented to init, and
 // the original parent's PID is nowhere in /proc). Polling alone misses both.
@@ -17,7 +17,7 @@
 
 #include "core/model.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 // A parent as the events showed it.
 struct SeenParent {
@@ -69,4 +69,4 @@ class Lineage {
   std::uint64_t dropped_ = 0;
 };
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

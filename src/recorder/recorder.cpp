@@ -1,4 +1,4 @@
-#include "record/recorder.h"
+#include "recorder/recorder.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -30,13 +30,13 @@
 #include "procfs/host_facts.h"
 #include "procfs/proc_fs.h"
 #include "procfs/user_names.h"
-#include "record/action_socket.h"
-#include "record/holder_budget.h"
-#include "record/journal.h"
-#include "record/proc_events.h"
-#include "record/xid_follower.h"
+#include "recorder/action_socket.h"
+#include "recorder/holder_budget.h"
+#include "recorder/journal.h"
+#include "recorder/proc_events.h"
+#include "recorder/xid_follower.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 namespace {
 
 // Events kept in memory while the database cannot take them; the oldest go beyond this.
@@ -574,4 +574,4 @@ int run_recorder(const RecorderSettings& settings, collect::Gatherer& gatherer, 
   return recorder.run(signal_fd.get());
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

@@ -1,4 +1,4 @@
-#include "record/journal.h"
+#include "recorder/journal.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include "core/diagnostics.h"
 #include "core/escape.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 namespace {
 
 std::string message_of(const HistoryEvent& event) {
@@ -125,4 +125,4 @@ bool JournalSink::send_in_memfd(const std::string& entry) const {
   return ::sendmsg(fd_.get(), &message, MSG_DONTWAIT | MSG_NOSIGNAL) == 0;
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

@@ -14,7 +14,7 @@
 
 #include "core/history_event.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 // Generous for real work (a test suite starting a CUDA process every second is 60; a job's
 // restarts are a handful): what it stops is a flood.
@@ -43,4 +43,4 @@ class HolderBudget {
   std::set<std::tuple<std::string, Pid, std::uint64_t>> skipped_;
 };
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

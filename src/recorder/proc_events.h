@@ -1,5 +1,5 @@
 // The kernel's process events connector (netlink CN_PROC: fork, exec, exit), read on a thread
-// of its own into a Lineage (record/lineage.h), so that a parent living less than one of the
+// of its own into a Lineage (recorder/lineage.h), so that a parent living less than one of the
 // recorder's looks is still named. Root only (CAP_NET_ADMIN), and a kernel built with
 // CONFIG_PROC_EVENTS: where it cannot be had, start() says why and the recorder polls alone.
 #pragma once
@@ -15,9 +15,9 @@
 #include "core/result.h"
 #include "core/unique_fd.h"
 #include "procfs/proc_fs.h"
-#include "record/lineage.h"
+#include "recorder/lineage.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 // A process event's kernel timestamp as /proc's start ticks. The event is stamped with
 // CLOCK_MONOTONIC, which stops while the machine is suspended; /proc/PID/stat counts from
@@ -75,4 +75,4 @@ class ProcEvents {
   std::thread thread_;
 };
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

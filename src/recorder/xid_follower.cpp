@@ -1,4 +1,4 @@
-#include "record/xid_follower.h"
+#include "recorder/xid_follower.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "procfs/host_facts.h"
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 namespace {
 
 struct PciAddress {
@@ -74,4 +74,4 @@ std::vector<XidEvent> XidFollower::read_new() {
   return events;
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder

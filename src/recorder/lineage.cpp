@@ -1,8 +1,8 @@
-#include "record/lineage.h"
+#include "recorder/lineage.h"
 
 #include <utility>
 
-namespace gpuclean::record {
+namespace gpuclean::recorder {
 
 bool Lineage::room() {
   if (entries_.size() < kMaxEntries) return true;
@@ -104,4 +104,4 @@ std::optional<SeenParent> Lineage::parent_of(Pid child, std::uint64_t child_star
   return seen;
 }
 
-}  // namespace gpuclean::record
+}  // namespace gpuclean::recorder
