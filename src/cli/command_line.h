@@ -31,6 +31,13 @@ struct OfferedGlobals {
   bool gpus = true;
 };
 
+// An option taking a value, shown in the help as `value_text` (PID, DURATION: cli/help.h).
+template <typename T>
+CLI::Option* add_valued(CLI::App& command, const std::string& name, T& into,
+                        const std::string& help, const std::string& value_text) {
+  return command.add_option(name, into, help)->option_text(value_text);
+}
+
 // --json, --gpus, --device-glob, --no-nvml, --threads, --nvml-timeout, --proc-timeout; in the
 // test binary also the test inputs `scope` allows (cli/test_hooks.h).
 void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,

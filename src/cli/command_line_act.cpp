@@ -37,33 +37,26 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
   CLI::App* kill = app.add_subcommand(
       "kill", "Tear down exactly the selected processes, escalate, and verify they are gone");
   add_common_options(*kill, o.common, HookScope::kAct);
-  kill->add_option("pids", o.pids,
-                   "These processes and their descendants; PID@START: only while PID is still "
-                   "the process that started at START (clock ticks, start_ticks in --json)")
-      ->option_text("PID[@START]...")
+  add_valued(*kill, "pids", o.pids,
+             "These processes and their descendants; PID@START: only while PID is still "
+             "the process that started at START (clock ticks, start_ticks in --json)",
+             "PID[@START]...")
       ->check(pid_selector_check());
   kill->add_flag("--no-tree", o.no_tree, "Only the PIDs given, not their descendants");
-  kill->add_option("--session", o.sessions, "Every process of session SID")
-      ->option_text("SID")
+  add_valued(*kill, "--session", o.sessions, "Every process of session SID", "SID")
       ->check(pid_check(false, "session ID"));
-  kill->add_option("--pgid", o.pgids, "Every process of process group PGID")
-      ->option_text("PGID")
+  add_valued(*kill, "--pgid", o.pgids, "Every process of process group PGID", "PGID")
       ->check(pid_check(false, "process group ID"));
   kill->add_flag("--holders", o.holders, "Every process holding the selected device files");
-  kill->add_option("--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)")
-      ->option_text("N")
+  add_valued(*kill, "--gpu", o.gpu, "Holders on GPU N (short for --holders --gpus N)", "N")
       ->check(whole_number_check(0, 1023));
-  kill->add_option("--user", o.users, "Every process of user USER (name or uid)")
-      ->option_text("USER");
-  kill->add_option("--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it")
-      ->option_text("PATH");
-  kill->add_option("--job", o.jobs,
-                   "Every process of Slurm job ID on this node, by its cgroup (for an Epilog)")
-      ->option_text("ID")
+  add_valued(*kill, "--user", o.users, "Every process of user USER (name or uid)", "USER");
+  add_valued(*kill, "--cgroup", o.cgroups, "Every process in cgroup v2 PATH or below it", "PATH");
+  add_valued(*kill, "--job", o.jobs,
+             "Every process of Slurm job ID on this node, by its cgroup (for an Epilog)", "ID")
       ->check(job_id_check());
-  kill->add_option("--container", o.containers,
-                   "Every process of the container whose ID starts with ID")
-      ->option_text("ID")
+  add_valued(*kill, "--container", o.containers,
+             "Every process of the container whose ID starts with ID", "ID")
       ->check(container_id_check());
   kill->add_flag("--leftovers", o.leftovers,
                  "Each dead job whole: orphan, heir, zombie-leader and stuck holders with their "
@@ -75,13 +68,13 @@ void add_kill_command(CLI::App& app, KillOptions& o) {
                  "Act without asking (needed for selectors other than PIDs, and for a PID whose "
                  "tree reaches other users or sessions)");
   kill->add_flag("--dry-run", o.dry_run, "Print the plan and stop");
-  kill->add_option("--signal", o.signal, "First signal: TERM, INT, KILL, 9 ... (default: TERM)")
-      ->option_text("SIG");
-  kill->add_option("--grace", o.grace, "Time between the signal and SIGKILL (default: 5s)")
-      ->option_text("DURATION");
+  add_valued(*kill, "--signal", o.signal, "First signal: TERM, INT, KILL, 9 ... (default: TERM)",
+             "SIG");
+  add_valued(*kill, "--grace", o.grace, "Time between the signal and SIGKILL (default: 5s)",
+             "DURATION");
   kill->add_flag("--no-kill9", o.no_kill9, "Never escalate to SIGKILL");
-  kill->add_option("--wait", o.wait, "How long to wait for the exits and the memory (default: 30s)")
-      ->option_text("DURATION");
+  add_valued(*kill, "--wait", o.wait,
+             "How long to wait for the exits and the memory (default: 30s)", "DURATION");
   set_kill_help_footer(*kill);
 }
 
@@ -90,18 +83,14 @@ void add_run_command(CLI::App& app, RunOptions& o) {
       "run", "Run a workload so that nothing it starts outlives it, and check the GPUs after");
   // No --json: the workload owns stdout (--record FILE is the machine-readable account).
   add_diagnosis_options(*run, o.check, HookScope::kAct, {.json = false, .gpus = true});
-  run->add_option("--timeout", o.timeout, "End the run after DURATION, with exit 124")
-      ->option_text("DURATION");
-  run->add_option("--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown (default: 5s)")
-      ->option_text("DURATION");
-  run->add_option("--wait", o.wait,
-                  "How long to wait for exits and GPU memory at teardown (default: 30s)")
-      ->option_text("DURATION");
-  run->add_option("--record", o.record_path, "Write a JSON record of the run to FILE")
-      ->option_text("FILE");
-  run->add_option("--sample-interval", o.sample_interval,
-                  "GPU memory sampling period for --record (default: 1s)")
-      ->option_text("DURATION");
+  add_valued(*run, "--timeout", o.timeout, "End the run after DURATION, with exit 124", "DURATION");
+  add_valued(*run, "--grace", o.grace, "Time between SIGTERM and SIGKILL at teardown (default: 5s)",
+             "DURATION");
+  add_valued(*run, "--wait", o.wait,
+             "How long to wait for exits and GPU memory at teardown (default: 30s)", "DURATION");
+  add_valued(*run, "--record", o.record_path, "Write a JSON record of the run to FILE", "FILE");
+  add_valued(*run, "--sample-interval", o.sample_interval,
+             "GPU memory sampling period for --record (default: 1s)", "DURATION");
   run->add_flag("--require-clean", o.require_clean,
                 "Refuse to start, with exit 125, unless `gpuclean check` passes");
   run->add_flag("--no-cgroup", o.no_cgroup,
@@ -111,8 +100,8 @@ void add_run_command(CLI::App& app, RunOptions& o) {
                 "Exit 1 when the workload left processes behind, even if all were ended");
   add_cgroup_parent_hook(*run, o.cgroup_parent);
   // After "--" every word is the workload's, its own options included.
-  run->add_option("command", o.command, "The workload and its arguments, after --")
-      ->option_text("-- CMD [ARGS...]");
+  add_valued(*run, "command", o.command, "The workload and its arguments, after --",
+             "-- CMD [ARGS...]");
   set_help_footer(
       *run,
       {{"gpuclean run -- python serve.py --port 8000", "serve; ^C tears down everything"},
@@ -129,16 +118,14 @@ void add_top_command(CLI::App& app, TopOptions& options) {
   CLI::App* top = app.add_subcommand(
       "top", "Live view: GPU memory over the last minute, holders, problems; explain and kill");
   add_diagnosis_options(*top, options.status, HookScope::kInspect, {.json = false, .gpus = true});
-  top->add_option("-d,--delay", options.delay, "Time between refreshes (default: 1s)")
-      ->option_text("DURATION");
-  top->add_option("--full-scan", options.full_scan,
-                  "Every process's files are re-read at least this often; new processes, "
-                  "holders and the PIDs NVML lists on every refresh. 0: all on every refresh "
-                  "(default: 60s)")
-      ->option_text("DURATION");
-  top->add_option("--iterations", options.iterations,
-                  "Quit after this many refreshes (default: run until q)")
-      ->option_text("N")
+  add_valued(*top, "-d,--delay", options.delay, "Time between refreshes (default: 1s)", "DURATION");
+  add_valued(*top, "--full-scan", options.full_scan,
+             "Every process's files are re-read at least this often; new processes, "
+             "holders and the PIDs NVML lists on every refresh. 0: all on every refresh "
+             "(default: 60s)",
+             "DURATION");
+  add_valued(*top, "--iterations", options.iterations,
+             "Quit after this many refreshes (default: run until q)", "N")
       ->check(whole_number_check(0, 1000000000));
   set_help_footer(
       *top,
@@ -155,34 +142,27 @@ void add_recorder_command(CLI::App& app, RecorderOptions& o) {
   add_common_options(*recorder, o.common, HookScope::kInspect, {.json = false, .gpus = false});
   add_host_root_hooks(*recorder, o.roots);  // test binary: --kmsg
   add_history_db_option(*recorder, o.db, "The database", "; created 0600 in a 0700 directory");
-  recorder->add_option("--interval", o.interval, "Time between looks (default: 1s)")
-      ->option_text("DURATION");
-  recorder->add_option("--retention", o.retention, "Events older than this go (default: 7d)")
-      ->option_text("DURATION");
-  recorder
-      ->add_option("--max-size", o.max_size,
-                   "The oldest events go while the database is larger (default: 256MiB)")
-      ->option_text("SIZE");
-  recorder
-      ->add_option("--full-scan", o.full_scan,
-                   "Every process's files are re-read at least this often; new processes and "
-                   "holders at every look (default: 60s)")
-      ->option_text("DURATION");
-  recorder
-      ->add_option("--socket", o.socket,
-                   "Where other commands report their actions (default: "
-                   "/run/gpuclean/recorder.sock; off: none)")
-      ->option_text("PATH");
-  recorder
-      ->add_option("--journal", o.journal,
-                   "journald's socket for the events as structured fields (default: "
-                   "/run/systemd/journal/socket; off: none)")
-      ->option_text("PATH");
-  recorder
-      ->add_option("--textfile", o.textfile,
-                   "Write the recorder's health (gpuclean_recorder_*) here every 10 s, for "
-                   "node_exporter")
-      ->option_text("PATH");
+  add_valued(*recorder, "--interval", o.interval, "Time between looks (default: 1s)", "DURATION");
+  add_valued(*recorder, "--retention", o.retention, "Events older than this go (default: 7d)",
+             "DURATION");
+  add_valued(*recorder, "--max-size", o.max_size,
+             "The oldest events go while the database is larger (default: 256MiB)", "SIZE");
+  add_valued(*recorder, "--full-scan", o.full_scan,
+             "Every process's files are re-read at least this often; new processes and "
+             "holders at every look (default: 60s)",
+             "DURATION");
+  add_valued(*recorder, "--socket", o.socket,
+             "Where other commands report their actions (default: "
+             "/run/gpuclean/recorder.sock; off: none)",
+             "PATH");
+  add_valued(*recorder, "--journal", o.journal,
+             "journald's socket for the events as structured fields (default: "
+             "/run/systemd/journal/socket; off: none)",
+             "PATH");
+  add_valued(*recorder, "--textfile", o.textfile,
+             "Write the recorder's health (gpuclean_recorder_*) here every 10 s, for "
+             "node_exporter",
+             "PATH");
   recorder->add_flag("--no-proc-events", o.no_proc_events,
                      "Do not read the kernel's process events (then a parent that exits within "
                      "one interval is not named)");
@@ -202,17 +182,15 @@ void add_metrics_command(CLI::App& app, MetricsOptions& options) {
   add_diagnosis_options(*metrics, options.status, HookScope::kInspect,
                         {.json = false, .gpus = true});
   CLI::Option* textfile =
-      metrics
-          ->add_option("--textfile", options.textfile,
-                       "Write the metrics to PATH atomically (node_exporter's textfile "
-                       "collector reads *.prom files)")
-          ->option_text("PATH");
-  metrics
-      ->add_option("--listen", options.listen,
-                   "Serve /metrics until SIGINT/SIGTERM; ADDR is 127.0.0.1 when left out. A "
-                   "scrape within 2 s of the last scan is served from it; a client has 2 s to "
-                   "send its request")
-      ->option_text("[ADDR:]PORT")
+      add_valued(*metrics, "--textfile", options.textfile,
+                 "Write the metrics to PATH atomically (node_exporter's textfile "
+                 "collector reads *.prom files)",
+                 "PATH");
+  add_valued(*metrics, "--listen", options.listen,
+             "Serve /metrics until SIGINT/SIGTERM; ADDR is 127.0.0.1 when left out. A "
+             "scrape within 2 s of the last scan is served from it; a client has 2 s to "
+             "send its request",
+             "[ADDR:]PORT")
       ->excludes(textfile);
   set_help_footer(
       *metrics,
@@ -246,15 +224,13 @@ void add_completion_command(CLI::App& app, CompletionOptions& options) {
   add_common_options(*completion, options.common, HookScope::kInspect,
                      {.json = false, .gpus = false});
   CLI::Option* shell =
-      completion->add_option("shell", options.shell, "The shell: bash, zsh or fish")
-          ->option_text("SHELL")
+      add_valued(*completion, "shell", options.shell, "The shell: bash, zsh or fish", "SHELL")
           ->check(
               one_of(completion::shell_words(completion::kShells), "a shell gpuclean completes"));
-  completion
-      ->add_option("--values", options.values,
-                   "Print what the scripts complete, one VALUE<TAB>DESCRIPTION a line: gpus "
-                   "(index and name) or pids (the device files' holders, with class and command)")
-      ->option_text("KIND")
+  add_valued(*completion, "--values", options.values,
+             "Print what the scripts complete, one VALUE<TAB>DESCRIPTION a line: gpus "
+             "(index and name) or pids (the device files' holders, with class and command)",
+             "KIND")
       ->check(one_of(completion::shell_words(completion::kValueSets), "a kind of value"))
       ->excludes(shell);
   set_help_footer(

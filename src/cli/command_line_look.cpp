@@ -17,10 +17,9 @@ namespace gpuclean::cli {
 
 void add_history_db_option(CLI::App& command, std::string& db, const std::string& purpose,
                            const std::string& note) {
-  command
-      .add_option("--db", db,
-                  purpose + " (default: " + std::string(recorder::kDefaultDatabase) + note + ")")
-      ->option_text("PATH");
+  add_valued(command, "--db", db,
+             purpose + " (default: " + std::string(recorder::kDefaultDatabase) + note + ")",
+             "PATH");
 }
 
 void add_common_options(CLI::App& command, CommonOptions& options, HookScope scope,
@@ -30,26 +29,21 @@ void add_common_options(CLI::App& command, CommonOptions& options, HookScope sco
     command.add_flag("--json", options.json, "One JSON document on stdout, nothing else");
   }
   if (offered.gpus) {
-    command
-        .add_option("--gpus", options.gpus,
-                    "GPUs to look at: 0,2 or 0-3, or a PCI address (default: all)")
-        ->option_text("LIST");
+    add_valued(command, "--gpus", options.gpus,
+               "GPUs to look at: 0,2 or 0-3, or a PCI address (default: all)", "LIST");
   }
-  command
-      .add_option("--device-glob", options.device_globs,
-                  "Device files to scan, repeatable; quote the glob (default: the NVIDIA "
-                  "device files: /dev/nvidia[0-9]*, nvidiactl, nvidia-uvm*, nvidia-caps/*; and "
-                  "the DRM nodes of AMD and Intel GPUs, with /dev/kfd)")
-      ->option_text("GLOB")
+  add_valued(command, "--device-glob", options.device_globs,
+             "Device files to scan, repeatable; quote the glob (default: the NVIDIA "
+             "device files: /dev/nvidia[0-9]*, nvidiactl, nvidia-uvm*, nvidia-caps/*; and "
+             "the DRM nodes of AMD and Intel GPUs, with /dev/kfd)",
+             "GLOB")
       ->allow_extra_args(false);
   command.add_flag("--no-nvml", options.no_nvml, "Use only /proc, never NVML");
   command.add_flag("--no-drm", options.no_drm,
                    "Never look at AMD or Intel GPUs (the kernel's DRM devices in sysfs and their "
                    "clients' fdinfo)");
-  command
-      .add_option("--threads", options.threads,
-                  "Threads for the /proc scan (default: one per core, at most 16)")
-      ->option_text("N")
+  add_valued(command, "--threads", options.threads,
+             "Threads for the /proc scan (default: one per core, at most 16)", "N")
       ->check(whole_number_check(1, 256));
   command
       .add_option_function<std::string>(
@@ -142,17 +136,15 @@ Status apply_global_options(const CLI::App& top, const CommonOptions& given, con
 void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope scope,
                            OfferedGlobals offered) {
   add_common_options(command, options.common, scope, offered);
-  command
-      .add_option("--max-used", options.max_used_mib,
-                  "Used MiB per GPU that no process accounts for and that still counts as "
-                  "clean (default: 1024)")
-      ->option_text("MIB")
+  add_valued(command, "--max-used", options.max_used_mib,
+             "Used MiB per GPU that no process accounts for and that still counts as "
+             "clean (default: 1024)",
+             "MIB")
       ->check(mib_check());
-  command
-      .add_option("--allow-user", options.allow_users, "Holders of this user are fine (repeatable)")
-      ->option_text("USER");
-  command.add_option("--ignore-pid", options.ignore_pids, "This holder is fine (repeatable)")
-      ->option_text("PID")
+  add_valued(command, "--allow-user", options.allow_users,
+             "Holders of this user are fine (repeatable)", "USER");
+  add_valued(command, "--ignore-pid", options.ignore_pids, "This holder is fine (repeatable)",
+             "PID")
       ->check(pid_check(false));
   command.add_flag("--strict", options.strict,
                    "Warnings (a stray CUDA context) are problems too: the GPUs are dirty");
@@ -161,25 +153,20 @@ void add_diagnosis_options(CLI::App& command, StatusOptions& options, HookScope 
 namespace {
 
 void add_expect_gpus_option(CLI::App& command, StatusOptions& options) {
-  command
-      .add_option("--expect-gpus", options.expect_gpus,
-                  "A problem when NVML sees fewer GPUs than N, or no driver is loaded (Slurm "
-                  "health checks, readiness probes)")
-      ->option_text("N")
+  add_valued(command, "--expect-gpus", options.expect_gpus,
+             "A problem when NVML sees fewer GPUs than N, or no driver is loaded (Slurm "
+             "health checks, readiness probes)",
+             "N")
       ->check(whole_number_check(1, 1024));
 }
 
 // --job / --container: status, check and wait about one job's or container's holders.
 void add_owner_filter_options(CLI::App& command, StatusOptions& options) {
-  command
-      .add_option("--job", options.owners.jobs,
-                  "Only the holders of Slurm job ID and their problems (repeatable)")
-      ->option_text("ID")
+  add_valued(command, "--job", options.owners.jobs,
+             "Only the holders of Slurm job ID and their problems (repeatable)", "ID")
       ->check(job_id_check());
-  command
-      .add_option("--container", options.owners.containers,
-                  "Only the holders of the container whose ID starts with ID (repeatable)")
-      ->option_text("ID")
+  add_valued(command, "--container", options.owners.containers,
+             "Only the holders of the container whose ID starts with ID (repeatable)", "ID")
       ->check(container_id_check());
 }
 
@@ -213,11 +200,10 @@ void add_check_command(CLI::App& app, StatusOptions& options) {
   add_diagnosis_options(*check, options, HookScope::kInspect);
   add_expect_gpus_option(*check, options);
   add_owner_filter_options(*check, options);
-  check
-      ->add_option("--against", options.against,
-                   "Also fail on differences from this snapshot that can change a benchmark "
-                   "result (gpuclean snapshot -o FILE)")
-      ->option_text("FILE");
+  add_valued(*check, "--against", options.against,
+             "Also fail on differences from this snapshot that can change a benchmark "
+             "result (gpuclean snapshot -o FILE)",
+             "FILE");
   set_help_footer(
       *check,
       {{"gpuclean check && python train.py", "train only on clean GPUs"},
@@ -232,10 +218,8 @@ void add_explain_command(CLI::App& app, ExplainOptions& options) {
   CLI::App* explain =
       app.add_subcommand("explain", "Everything known about one PID and why it holds GPU memory");
   add_common_options(*explain, options.common, HookScope::kInspect);
-  explain
-      ->add_option("pid", options.pid,
-                   "The process (it may be one NVML names that is gone: its heirs are shown)")
-      ->option_text("PID")
+  add_valued(*explain, "pid", options.pid,
+             "The process (it may be one NVML names that is gone: its heirs are shown)", "PID")
       ->required()
       ->check(pid_check(false));
   add_history_db_option(*explain, options.db,
@@ -254,9 +238,8 @@ void add_wait_command(CLI::App& app, WaitOptions& options) {
   CLI::App* wait = app.add_subcommand("wait", "Block until the selected GPUs are clean");
   add_diagnosis_options(*wait, options.status, HookScope::kInspect);
   add_owner_filter_options(*wait, options.status);
-  wait->add_option("--timeout", options.timeout,
-                   "Give up after this long, with exit 1 (default: wait for ever)")
-      ->option_text("DURATION")
+  add_valued(*wait, "--timeout", options.timeout,
+             "Give up after this long, with exit 1 (default: wait for ever)", "DURATION")
       ->each([&options](const std::string&) { options.has_timeout = true; });
   set_help_footer(
       *wait,
@@ -272,13 +255,13 @@ void add_who_command(CLI::App& app, WhoOptions& options) {
   // No --gpus: which GPU a process uses is NVML's to tell, not the device files' (every CUDA
   // process holds every GPU's file); `gpuclean status --gpus` answers that.
   add_common_options(*who, options.common, HookScope::kInspect, {.json = true, .gpus = false});
-  who->add_option("paths", options.paths, "Files to look at instead of the NVIDIA device files")
-      ->option_text("PATH...");
-  who->add_option("--pid", options.pids,
-                  "Only these processes (repeatable, or comma-separated); PID@START: only while "
-                  "PID is still the process that started at START (clock ticks, start_ticks in "
-                  "--json)")
-      ->option_text("PID[@START]")
+  add_valued(*who, "paths", options.paths, "Files to look at instead of the NVIDIA device files",
+             "PATH...");
+  add_valued(*who, "--pid", options.pids,
+             "Only these processes (repeatable, or comma-separated); PID@START: only while "
+             "PID is still the process that started at START (clock ticks, start_ticks in "
+             "--json)",
+             "PID[@START]")
       ->allow_extra_args(false)  // `--pid 4242 /dev/nvidia0`: the path stays a path
       ->delimiter(',')
       ->check(pid_selector_check());
@@ -297,8 +280,7 @@ void add_snapshot_command(CLI::App& app, SnapshotOptions& options) {
   CLI::App* snapshot = app.add_subcommand(
       "snapshot", "JSON fingerprint of what a GPU benchmark depends on (compare with diff)");
   add_common_options(*snapshot, options.common, HookScope::kInspect);
-  snapshot->add_option("-o,--output", options.output, "Write to FILE instead of stdout")
-      ->option_text("FILE");
+  add_valued(*snapshot, "-o,--output", options.output, "Write to FILE instead of stdout", "FILE");
   add_host_root_hooks(*snapshot, options.roots);
   set_help_footer(*snapshot,
                   {{"gpuclean snapshot -o before.json", "before a benchmark"},
@@ -312,14 +294,13 @@ void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
   CLI::App* diff = app.add_subcommand(
       "diff", "What changed between two snapshots (AFTER defaults to now), most relevant first");
   add_common_options(*diff, options.common, HookScope::kInspect);
-  diff->add_option("before", options.before, "The earlier snapshot (gpuclean snapshot -o FILE)")
-      ->option_text("BEFORE")
+  add_valued(*diff, "before", options.before, "The earlier snapshot (gpuclean snapshot -o FILE)",
+             "BEFORE")
       ->required();
-  diff->add_option("after", options.after, "The later snapshot (default: the machine now)")
-      ->option_text("AFTER");
-  diff->add_option("--max-used", options.max_used_mib,
-                   "Used-memory growth per GPU, in MiB, not worth a line (default: 1024)")
-      ->option_text("MIB")
+  add_valued(*diff, "after", options.after, "The later snapshot (default: the machine now)",
+             "AFTER");
+  add_valued(*diff, "--max-used", options.max_used_mib,
+             "Used-memory growth per GPU, in MiB, not worth a line (default: 1024)", "MIB")
       ->check(mib_check());
   add_host_root_hooks(*diff, options.roots);
   set_help_footer(*diff,
@@ -333,19 +314,16 @@ void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
 void add_plot_command(CLI::App& app, PlotOptions& o) {
   CLI::App* plot =
       app.add_subcommand("plot", "Draw a run record (gpuclean run --record), or --history, as SVG");
-  plot->add_option("record", o.record_path, "The record file (gpuclean run --record FILE)")
-      ->option_text("RECORD");
+  add_valued(*plot, "record", o.record_path, "The record file (gpuclean run --record FILE)",
+             "RECORD");
   plot->add_flag("--history", o.history,
                  "Draw the flight recorder's history instead: memory per GPU, its actions and "
                  "Xids marked");
   add_history_db_option(*plot, o.db, "With --history: the recorder's database");
-  plot->add_option("--since", o.since, "With --history: from this moment (default: 2h)")
-      ->option_text("TIME");
-  plot->add_option("--until", o.until, "With --history: to this moment (default: now)")
-      ->option_text("TIME");
-  plot->add_option("-o,--output", o.output_path,
-                   "Write the SVG to FILE (default: stdout, when it is not a terminal)")
-      ->option_text("FILE");
+  add_valued(*plot, "--since", o.since, "With --history: from this moment (default: 2h)", "TIME");
+  add_valued(*plot, "--until", o.until, "With --history: to this moment (default: now)", "TIME");
+  add_valued(*plot, "-o,--output", o.output_path,
+             "Write the SVG to FILE (default: stdout, when it is not a terminal)", "FILE");
   set_help_footer(*plot,
                   {{"gpuclean run --record run.json -- python train.py", "record a run"},
                    {"gpuclean plot run.json -o run.svg", "then draw it"},
@@ -359,18 +337,15 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
       "history", "What held the GPUs in the past: the flight recorder's timeline, or --at TIME");
   history->add_flag("--json", o.common.json, "Print JSON (docs/reference.md, \"history\")");
   add_history_db_option(*history, o.db, "The recorder's database");
-  history
-      ->add_option("--since", o.since,
-                   "Events from this moment: a duration ago (2h, 7d), a local time "
-                   "(2026-12-04 10:07, 10:07) or @UNIX-SECONDS (default: 24h; 10m with --follow)")
-      ->option_text("TIME");
-  history->add_option("--until", o.until, "Events before this moment (default: now)")
-      ->option_text("TIME");
-  history
-      ->add_option("--kind", o.kinds,
-                   "Only events of these kinds, comma-separated (appeared, left, class_changed, "
-                   "memory_changed, action, xid, ...: docs/reference.md)")
-      ->option_text("KIND[,KIND...]")
+  add_valued(*history, "--since", o.since,
+             "Events from this moment: a duration ago (2h, 7d), a local time "
+             "(2026-12-04 10:07, 10:07) or @UNIX-SECONDS (default: 24h; 10m with --follow)",
+             "TIME");
+  add_valued(*history, "--until", o.until, "Events before this moment (default: now)", "TIME");
+  add_valued(*history, "--kind", o.kinds,
+             "Only events of these kinds, comma-separated (appeared, left, class_changed, "
+             "memory_changed, action, xid, ...: docs/reference.md)",
+             "KIND[,KIND...]")
       ->delimiter(',');
   history->add_flag("--all", o.all,
                     "Every memory change on its own line (by default a holder's changes after "
@@ -378,19 +353,14 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
   history->add_flag("-f,--follow", o.follow,
                     "Keep printing events as the recorder writes them, until interrupted "
                     "(with --json: a JSON object per line)");
-  history
-      ->add_option("--at", o.at,
-                   "Instead of a timeline: which processes held a device at that moment, with "
-                   "their memory per GPU and parent")
-      ->option_text("TIME");
-  history->add_option("--gpu", o.gpu, "Only events about this GPU (and holders' own events)")
-      ->option_text("N");
-  history->add_option("--pid", o.pid, "Only this PID's events (every process that had it)")
-      ->option_text("PID");
-  history->add_option("--job", o.job, "Only the events of processes of this Slurm job")
-      ->option_text("ID");
-  history->add_option("--limit", o.limit, "At most this many events (default: 100000)")
-      ->option_text("N")
+  add_valued(*history, "--at", o.at,
+             "Instead of a timeline: which processes held a device at that moment, with "
+             "their memory per GPU and parent",
+             "TIME");
+  add_valued(*history, "--gpu", o.gpu, "Only events about this GPU (and holders' own events)", "N");
+  add_valued(*history, "--pid", o.pid, "Only this PID's events (every process that had it)", "PID");
+  add_valued(*history, "--job", o.job, "Only the events of processes of this Slurm job", "ID");
+  add_valued(*history, "--limit", o.limit, "At most this many events (default: 100000)", "N")
       ->check(whole_number_check(1, 100000000));
   set_help_footer(
       *history,

@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include "core/duration.h"
+#include "core/whole_number.h"
 
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -50,11 +51,8 @@ Result<std::optional<std::set<unsigned>>> parse_gpu_list(const std::string& text
     const std::string part =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto number = [](std::string_view s) -> std::optional<unsigned> {
-      unsigned v = 0;
-      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || v > 1023)
-        return std::nullopt;
-      return v;
+      const auto v = whole_number<unsigned>(s);
+      return v && *v <= 1023 ? v : std::nullopt;
     };
     const std::size_t dash = part.find('-');
     if (part.find(':') != std::string::npos) {

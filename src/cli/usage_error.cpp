@@ -12,6 +12,7 @@
 
 #include "core/diagnostics.h"
 #include "core/escape.h"
+#include "core/whole_number.h"
 #include "diagnose/owner_match.h"
 #include "ops/signals.h"
 
@@ -289,12 +290,9 @@ std::optional<std::string> describe(const CLI::App& app, const CLI::App& command
 
 // A PID: a whole number from 1 to PID_MAX_LIMIT, and nothing else.
 std::optional<Pid> whole_pid(std::string_view text) {
-  unsigned long pid = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
-  if (ec != std::errc{} || end != text.data() + text.size() || pid < 1 || pid > kPidMaxLimit) {
-    return std::nullopt;
-  }
-  return static_cast<Pid>(pid);
+  const auto pid = whole_number<unsigned long>(text);
+  if (!pid || *pid < 1 || *pid > kPidMaxLimit) return std::nullopt;
+  return static_cast<Pid>(*pid);
 }
 
 // Throws UsageError unless `text` is a PID (see pid_check).
@@ -385,24 +383,16 @@ std::optional<PidSelector> parse_pid_selector(const std::string& text) {
   if (!pid) return std::nullopt;
   PidSelector selector{*pid, std::nullopt};
   if (at == std::string::npos) return selector;
-  const std::string_view start = std::string_view(text).substr(at + 1);
-  std::uint64_t ticks = 0;
-  const auto [end, ec] = std::from_chars(start.data(), start.data() + start.size(), ticks);
-  if (start.empty() || ec != std::errc{} || end != start.data() + start.size()) {
-    return std::nullopt;
-  }
-  selector.start_ticks = ticks;
+  selector.start_ticks = whole_number<std::uint64_t>(std::string_view(text).substr(at + 1));
+  if (!selector.start_ticks) return std::nullopt;
   return selector;
 }
 
 CLI::Validator whole_number_check(unsigned long lo, unsigned long hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
-        unsigned long value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec == std::errc{} && end == text.data() + text.size() && value >= lo && value <= hi) {
-          return {};
-        }
+        const auto value = whole_number<unsigned long>(text);
+        if (value && *value >= lo && *value <= hi) return {};
         return "'" + text + "' is not a whole number from " + std::to_string(lo) + " to " +
                std::to_string(hi);
       },

@@ -1,5 +1,7 @@
 #include "input/json_reader.h"
 
+#include "core/whole_number.h"
+
 namespace gpuclean::input {
 
 // `json` is JsonReader's own alias: in the parameters, after `JsonReader::`; the return types
@@ -78,6 +80,23 @@ std::optional<std::vector<std::string>> JsonReader::strings(const json& parent, 
       return std::nullopt;
     }
     out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+std::map<unsigned, std::uint64_t> JsonReader::gpu_memory(const json& parent,
+                                                         const std::string& path) {
+  std::map<unsigned, std::uint64_t> out;
+  const json* memory = object(parent, "gpu_memory", path);
+  if (memory == nullptr) return out;
+  for (const auto& [key, value] : memory->items()) {
+    const auto index = whole_number<unsigned>(key);
+    const auto bytes = non_negative(value);
+    if (!index || !bytes) {
+      report(join(path, "gpu_memory"), "expected {\"GPU index\": bytes}");
+      break;
+    }
+    out[*index] = *bytes;
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,34 @@ class JsonReader {
       return std::nullopt;
     }
     return static_cast<T>(*value);
+  }
+
+  // {"GPU index": bytes}, the member "gpu_memory" of holders and kill targets (missing or null:
+  // empty).
+  std::map<unsigned, std::uint64_t> gpu_memory(const json& parent, const std::string& path);
+
+  // Calls fn(item, "KEY[i]") for each item of the array `key` (missing or null: none); the
+  // items' paths start at KEY, as the top-level arrays' do.
+  template <typename Fn>
+  void each(const json& parent, const char* key, const std::string& path, Fn fn) {
+    const json* items = array(parent, key, path);
+    for (std::size_t i = 0; items != nullptr && i < items->size(); ++i) {
+      fn((*items)[i], std::string(key) + "[" + std::to_string(i) + "]");
+    }
+  }
+
+  // Calls fn(item, "NAME[i]", i) for each item of `items` until the first problem: an item that
+  // is not an object, an earlier field's, or one of fn's own (it returns false).
+  template <typename Fn>
+  void each_object(const json& items, const std::string& name, Fn fn) {
+    for (std::size_t i = 0; i < items.size() && !failed(); ++i) {
+      const std::string path = name + "[" + std::to_string(i) + "]";
+      if (!items[i].is_object()) {
+        report(path, std::string("expected an object, found ") + items[i].type_name());
+        break;
+      }
+      if (!fn(items[i], path, i)) break;
+    }
   }
 
   // A state written with to_string: `parse` (one of the *_from_string functions, returning an

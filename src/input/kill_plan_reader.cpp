@@ -1,6 +1,5 @@
 #include "input/kill_plan_reader.h"
 
-#include <charconv>
 #include <cstdint>
 #include <limits>
 
@@ -47,18 +46,7 @@ KillTarget read_target(JsonReader& r, const nlohmann::json& t, const std::string
   set_if_present(p.cmdline, r.strings(t, "cmdline", path));
   p.owner = read_owner(r, t, path);
   target.inherited_from = r.count<Pid>(t, "inherited_from", path);
-  if (const nlohmann::json* memory = r.object(t, "gpu_memory", path)) {
-    for (const auto& [gpu, bytes] : memory->items()) {
-      unsigned index = 0;
-      const auto [end, ec] = std::from_chars(gpu.data(), gpu.data() + gpu.size(), index);
-      const auto value = JsonReader::non_negative(bytes);
-      if (ec != std::errc() || end != gpu.data() + gpu.size() || !value) {
-        r.report(path + ".gpu_memory", "expected {\"GPU index\": bytes}");
-        break;
-      }
-      target.gpu_memory[index] = *value;
-    }
-  }
+  target.gpu_memory = r.gpu_memory(t, path);
   return target;
 }
 
@@ -80,21 +68,15 @@ Result<KillDryRun> parse_kill_dry_run(std::string_view text) {
     set_if_present(s.grace_ms, r.count<long long>(*steps, "grace_ms", "steps"));
     set_if_present(s.wait_ms, r.count<long long>(*steps, "wait_ms", "steps"));
   }
-  if (const nlohmann::json* targets = r.array(doc, "targets", "")) {
-    for (std::size_t i = 0; i < targets->size(); ++i) {
-      dry_run.plan.targets.push_back(
-          read_target(r, (*targets)[i], "targets[" + std::to_string(i) + "]"));
-    }
-  }
-  if (const nlohmann::json* skipped = r.array(doc, "skipped", "")) {
-    for (std::size_t i = 0; i < skipped->size(); ++i) {
-      const std::string path = "skipped[" + std::to_string(i) + "]";
-      KillSkip skip;
-      set_if_present(skip.pid, r.count<Pid>((*skipped)[i], "pid", path));
-      set_if_present(skip.reason, r.string((*skipped)[i], "reason", path));
-      dry_run.plan.skipped.push_back(std::move(skip));
-    }
-  }
+  r.each(doc, "targets", "", [&](const nlohmann::json& t, const std::string& path) {
+    dry_run.plan.targets.push_back(read_target(r, t, path));
+  });
+  r.each(doc, "skipped", "", [&](const nlohmann::json& s, const std::string& path) {
+    KillSkip skip;
+    set_if_present(skip.pid, r.count<Pid>(s, "pid", path));
+    set_if_present(skip.reason, r.string(s, "reason", path));
+    dry_run.plan.skipped.push_back(std::move(skip));
+  });
   if (const nlohmann::json* not_found = r.array(doc, "not_found", "")) {
     for (const nlohmann::json& pid : *not_found) {
       const auto value = JsonReader::non_negative(pid);

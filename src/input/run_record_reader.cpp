@@ -45,10 +45,7 @@ Result<RunRecord> parse_run_record(std::string_view text) {
   set_if_present(record.gpu_check, r.choice(doc, "gpu_check", top, gpu_check_from_string));
   set_if_present(record.clean, r.boolean(doc, "clean", top));
   set_if_present(record.escaped, r.strings(doc, "escaped", top));
-  const json* gpus = r.array(doc, "gpus", top);
-  for (std::size_t i = 0; gpus != nullptr && i < gpus->size(); ++i) {
-    const json& g = (*gpus)[i];
-    const std::string path = fmt::format("gpus[{}]", i);
+  r.each(doc, "gpus", top, [&](const json& g, const std::string& path) {
     RunGpu gpu;
     set_if_present(gpu.index, r.count<unsigned>(g, "index", path));
     set_if_present(gpu.name, r.string(g, "name", path));
@@ -60,11 +57,8 @@ Result<RunRecord> parse_run_record(std::string_view text) {
     gpu.back = r.boolean(g, "back", path);
     set_if_present(gpu.note, r.string(g, "note", path));
     record.gpus.push_back(std::move(gpu));
-  }
-  const json* samples = r.array(doc, "samples", top);
-  for (std::size_t i = 0; samples != nullptr && i < samples->size(); ++i) {
-    const json& s = (*samples)[i];
-    const std::string path = fmt::format("samples[{}]", i);
+  });
+  r.each(doc, "samples", top, [&](const json& s, const std::string& path) {
     RunSample sample;
     set_if_present(sample.t, r.number(s, "t", path));
     const json* used = r.array(s, "used", path);
@@ -83,21 +77,15 @@ Result<RunRecord> parse_run_record(std::string_view text) {
       r.report(path, fmt::format("{} values for {} GPUs", sample.used.size(), record.gpus.size()));
     }
     record.samples.push_back(std::move(sample));
-  }
-  const json* events = r.array(doc, "events", top);
-  for (std::size_t i = 0; events != nullptr && i < events->size(); ++i) {
-    const json& e = (*events)[i];
-    const std::string path = fmt::format("events[{}]", i);
+  });
+  r.each(doc, "events", top, [&](const json& e, const std::string& path) {
     RunEvent event;
     set_if_present(event.t, r.number(e, "t", path));
     set_if_present(event.kind, r.choice(e, "kind", path, run_event_kind_from_string));
     set_if_present(event.detail, r.string(e, "detail", path));
     record.events.push_back(std::move(event));
-  }
-  const json* leftovers = r.array(doc, "leftovers", top);
-  for (std::size_t i = 0; leftovers != nullptr && i < leftovers->size(); ++i) {
-    const json& l = (*leftovers)[i];
-    const std::string path = fmt::format("leftovers[{}]", i);
+  });
+  r.each(doc, "leftovers", top, [&](const json& l, const std::string& path) {
     RunLeftover leftover;
     set_if_present(leftover.pid, r.count<Pid>(l, "pid", path));
     set_if_present(leftover.ppid, r.count<Pid>(l, "ppid", path));
@@ -109,7 +97,7 @@ Result<RunRecord> parse_run_record(std::string_view text) {
     set_if_present(leftover.t, r.number(l, "t", path));
     leftover.devices = r.strings(l, "devices", path);  // absent or null: not known
     record.leftovers.push_back(std::move(leftover));
-  }
+  });
   if (r.failed()) return Error{0, r.error()};
   return record;
 }

@@ -1,6 +1,5 @@
 #include "input/snapshot_reader.h"
 
-#include <charconv>
 #include <map>
 
 #include "input/json_reader.h"
@@ -71,13 +70,7 @@ void read_details(JsonReader& r, const json& g, const std::string& path, GpuDeta
 
 std::vector<SnapshotGpu> read_gpus(JsonReader& r, const json& gpus) {
   std::vector<SnapshotGpu> out;
-  for (std::size_t i = 0; i < gpus.size() && !r.failed(); ++i) {
-    const std::string path = "gpus[" + std::to_string(i) + "]";
-    const json& g = gpus[i];
-    if (!g.is_object()) {
-      r.report(path, std::string("expected an object, found ") + g.type_name());
-      break;
-    }
+  r.each_object(gpus, "gpus", [&](const json& g, const std::string& path, std::size_t i) {
     SnapshotGpu gpu;
     gpu.index = r.count<unsigned>(g, "index", path).value_or(static_cast<unsigned>(i));
     gpu.uuid = r.string(g, "uuid", path);
@@ -93,24 +86,19 @@ std::vector<SnapshotGpu> read_gpus(JsonReader& r, const json& gpus) {
     read_details(r, g, path, gpu.details);
     gpu.details.index = gpu.index;
     out.push_back(std::move(gpu));
-  }
+    return true;
+  });
   return out;
 }
 
 std::vector<SnapshotHolder> read_holders(JsonReader& r, const json& holders) {
   std::vector<SnapshotHolder> out;
-  for (std::size_t i = 0; i < holders.size() && !r.failed(); ++i) {
-    const std::string path = "holders[" + std::to_string(i) + "]";
-    const json& h = holders[i];
-    if (!h.is_object()) {
-      r.report(path, std::string("expected an object, found ") + h.type_name());
-      break;
-    }
+  r.each_object(holders, "holders", [&](const json& h, const std::string& path, std::size_t) {
     SnapshotHolder holder;
     auto pid = r.count<unsigned>(h, "pid", path);
     if (!pid) {
       r.report(path + ".pid", "missing");
-      break;
+      return false;
     }
     holder.pid = static_cast<Pid>(*pid);
     holder.start_time = r.string(h, "start_time", path);
@@ -122,20 +110,10 @@ std::vector<SnapshotHolder> read_holders(JsonReader& r, const json& holders) {
       const std::string first = basename_of(argv->front().get<std::string>());
       if (!first.empty()) holder.name = first;
     }
-    if (const json* memory = r.object(h, "gpu_memory", path)) {
-      for (const auto& [key, value] : memory->items()) {
-        unsigned index = 0;
-        auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
-        const auto bytes = JsonReader::non_negative(value);
-        if (ec != std::errc{} || ptr != key.data() + key.size() || !bytes) {
-          r.report(path + ".gpu_memory", "expected {\"GPU index\": bytes}");
-          break;
-        }
-        holder.gpu_memory[index] = *bytes;
-      }
-    }
+    holder.gpu_memory = r.gpu_memory(h, path);
     out.push_back(std::move(holder));
-  }
+    return true;
+  });
   return out;
 }
 
@@ -144,20 +122,16 @@ KernelLog read_kernel_log_section(JsonReader& r, const json& k) {
   log.readable = r.boolean(k, "readable", "kernel_log").value_or(false);
   log.error = r.string(k, "error", "kernel_log").value_or("");
   if (const json* xids = r.array(k, "xid", "kernel_log")) {
-    for (std::size_t i = 0; i < xids->size() && !r.failed(); ++i) {
-      const std::string path = "kernel_log.xid[" + std::to_string(i) + "]";
-      const json& x = (*xids)[i];
-      if (!x.is_object()) {
-        r.report(path, std::string("expected an object, found ") + x.type_name());
-        break;
-      }
-      XidEvent event;
-      event.seconds_since_boot = r.number(x, "seconds_since_boot", path).value_or(0);
-      event.xid = r.count<unsigned>(x, "xid", path).value_or(0);
-      event.device = r.string(x, "device", path).value_or("");
-      event.message = r.string(x, "message", path).value_or("");
-      log.xids.push_back(std::move(event));
-    }
+    r.each_object(*xids, "kernel_log.xid",
+                  [&](const json& x, const std::string& path, std::size_t) {
+                    XidEvent event;
+                    event.seconds_since_boot = r.number(x, "seconds_since_boot", path).value_or(0);
+                    event.xid = r.count<unsigned>(x, "xid", path).value_or(0);
+                    event.device = r.string(x, "device", path).value_or("");
+                    event.message = r.string(x, "message", path).value_or("");
+                    log.xids.push_back(std::move(event));
+                    return true;
+                  });
   }
   return log;
 }

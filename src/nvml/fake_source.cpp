@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -71,60 +72,51 @@ GpuView gpu_view_from_json(const json& doc) {
   return view;
 }
 
+namespace {
+
+// Each optional field of GpuDetails with its key, in the file's order: one list for reading and
+// writing.
+template <typename Details, typename Fn>
+void for_each_detail(Details& d, Fn fn) {
+  fn("clocks_sm", d.clocks.sm_mhz);
+  fn("clocks_memory", d.clocks.memory_mhz);
+  fn("application_clocks_sm", d.application_clocks.sm_mhz);
+  fn("application_clocks_memory", d.application_clocks.memory_mhz);
+  fn("max_clocks_sm", d.max_clocks.sm_mhz);
+  fn("max_clocks_memory", d.max_clocks.memory_mhz);
+  fn("throttle_reasons", d.throttle_reasons);
+  fn("temperature_c", d.temperature_c);
+  fn("power_limit_mw", d.power_limit_mw);
+  fn("ecc_enabled", d.ecc_enabled);
+  fn("ecc_pending_enabled", d.ecc_pending_enabled);
+  fn("ecc_volatile_corrected", d.ecc_errors.volatile_corrected);
+  fn("ecc_volatile_uncorrected", d.ecc_errors.volatile_uncorrected);
+  fn("ecc_aggregate_corrected", d.ecc_errors.aggregate_corrected);
+  fn("ecc_aggregate_uncorrected", d.ecc_errors.aggregate_uncorrected);
+  fn("retired_pages_single_bit", d.retired_pages_single_bit);
+  fn("retired_pages_double_bit", d.retired_pages_double_bit);
+  fn("remapped_rows_correctable", d.remapped_rows_correctable);
+  fn("remapped_rows_uncorrectable", d.remapped_rows_uncorrectable);
+  fn("remapping_pending", d.remapping_pending);
+  fn("remapping_failed", d.remapping_failed);
+}
+
+}  // namespace
+
 GpuDetails gpu_details_from_json(const json& g) {
   GpuDetails d;
   d.index = g.at("index").get<unsigned>();
-  auto clocks = [&g](const std::string& prefix) {
-    return ClockPair{optional_field<unsigned>(g, (prefix + "_sm").c_str()),
-                     optional_field<unsigned>(g, (prefix + "_memory").c_str())};
-  };
-  d.clocks = clocks("clocks");
-  d.application_clocks = clocks("application_clocks");
-  d.max_clocks = clocks("max_clocks");
-  d.throttle_reasons = optional_field<std::uint64_t>(g, "throttle_reasons");
-  d.temperature_c = optional_field<unsigned>(g, "temperature_c");
-  d.power_limit_mw = optional_field<unsigned>(g, "power_limit_mw");
-  d.ecc_enabled = optional_field<bool>(g, "ecc_enabled");
-  d.ecc_pending_enabled = optional_field<bool>(g, "ecc_pending_enabled");
-  d.ecc_errors = {optional_field<std::uint64_t>(g, "ecc_volatile_corrected"),
-                  optional_field<std::uint64_t>(g, "ecc_volatile_uncorrected"),
-                  optional_field<std::uint64_t>(g, "ecc_aggregate_corrected"),
-                  optional_field<std::uint64_t>(g, "ecc_aggregate_uncorrected")};
-  d.retired_pages_single_bit = optional_field<unsigned>(g, "retired_pages_single_bit");
-  d.retired_pages_double_bit = optional_field<unsigned>(g, "retired_pages_double_bit");
-  d.remapped_rows_correctable = optional_field<unsigned>(g, "remapped_rows_correctable");
-  d.remapped_rows_uncorrectable = optional_field<unsigned>(g, "remapped_rows_uncorrectable");
-  d.remapping_pending = optional_field<bool>(g, "remapping_pending");
-  d.remapping_failed = optional_field<bool>(g, "remapping_failed");
+  for_each_detail(d, [&g](const char* key, auto& field) {
+    field = optional_field<typename std::decay_t<decltype(field)>::value_type>(g, key);
+  });
   return d;
 }
 
 json gpu_details_to_json(const GpuDetails& d) {
   json g = {{"index", d.index}};
-  auto put = [&g](const char* key, const auto& value) {
+  for_each_detail(d, [&g](const char* key, const auto& value) {
     if (value) g[key] = *value;
-  };
-  put("clocks_sm", d.clocks.sm_mhz);
-  put("clocks_memory", d.clocks.memory_mhz);
-  put("application_clocks_sm", d.application_clocks.sm_mhz);
-  put("application_clocks_memory", d.application_clocks.memory_mhz);
-  put("max_clocks_sm", d.max_clocks.sm_mhz);
-  put("max_clocks_memory", d.max_clocks.memory_mhz);
-  put("throttle_reasons", d.throttle_reasons);
-  put("temperature_c", d.temperature_c);
-  put("power_limit_mw", d.power_limit_mw);
-  put("ecc_enabled", d.ecc_enabled);
-  put("ecc_pending_enabled", d.ecc_pending_enabled);
-  put("ecc_volatile_corrected", d.ecc_errors.volatile_corrected);
-  put("ecc_volatile_uncorrected", d.ecc_errors.volatile_uncorrected);
-  put("ecc_aggregate_corrected", d.ecc_errors.aggregate_corrected);
-  put("ecc_aggregate_uncorrected", d.ecc_errors.aggregate_uncorrected);
-  put("retired_pages_single_bit", d.retired_pages_single_bit);
-  put("retired_pages_double_bit", d.retired_pages_double_bit);
-  put("remapped_rows_correctable", d.remapped_rows_correctable);
-  put("remapped_rows_uncorrectable", d.remapped_rows_uncorrectable);
-  put("remapping_pending", d.remapping_pending);
-  put("remapping_failed", d.remapping_failed);
+  });
   return g;
 }
 

@@ -1,10 +1,10 @@
 #include "nvml/nvml_source.h"
 
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <vector>
 
+#include "core/whole_number.h"
 #include "nvml/nvml_library.h"
 #include "nvml/process_activity.h"
 #include "nvml/process_records.h"
@@ -330,13 +330,9 @@ std::vector<GpuDetails> NvmlGpuSource::query_details() {
 Pid read_pid_max(const std::string& path) {
   std::ifstream in(path);
   std::string text;
-  Pid value = 0;
   if (in >> text) {
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec == std::errc() && end == text.data() + text.size() && value > 1 &&
-        value <= kPidMaxLimit) {
-      return value;
-    }
+    const auto value = whole_number<Pid>(text);
+    if (value && *value > 1 && *value <= kPidMaxLimit) return *value;
   }
   return kPidMaxLimit;
 }

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <csignal>
 #include <utility>
+
+#include "core/whole_number.h"
 
 namespace gpuclean::ops {
 namespace {
@@ -34,10 +35,8 @@ Result<int> parse_signal(std::string_view text) {
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  int number = 0;
-  auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), number);
-  if (!name.empty() && ec == std::errc{} && ptr == name.data() + name.size()) {
-    if (number >= 1 && number < NSIG) return number;
+  if (const auto number = whole_number<int>(name)) {
+    if (*number >= 1 && *number < NSIG) return *number;
     return Error{0, "'" + std::string(text) + "' is not a signal number (1-" +
                         std::to_string(NSIG - 1) + ")"};
   }

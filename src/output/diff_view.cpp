@@ -47,7 +47,7 @@ nlohmann::json diff_document(const DiffReport& report, const std::string& host, 
   nlohmann::json differences = nlohmann::json::array();
   for (const Difference& d : report.differences) {
     differences.push_back({{"category", to_string(d.category)},
-                           {"gpu", d.gpu ? nlohmann::json(*d.gpu) : nlohmann::json()},
+                           {"gpu", or_null(d.gpu)},
                            {"field", d.field},
                            {"before", d.before},
                            {"after", d.after},

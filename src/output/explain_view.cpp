@@ -516,7 +516,7 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
                          const ExplainSubject& subject) {
   nlohmann::json doc = document_header(report.host, report.time);
   doc["pid"] = subject.pid;
-  doc["thread"] = subject.thread ? nlohmann::json(*subject.thread) : nlohmann::json();
+  doc["thread"] = or_null(subject.thread);
   doc["holder"] = subject.holder ? to_json(*subject.holder) : nlohmann::json();
   doc["holding_threads"] = nlohmann::json::array();
   if (subject.holder) {
@@ -539,9 +539,7 @@ void render_explain_json(std::ostream& out, const StatusReport& report,
   if (subject.recorded_parent) {
     const RecordedParent& parent = *subject.recorded_parent;
     doc["recorded_parent"] = {
-        {"pid", parent.pid},
-        {"argv", parent.argv},
-        {"gone_by", parent.gone_by ? nlohmann::json(*parent.gone_by) : nlohmann::json()}};
+        {"pid", parent.pid}, {"argv", parent.argv}, {"gone_by", or_null(parent.gone_by)}};
   }
   doc["dead_owner"] = owner != nullptr ? to_json(*owner) : nlohmann::json();
   doc["candidate_of"] = nlohmann::json::array();

@@ -13,6 +13,7 @@
 #include "core/escape.h"
 #include "core/units.h"
 #include "core/wall_time.h"
+#include "output/json.h"
 #include "output/text_width.h"
 
 namespace gpuclean::output {
@@ -33,7 +34,7 @@ json process_json(const RecordedProcess& p) {
   out["parent"] = nullptr;
   if (p.parent_pid) {
     out["parent"] = {{"pid", *p.parent_pid},
-                     {"start_ticks", p.parent_start_ticks ? json(*p.parent_start_ticks) : json()},
+                     {"start_ticks", or_null(p.parent_start_ticks)},
                      {"argv", argv_json(p.parent_argv)}};
   }
   return out;
@@ -42,9 +43,9 @@ json process_json(const RecordedProcess& p) {
 json event_json(const HistoryEvent& event) {
   json out = {{"time", event.time}, {"kind", to_string(event.kind)}};
   out["process"] = event.process ? process_json(*event.process) : json();
-  out["gpu"] = event.gpu ? json(*event.gpu) : json();
-  out["bytes"] = event.bytes ? json(*event.bytes) : json();
-  out["class"] = event.klass.empty() ? json() : json(event.klass);
+  out["gpu"] = or_null(event.gpu);
+  out["bytes"] = or_null(event.bytes);
+  out["class"] = text_or_null(event.klass);
   if (event.kind == HistoryEventKind::kAction) {
     // An older database may hold a deep one: text then (kMaxActionDepth).
     json detail = json_nesting_depth(event.detail) <= kMaxActionDepth
@@ -52,7 +53,7 @@ json event_json(const HistoryEvent& event) {
                       : json(json::value_t::discarded);
     out["detail"] = detail.is_discarded() ? json(event.detail) : detail;
   } else {
-    out["detail"] = event.detail.empty() ? json() : json(event.detail);
+    out["detail"] = text_or_null(event.detail);
   }
   return out;
 }
@@ -491,10 +492,9 @@ void render_held_at_text(std::ostream& out, double time, const std::vector<Histo
 void render_held_at_json(std::ostream& out, double time, const std::vector<HistoryHolder>& held) {
   json doc = {{"schema", 1}, {"at", time}, {"holders", json::array()}};
   for (const HistoryHolder& h : held) {
-    json memory = json::object();
-    for (const auto& [gpu, bytes] : h.gpu_memory) memory[std::to_string(gpu)] = bytes;
-    doc["holders"].push_back(
-        {{"process", process_json(h.process)}, {"class", h.klass}, {"gpu_memory", memory}});
+    doc["holders"].push_back({{"process", process_json(h.process)},
+                              {"class", h.klass},
+                              {"gpu_memory", gpu_memory_json(h.gpu_memory)}});
   }
   out << doc.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
 }

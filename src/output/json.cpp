@@ -28,6 +28,12 @@ nlohmann::json text_or_null(const std::string& text) {
   return text.empty() ? nlohmann::json() : nlohmann::json(text);
 }
 
+nlohmann::json gpu_memory_json(const std::map<unsigned, Bytes>& memory) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [gpu, bytes] : memory) out[std::to_string(gpu)] = bytes;
+  return out;
+}
+
 nlohmann::json document_header(const std::string& host, double now) {
   return {{"schema", kSchemaVersion}, {"host", host}, {"time", rfc3339(now)}};
 }
@@ -36,8 +42,7 @@ nlohmann::json document_header(const std::string& host, double now) {
 nlohmann::json to_json(const std::optional<DrmNode>& node) {
   if (!node) return nullptr;
   nlohmann::json out{{"kind", to_string(node->kind)}};
-  out["pci_address"] =
-      node->pci_address.empty() ? nlohmann::json() : nlohmann::json(node->pci_address);
+  out["pci_address"] = text_or_null(node->pci_address);
   return out;
 }
 
@@ -62,7 +67,7 @@ nlohmann::json to_json(const Owner& owner) {
   out["pod_uid"] = or_null(owner.pod_uid);
   out["qos"] = or_null(owner.qos);
   out["runtime"] = or_null(owner.runtime);
-  out["full_id"] = owner.full_id.empty() ? nlohmann::json() : nlohmann::json(owner.full_id);
+  out["full_id"] = text_or_null(owner.full_id);
   return out;
 }
 
@@ -133,9 +138,7 @@ nlohmann::json to_json(const Holder& holder) {
   }
   out["devices"] = std::move(devices);
 
-  nlohmann::json memory = nlohmann::json::object();
-  for (const auto& [gpu, bytes] : holder.gpu_memory) memory[std::to_string(gpu)] = bytes;
-  out["gpu_memory"] = std::move(memory);
+  out["gpu_memory"] = gpu_memory_json(holder.gpu_memory);
 
   nlohmann::json threads = nlohmann::json::array();
   for (const ThreadInfo& t : p.threads) {
@@ -156,14 +159,12 @@ nlohmann::json to_json(const HeirEvidence& evidence) {
 }
 
 nlohmann::json to_json(const DeadOwner& owner) {
-  nlohmann::json memory = nlohmann::json::object();
-  for (const auto& [gpu, bytes] : owner.gpu_memory) memory[std::to_string(gpu)] = bytes;
   nlohmann::json candidates = nlohmann::json::array();
   for (const DeadOwner::Candidate& c : owner.candidates) {
     candidates.push_back({{"pid", c.pid}, {"evidence", to_string(c.evidence.kind)}});
   }
   nlohmann::json out{{"pid", owner.pid},
-                     {"gpu_memory", std::move(memory)},
+                     {"gpu_memory", gpu_memory_json(owner.gpu_memory)},
                      {"candidates", std::move(candidates)},
                      {"ambiguous", owner.ambiguous},
                      {"pid_handed_on", owner.pid_handed_on}};
@@ -176,7 +177,7 @@ nlohmann::json to_json(const Gpu& gpu) {
   nlohmann::json out{
       {"index", gpu.index}, {"uuid", gpu.uuid}, {"name", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}};
   out["source"] = to_string(gpu.source);
-  out["driver"] = gpu.driver.empty() ? nlohmann::json() : nlohmann::json(gpu.driver);
+  out["driver"] = text_or_null(gpu.driver);
   out["minor"] = or_null(gpu.minor);
   if (gpu.memory) {
     out["memory"] = {{"total", gpu.memory->total},
@@ -212,9 +213,7 @@ nlohmann::json to_json(const Gpu& gpu) {
     out["activity_unavailable"] = nullptr;
   } else {
     out["activity"] = nullptr;
-    out["activity_unavailable"] = gpu.activity_unavailable.empty()
-                                      ? nlohmann::json()
-                                      : nlohmann::json(gpu.activity_unavailable);
+    out["activity_unavailable"] = text_or_null(gpu.activity_unavailable);
   }
   return out;
 }
@@ -232,9 +231,7 @@ nlohmann::json to_json(const GpuView& view) {
   nlohmann::json out{{"driver_version", view.driver_version},
                      {"nvml_version", view.nvml_version},
                      {"cuda_driver_version", or_null(view.cuda_driver_version)}};
-  nlohmann::json gpus = nlohmann::json::array();
-  for (const Gpu& gpu : view.gpus) gpus.push_back(to_json(gpu));
-  out["gpus"] = std::move(gpus);
+  out["gpus"] = to_json_array(view.gpus);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // JSON renderings of the report model (docs/reference.md "JSON"), built with nlohmann::json.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -24,6 +25,9 @@ nlohmann::json or_null(const std::optional<T>& value) {
 // A text fact the model keeps as "" when unknown (a driver version without NVML), as JSON's
 // null: unknown facts are null in every document (docs/reference.md "Conventions").
 nlohmann::json text_or_null(const std::string& text);
+
+// {"GPU index": bytes}: a process's memory per GPU.
+nlohmann::json gpu_memory_json(const std::map<unsigned, Bytes>& memory);
 
 // The fields every document starts with: schema, host, time.
 nlohmann::json document_header(const std::string& host, double now);

@@ -176,8 +176,6 @@ nlohmann::json kill_dry_run_json(const KillDryRun& dry_run, const std::string& h
   doc["targets"] = nlohmann::json::array();
   for (const KillTarget& target : plan.targets) {
     const ProcessInfo& p = target.process;
-    nlohmann::json memory = nlohmann::json::object();
-    for (const auto& [gpu, bytes] : target.gpu_memory) memory[std::to_string(gpu)] = bytes;
     nlohmann::json row{{"pid", p.pid},
                        {"start_ticks", p.start_ticks},
                        {"ppid", p.ppid},
@@ -188,10 +186,9 @@ nlohmann::json kill_dry_run_json(const KillDryRun& dry_run, const std::string& h
                        {"why", target.why},
                        {"comm", p.comm},
                        {"cmdline", p.cmdline},
-                       {"gpu_memory", std::move(memory)}};
+                       {"gpu_memory", gpu_memory_json(target.gpu_memory)}};
     row["owner"] = p.owner ? to_json(*p.owner) : nlohmann::json();
-    row["inherited_from"] =
-        target.inherited_from ? nlohmann::json(*target.inherited_from) : nlohmann::json();
+    row["inherited_from"] = or_null(target.inherited_from);
     doc["targets"].push_back(std::move(row));
   }
   doc["skipped"] = nlohmann::json::array();
@@ -244,7 +241,7 @@ nlohmann::json kill_report_json(const KillReport& report) {
   if (!report.gpu_not_verified.empty()) doc["gpu_not_verified"] = report.gpu_not_verified;
   const KillLeft& left = report.left;
   // What the look after the kill could not read (diagnose/unseen.h), or null.
-  doc["unseen"] = left.unseen.empty() ? nlohmann::json() : nlohmann::json(left.unseen);
+  doc["unseen"] = text_or_null(left.unseen);
   nlohmann::json targets = nlohmann::json::array();
   for (const KillMet& m : report.met) targets.push_back(met_json(m));
   doc["targets"] = targets;
@@ -253,8 +250,7 @@ nlohmann::json kill_report_json(const KillReport& report) {
   doc["skipped"] = skips;
   doc["not_found"] = report.not_found;
   doc["gpu_memory_left"] = left.memory;
-  doc["memory_back_seconds"] =
-      left.memory_back_seconds ? nlohmann::json(*left.memory_back_seconds) : nlohmann::json();
+  doc["memory_back_seconds"] = or_null(left.memory_back_seconds);
   doc["still_held_by"] = left.still_held;
   // With --leftovers: the leftovers still there (of still_held_by), which make it exit 1.
   doc["leftovers_left"] = report.leftovers ? nlohmann::json(left.leftovers) : nlohmann::json();
@@ -289,9 +285,7 @@ nlohmann::json kill_action_json(const KillReport& report, const std::vector<std:
           {"verdict", to_string(report.verdict)},
           {"summary", summary},
           {"targets", targets},
-          {"memory_back_seconds", report.left.memory_back_seconds
-                                      ? nlohmann::json(*report.left.memory_back_seconds)
-                                      : nlohmann::json()}};
+          {"memory_back_seconds", or_null(report.left.memory_back_seconds)}};
 }
 
 std::string not_verified_text(MemoryCheck memory, NvmlState nvml_state,

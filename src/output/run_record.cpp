@@ -9,14 +9,7 @@
 
 namespace gpuclean::output {
 namespace {
-
 using nlohmann::json;
-
-template <typename T>
-json optional_json(const std::optional<T>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
 }  // namespace
 
 json to_json(const RunRecord& record, const std::string& host) {
@@ -24,15 +17,15 @@ json to_json(const RunRecord& record, const std::string& host) {
   doc["kind"] = "run";
   doc["command"] = record.command;
   doc["mode"] = record.mode;
-  doc["cgroup"] = record.cgroup.empty() ? json(nullptr) : json(record.cgroup);
+  doc["cgroup"] = text_or_null(record.cgroup);
   doc["mode_note"] = record.mode_note;
   doc["started_at"] = record.started_at;
   doc["duration"] = record.duration;
-  doc["workload_seconds"] = optional_json(record.workload_seconds);
-  doc["pid"] = optional_json(record.pid);
+  doc["workload_seconds"] = or_null(record.workload_seconds);
+  doc["pid"] = or_null(record.pid);
   doc["end"] = record.end ? std::string(to_string(*record.end)) : std::string();
-  doc["exit_status"] = optional_json(record.exit_status);
-  doc["exit_signal"] = optional_json(record.exit_signal);
+  doc["exit_status"] = or_null(record.exit_status);
+  doc["exit_signal"] = or_null(record.exit_signal);
   doc["exit_code"] = record.exit_code;
   doc["gpu_source"] = record.gpu_source;
   doc["gpu_check"] = std::string(to_string(record.gpu_check));
@@ -42,18 +35,18 @@ json to_json(const RunRecord& record, const std::string& host) {
     gpus.push_back({{"index", gpu.index},
                     {"name", gpu.name},
                     {"uuid", gpu.uuid},
-                    {"total", optional_json(gpu.total)},
-                    {"baseline", optional_json(gpu.baseline)},
-                    {"peak", optional_json(gpu.peak)},
-                    {"after", optional_json(gpu.after)},
-                    {"back", optional_json(gpu.back)},
+                    {"total", or_null(gpu.total)},
+                    {"baseline", or_null(gpu.baseline)},
+                    {"peak", or_null(gpu.peak)},
+                    {"after", or_null(gpu.after)},
+                    {"back", or_null(gpu.back)},
                     {"note", gpu.note}});
   }
   doc["gpus"] = std::move(gpus);
   json samples = json::array();
   for (const RunSample& sample : record.samples) {
     json used = json::array();
-    for (const auto& bytes : sample.used) used.push_back(optional_json(bytes));
+    for (const auto& bytes : sample.used) used.push_back(or_null(bytes));
     samples.push_back({{"t", sample.t}, {"used", std::move(used)}});
   }
   doc["samples"] = std::move(samples);
@@ -72,7 +65,7 @@ json to_json(const RunRecord& record, const std::string& host) {
                          {"outcome", std::string(to_string(l.outcome))},
                          {"reason", l.reason},
                          {"t", l.t},
-                         {"devices", l.devices ? json(*l.devices) : json(nullptr)}});
+                         {"devices", or_null(l.devices)}});
   }
   doc["leftovers"] = std::move(leftovers);
   doc["escaped"] = record.escaped;
@@ -216,12 +209,9 @@ nlohmann::json run_action_json(const RunRecord& record, int exit_code) {
       std::to_string(leftovers) + (leftovers == 1 ? " leftover torn down" : " leftovers torn down");
   summary += ", GPU check: " + std::string(to_string(record.gpu_check));
   if (!record.escaped.empty()) summary += ", " + std::to_string(record.escaped.size()) + " escaped";
-  return {{"command", "run"},
-          {"args", args},
-          {"exit", exit_code},
-          {"pid", record.pid ? nlohmann::json(*record.pid) : nlohmann::json()},
-          {"cgroup", record.cgroup},
-          {"clean", record.clean},
+  return {{"command", "run"},        {"args", args},
+          {"exit", exit_code},       {"pid", or_null(record.pid)},
+          {"cgroup", record.cgroup}, {"clean", record.clean},
           {"summary", summary}};
 }
 

@@ -476,8 +476,7 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   doc["nvml"] = {{"state", to_string(report.nvml_state)},
                  {"message", report.nvml_message},
                  {"driver_version", text_or_null(report.driver_version)}};
-  doc["nvml"]["cuda_driver_version"] =
-      report.cuda_driver_version ? nlohmann::json(*report.cuda_driver_version) : nlohmann::json();
+  doc["nvml"]["cuda_driver_version"] = or_null(report.cuda_driver_version);
   doc["gpus"] = to_json_array(d.gpus);
   doc["holders"] = to_json_array(d.holders);
   doc["dead_owners"] = to_json_array(d.dead_owners);
@@ -487,11 +486,10 @@ void render_status_json(std::ostream& out, const StatusReport& report) {
   doc["scan"] = to_json(report.stats);
   doc["recorded_parents"] = nlohmann::json::array();
   for (const auto& [pid, parent] : report.recorded_parents) {
-    doc["recorded_parents"].push_back(
-        {{"pid", pid},
-         {"parent_pid", parent.pid},
-         {"argv", parent.argv},
-         {"gone_by", parent.gone_by ? nlohmann::json(*parent.gone_by) : nlohmann::json()}});
+    doc["recorded_parents"].push_back({{"pid", pid},
+                                       {"parent_pid", parent.pid},
+                                       {"argv", parent.argv},
+                                       {"gone_by", or_null(parent.gone_by)}});
   }
   write_json(out, doc);
 }

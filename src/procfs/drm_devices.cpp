@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <climits>
 #include <cstdlib>
 #include <map>
 
+#include "core/whole_number.h"
 #include "procfs/file_identity.h"
 #include "procfs/parse.h"
 #include "procfs/proc_fs.h"
@@ -37,12 +37,7 @@ std::optional<std::string> link_basename(const std::string& path) {
 std::optional<std::uint64_t> parse_number(const std::string& text, int base = 10) {
   std::string_view digits = text;
   if (base == 16 && digits.substr(0, 2) == "0x") digits.remove_prefix(2);
-  std::uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, base);
-  if (ec != std::errc{} || ptr != digits.data() + digits.size() || digits.empty()) {
-    return std::nullopt;
-  }
-  return value;
+  return whole_number<std::uint64_t>(digits, base);
 }
 
 // "226:128" from a sysfs `dev` file.

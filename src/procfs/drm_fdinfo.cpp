@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "core/whole_number.h"
 #include "procfs/parse.h"
 
 namespace gpuclean::procfs {
@@ -72,9 +73,7 @@ std::optional<DrmClient> parse_drm_fdinfo(std::string_view text) {
       client.pdev = std::string(value);
       is_client = is_client || key == "pdev";
     } else if (key == "drm-client-id") {
-      std::uint64_t id = 0;
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
-      if (ec == std::errc{} && ptr == value.data() + value.size()) client.client_id = id;
+      if (auto id = whole_number<std::uint64_t>(value)) client.client_id = *id;
     } else if (key == "vram mem") {
       legacy_vram = parse_amount(value);
       malformed = malformed || !legacy_vram;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/unique_fd.h"
+#include "core/whole_number.h"
 #include "procfs/parse.h"
 #include "procfs/proc_fs.h"
 
@@ -57,13 +58,6 @@ struct KmsgPrefix {
   std::uint64_t usec = 0;  // since boot
 };
 
-std::optional<std::uint64_t> whole_number(std::string_view text) {
-  std::uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
-}
-
 std::optional<KmsgPrefix> parse_kmsg_prefix(std::string_view prefix) {
   std::vector<std::string_view> fields;
   for (std::size_t at = 0; fields.size() < 4;) {
@@ -73,8 +67,8 @@ std::optional<KmsgPrefix> parse_kmsg_prefix(std::string_view prefix) {
     at = comma + 1;
   }
   if (fields.size() < 3) return std::nullopt;
-  const auto priority = whole_number(fields[0]);
-  const auto usec = whole_number(fields[2]);
+  const auto priority = whole_number<std::uint64_t>(fields[0]);
+  const auto usec = whole_number<std::uint64_t>(fields[2]);
   if (!priority || !usec) return std::nullopt;
   return KmsgPrefix{static_cast<unsigned>(*priority >> 3), *usec};
 }

@@ -1,20 +1,12 @@
 #include "procfs/parse.h"
 
 #include <algorithm>
-#include <charconv>
 #include <vector>
+
+#include "core/whole_number.h"
 
 namespace gpuclean::procfs {
 namespace {
-
-template <typename T>
-std::optional<T> to_number(std::string_view text, int base = 10) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value, base);
-  if (ec != std::errc{} || ptr != end || text.empty()) return std::nullopt;
-  return value;
-}
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\n';
@@ -50,7 +42,7 @@ Result<StatFields> parse_stat(std::string_view text) {
     return Error{0, "stat: no (comm)"};
   }
   StatFields out;
-  auto pid = to_number<Pid>(trim(text.substr(0, open)));
+  auto pid = whole_number<Pid>(trim(text.substr(0, open)));
   if (!pid) return Error{0, "stat: bad pid"};
   out.pid = *pid;
   out.comm = std::string(text.substr(open + 1, close - open - 1));
@@ -68,7 +60,7 @@ Result<StatFields> parse_stat(std::string_view text) {
   auto number_at = [&](std::size_t n, auto& dest) -> bool {
     auto f = field(n);
     if (!f) return false;
-    auto v = to_number<std::remove_reference_t<decltype(dest)>>(*f);
+    auto v = whole_number<std::remove_reference_t<decltype(dest)>>(*f);
     if (!v) return false;
     dest = *v;
     return true;
@@ -96,12 +88,12 @@ StatusFields parse_status(std::string_view text) {
     if (key == "Uid") {
       // real, effective, saved, fs
       const auto ids = split_fields(value);
-      if (ids.size() >= 2) out.euid = to_number<Uid>(ids[1]);
+      if (ids.size() >= 2) out.euid = whole_number<Uid>(ids[1]);
     } else if (key == "Tgid") {
-      out.tgid = to_number<Pid>(trim(value));
+      out.tgid = whole_number<Pid>(trim(value));
     } else if (key == "NSpid") {
       for (std::string_view id : split_fields(value)) {
-        if (auto pid = to_number<Pid>(id)) out.nspid.push_back(*pid);
+        if (auto pid = whole_number<Pid>(id)) out.nspid.push_back(*pid);
       }
     }
   });
@@ -207,9 +199,9 @@ std::optional<MapsLine> parse_maps_line(std::string_view line) {
   if (out.range.find('-') == std::string_view::npos) return std::nullopt;
   const std::size_t colon = fields[3].find(':');
   if (colon == std::string_view::npos) return std::nullopt;
-  auto major = to_number<unsigned>(fields[3].substr(0, colon), 16);
-  auto minor = to_number<unsigned>(fields[3].substr(colon + 1), 16);
-  auto inode = to_number<std::uint64_t>(fields[4]);
+  auto major = whole_number<unsigned>(fields[3].substr(0, colon), 16);
+  auto minor = whole_number<unsigned>(fields[3].substr(colon + 1), 16);
+  auto inode = whole_number<std::uint64_t>(fields[4]);
   if (!major || !minor || !inode) return std::nullopt;
   out.dev_major = *major;
   out.dev_minor = *minor;
@@ -238,7 +230,7 @@ std::string map_files_name(std::string_view range) {
 std::optional<std::uint32_t> parse_fdinfo_flags(std::string_view text) {
   std::optional<std::uint32_t> out;
   for_each_line(text, [&out](std::string_view line) {
-    if (line.substr(0, 6) == "flags:") out = to_number<std::uint32_t>(trim(line.substr(6)), 8);
+    if (line.substr(0, 6) == "flags:") out = whole_number<std::uint32_t>(trim(line.substr(6)), 8);
   });
   return out;
 }
@@ -246,7 +238,7 @@ std::optional<std::uint32_t> parse_fdinfo_flags(std::string_view text) {
 std::optional<std::int64_t> parse_btime(std::string_view text) {
   std::optional<std::int64_t> out;
   for_each_line(text, [&out](std::string_view line) {
-    if (line.substr(0, 6) == "btime ") out = to_number<std::int64_t>(trim(line.substr(6)));
+    if (line.substr(0, 6) == "btime ") out = whole_number<std::int64_t>(trim(line.substr(6)));
   });
   return out;
 }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,6 +17,7 @@
 #include "core/bounded_read.h"
 #include "core/deadline_pool.h"
 
+#include "core/whole_number.h"
 #include "procfs/blocked.h"
 #include "procfs/cgroup_trust.h"
 #include "procfs/owner.h"
@@ -53,10 +53,8 @@ unsigned reader_threads(std::size_t processes) {
 }
 
 std::optional<Pid> parse_pid_name(const char* name) {
-  Pid pid = 0;
-  const char* end = name + std::char_traits<char>::length(name);
-  auto [ptr, ec] = std::from_chars(name, end, pid);
-  if (ec != std::errc{} || ptr != end || pid <= 0) return std::nullopt;
+  const auto pid = whole_number<Pid>(name);
+  if (!pid || *pid <= 0) return std::nullopt;
   return pid;
 }
 

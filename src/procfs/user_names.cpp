@@ -2,8 +2,9 @@
 
 #include <pwd.h>
 
-#include <charconv>
 #include <vector>
+
+#include "core/whole_number.h"
 
 namespace gpuclean::procfs {
 
@@ -32,10 +33,7 @@ Result<Uid> uid_of_user(const std::string& name_or_number) {
       found != nullptr) {
     return Uid{found->pw_uid};
   }
-  Uid uid = 0;
-  const char* end = name_or_number.data() + name_or_number.size();
-  auto [ptr, ec] = std::from_chars(name_or_number.data(), end, uid);
-  if (!name_or_number.empty() && ec == std::errc{} && ptr == end) return uid;
+  if (auto uid = whole_number<Uid>(name_or_number)) return *uid;
   return Error{ENOENT, "no such user: '" + name_or_number + "'"};
 }
 
