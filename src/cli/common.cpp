@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/whole_number.h"
 
@@ -36,6 +37,18 @@ std::string normal_pci_address(std::string_view address) {
 }
 
 }  // namespace
+
+std::optional<int> open_gatherer(const collect::CollectOptions& options, const Io& io,
+                                 std::unique_ptr<collect::Gatherer>& gatherer,
+                                 std::string_view topic) {
+  auto opened = collect::Gatherer::open(options);
+  if (auto* error = std::get_if<collect::GatherError>(&opened)) {
+    say(io.err, topic) << error->message << '\n';
+    return exit_code_of(*error);
+  }
+  gatherer = std::move(std::get<0>(opened));
+  return std::nullopt;
+}
 
 bool names_pci_address(const std::string& text) {
   return text.find(':') != std::string::npos;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collect/gather.h"
@@ -31,6 +32,11 @@ struct Io {
 
 // The exit code for a failed collection: 2 for a bad selection, 3 for an unreadable /proc.
 int exit_code_of(const collect::GatherError& error);
+
+// Opens `gatherer`; when it cannot, says why (under `topic`) and returns the exit code.
+std::optional<int> open_gatherer(const collect::CollectOptions& options, const Io& io,
+                                 std::unique_ptr<collect::Gatherer>& gatherer,
+                                 std::string_view topic = {});
 
 // "0,2", "0-3", "all" → indices; nullopt for "all". Errors name the bad part.
 // A PCI address ("0000:c3:00.0", or NVML's "00000000:C3:00.0") names the GPU at that address

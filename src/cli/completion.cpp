@@ -25,14 +25,10 @@ namespace {
 // GPU indexes with their names: NVML through the helper (bounded by --nvml-timeout), else the
 // /dev/nvidiaN files (the minor number, which NVML's index usually but not always equals).
 int print_gpus(const CompletionOptions& options, const Io& io) {
-  auto opened = collect::Gatherer::open(options.common);
-  if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    say(io.err, "completion") << error->message << '\n';
-    return exit_code_of(*error);
-  }
-  collect::Gatherer& gatherer = *std::get<std::unique_ptr<collect::Gatherer>>(opened);
-  gatherer.start_nvml_helper();
-  if (auto view = gatherer.query_gpu_view(); view && !view->gpus.empty()) {
+  std::unique_ptr<collect::Gatherer> gatherer;
+  if (auto failed = open_gatherer(options.common, io, gatherer, "completion")) return *failed;
+  gatherer->start_nvml_helper();
+  if (auto view = gatherer->query_gpu_view(); view && !view->gpus.empty()) {
     for (const Gpu& gpu : view->gpus) {
       io.out << gpu.index << '\t' << output::escape_terminal(gpu.name) << '\n';
     }

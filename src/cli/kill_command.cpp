@@ -180,13 +180,8 @@ std::variant<LookBefore, int> look_before(const KillOptions& o,
                                           const diagnose::KillSelectors& selectors, const Io& io) {
   CommonOptions common = o.common;
   common.proc_root = kRealProc;
-  auto opened = collect::Gatherer::open(common);
-  if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    say(io.err, "kill") << error->message << '\n';
-    return exit_code_of(*error);
-  }
   LookBefore look;
-  look.gatherer = std::move(std::get<std::unique_ptr<collect::Gatherer>>(opened));
+  if (auto failed = open_gatherer(common, io, look.gatherer, "kill")) return *failed;
   look.gatherer->start_nvml_helper();  // a wedged driver must not keep kill from signalling
   collect::Gathered gathered = look.gatherer->collect();
   look.nvml_state = gathered.nvml_state;

@@ -30,7 +30,6 @@
 namespace gpuclean::cli {
 
 using collect::Gatherer;
-using collect::GatherError;
 namespace {
 
 // One scan + diagnosis as metrics. nullopt status when the gather failed (said on io.err);
@@ -172,12 +171,8 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
     }
     address = *parsed;
   }
-  auto opened = Gatherer::open(options.status.common);
-  if (auto* error = std::get_if<GatherError>(&opened)) {
-    say(io.err) << error->message << '\n';
-    return exit_code_of(*error);
-  }
-  auto gatherer = std::move(std::get<std::unique_ptr<Gatherer>>(opened));
+  std::unique_ptr<Gatherer> gatherer;
+  if (auto failed = open_gatherer(options.status.common, io, gatherer)) return *failed;
   gatherer->start_nvml_helper();  // every scrape bounded by --nvml-timeout
   // One scan first, also before serving: bad flags (--gpus 7 on a 1-GPU machine) are a usage
   // error at start, not an empty scrape later.

@@ -159,12 +159,8 @@ int run_recorder_command(const RecorderOptions& options, const Io& io) {
     say(io.err, "recorder") << "--full-scan " << full_scan.error().message() << '\n';
     return kExitUsage;
   }
-  auto opened = collect::Gatherer::open(options.common);
-  if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    say(io.err) << error->message << '\n';
-    return exit_code_of(*error);
-  }
-  std::unique_ptr<collect::Gatherer> gatherer = std::move(std::get<0>(opened));
+  std::unique_ptr<collect::Gatherer> gatherer;
+  if (auto failed = open_gatherer(options.common, io, gatherer)) return *failed;
   gatherer->scan_in_turns(*full_scan);
   gatherer->start_nvml_helper();  // before any thread: it forks
   return recorder::run_recorder(*settings, *gatherer, io.err);

@@ -88,12 +88,8 @@ int run_top(const TopOptions& options, const Io& io) {
     say(io.err, "top") << "--full-scan " << full_scan.error().message() << '\n';
     return kExitUsage;
   }
-  auto opened = collect::Gatherer::open(options.status.common);
-  if (auto* error = std::get_if<collect::GatherError>(&opened)) {
-    say(io.err) << error->message << '\n';
-    return exit_code_of(*error);
-  }
-  std::shared_ptr<collect::Gatherer> gatherer = std::move(std::get<0>(opened));
+  std::unique_ptr<collect::Gatherer> gatherer;
+  if (auto failed = open_gatherer(options.status.common, io, gatherer)) return *failed;
   gatherer->scan_in_turns(*full_scan);
   gatherer->start_nvml_helper();  // before any thread: it forks
   // The first look before the screen opens: a bad --gpus or --allow-user is said plainly.

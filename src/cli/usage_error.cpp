@@ -346,12 +346,7 @@ CLI::Validator pid_check(bool signal_hint, const std::string& noun) {
 CLI::Validator pid_selector_check() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        const std::size_t at = text.find('@');
-        if (at == std::string::npos) {
-          require_pid(text, true, "PID");
-          return {};
-        }
-        require_pid(text.substr(0, at), true, "PID");
+        require_pid(text.substr(0, text.find('@')), true, "PID");
         if (!parse_pid_selector(text)) {
           throw UsageError("'" + text +
                            "': after @ comes the process's start time, in clock ticks since "

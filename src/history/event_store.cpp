@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <concepts>
 #include <limits>
 #include <string_view>
 #include <tuple>
@@ -154,21 +155,34 @@ class Statement {
   ~Statement() { sqlite3_finalize(stmt_); }
 
   [[nodiscard]] bool ok() const { return stmt_ != nullptr; }
-  void bind(int i, std::int64_t value) { sqlite3_bind_int64(stmt_, i, value); }
+  template <std::integral T>
+  void bind(int i, T value) {
+    sqlite3_bind_int64(stmt_, i, static_cast<std::int64_t>(value));
+  }
   void bind(int i, double value) { sqlite3_bind_double(stmt_, i, value); }
-  void bind(int i, const std::string& text) {
-    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  // Text, or with `blob` the bytes as a BLOB.
+  void bind(int i, const std::string& text, bool blob = false) {
+    const auto size = static_cast<int>(text.size());
+    if (blob) {
+      sqlite3_bind_blob(stmt_, i, text.data(), size, SQLITE_TRANSIENT);
+    } else {
+      sqlite3_bind_text(stmt_, i, text.data(), size, SQLITE_TRANSIENT);
+    }
   }
-  void bind_blob(int i, const std::string& bytes) {
-    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
-  }
+  // An absent value binds NULL.
   template <typename T>
-  void bind_optional(int i, const std::optional<T>& value) {
+  void bind(int i, const std::optional<T>& value) {
     if (value) {
       bind(i, static_cast<std::int64_t>(*value));
     } else {
       sqlite3_bind_null(stmt_, i);
     }
+  }
+  // Binds `values` to ?1, ?2, … in turn.
+  template <typename... T>
+  void bind_all(const T&... values) {
+    int i = 0;
+    (bind(++i, values), ...);
   }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int step() { return sqlite3_step(stmt_); }
@@ -215,17 +229,17 @@ Status prepare_pruning(sqlite3* db) {
               "prepare pruning");
 }
 
-// Processes whose every event was pruned.
-Status delete_orphan_processes(sqlite3* db) {
-  return exec(db,
-              "DELETE FROM processes WHERE id IN (SELECT id FROM pruned_processes) AND NOT EXISTS "
-              "(SELECT 1 FROM events e WHERE e.process = processes.id); DELETE FROM "
-              "pruned_processes",
-              "prune processes without events");
-}
-
-// The commands and boots no process names any more.
-Status delete_orphan_names(sqlite3* db) {
+// Processes whose every event was pruned, then the commands and boots no process names any
+// more.
+Status delete_orphans(sqlite3* db) {
+  if (Status processes = exec(db,
+                              "DELETE FROM processes WHERE id IN (SELECT id FROM pruned_processes) "
+                              "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.process = "
+                              "processes.id); DELETE FROM pruned_processes",
+                              "prune processes without events");
+      !processes.ok()) {
+    return processes;
+  }
   return exec(db,
               "DELETE FROM commands WHERE id NOT IN (SELECT argv FROM processes) AND "
               "id NOT IN (SELECT parent_argv FROM processes); DELETE FROM boots WHERE id NOT IN "
@@ -342,18 +356,8 @@ struct EventStore::Impl {
   std::map<std::string, std::int64_t> boot_ids;
   std::map<std::string, std::int64_t> command_ids;
   std::map<std::tuple<std::string, Pid, std::uint64_t>, std::int64_t> process_ids;
-  ~Impl() {
-    insert_event.reset();
-    insert_process.reset();
-    find_process.reset();
-    insert_boot.reset();
-    find_boot.reset();
-    insert_command.reset();
-    find_command.reset();
-    mark_appeared.reset();
-    mark_left.reset();
-    sqlite3_close_v2(db);
-  }
+  // close_v2 waits for the statements, finalized just after (the members go after the body).
+  ~Impl() { sqlite3_close_v2(db); }
 
   Status prepare_writer();
   Result<std::int64_t> text_row(std::map<std::string, std::int64_t>& cache, Statement& insert,
@@ -450,13 +454,7 @@ Result<std::int64_t> EventStore::Impl::text_row(std::map<std::string, std::int64
                                                 Statement& insert, Statement& find,
                                                 const std::string& value, bool blob) const {
   if (const auto known = cache.find(value); known != cache.end()) return known->second;
-  for (Statement* statement : {&insert, &find}) {
-    if (blob) {
-      statement->bind_blob(1, value);
-    } else {
-      statement->bind(1, value);
-    }
-  }
+  for (Statement* statement : {&insert, &find}) statement->bind(1, value, blob);
   const int inserted = insert.step();
   insert.reset();
   if (inserted != SQLITE_DONE) {
@@ -484,22 +482,13 @@ Result<std::int64_t> EventStore::Impl::process_row(const RecordedProcess& proces
       text_row(command_ids, *insert_command, *find_command, stored_argv(process.parent_argv), true);
   if (!parent_argv.ok()) return parent_argv.error();
   Statement& insert = *insert_process;
-  insert.bind(1, *boot);
-  insert.bind(2, static_cast<std::int64_t>(process.pid));
-  insert.bind(3, static_cast<std::int64_t>(process.start_ticks));
-  insert.bind(4, process.user);
-  insert.bind(5, *argv);
-  insert.bind(6, process.owner);
-  insert.bind_optional(7, process.parent_pid);
-  insert.bind_optional(8, process.parent_start_ticks);
-  insert.bind(9, *parent_argv);
+  insert.bind_all(*boot, process.pid, process.start_ticks, process.user, *argv, process.owner,
+                  process.parent_pid, process.parent_start_ticks, *parent_argv);
   const int inserted = insert.step();
   insert.reset();
   if (inserted != SQLITE_DONE) return sqlite_error(db, "write a process row");
   Statement& find = *find_process;
-  find.bind(1, *boot);
-  find.bind(2, static_cast<std::int64_t>(process.pid));
-  find.bind(3, static_cast<std::int64_t>(process.start_ticks));
+  find.bind_all(*boot, process.pid, process.start_ticks);
   const int found = find.step();
   const std::int64_t id = find.integer(0);
   find.reset();
@@ -531,20 +520,14 @@ Status EventStore::append(const std::vector<HistoryEvent>& events) {
                         : event.kind == HistoryEventKind::kLeft   ? impl_->mark_left.get()
                                                                   : nullptr;
       if (mark != nullptr) {
-        mark->bind(1, *process);
-        mark->bind(2, event.time);
+        mark->bind_all(*process, event.time);
         written = mark->step() == SQLITE_DONE;
         mark->reset();
         if (!written) break;
       }
     }
-    insert.bind(1, event.time);
-    insert.bind(2, std::string(to_string(event.kind)));
-    insert.bind_optional(3, process);
-    insert.bind_optional(4, event.gpu);
-    insert.bind_optional(5, event.bytes);
-    insert.bind(6, event.klass);
-    insert.bind(7, event.detail);
+    insert.bind_all(event.time, std::string(to_string(event.kind)), process, event.gpu, event.bytes,
+                    event.klass, event.detail);
     written = insert.step() == SQLITE_DONE;
     insert.reset();
     if (!written) break;
@@ -663,20 +646,17 @@ Result<std::vector<HeldAt>> EventStore::Impl::open_processes(double time,
     HeldAt entry;
     entry.process = process_from_row(select, 1);
     const std::int64_t id = select.integer(0);
-    klass.bind(1, id);
-    klass.bind(2, time);
+    klass.bind_all(id, time);
     if (klass.step() == SQLITE_ROW) entry.klass = klass.text(0);
     klass.reset();
-    memory.bind(1, id);
-    memory.bind(2, time);
+    memory.bind_all(id, time);
     while (memory.step() == SQLITE_ROW) {
       if (memory.is_null(0) || memory.is_null(1)) continue;
       entry.gpu_memory[static_cast<unsigned>(memory.integer(0))] =
           static_cast<Bytes>(memory.integer(1));
     }
     memory.reset();
-    activity.bind(1, id);
-    activity.bind(2, time);
+    activity.bind_all(id, time);
     if (activity.step() == SQLITE_ROW) entry.activity = activity.text(0);
     activity.reset();
     held.push_back(std::move(entry));
@@ -794,12 +774,10 @@ Result<std::uint64_t> EventStore::prune(double before, std::uint64_t max_bytes) 
     deleted += *changed;
     // A process row goes with its last event, and a command line with its last process: the
     // size counts every table (a flood's size is its command lines).
-    if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
-    if (Status names = delete_orphan_names(db); !names.ok()) return names.error();
+    if (Status orphans = delete_orphans(db); !orphans.ok()) return orphans.error();
     if (*changed == 0) break;  // nothing left to delete: the schema alone is over the limit
   }
-  if (Status orphans = delete_orphan_processes(db); !orphans.ok()) return orphans.error();
-  if (Status names = delete_orphan_names(db); !names.ok()) return names.error();
+  if (Status orphans = delete_orphans(db); !orphans.ok()) return orphans.error();
   // The freed pages leave the file, and the WAL's copy of them is folded in and emptied: only
   // then is the space the file system's again.
   if (Status vacuum = exec(db, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)",
@@ -830,9 +808,7 @@ Result<std::optional<double>> EventStore::idle_since(const std::string& boot_id,
                     ") AND kind = 'activity_changed' ORDER BY time DESC, id DESC LIMIT 1")
                        .c_str());
   if (!latest.ok()) return sqlite_error(db, "prepare the idle query");
-  latest.bind(1, boot_id);
-  latest.bind(2, static_cast<std::int64_t>(pid));
-  latest.bind(3, static_cast<std::int64_t>(start_ticks));
+  latest.bind_all(boot_id, pid, start_ticks);
   const int step = latest.step();
   if (step == SQLITE_DONE) return std::optional<double>();
   if (step != SQLITE_ROW) return sqlite_error(db, "read the idle query");
@@ -853,9 +829,7 @@ Result<std::optional<RecordedParent>> EventStore::recorded_parent(const std::str
                      kProcessRow + ")")
                         .c_str());
   if (!row.ok()) return sqlite_error(db, "prepare the parent query");
-  row.bind(1, boot_id);
-  row.bind(2, static_cast<std::int64_t>(pid));
-  row.bind(3, static_cast<std::int64_t>(start_ticks));
+  row.bind_all(boot_id, pid, start_ticks);
   const int step = row.step();
   if (step == SQLITE_DONE) return std::optional<RecordedParent>();
   if (step != SQLITE_ROW) return sqlite_error(db, "read the parent query");

@@ -381,20 +381,20 @@ class TopSession {
     return report_ && report_->nvml_state == NvmlState::kPresent;
   }
 
-  [[nodiscard]] const Holder* selected_holder() const {
-    if (!report_ || !state_.selected) return nullptr;
-    for (const Holder& h : report_->diagnosis.holders) {
-      if (h.process.pid == *state_.selected) return &h;
+  // The selected holder; without one, the message line says so.
+  [[nodiscard]] const Holder* selected_holder() {
+    if (report_ && state_.selected) {
+      for (const Holder& h : report_->diagnosis.holders) {
+        if (h.process.pid == *state_.selected) return &h;
+      }
     }
+    state_.message = "no holder selected";
     return nullptr;
   }
 
   void explain_selected() {
     const Holder* holder = selected_holder();
-    if (holder == nullptr) {
-      state_.message = "no holder selected";
-      return;
-    }
+    if (holder == nullptr) return;
     const output::ExplainSubject subject = hooks_.explain_subject(*report_, holder->process.pid);
     std::ostringstream text;
     output::render_explain_text(text, *report_, subject);
@@ -406,10 +406,7 @@ class TopSession {
 
   void plan_kill() {
     const Holder* holder = selected_holder();
-    if (holder == nullptr) {
-      state_.message = "no holder selected";
-      return;
-    }
+    if (holder == nullptr) return;
     if (!holder->visible) {
       state_.message = "not visible from this PID namespace: nothing here can signal it";
       return;
