@@ -140,8 +140,12 @@ def test_snapshot_and_diff_name_the_new_holder(machine: Machine, tmp_path):
 
 
 def test_run_tears_down_what_the_command_left_and_records_it(machine: Machine):
-    script = (f"setsid sh -c 'exec sleep 300 < {machine.device}' > /dev/null 2>&1 & "
-              "echo daemon $!; exit 3")
+    # The command ends only once its daemon has exec'd sleep: run records a leftover's command
+    # line as first seen, and the fresh-clone CI of 67f1d9a once saw it while still "sh -c".
+    script = (f"setsid sh -c 'exec sleep 300 < {machine.device}' > /dev/null 2>&1 & d=$!; "
+              "n=0; until [ \"$(cat /proc/$d/comm 2>/dev/null)\" = sleep ] || [ $n -ge 1000 ]; "
+              "do n=$((n+1)); sleep 0.01; done; "
+              "echo daemon $d; exit 3")
     result = gpuclean.run(["sh", "-c", script], capture_output=True, text=True, grace=1, wait=5,
                           **machine.options())
     assert result.returncode == 3
