@@ -362,9 +362,24 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
   add_valued(*history, "--job", o.job, "Only the events of processes of this Slurm job", "ID");
   add_valued(*history, "--limit", o.limit, "At most this many events (default: 100000)", "N")
       ->check(whole_number_check(1, 100000000));
+  CLI::Option* report = history->add_flag(
+      "--report", o.report,
+      "Instead of a timeline: what leftovers cost, in GiB-hours of GPU memory, by --by, with "
+      "the longest-lived leftovers and how each ended (default --since: 7d)");
+  add_valued(*history, "--by", o.by,
+             "With --report: one line per user, owner (Slurm job, container, ...), command or "
+             "gpu (default: user)",
+             "user|owner|command|gpu")
+      ->check(CLI::IsMember({"user", "owner", "command", "gpu"}))
+      ->needs(report);
+  for (const char* other :
+       {"--at", "--follow", "--kind", "--all", "--gpu", "--pid", "--job", "--limit"}) {
+    report->excludes(other);
+  }
   set_help_footer(
       *history,
       {{"gpuclean history --since 2h", "the last two hours"},
+       {"gpuclean history --report --since 7d --by owner", "GiB-hours lost to leftovers, by job"},
        {"gpuclean history --at 03:12 --gpu 3", "what held GPU 3 at 03:12 today"},
        {"gpuclean history --pid 114812 --json", "one PID's story, as JSON"},
        {"gpuclean history -f --kind appeared,left,action", "holders and actions as they come"}},

@@ -9,6 +9,7 @@
 #include <memory>
 #include <variant>
 
+#include "cli/leftover_report.h"
 #include "core/diagnostics.h"
 #include "core/duration.h"
 #include "core/units.h"
@@ -16,6 +17,8 @@
 #include "history/event_store.h"
 #include "output/escape.h"
 #include "output/history_view.h"
+#include "output/json.h"
+#include "output/leftover_cost_view.h"
 #include "output/text_width.h"
 #include "procfs/host_facts.h"
 #include "recorder/action_socket.h"
@@ -146,6 +149,51 @@ std::string db_path_of(const std::string& given) {
   return given.empty() ? recorder::kDefaultDatabase : given;
 }
 
+// The database at `db` (empty: the default) for reading, or nullopt once the reason is said.
+std::optional<history::EventStore> open_history(const std::string& db, const Io& io) {
+  auto store = history::EventStore::open(db_path_of(db), true);
+  if (store.ok()) return std::move(*store);
+  say(io.err, "history") << store.error().message();
+  if (store.error().errnum == ENOENT) {
+    io.err << " (no history there: is gpuclean recorder running? systemctl enable --now "
+              "gpuclean-recorder.service)";
+  } else if (store.error().errnum == EACCES) {
+    io.err << " (the history is root's: run as root)";
+  }
+  io.err << '\n';
+  return std::nullopt;
+}
+
+// history --report: what leftovers cost from --since (default 7d, the recorder's retention)
+// to --until.
+int run_history_report(const HistoryOptions& options, const Io& io) {
+  const double now = unix_now();
+  auto since = moment("--since", options.since.empty() ? "7d" : options.since, now);
+  auto until = moment("--until", options.until, now);
+  if (!since.ok() || !until.ok() || until->value_or(now) <= **since) {
+    say(io.err, "history") << (!since.ok()   ? since.error().message()
+                               : !until.ok() ? until.error().message()
+                                             : std::string("--until must be after --since"))
+                           << '\n';
+    return kExitUsage;
+  }
+  auto store = open_history(options.db, io);
+  if (!store) return kExitRuntime;
+  auto report =
+      read_leftover_cost(*store, **since, until->value_or(now),
+                         cost_grouping_from_string(options.by).value_or(CostGrouping::kUser));
+  if (!report.ok()) {
+    say(io.err, "history") << report.error().message() << '\n';
+    return kExitRuntime;
+  }
+  if (options.common.json) {
+    output::write_json(io.out, output::leftover_cost_json(*report));
+  } else {
+    output::render_leftover_cost_text(io.out, *report);
+  }
+  return kExitClean;
+}
+
 }  // namespace
 
 int run_recorder_command(const RecorderOptions& options, const Io& io) {
@@ -209,6 +257,7 @@ std::optional<RecordedParent> recorded_parent_of(const std::string& db, const Pr
 }
 
 int run_history(const HistoryOptions& options, const Io& io) {
+  if (options.report) return run_history_report(options, io);
   const double now = unix_now();
   auto at = moment("--at", options.at, now);
   auto query = query_of(options, now);
@@ -216,19 +265,8 @@ int run_history(const HistoryOptions& options, const Io& io) {
     say(io.err, "history") << (at.ok() ? query.error() : at.error()).message() << '\n';
     return kExitUsage;
   }
-  const std::string path = db_path_of(options.db);
-  auto store = history::EventStore::open(path, true);
-  if (!store.ok()) {
-    say(io.err, "history") << store.error().message();
-    if (store.error().errnum == ENOENT) {
-      io.err << " (no history there: is gpuclean recorder running? systemctl enable --now "
-                "gpuclean-recorder.service)";
-    } else if (store.error().errnum == EACCES) {
-      io.err << " (the history is root's: run as root)";
-    }
-    io.err << '\n';
-    return kExitRuntime;
-  }
+  auto store = open_history(options.db, io);
+  if (!store) return kExitRuntime;
   if (*at) {
     auto held = store->held_at(**at);
     if (!held.ok()) {

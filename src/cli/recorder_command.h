@@ -41,6 +41,8 @@ struct HistoryOptions {
   bool all = false;                // --all: every memory change
   bool follow = false;
   unsigned long limit = 100000;
+  bool report = false;      // --report: what leftovers cost instead of a timeline
+  std::string by = "user";  // --by: the report's grouping (CostGrouping's names)
 };
 
 // The parent the recorder captured for `process` (this boot, its PID and start), from the

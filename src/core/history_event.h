@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -86,6 +87,18 @@ struct HistoryEvent {
   std::optional<Bytes> bytes;
   std::string klass;  // a HolderClass's name, for appeared and class_changed
   std::string detail;
+};
+
+// A gpuclean kill or run as an action event says it (input/action_reader.h reads its JSON):
+// who sent it is the kernel's word (the recorder adds it), the rest the sender's.
+struct RecordedAction {
+  double time = 0;
+  std::uint32_t uid = 0;
+  std::string user;
+  std::string command;  // "kill", "run"
+  Pid sender_pid = 0;   // the kernel's word: for run, its cgroup's name (owner gpuclean-run:PID)
+  // kill: its targets that were gone when it ended, by PID and start ticks.
+  std::vector<std::pair<Pid, std::uint64_t>> gone;
 };
 
 }  // namespace gpuclean

@@ -80,6 +80,14 @@ class EventStore {
   Status each_event(const EventQuery& query,
                     const std::function<void(const HistoryEvent&)>& each) const;
 
+  // What a leftover cost report reads (diagnose/leftover_cost.h), in time order, all before
+  // `until`: every event of each process recorded in a leftover class (appeared as one or
+  // changed to one) before then, from its first, and the events of no process about
+  // unattributed memory, gpuclean's actions and the recorder's starts and stops. Its cost
+  // grows with the leftovers, not with the holders.
+  Status each_leftover_event(double until,
+                             const std::function<void(const HistoryEvent&)>& each) const;
+
   // Who held a device at `time`: processes that had appeared and not yet left, with their class
   // and memory per GPU as last recorded by then.
   [[nodiscard]] Result<std::vector<HeldAt>> held_at(double time) const;

@@ -27,7 +27,9 @@ json argv_json(const std::vector<std::string>& argv) {
   return list;
 }
 
-json process_json(const RecordedProcess& p) {
+}  // namespace
+
+json recorded_process_json(const RecordedProcess& p) {
   json out = {{"pid", p.pid},   {"start_ticks", p.start_ticks}, {"boot_id", p.boot_id},
               {"user", p.user}, {"argv", argv_json(p.argv)},    {"owner", nullptr}};
   if (!p.owner.empty()) out["owner"] = p.owner;
@@ -40,9 +42,11 @@ json process_json(const RecordedProcess& p) {
   return out;
 }
 
+namespace {
+
 json event_json(const HistoryEvent& event) {
   json out = {{"time", event.time}, {"kind", to_string(event.kind)}};
-  out["process"] = event.process ? process_json(*event.process) : json();
+  out["process"] = event.process ? recorded_process_json(*event.process) : json();
   out["gpu"] = or_null(event.gpu);
   out["bytes"] = or_null(event.bytes);
   out["class"] = text_or_null(event.klass);
@@ -492,7 +496,7 @@ void render_held_at_text(std::ostream& out, double time, const std::vector<Histo
 void render_held_at_json(std::ostream& out, double time, const std::vector<HistoryHolder>& held) {
   json doc = {{"schema", 1}, {"at", time}, {"holders", json::array()}};
   for (const HistoryHolder& h : held) {
-    doc["holders"].push_back({{"process", process_json(h.process)},
+    doc["holders"].push_back({{"process", recorded_process_json(h.process)},
                               {"class", h.klass},
                               {"gpu_memory", gpu_memory_json(h.gpu_memory)}});
   }

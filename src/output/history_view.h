@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct HistoryHolder {
 
 // "python serve.py --tp 8": core's display_argv, or "?" for a process recorded without argv.
 std::string argv_text(const std::vector<std::string>& argv, std::size_t max_chars = 120);
+
+// A recorded process as `history --json` gives it: {pid, start_ticks, boot_id, user, argv,
+// owner, parent}.
+nlohmann::json recorded_process_json(const RecordedProcess& process);
 
 // "slurm job 4242", "gpuclean run 77", or the stored owner as it is.
 std::string recorded_owner_text(const std::string& owner);

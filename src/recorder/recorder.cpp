@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include "core/atomic_file.h"
 #include "core/exit_code.h"
 #include "core/unique_fd.h"
+#include "diagnose/leftover_cost.h"
 #include "history/event_store.h"
 #include "procfs/host_facts.h"
 #include "procfs/proc_fs.h"
@@ -125,6 +127,8 @@ class Recorder {
   };
   std::map<std::uint32_t, Quota> quotas_;  // non-root senders' actions this minute, by UID
   HolderBudget holder_budget_;             // non-root users' new holders this minute
+  // Leftover memory over time, counted from the events as they are kept (only the totals).
+  diagnose::LeftoverMeter leftover_meter_{0, std::numeric_limits<double>::infinity(), false};
   bool within_quota(std::uint32_t uid);
 };
 
@@ -209,6 +213,7 @@ void Recorder::flush() {
 void Recorder::keep(std::vector<HistoryEvent> events) {
   for (HistoryEvent& event : events) {
     if (journal_.connected() && !journal_.send(journal_fields(event))) ++health_.journal_dropped;
+    leftover_meter_.apply(event);  // what the database gets, so what history --report counts
     pending_.push_back(std::move(event));
   }
   while (pending_.size() > kMaxPending) {
@@ -248,7 +253,12 @@ void Recorder::start() {
         events.push_back(std::move(left));
       }
     }
-    if (auto open = store_->still_open(boot_id_); open.ok()) state_ = resumed(*open);
+    if (auto open = store_->still_open(boot_id_); open.ok()) {
+      state_ = resumed(*open);
+      for (const history::HeldAt& held : *open) {
+        leftover_meter_.take_up(held.process, held.klass, held.gpu_memory, held.activity, now);
+      }
+    }
     prune(true);
     last_prune_ = Clock::now();
   }
@@ -361,6 +371,7 @@ void Recorder::look() {
                 std::make_move_iterator(returns.end()));
   state_ = std::move(now_state);
   health_.holders_skipped += holder_budget_.apply(events, now);
+  leftover_meter_.advance(now);
   keep(std::move(events));
   if (Clock::now() - last_prune_ >= kPruneEvery) {
     prune(true);
@@ -435,6 +446,7 @@ void Recorder::write_health() {
   if (settings_.textfile.empty() || Clock::now() - last_health_ < kHealthEvery) return;
   last_health_ = Clock::now();
   if (proc_events_) health_.proc_event_overruns = proc_events_->counts().overruns;
+  health_.leftover_byte_seconds = leftover_meter_.totals();
   const Result<std::string> text = render_health(health_);
   const Status written =
       text.ok() ? write_file_atomically(settings_.textfile, *text) : Status(text.error());
@@ -505,6 +517,34 @@ int Recorder::run(int signal_fd) {
 }  // namespace
 
 #ifdef GPUCLEAN_METRICS
+namespace {
+
+// gpuclean_recorder_leftover_memory_byte_seconds_total{class, owner_kind}: every leftover class
+// and unattributed memory with owner_kind "none" always (increase() needs a series from the
+// start), and each other owner kind that held anything. Named apart from `metrics`' own
+// gpuclean_leftover_memory_byte_seconds_total: node_exporter refuses one series from two files.
+prometheus::MetricFamily leftover_family(const diagnose::CostTotals& totals) {
+  diagnose::CostTotals series = totals;
+  for (std::string_view klass : kLeftoverClasses) series[{std::string(klass), "none"}] += 0;
+  series[{std::string(kUnattributedClass), "none"}] += 0;
+  prometheus::MetricFamily family{
+      "gpuclean_recorder_leftover_memory_byte_seconds_total",
+      "GPU memory held by leftovers (orphan, heir, zombie-leader) and unattributed memory, "
+      "integrated over time as the history records it (what history --report counts), since "
+      "the recorder started.",
+      prometheus::MetricType::Counter,
+      {}};
+  for (const auto& [key, byte_seconds] : series) {
+    prometheus::ClientMetric metric;
+    metric.label = {{"class", key.first}, {"owner_kind", key.second}};
+    metric.counter.value = byte_seconds;
+    family.metric.push_back(std::move(metric));
+  }
+  return family;
+}
+
+}  // namespace
+
 Result<std::string> render_health(const RecorderHealth& h) {
   // One series without labels, in a family of its own; a counter where the name says so
   // (Prometheus's "_total"), else a gauge.
@@ -518,7 +558,7 @@ Result<std::string> render_health(const RecorderHealth& h) {
         counter ? prometheus::MetricType::Counter : prometheus::MetricType::Gauge,
         {metric}};
   };
-  const std::vector<prometheus::MetricFamily> families = {
+  std::vector<prometheus::MetricFamily> families = {
       family("gpuclean_recorder_events_written_total", "Events the recorder wrote to its database.",
              h.events_written),
       family("gpuclean_recorder_events_dropped_total",
@@ -547,6 +587,7 @@ Result<std::string> render_health(const RecorderHealth& h) {
              h.holders_skipped),
       family("gpuclean_recorder_proc_event_overruns_total",
              "Times the process events queue overflowed (events lost).", h.proc_event_overruns)};
+  families.push_back(leftover_family(h.leftover_byte_seconds));
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();

@@ -20,6 +20,7 @@
 #include "core/result.h"
 #include "diagnose/diagnosis.h"
 #include "diagnose/history_diff.h"
+#include "diagnose/leftover_cost.h"
 
 namespace gpuclean::recorder {
 
@@ -55,6 +56,9 @@ struct RecorderHealth {
   double last_write = 0;  // seconds since the epoch; 0: never
   bool proc_events = false;
   std::uint64_t proc_event_overruns = 0;
+  // Leftover memory over time by (class, owner kind), from the events kept
+  // (diagnose/leftover_cost.h).
+  diagnose::CostTotals leftover_byte_seconds;
 };
 
 // The health in Prometheus's text format (gpuclean_recorder_*), made by prometheus-cpp's

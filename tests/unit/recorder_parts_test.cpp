@@ -300,6 +300,7 @@ TEST(RecorderHealth, IsPrometheusTextWithTheSameSeries) {
   health.looks = 3;
   health.last_write = 1796380000.25;
   health.proc_events = true;
+  health.leftover_byte_seconds[{"orphan", "slurm-job"}] = 8589934592.0 * 60;
   const Result<std::string> text = recorder::render_health(health);
   ASSERT_TRUE(text.ok()) << text.error().message();
   EXPECT_EQ(text->substr(0, text->find("# HELP gpuclean_recorder_pending_events")),
@@ -311,11 +312,21 @@ TEST(RecorderHealth, IsPrometheusTextWithTheSameSeries) {
             "failed longer than the memory queue holds.\n"
             "# TYPE gpuclean_recorder_events_dropped_total counter\n"
             "gpuclean_recorder_events_dropped_total 0\n");
-  for (const std::string line :
-       {"\ngpuclean_recorder_looks_total 3\n", "\ngpuclean_recorder_proc_events 1\n",
-        "\n# TYPE gpuclean_recorder_proc_events gauge\n",
-        "\ngpuclean_recorder_last_write_timestamp_seconds 1796380000.25\n",
-        "\ngpuclean_recorder_proc_event_overruns_total 0\n"}) {
+  for (
+      const std::string line :
+      {"\ngpuclean_recorder_looks_total 3\n", "\ngpuclean_recorder_proc_events 1\n",
+       "\n# TYPE gpuclean_recorder_proc_events gauge\n",
+       "\ngpuclean_recorder_last_write_timestamp_seconds 1796380000.25\n",
+       "\ngpuclean_recorder_proc_event_overruns_total 0\n",
+       // Leftover memory over time: the series held, and every class with owner_kind "none"
+       // from the start (increase() needs a series before the first leftover).
+       "\n# TYPE gpuclean_recorder_leftover_memory_byte_seconds_total counter\n",
+       "\ngpuclean_recorder_leftover_memory_byte_seconds_total{class=\"orphan\",owner_kind=\"slurm-"
+       "job\"} 515396075520\n",
+       "\ngpuclean_recorder_leftover_memory_byte_seconds_total{class=\"heir\",owner_kind=\"none\"} "
+       "0\n",
+       "\ngpuclean_recorder_leftover_memory_byte_seconds_total{class=\"unattributed\",owner_kind="
+       "\"none\"} 0\n"}) {
     EXPECT_NE(text->find(line), std::string::npos) << line << "in:\n" << *text;
   }
   std::size_t series = 0;
@@ -323,7 +334,7 @@ TEST(RecorderHealth, IsPrometheusTextWithTheSameSeries) {
        at = text->find("# TYPE", at + 1)) {
     ++series;
   }
-  EXPECT_EQ(series, 13U);
+  EXPECT_EQ(series, 14U);
 }
 #endif
 

@@ -1,0 +1,331 @@
+#include "diagnose/leftover_cost.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace gpuclean::diagnose {
+
+namespace {
+
+// A kill or run explains a leftover's end when it came within this long of it: kill reports
+// after its teardown and its look (bounded by --wait), the recorder sees the end at a look.
+constexpr double kActionSpan = 600;
+
+// The seconds a memory_returned event's detail gives; nullopt for anything else.
+std::optional<double> seconds_of(const std::string& detail) {
+  double seconds = 0;
+  const auto [end, error] = std::from_chars(detail.data(), detail.data() + detail.size(), seconds);
+  if (error != std::errc() || !std::isfinite(seconds)) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace
+
+LeftoverMeter::LeftoverMeter(double since, double until, bool keep_episodes)
+    : since_(since), until_(until), keep_episodes_(keep_episodes) {}
+
+// "busy (SM 87%, memory 5%)", "idle", "unknown": activity_changed's detail.
+LeftoverMeter::Activity LeftoverMeter::activity_of(std::string_view detail) {
+  const std::string_view word = detail.substr(0, detail.find(' '));
+  if (word == "idle") return Activity::kIdle;
+  if (word == "busy") return Activity::kBusy;
+  return Activity::kUnknown;
+}
+
+LeftoverMeter::Key LeftoverMeter::key_of(const RecordedProcess& process) {
+  return {process.boot_id, process.pid, process.start_ticks};
+}
+
+void LeftoverMeter::advance(double time) {
+  const double from = std::max(counted_to_, since_);
+  const double to = std::min(time, until_);
+  if (to > from) {
+    if (watching_) {
+      count(to - from);
+    } else {
+      unwatched_ += to - from;
+    }
+  }
+  counted_to_ = std::max(counted_to_, time);
+}
+
+void LeftoverMeter::count(double seconds) {
+  for (auto& [key, open] : open_) {
+    if (!open.episode) continue;
+    LeftoverEpisode& episode = episodes_[*open.episode];
+    for (const auto& [gpu, bytes] : open.memory) {
+      const double held = static_cast<double>(bytes) * seconds;
+      episode.byte_seconds += held;
+      episode.gpu_byte_seconds[gpu] += held;
+      episode.class_byte_seconds[open.klass] += held;
+      if (open.activity == Activity::kIdle) episode.idle_byte_seconds += held;
+      if (open.activity != Activity::kUnknown) episode.known_byte_seconds += held;
+      totals_[{open.klass, open.owner_kind}] += held;
+    }
+  }
+  for (const auto& [gpu, bytes] : unattributed_) {
+    UnattributedCost& cost = unattributed_cost_[gpu];
+    cost.gpu = gpu;
+    cost.byte_seconds += static_cast<double>(bytes) * seconds;
+    cost.seconds += seconds;
+    totals_[{std::string(kUnattributedClass), "none"}] += static_cast<double>(bytes) * seconds;
+  }
+}
+
+void LeftoverMeter::note_peak(const Open& open) {
+  if (!open.episode) return;
+  Bytes all = 0;
+  for (const auto& [gpu, bytes] : open.memory) all += bytes;
+  Bytes& peak = episodes_[*open.episode].peak_bytes;
+  peak = std::max(peak, all);
+}
+
+LeftoverMeter::Open& LeftoverMeter::open_for(const RecordedProcess& process,
+                                             const std::string& klass) {
+  const Key key = key_of(process);
+  auto it = open_.find(key);
+  if (it == open_.end()) {
+    Open open;
+    open.process = process;
+    open.owner_kind = owner_kind_of(process.owner);
+    it = open_.emplace(key, std::move(open)).first;
+    set_class(it->second, klass, counted_to_);
+  }
+  return it->second;
+}
+
+void LeftoverMeter::set_class(Open& open, const std::string& klass, double time) {
+  open.klass = klass;
+  const bool leftover = is_leftover_class(klass);
+  if (leftover && !open.episode) {
+    LeftoverEpisode episode;
+    if (keep_episodes_) episode.process = open.process;
+    episode.klass = klass;
+    episode.since = time;
+    if (!free_episodes_.empty()) {
+      open.episode = free_episodes_.back();
+      free_episodes_.pop_back();
+      episodes_[*open.episode] = std::move(episode);
+    } else {
+      open.episode = episodes_.size();
+      episodes_.push_back(std::move(episode));
+    }
+    note_peak(open);
+  } else if (!leftover && open.episode) {
+    end_episode(open, {.how = LeftoverEnd::How::kReclassed, .time = time, .detail = klass});
+  }
+}
+
+void LeftoverMeter::end_episode(Open& open, LeftoverEnd end) {
+  if (!open.episode) return;
+  const std::size_t index = *open.episode;
+  open.episode.reset();
+  episodes_[index].end = std::move(end);
+  if (keep_episodes_) {
+    ended_[key_of(open.process)] = index;
+  } else {
+    free_episodes_.push_back(index);  // the totals have it; the episode is not needed again
+  }
+}
+
+void LeftoverMeter::take_up(const RecordedProcess& process, const std::string& klass,
+                            const std::map<unsigned, Bytes>& gpu_memory,
+                            const std::string& activity, double time) {
+  advance(time);
+  Open& open = open_for(process, klass);
+  open.memory = gpu_memory;
+  std::erase_if(open.memory, [](const auto& entry) { return entry.second == 0; });
+  open.activity = activity_of(activity);
+  note_peak(open);
+}
+
+void LeftoverMeter::apply(const HistoryEvent& event) {
+  advance(event.time);
+  switch (event.kind) {
+    case HistoryEventKind::kRecorderStopped:
+      watching_ = false;
+      return;
+    case HistoryEventKind::kRecorderStarted:
+      watching_ = true;
+      return;
+    case HistoryEventKind::kUnattributedAppeared:
+      if (event.gpu && event.bytes) {
+        unattributed_[*event.gpu] = *event.bytes;
+        UnattributedCost& cost = unattributed_cost_[*event.gpu];
+        cost.gpu = *event.gpu;
+        cost.peak_bytes = std::max(cost.peak_bytes, *event.bytes);
+      }
+      return;
+    case HistoryEventKind::kUnattributedCleared:
+      if (event.gpu) unattributed_.erase(*event.gpu);
+      return;
+    default:
+      break;
+  }
+  if (!event.process) return;
+  const Key key = key_of(*event.process);
+  switch (event.kind) {
+    case HistoryEventKind::kAppeared: {
+      open_.erase(key);
+      open_for(*event.process, event.klass);
+      return;
+    }
+    case HistoryEventKind::kClassChanged:
+      set_class(open_for(*event.process, event.klass), event.klass, event.time);
+      return;
+    case HistoryEventKind::kMemoryChanged: {
+      if (!event.gpu || !event.bytes) return;
+      Open& open = open_for(*event.process, "");
+      if (*event.bytes == 0) {
+        open.memory.erase(*event.gpu);
+      } else {
+        open.memory[*event.gpu] = *event.bytes;
+      }
+      note_peak(open);
+      return;
+    }
+    case HistoryEventKind::kActivityChanged:
+      open_for(*event.process, "").activity = activity_of(event.detail);
+      return;
+    case HistoryEventKind::kLeft: {
+      const auto it = open_.find(key);
+      if (it == open_.end()) return;
+      end_episode(it->second,
+                  {.how = LeftoverEnd::How::kExited, .time = event.time, .detail = event.detail});
+      open_.erase(it);
+      return;
+    }
+    case HistoryEventKind::kMemoryReturned: {
+      const auto it = ended_.find(key);
+      if (it != ended_.end()) episodes_[it->second].memory_back_seconds = seconds_of(event.detail);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+namespace {
+
+// The gpuclean action that ended an episode that exited, if one did: a kill that names it (PID
+// and start ticks) gone, sent by root or its own user (no one else could have killed it: any
+// local user can send an action naming anything), or the run whose group owned it (the
+// kernel's sender PID is the group's name).
+std::optional<LeftoverEnd> killed_by(const LeftoverEpisode& episode,
+                                     const std::vector<RecordedAction>& actions) {
+  const RecordedProcess& p = episode.process;
+  const std::pair<Pid, std::uint64_t> identity{p.pid, p.start_ticks};
+  for (const RecordedAction& action : actions) {
+    if (std::abs(action.time - *episode.end.time) > kActionSpan) continue;
+    bool ended = false;
+    if (action.command == "kill") {
+      ended = (action.uid == 0 || action.user == p.user) &&
+              std::find(action.gone.begin(), action.gone.end(), identity) != action.gone.end();
+    } else if (action.command == "run") {
+      ended = p.owner == "gpuclean-run:" + std::to_string(action.sender_pid);
+    }
+    if (ended) {
+      return LeftoverEnd{.how = LeftoverEnd::How::kKilled,
+                         .time = episode.end.time,
+                         .by_user = action.user,
+                         .by_command = action.command};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string group_key(const LeftoverEpisode& episode, CostGrouping by) {
+  switch (by) {
+    case CostGrouping::kUser:
+      return episode.process.user.empty() ? "(unknown user)" : episode.process.user;
+    case CostGrouping::kOwner:
+      return episode.process.owner.empty() ? "(no owner)" : episode.process.owner;
+    case CostGrouping::kCommand:
+      return command_name(episode.process.argv);
+    case CostGrouping::kGpu:
+      break;
+  }
+  return "";
+}
+
+// Adds `share` of an episode (1 for one group; a GPU's part of its byte-seconds by GPU) to
+// `group`. A GPU's idle part is its share of the episode's idle byte-seconds: exact while
+// the memory per GPU stays as it was, which is what a server's does.
+void add_to_group(LeftoverCostGroup& group, const LeftoverEpisode& episode, double share) {
+  group.byte_seconds += episode.byte_seconds * share;
+  group.idle_byte_seconds += episode.idle_byte_seconds * share;
+  ++group.leftovers;
+  for (const auto& [klass, held] : episode.class_byte_seconds) {
+    group.class_byte_seconds[klass] += held * share;
+  }
+}
+
+std::vector<LeftoverCostGroup> groups_of(const LeftoverCostReport& report) {
+  std::map<std::string, LeftoverCostGroup> groups;
+  const auto group = [&groups](const std::string& key) -> LeftoverCostGroup& {
+    LeftoverCostGroup& g = groups[key];
+    g.key = key;
+    return g;
+  };
+  for (const LeftoverEpisode& episode : report.leftovers) {
+    if (report.by != CostGrouping::kGpu) {
+      add_to_group(group(group_key(episode, report.by)), episode, 1);
+      continue;
+    }
+    for (const auto& [gpu, held] : episode.gpu_byte_seconds) {
+      add_to_group(group("GPU " + std::to_string(gpu)), episode, held / episode.byte_seconds);
+    }
+  }
+  for (const UnattributedCost& cost : report.unattributed) {
+    LeftoverCostGroup& g = group(report.by == CostGrouping::kGpu ? "GPU " + std::to_string(cost.gpu)
+                                                                 : std::string(kUnattributedKey));
+    g.byte_seconds += cost.byte_seconds;
+    g.class_byte_seconds[std::string(kUnattributedClass)] += cost.byte_seconds;
+  }
+  std::vector<LeftoverCostGroup> sorted;
+  for (auto& [key, g] : groups) sorted.push_back(std::move(g));
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const LeftoverCostGroup& a, const LeftoverCostGroup& b) {
+                     return a.byte_seconds > b.byte_seconds;
+                   });
+  return sorted;
+}
+
+}  // namespace
+
+LeftoverCostReport LeftoverMeter::report(CostGrouping by,
+                                         const std::vector<RecordedAction>& actions) const {
+  LeftoverCostReport report;
+  report.since = since_;
+  report.until = until_;
+  report.by = by;
+  report.unwatched_seconds = unwatched_;
+  for (const LeftoverEpisode& episode : episodes_) {
+    if (episode.since >= until_ || (episode.end.time && *episode.end.time < since_)) continue;
+    LeftoverEpisode& kept = report.leftovers.emplace_back(episode);
+    if (kept.end.how == LeftoverEnd::How::kExited) {
+      if (auto killed = killed_by(kept, actions)) kept.end = std::move(*killed);
+    }
+    report.byte_seconds += kept.byte_seconds;
+    report.idle_byte_seconds += kept.idle_byte_seconds;
+    report.known_byte_seconds += kept.known_byte_seconds;
+    for (const auto& [klass, held] : kept.class_byte_seconds) {
+      report.class_byte_seconds[klass] += held;
+    }
+  }
+  for (const auto& [gpu, cost] : unattributed_cost_) {
+    if (cost.seconds <= 0) continue;
+    report.unattributed.push_back(cost);
+    report.byte_seconds += cost.byte_seconds;
+    report.class_byte_seconds[std::string(kUnattributedClass)] += cost.byte_seconds;
+  }
+  std::stable_sort(report.leftovers.begin(), report.leftovers.end(),
+                   [this](const LeftoverEpisode& a, const LeftoverEpisode& b) {
+                     return a.seconds(until_) > b.seconds(until_);
+                   });
+  report.groups = groups_of(report);
+  return report;
+}
+
+}  // namespace gpuclean::diagnose
