@@ -40,14 +40,13 @@ bool is_interpreter(const std::string& name) {
 
 std::string command_name(const std::vector<std::string>& argv) {
   if (argv.empty()) return "(no command line)";
-  const std::string program = base_name(argv[0]);
+  std::string program = base_name(argv[0]);
   if (!is_interpreter(program)) return program;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
-    if ((arg == "-m" || arg == "-c") && i + 1 < argv.size()) {
-      return program + " " + arg + (arg == "-m" ? " " + argv[i + 1] : "");
-    }
-    if (!arg.empty() && arg[0] != '-') return program + " " + base_name(arg);
+    if (arg == "-c") return program.append(" -c");
+    if (arg == "-m" && i + 1 < argv.size()) return program.append(" -m ").append(argv[i + 1]);
+    if (!arg.empty() && arg[0] != '-') return program.append(" ").append(base_name(arg));
   }
   return program;
 }

@@ -284,6 +284,7 @@ std::vector<LeftoverCostGroup> groups_of(const LeftoverCostReport& report) {
     g.class_byte_seconds[std::string(kUnattributedClass)] += cost.byte_seconds;
   }
   std::vector<LeftoverCostGroup> sorted;
+  sorted.reserve(groups.size());
   for (auto& [key, g] : groups) sorted.push_back(std::move(g));
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const LeftoverCostGroup& a, const LeftoverCostGroup& b) {
