@@ -397,3 +397,53 @@ def test_a_frozen_holder_parses_with_its_thaw_command():
     assert holder.threads[0].stays_in_d is False
     old = Holder.from_json({"pid": 5, "class": "stuck", "threads": [{"tid": 5, "state": "D"}]})
     assert old.frozen is None and old.threads[0].stays_in_d is False
+
+
+def test_history_report_counts_a_killed_orphan_from_the_recorders_history(machine: Machine,
+                                                                          tmp_path):
+    """Issue 52: the recorder (started here, stopped here) records an orphan of 2 GiB that
+    gpuclean.kill ends; history_report reads its cost back, typed, and says who ended it."""
+    db, sock = tmp_path / "history.db", tmp_path / "run" / "recorder.sock"
+    began = time.time() - 1
+    # Before the recorder: its NVML helper reads the fake's scenario once, as it starts.
+    orphan = machine.holder(detach=True, gib=2)
+    recorder = subprocess.Popen(
+        [machine.binary, "recorder", "--db", str(db), "--socket", str(sock), "--journal", "off",
+         "--interval", "200ms", "--device-glob", machine.glob], env=machine.env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(sock.exists), "the recorder made its socket after its first look"
+
+        def recorded(kind: str) -> bool:
+            out = subprocess.run([machine.binary, "history", "--db", str(db), "--json",
+                                  "--since", "1h", "--kind", kind],
+                                 capture_output=True, text=True).stdout
+            return any(e["process"] and e["process"]["pid"] == orphan
+                       or kind == "action" for e in json.loads(out or '{"events": []}')["events"])
+
+        assert wait_until(lambda: recorded("memory_changed"))
+        gpuclean.kill(orphan, wait=5, **dict(machine.options(),
+                                             env=dict(machine.env, GPUCLEAN_RECORDER_SOCKET=str(sock))))
+        assert wait_until(lambda: recorded("left") and recorded("action"))
+    finally:
+        recorder.terminate()
+        recorder.wait(timeout=10)
+    report = gpuclean.history_report(db=db, since=began, by="command")
+    assert isinstance(report, gpuclean.HistoryReport) and report.by == "command"
+    [leftover] = report.leftovers
+    assert isinstance(leftover, gpuclean.ReportLeftover)
+    assert leftover.pid == orphan and leftover.klass == "orphan" and leftover.argv[0] == "sleep"
+    assert leftover.how == "killed" and leftover.by_command == "kill"
+    assert leftover.peak_bytes == 2 << 30
+    # The figures agree with each other: 2 GiB for as long as it was a leftover.
+    assert leftover.byte_seconds == pytest.approx((2 << 30) * leftover.seconds, rel=1e-6)
+    assert report.gib_hours == pytest.approx(report.byte_seconds / gpuclean.model.GIB_HOURS)
+    assert [g.key for g in report.groups][:1] == ["sleep"]
+    # Negative control: a window before the recorder ran holds nothing.
+    assert gpuclean.history_report(db=db, since=1000, until=2000).leftovers == []
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.history_report(db=tmp_path / "none.db")
+    assert caught.value.returncode == 3
+    with pytest.raises(gpuclean.GpucleanError) as caught:
+        gpuclean.history_report(db=db, by="planet")
+    assert caught.value.returncode == 2

@@ -11,10 +11,11 @@ The binary is found through ``$GPUCLEAN`` or PATH; see the package's README.md.
 """
 
 from ._binary import GpucleanError, find_binary
-from .api import check, diff, kill, run, snapshot, status, who
-from .model import (HOLDER_CLASSES, Activity, Diff, Difference, Frozen, Gpu, GpuProcess, Holder, KillResult,
-                    KillTarget, Memory, Nvml, Owner, Problem, RunLeftover, RunRecord, RunResult,
-                    Skipped, Snapshot, Status, format_bytes)
+from .api import check, diff, history_report, kill, run, snapshot, status, who
+from .model import (HOLDER_CLASSES, Activity, Diff, Difference, Frozen, Gpu, GpuProcess, HistoryReport,
+                    Holder, KillResult, KillTarget, Memory, Nvml, Owner, Problem, ReportGroup,
+                    ReportLeftover, RunLeftover, RunRecord, RunResult, Skipped, Snapshot, Status,
+                    format_bytes)
 from .scope import Containment, Leftover, contained
 
 __version__ = "0.1.0"
@@ -24,5 +25,5 @@ __all__ = [
     "contained", "Containment", "Leftover", "Status", "Gpu", "GpuProcess", "Memory", "Holder",
     "Owner", "Problem", "Nvml", "KillResult", "KillTarget", "Snapshot", "Diff", "Difference",
     "RunRecord", "RunLeftover", "RunResult", "Skipped", "format_bytes", "Frozen", "HOLDER_CLASSES",
-    "Activity",
+    "Activity", "history_report", "HistoryReport", "ReportGroup", "ReportLeftover",
 ]

@@ -11,11 +11,12 @@ import json
 import os
 import subprocess
 import tempfile
+from datetime import datetime
 from typing import Any, Iterable, List, Optional, Sequence, Union
 
 from ._binary import GpucleanError, Options, failure, find_binary, invoke, parse_document, \
     seconds_arg
-from .model import Diff, KillResult, RunRecord, RunResult, Snapshot, Status
+from .model import Diff, HistoryReport, KillResult, RunRecord, RunResult, Snapshot, Status
 
 SnapshotLike = Union[Snapshot, str, "os.PathLike[str]"]
 
@@ -269,6 +270,38 @@ def run(cmd: Union[str, Sequence[str]], *, check: bool = False, capture_output: 
     if check:
         result.check_returncode()
     return result
+
+
+def _moment(value: Union[str, float, int, datetime]) -> str:
+    """A moment as history takes it: a datetime or Unix seconds as @SECONDS, text as it is
+    ("7d", "2026-12-04 10:07")."""
+    if hasattr(value, "timestamp"):
+        return f"@{int(value.timestamp())}"
+    if isinstance(value, (int, float)):
+        return f"@{int(value)}"
+    return str(value)
+
+
+def history_report(*, since: Union[str, float, int, datetime] = "7d",
+                   until: Optional[Union[str, float, int, datetime]] = None, by: str = "user",
+                   db: Optional[Union[str, "os.PathLike[str]"]] = None,
+                   binary: Optional[str] = None, env: Optional[dict] = None) -> HistoryReport:
+    """What leftovers cost, from the flight recorder's database (``gpuclean history --report``):
+    GiB-hours of GPU memory held by leftovers and unattributed memory from ``since`` (default
+    the last 7 days) to ``until`` (default now), grouped ``by`` "user", "owner", "command" or
+    "gpu", with the longest-lived leftovers and how each ended. Raises GpucleanError when the
+    history cannot be read (returncode 3: none, not readable, damaged) or on bad arguments (2)."""
+    options = _options(binary=binary, env=env)
+    args = ["history", "--report", "--json", "--since", _moment(since), "--by", str(by)]
+    if until is not None:
+        args += ["--until", _moment(until)]
+    if db is not None:
+        args += ["--db", os.fspath(db)]
+    done = invoke(options, args)
+    document = parse_document(done)
+    if document is None or done.returncode != 0:
+        raise failure(done, "gpuclean history --report")
+    return HistoryReport.from_json(document)
 
 
 def _identity(path: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[tuple]:

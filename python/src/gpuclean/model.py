@@ -477,3 +477,95 @@ class RunResult:
                                 returncode=self.returncode,
                                 stderr=self.stderr if isinstance(self.stderr, str) else "",
                                 args=self.args, result=self)
+
+
+GIB_HOURS = float(1 << 30) * 3600  # byte-seconds in a GiB-hour
+
+
+def _epoch(seconds: Optional[float]) -> Optional[datetime]:
+    return None if seconds is None else datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class ReportGroup:
+    """One line of ``history --report``: a user, an owner, a command or a GPU."""
+
+    key: str  # "alice", "slurm-job:4242", "python3 serve.py", "GPU 0", "(unattributed)"
+    gib_hours: float
+    byte_seconds: float
+    idle_byte_seconds: float
+    leftovers: int
+    classes: Dict[str, float]  # byte-seconds per class: "orphan", "heir", …, "unattributed"
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ReportGroup":
+        return cls(d["key"], float(d["gib_hours"]), float(d["byte_seconds"]),
+                   float(d.get("idle_byte_seconds") or 0), int(d.get("leftovers") or 0),
+                   {str(k): float(v) for k, v in (d.get("classes") or {}).items()})
+
+
+@dataclass(frozen=True)
+class ReportLeftover:
+    """One leftover in ``history --report``: its time as one and how that ended."""
+
+    pid: int
+    start_ticks: int
+    user: str
+    argv: List[str]
+    owner: Optional[str]  # "slurm-job:4242", "gpuclean-run:77", or None
+    klass: str  # "orphan", "heir" or "zombie-leader": the class it became
+    since: Optional[datetime]  # when it became a leftover
+    seconds: float  # from then to its end, or to the report's end when still there
+    how: str  # "killed", "exited", "reclassed" or "still-there"
+    ended: Optional[datetime]
+    by_user: Optional[str]  # killed: who ran the gpuclean command (the kernel's word)
+    by_command: Optional[str]  # killed: "kill" or "run"
+    gib_hours: float
+    byte_seconds: float
+    idle_byte_seconds: float
+    gpus: Dict[int, float]  # byte-seconds per GPU
+    peak_bytes: int
+    memory_back_seconds: Optional[float]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ReportLeftover":
+        p = d.get("process") or {}
+        end = d.get("end") or {}
+        return cls(int(p.get("pid", 0)), int(p.get("start_ticks", 0)), p.get("user", ""),
+                   [str(a) for a in p.get("argv") or []], p.get("owner"), d.get("class", ""),
+                   _epoch(d.get("since")), float(d.get("seconds") or 0),
+                   end.get("how", ""), _epoch(end.get("time")), end.get("by_user"),
+                   end.get("by_command"), float(d.get("gib_hours") or 0),
+                   float(d.get("byte_seconds") or 0), float(d.get("idle_byte_seconds") or 0),
+                   {int(k): float(v) for k, v in (d.get("gpus") or {}).items()},
+                   int(d.get("peak_bytes") or 0), d.get("memory_back_seconds"))
+
+
+@dataclass(frozen=True)
+class HistoryReport:
+    """``gpuclean history --report --json``: GPU memory held by leftovers (orphan, heir,
+    zombie-leader) and unattributed memory over a window, in GiB-hours, grouped ``by``."""
+
+    since: Optional[datetime]
+    until: Optional[datetime]
+    by: str  # "user", "owner", "command" or "gpu"
+    gib_hours: float
+    byte_seconds: float
+    idle_byte_seconds: float  # of the leftovers', while their recorded activity was idle
+    known_byte_seconds: float  # of the leftovers', while their activity was known
+    classes: Dict[str, float]  # byte-seconds per class
+    groups: List[ReportGroup]  # the most first
+    leftovers: List[ReportLeftover]  # the longest-lived first
+    unwatched_seconds: float  # the recorder was stopped: not counted
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "HistoryReport":
+        _check_schema(d, "history report")
+        return cls(_epoch(d.get("since")), _epoch(d.get("until")), d.get("by", "user"),
+                   float(d.get("gib_hours") or 0), float(d.get("byte_seconds") or 0),
+                   float(d.get("idle_byte_seconds") or 0), float(d.get("known_byte_seconds") or 0),
+                   {str(k): float(v) for k, v in (d.get("classes") or {}).items()},
+                   [ReportGroup.from_json(g) for g in d.get("groups") or []],
+                   [ReportLeftover.from_json(x) for x in d.get("leftovers") or []],
+                   float(d.get("unwatched_seconds") or 0), d)
