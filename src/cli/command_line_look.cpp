@@ -311,6 +311,19 @@ void add_diff_command(CLI::App& app, DiffCommandOptions& options) {
                    "3  NVML failed for \"now\""});
 }
 
+namespace {
+
+// --by of history --report and plot --report: the report's grouping (CostGrouping's names).
+CLI::Option* add_report_by_option(CLI::App& command, std::string& by) {
+  return add_valued(command, "--by", by,
+                    "With --report: one line per user, owner (Slurm job, container, ...), "
+                    "command or gpu (default: user)",
+                    "user|owner|command|gpu")
+      ->check(CLI::IsMember({"user", "owner", "command", "gpu"}));
+}
+
+}  // namespace
+
 void add_plot_command(CLI::App& app, PlotOptions& o) {
   CLI::App* plot =
       app.add_subcommand("plot", "Draw a run record (gpuclean run --record), or --history, as SVG");
@@ -319,15 +332,25 @@ void add_plot_command(CLI::App& app, PlotOptions& o) {
   plot->add_flag("--history", o.history,
                  "Draw the flight recorder's history instead: memory per GPU, its actions and "
                  "Xids marked");
-  add_history_db_option(*plot, o.db, "With --history: the recorder's database");
-  add_valued(*plot, "--since", o.since, "With --history: from this moment (default: 2h)", "TIME");
-  add_valued(*plot, "--until", o.until, "With --history: to this moment (default: now)", "TIME");
+  CLI::Option* report = plot->add_flag(
+      "--report", o.report,
+      "Draw what leftovers cost instead (history --report): GiB-hours by --by, and when each "
+      "of the worst was a leftover and how it ended");
+  report->excludes("--history");
+  add_report_by_option(*plot, o.by)->needs(report);
+  add_history_db_option(*plot, o.db, "With --history or --report: the recorder's database");
+  add_valued(*plot, "--since", o.since,
+             "With --history or --report: from this moment (default: 2h; 7d with --report)",
+             "TIME");
+  add_valued(*plot, "--until", o.until, "With --history or --report: to this moment (default: now)",
+             "TIME");
   add_valued(*plot, "-o,--output", o.output_path,
              "Write the SVG to FILE (default: stdout, when it is not a terminal)", "FILE");
   set_help_footer(*plot,
                   {{"gpuclean run --record run.json -- python train.py", "record a run"},
                    {"gpuclean plot run.json -o run.svg", "then draw it"},
-                   {"gpuclean plot --history --since 2h -o gpu.svg", "the last two hours"}},
+                   {"gpuclean plot --history --since 2h -o gpu.svg", "the last two hours"},
+                   {"gpuclean plot --report --by owner -o cost.svg", "a week's leftovers"}},
                   {"0  drawn", "2  usage error, or an unreadable or malformed record",
                    "3  the SVG could not be written, or the history not read"});
 }
@@ -366,12 +389,7 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
       "--report", o.report,
       "Instead of a timeline: what leftovers cost, in GiB-hours of GPU memory, by --by, with "
       "the longest-lived leftovers and how each ended (default --since: 7d)");
-  add_valued(*history, "--by", o.by,
-             "With --report: one line per user, owner (Slurm job, container, ...), command or "
-             "gpu (default: user)",
-             "user|owner|command|gpu")
-      ->check(CLI::IsMember({"user", "owner", "command", "gpu"}))
-      ->needs(report);
+  add_report_by_option(*history, o.by)->needs(report);
   for (const char* other :
        {"--at", "--follow", "--kind", "--all", "--gpu", "--pid", "--job", "--limit"}) {
     report->excludes(other);

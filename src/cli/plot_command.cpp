@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "cli/leftover_report.h"
 #include "core/atomic_file.h"
 #include "core/diagnostics.h"
 #include "core/duration.h"
@@ -12,6 +13,7 @@
 #include "output/escape.h"
 #include "output/history_plot.h"
 #include "output/history_view.h"
+#include "output/leftover_cost_plot.h"
 #include "output/run_plot.h"
 #include "output/run_record.h"
 #include "recorder/recorder.h"
@@ -59,31 +61,63 @@ Result<Coverage> recording_coverage(const history::EventStore& store, double sin
   return coverage;
 }
 
-// plot --history: the recorder's timeline from --since to --until.
-int plot_history(const PlotOptions& o, const Io& io) {
+// --since and --until as moments (since before until), or the usage error said.
+std::optional<std::pair<double, double>> plot_window(const PlotOptions& o, const Io& io) {
   const double now = unix_now();
-  auto since = parse_time_point(o.since, now);
+  auto since = parse_time_point(o.since.empty() ? (o.report ? "7d" : "2h") : o.since, now);
   auto until = o.until.empty() ? Result<double>(now) : parse_time_point(o.until, now);
   if (!since.ok() || !until.ok() || *until <= *since) {
     say(io.err, "plot") << (!since.ok()   ? "--since " + since.error().message()
                             : !until.ok() ? "--until " + until.error().message()
                                           : std::string("--until must be after --since"))
                         << '\n';
-    return kExitUsage;
+    return std::nullopt;
   }
-  const std::string path = o.db.empty() ? recorder::kDefaultDatabase : o.db;
-  auto store = history::EventStore::open(path, true);
-  if (!store.ok()) {
-    say(io.err, "plot") << output::escape_terminal(store.error().message()) << '\n';
+  return std::make_pair(*since, *until);
+}
+
+std::optional<history::EventStore> plot_store(const PlotOptions& o, const Io& io) {
+  auto store = history::EventStore::open(o.db.empty() ? recorder::kDefaultDatabase : o.db, true);
+  if (store.ok()) return std::move(*store);
+  say(io.err, "plot") << output::escape_terminal(store.error().message()) << '\n';
+  return std::nullopt;
+}
+
+// plot --report: what leftovers cost from --since to --until.
+int plot_report(const PlotOptions& o, const Io& io) {
+  const auto window = plot_window(o, io);
+  if (!window) return kExitUsage;
+  auto store = plot_store(o, io);
+  if (!store) return kExitRuntime;
+  const auto [since, until] = *window;
+  auto report = read_leftover_cost(*store, since, until,
+                                   cost_grouping_from_string(o.by).value_or(CostGrouping::kUser));
+  if (!report.ok()) {
+    say(io.err, "plot") << report.error().message() << '\n';
     return kExitRuntime;
   }
-  auto held = store->held_at(*since);
-  auto events = store->events({.since = *since, .until = *until});
+  return write_svg(
+      o,
+      output::render_leftover_cost_svg(
+          *report, "gpuclean history --report: " + host_name(),
+          format_local_time(since) + " to " + format_local_time(until) + ", by " + o.by),
+      io);
+}
+
+// plot --history: the recorder's timeline from --since to --until.
+int plot_history(const PlotOptions& o, const Io& io) {
+  const auto window = plot_window(o, io);
+  if (!window) return kExitUsage;
+  auto store = plot_store(o, io);
+  if (!store) return kExitRuntime;
+  const auto [since, until] = *window;
+  auto held = store->held_at(since);
+  auto events = store->events({.since = since, .until = until});
   if (!held.ok() || !events.ok()) {
     say(io.err, "plot") << (held.ok() ? events.error() : held.error()).message() << '\n';
     return kExitRuntime;
   }
-  auto coverage = recording_coverage(*store, *since);
+  auto coverage = recording_coverage(*store, since);
   if (!coverage.ok()) {
     say(io.err, "plot") << coverage.error().message() << '\n';
     return kExitRuntime;
@@ -93,12 +127,12 @@ int plot_history(const PlotOptions& o, const Io& io) {
     input.at_since.push_back({std::move(h.process), std::move(h.klass), std::move(h.gpu_memory)});
   }
   input.events = std::move(*events);
-  input.since = *since;
-  input.until = *until;
+  input.since = since;
+  input.until = until;
   input.recording_began = coverage->began;
   input.stopped_at_since = coverage->stopped_at_since;
   input.title = "gpuclean history: " + host_name();
-  input.subtitle = format_local_time(*since) + " to " + format_local_time(*until) + ", " +
+  input.subtitle = format_local_time(since) + " to " + format_local_time(until) + ", " +
                    std::to_string(input.events.size()) + " events";
   return write_svg(o, output::render_history_svg(input), io);
 }
@@ -111,11 +145,13 @@ int run_plot(const PlotOptions& o, const Io& io, bool stdout_is_terminal) {
                            "stdout (gpuclean plot RECORD > FILE.svg)\n";
     return kExitUsage;
   }
-  if (o.history != o.record_path.empty()) {
-    say(io.err, "plot") << "give a RECORD (gpuclean run --record) or --history, one of them\n";
+  if ((o.history || o.report) != o.record_path.empty()) {
+    say(io.err, "plot") << "give a RECORD (gpuclean run --record), --history or --report, one "
+                           "of them\n";
     return kExitUsage;
   }
   if (o.history) return plot_history(o, io);
+  if (o.report) return plot_report(o, io);
   const std::string shown = output::escape_terminal(o.record_path);
   auto text = read_input_file(o.record_path, kMaxRecordBytes);  // a regular file; never blocks
   if (!text.ok()) {

@@ -12,8 +12,11 @@ struct PlotOptions {
   std::string output_path;  // empty: stdout
   // --history: the flight recorder's timeline instead of a run record.
   bool history = false;
-  std::string db;  // empty: the recorder's default
-  std::string since = "2h";
+  // --report: what leftovers cost (history --report) instead, grouped --by.
+  bool report = false;
+  std::string by = "user";
+  std::string db;     // empty: the recorder's default
+  std::string since;  // empty: 2h (--history), 7d (--report)
   std::string until;
 };
 

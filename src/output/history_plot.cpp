@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <ctime>
 #include <map>
 #include <set>
 #include <tuple>
@@ -43,29 +41,6 @@ constexpr std::size_t kMaxLanes = 20;
 constexpr double kMonoCharWidth = 6.7;
 // A white outline under a text's letters: readable over hatching and lines.
 constexpr const char* kHalo = R"(stroke="white" stroke-width="3" paint-order="stroke")";
-
-// The holder classes in the legend's order, each with its bar colour.
-struct ClassColour {
-  const char* name;
-  const char* colour;
-};
-constexpr std::array<ClassColour, 9> kClassColours = {{{"active", "#4c78a8"},
-                                                       {"orphan", "#e45756"},
-                                                       {"heir", "#f58518"},
-                                                       {"zombie-leader", "#b279a2"},
-                                                       {"foreign", "#c9a400"},
-                                                       {"stuck", "#9d755d"},
-                                                       {"frozen", "#72b7b2"},
-                                                       {"monitor", "#54a24b"},
-                                                       {"zombie", "#7f7f7f"}}};
-constexpr const char* kOtherClassColour = "#bab0ac";
-
-const char* class_colour(const std::string& klass) {
-  for (const ClassColour& c : kClassColours) {
-    if (klass == c.name) return c.colour;
-  }
-  return kOtherClassColour;
-}
 
 // The classes of a dead job's remains (core/model.h HolderClass): its owner is gone, and what
 // it holds is nobody's work. `foreign` counts too: its PID's owner died and the PID moved on.
@@ -409,71 +384,13 @@ std::string mark_lines(const std::vector<Mark>& marks, const Layout& layout) {
 
 // --- The clock-time axis ---------------------------------------------------------------------
 
-// Tick steps in seconds, round on a clock: the first that gives at most 10 ticks is taken.
-constexpr std::array<double, 20> kTickSteps = {1,     2,     5,     10,    15,     30,    60,
-                                               120,   300,   600,   900,   1800,   3600,  7200,
-                                               10800, 21600, 43200, 86400, 172800, 604800};
-
-std::tm local_tm(double t) {
-  const auto whole = static_cast<std::time_t>(std::floor(t));
-  std::tm broken{};
-  localtime_r(&whole, &broken);
-  return broken;
-}
-
-double tick_step(double span) {
-  for (double step : kTickSteps) {
-    if (span / step <= 10) return step;
-  }
-  return kTickSteps.back() * std::ceil(span / kTickSteps.back() / 10);
-}
-
-// Round local clock times from `since` to `until`, `step` apart ("10:00", "10:10", …; whole
-// days: local midnights). The zone's offset is asked at each tick: a DST change moves it.
-std::vector<double> clock_ticks(double since, double until, double step) {
-  std::vector<double> ticks;
-  double from = since;
-  while (ticks.size() < 40) {
-    const auto offset = static_cast<double>(local_tm(from).tm_gmtoff);
-    const double tick = std::ceil((from + offset) / step) * step - offset;
-    if (tick > until) break;
-    ticks.push_back(tick);
-    from = tick + step / 2;
-  }
-  return ticks;
-}
-
-// "10:30", "10:30:15" in a span under 3 minutes, and the date on the first tick of a new day
-// ("12-06 00:00"), or on every tick where they are days apart.
-std::vector<std::pair<double, std::string>> tick_labels(const Frame& frame) {
-  const double span = frame.until - frame.since;
-  const double step = tick_step(span);
-  std::tm day = local_tm(frame.since);
-  std::vector<std::pair<double, std::string>> labels;
-  for (double tick : clock_ticks(frame.since, frame.until, step)) {
-    const std::tm broken = local_tm(tick);
-    const bool new_day = broken.tm_yday != day.tm_yday || broken.tm_year != day.tm_year;
-    day = broken;
-    const bool seconds = span < 180;
-    std::array<char, 32> text{};
-    // The formats inline: -Wformat-nonliteral checks each.
-    const std::size_t size = std::strftime(text.data(), text.size(),
-                                           step >= 86400 ? "%m-%d"
-                                           : new_day ? (seconds ? "%m-%d %H:%M:%S" : "%m-%d %H:%M")
-                                                     : (seconds ? "%H:%M:%S" : "%H:%M"),
-                                           &broken);
-    labels.emplace_back(tick, std::string(text.data(), size));
-  }
-  return labels;
-}
-
 // Grid lines through both panels at each tick, the labels under the memory panel (and under
 // the lanes too when there are many).
 std::string time_axis(const Frame& frame, const Layout& layout, std::size_t lanes) {
   std::string svg =
       fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n",
                   kLeft, layout.memory_bottom, kLeft + kPlotWidth);
-  for (const auto& [tick, label] : tick_labels(frame)) {
+  for (const auto& [tick, label] : clock_tick_labels(frame.since, frame.until)) {
     const double x = frame.x_of(tick);
     svg += fmt::format(
         "<g stroke=\"#e4e4e4\"><line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>"
@@ -607,15 +524,6 @@ std::string gap_bands(const std::vector<Span>& gaps, std::size_t lanes, const Fr
 
 // --- The lanes -------------------------------------------------------------------------------
 
-std::string command_of(const RecordedProcess& p) {
-  std::string text;
-  for (const std::string& arg : p.argv) {
-    if (!text.empty()) text += ' ';
-    text += shell_word(arg);
-  }
-  return text.empty() ? "?" : text;
-}
-
 // "8.0 GiB, GPU 0", "64.0 GiB, 8 GPUs": its peak and where it held memory.
 std::string peak_text(const Lane& lane) {
   std::string text = format_bytes(lane.peak);
@@ -649,7 +557,7 @@ double lane_bar(std::string& svg, const Lane& lane, const Frame& frame, double b
     svg += fmt::format(
         "<rect class=\"segment{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" "
         "fill=\"{}\"><title>{}</title></rect>\n",
-        leftover ? " leftover" : "", x, bar_y, width, kBarHeight, class_colour(s.klass),
+        leftover ? " leftover" : "", x, bar_y, width, kBarHeight, holder_class_colour(s.klass),
         xml_text(s.klass));
     end = std::max(end, x + width);
     if (leftover) {
@@ -667,7 +575,8 @@ double lane_bar(std::string& svg, const Lane& lane, const Frame& frame, double b
 std::string lane_svg(const Lane& lane, std::size_t row, const Frame& frame, double top) {
   const double y = top + static_cast<double>(row) * kLaneHeight;
   std::string svg = "<g class=\"lane\">";
-  const std::string who = fmt::format("pid {} {}", lane.process.pid, command_of(lane.process));
+  const std::string who =
+      fmt::format("pid {} {}", lane.process.pid, command_text(lane.process.argv));
   svg += fmt::format("<title>{} ({})</title>\n", xml_text(cut_for_display(who, 400)),
                      xml_text(lane.process.user));
   const double bar_y = y + (kLaneHeight - kBarHeight) / 2;
@@ -721,7 +630,7 @@ std::string lanes_panel(const std::vector<Lane>& lanes, std::size_t hidden, cons
 
 // --- The legend ------------------------------------------------------------------------------
 
-// Swatches for the classes drawn (in kClassColours's order, others after), the leftover
+// Swatches for the classes drawn (in kHolderClassColours's order, others after), the leftover
 // hatching and the gaps', left to right, wrapping; returns the height used.
 double legend(std::string& svg, const std::vector<Lane>& lanes, bool gaps, double top) {
   std::set<std::string> used;
@@ -729,7 +638,7 @@ double legend(std::string& svg, const std::vector<Lane>& lanes, bool gaps, doubl
     for (const Segment& s : lane.segments) used.insert(s.klass);
   }
   std::vector<std::pair<std::string, std::string>> entries;  // (fill, label)
-  for (const ClassColour& c : kClassColours) {
+  for (const ClassColour& c : kHolderClassColours) {
     if (used.erase(c.name) > 0) entries.emplace_back(c.colour, c.name);
   }
   for (const std::string& other : used) entries.emplace_back(kOtherClassColour, other);

@@ -2,13 +2,22 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/escape.h"
 #include "output/escape.h"
 
 namespace gpuclean::output {
+
+const char* holder_class_colour(std::string_view klass) {
+  for (const ClassColour& c : kHolderClassColours) {
+    if (klass == c.name) return c.colour;
+  }
+  return kOtherClassColour;
+}
 
 std::string xml_text(std::string_view text) {
   std::string out;
@@ -36,6 +45,15 @@ std::string xml_text(std::string_view text) {
   return out;
 }
 
+std::string command_text(const std::vector<std::string>& argv) {
+  std::string text;
+  for (const std::string& arg : argv) {
+    if (!text.empty()) text += ' ';
+    text += shell_word(arg);
+  }
+  return text.empty() ? "?" : text;
+}
+
 double nice_step(double span, int ticks) {
   if (span <= 0) return 1;
   const double raw = span / ticks;
@@ -44,6 +62,66 @@ double nice_step(double span, int ticks) {
     if (raw <= m * magnitude) return m * magnitude;
   }
   return 10 * magnitude;
+}
+
+namespace {
+
+// Tick steps in seconds, round on a clock: the first that gives at most 10 ticks is taken.
+constexpr std::array<double, 20> kTickSteps = {1,     2,     5,     10,    15,     30,    60,
+                                               120,   300,   600,   900,   1800,   3600,  7200,
+                                               10800, 21600, 43200, 86400, 172800, 604800};
+
+std::tm local_tm(double t) {
+  const auto whole = static_cast<std::time_t>(std::floor(t));
+  std::tm broken{};
+  localtime_r(&whole, &broken);
+  return broken;
+}
+
+double tick_step(double span) {
+  for (double step : kTickSteps) {
+    if (span / step <= 10) return step;
+  }
+  return kTickSteps.back() * std::ceil(span / kTickSteps.back() / 10);
+}
+
+// Round local clock times from `since` to `until`, `step` apart ("10:00", "10:10", …; whole
+// days: local midnights). The zone's offset is asked at each tick: a DST change moves it.
+std::vector<double> clock_ticks(double since, double until, double step) {
+  std::vector<double> ticks;
+  double from = since;
+  while (ticks.size() < 40) {
+    const auto offset = static_cast<double>(local_tm(from).tm_gmtoff);
+    const double tick = std::ceil((from + offset) / step) * step - offset;
+    if (tick > until) break;
+    ticks.push_back(tick);
+    from = tick + step / 2;
+  }
+  return ticks;
+}
+
+}  // namespace
+
+std::vector<std::pair<double, std::string>> clock_tick_labels(double since, double until) {
+  const double span = until - since;
+  const double step = tick_step(span);
+  std::tm day = local_tm(since);
+  std::vector<std::pair<double, std::string>> labels;
+  for (double tick : clock_ticks(since, until, step)) {
+    const std::tm broken = local_tm(tick);
+    const bool new_day = broken.tm_yday != day.tm_yday || broken.tm_year != day.tm_year;
+    day = broken;
+    const bool seconds = span < 180;
+    std::array<char, 32> text{};
+    // The formats inline: -Wformat-nonliteral checks each.
+    const std::size_t size = std::strftime(text.data(), text.size(),
+                                           step >= 86400 ? "%m-%d"
+                                           : new_day ? (seconds ? "%m-%d %H:%M:%S" : "%m-%d %H:%M")
+                                                     : (seconds ? "%H:%M:%S" : "%H:%M"),
+                                           &broken);
+    labels.emplace_back(tick, std::string(text.data(), size));
+  }
+  return labels;
 }
 
 double text_width(std::string_view text, double char_width) {

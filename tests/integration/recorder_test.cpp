@@ -492,6 +492,19 @@ TEST_F(RecorderTest, TheRecordersLeftoverCounterIsTheReportsFigure) {
   const CommandResult before = run_command({GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_,
                                             "--report", "--since", "@1000", "--until", "@2000"});
   EXPECT_NE(before.out.find("No leftovers held GPU memory"), std::string::npos) << before.out;
+  // plot --report draws it, and librsvg renders the drawing.
+  const std::string svg = dir_.path() + "/cost.svg";
+  const CommandResult plotted =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "plot", "--report", "--db", db_, "--since",
+                   "@" + std::to_string(static_cast<long long>(began)), "-o", svg});
+  EXPECT_EQ(plotted.exit_code, 0) << plotted.err;
+  EXPECT_NE(slurp(svg).find("killed by"), std::string::npos) << slurp(svg);
+  const CommandResult rendered =
+      run_command({"/usr/bin/rsvg-convert", "-o", dir_.path() + "/cost.png", svg});
+  EXPECT_EQ(rendered.exit_code, 0) << rendered.err;
+  const CommandResult both = run_command(
+      {GPUCLEAN_SHIPPING_BINARY, "plot", "--report", "--history", "--db", db_, "-o", svg});
+  EXPECT_EQ(both.exit_code, 2) << "--report or --history, one of them";
 }
 
 // Issue 37: busy and idle are history too, and `status --db` reads idle_s from it.

@@ -6,10 +6,11 @@
 #     left behind, one still running, GPU 3 not back (run-plot-example.png);
 #   - `gpuclean plot` of the 2-GPU record of tests/gpu/multi_gpu.sh on 2× H200
 #     (docs/gpu-runs/2026-11-30-h200x2-multi-gpu-run.record.json: multi-gpu-run.png);
-#   - docs/history-plot-example.svg (history-plot-example.png).
+#   - docs/history-plot-example.svg (history-plot-example.png);
+#   - docs/leftover-report-example.svg (leftover-report-example.png).
 # Fails when gpuclean or rsvg-convert fails, or a PNG is empty: no file, not a PNG, or nothing
-# drawn but the white background. docs/run-plot-example.png and docs/history-plot-example.png
-# are this script's run-plot-example.png and history-plot-example.png.
+# drawn but the white background. docs/run-plot-example.png, docs/history-plot-example.png and
+# docs/leftover-report-example.png are this script's PNGs of the same names.
 #   tests/plots/render.sh BUILD_DIR OUT_DIR
 set -euo pipefail
 if [ $# -ne 2 ]; then
@@ -77,3 +78,4 @@ render "$out/run-plot-example.svg" "$out/run-plot-example.png"
   -o "$out/multi-gpu-run.svg"
 render "$out/multi-gpu-run.svg" "$out/multi-gpu-run.png"
 render "$root/docs/history-plot-example.svg" "$out/history-plot-example.png"
+render "$root/docs/leftover-report-example.svg" "$out/leftover-report-example.png"
