@@ -11,6 +11,7 @@
 #include "cli/help.h"
 #include "cli/usage_checks.h"
 #include "core/duration.h"
+#include "core/leftover_cost.h"
 #include "recorder/recorder.h"
 
 namespace gpuclean::cli {
@@ -319,7 +320,8 @@ CLI::Option* add_report_by_option(CLI::App& command, std::string& by) {
                     "With --report: one line per user, owner (Slurm job, container, ...), "
                     "command or gpu (default: user)",
                     "user|owner|command|gpu")
-      ->check(CLI::IsMember({"user", "owner", "command", "gpu"}));
+      ->check(CLI::IsMember(
+          std::vector<std::string>(kCostGroupingNames.begin(), kCostGroupingNames.end())));
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ _gpuclean_complete() {
     command) COMPREPLY=($(compgen -c -- "$cur")) ;;
     shell) COMPREPLY=($(compgen -W "${_gpuclean_shells[*]}" -- "$cur")) ;;
     values) COMPREPLY=($(compgen -W "${_gpuclean_value_sets[*]}" -- "$cur")) ;;
+    grouping) COMPREPLY=($(compgen -W "${_gpuclean_groupings[*]}" -- "$cur")) ;;
     subcommand) COMPREPLY=($(compgen -W "${_gpuclean_commands[*]}" -- "$cur")) ;;
     *) COMPREPLY=() ;; # none: a duration, a number, an address — nothing to offer
     esac
@@ -223,6 +224,7 @@ std::string bash_script(const Model& model) {
   out << "_gpuclean_signals=(" << join_words(ops::signal_names(), " ") << ")\n";
   out << "_gpuclean_shells=(" << join_words(shell_words(kShells), " ") << ")\n";
   out << "_gpuclean_value_sets=(" << join_words(shell_words(kValueSets), " ") << ")\n";
+  out << "_gpuclean_groupings=(" << join_words(shell_words(kCostGroupingNames), " ") << ")\n";
   std::vector<std::string> pass;
   for (const Arg& option : model.pass) {
     for (const std::string& name : option.names) pass.push_back(name);

@@ -42,6 +42,8 @@ std::string fish_candidates(Kind kind) {
       return "-a " + fish_quote(join_words(shell_words(kShells), " "));
     case Kind::kValueSet:
       return "-a " + fish_quote(join_words(shell_words(kValueSets), " "));
+    case Kind::kGrouping:
+      return "-a " + fish_quote(join_words(shell_words(kCostGroupingNames), " "));
     case Kind::kSubcommand:
       return "-a '(__gpuclean_commands)'";
     case Kind::kNone:

@@ -32,6 +32,8 @@ const char* kind_name(Kind kind) {
       return "shell";
     case Kind::kValueSet:
       return "values";
+    case Kind::kGrouping:
+      return "grouping";
     case Kind::kSubcommand:
       return "subcommand";
     case Kind::kUnknown:
@@ -45,7 +47,7 @@ namespace {
 // What completes the value of each option that takes one, by its long name (a positional
 // argument: by its name), whichever command has it. A new value-taking option needs a line
 // here: without one its kind is "unknown" in every script, and tests/completion/run.sh fails.
-constexpr std::array<std::pair<std::string_view, Kind>, 52> kValueKinds{{
+constexpr std::array<std::pair<std::string_view, Kind>, 53> kValueKinds{{
     // The global options (cli/common.cpp).
     {"--gpus", Kind::kGpus},
     {"--device-glob", Kind::kFile},
@@ -104,6 +106,7 @@ constexpr std::array<std::pair<std::string_view, Kind>, 52> kValueKinds{{
     {"--at", Kind::kNone},
     {"--limit", Kind::kNone},
     {"--kind", Kind::kNone},
+    {"--by", Kind::kGrouping},
     // completion
     {"shell", Kind::kShell},
     {"--values", Kind::kValueSet},

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/leftover_cost.h"
+
 namespace CLI {  // NOLINT(readability-identifier-naming): CLI11's namespace
 class App;
 }
@@ -32,6 +34,7 @@ enum class Kind {
   kCommand,     // run's workload: a command, then that command's own completion
   kShell,       // bash, fish, zsh
   kValueSet,    // gpus, pids
+  kGrouping,    // history --report's and plot --report's --by: user, owner, command, gpu
   kSubcommand,  // a gpuclean command (`gpuclean help CMD`)
   kUnknown,     // a value-taking option missing from kValueKinds: tests/completion/run.sh fails
 };

@@ -43,6 +43,8 @@ std::string zsh_action(Kind kind) {
       return "(" + join_words(shell_words(kShells), " ") + ")";
     case Kind::kValueSet:
       return "(" + join_words(shell_words(kValueSets), " ") + ")";
+    case Kind::kGrouping:
+      return "(" + join_words(shell_words(kCostGroupingNames), " ") + ")";
     case Kind::kSubcommand:
       return "_gpuclean_commands";
     case Kind::kNone:

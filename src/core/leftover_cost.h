@@ -6,6 +6,7 @@
 // textfile counter and `gpuclean.history_report` show it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -94,6 +95,8 @@ struct LeftoverCostGroup {
 };
 
 enum class CostGrouping { kUser, kOwner, kCommand, kGpu };
+// Their names, as --by takes them (and the shell completions offer them).
+inline constexpr std::array<const char*, 4> kCostGroupingNames{"user", "owner", "command", "gpu"};
 const char* to_string(CostGrouping grouping);  // "user", "owner", "command", "gpu"
 std::optional<CostGrouping> cost_grouping_from_string(std::string_view text);
 
