@@ -1341,6 +1341,37 @@ scenario_recorder() {
   wait "$rec" 2>/dev/null
   rc=$?
   expect "recorder: it stops on SIGTERM with exit 0 (got $rc)" test "$rc" -eq 0
+  # Issue 52: what leftovers cost. The counter the recorder wrote as it stopped and history
+  # --report over its whole run count the same events by the same rule; the worker is a
+  # leftover that gpuclean kill ended, with the real bytes as its peak.
+  out=$("$GPUCLEAN" history --db "$db" --report --since 1h 2>&1)
+  keep_text recorder.report.txt "$out"
+  indent <<<"$out"
+  expect "recorder: history --report's figure is the recorder's counter, and the worker was killed" \
+    report_matches "$db" "$work/recorder.prom" "$worker" "$mib"
+  "$GPUCLEAN" plot --report --db "$db" --since 1h -o "$work/recorder.report.svg" 2>&1 | indent
+  keep "$work/recorder.report.svg"
+  expect "recorder: plot --report draws the worker killed" \
+    grep -q "killed by" "$work/recorder.report.svg"
+}
+report_matches() {  # DB TEXTFILE WORKER MIB
+  "$PY" - "$GPUCLEAN" "$@" <<'PYREP'
+import json, re, subprocess, sys
+gpuclean, db, textfile, worker, mib = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+doc = json.loads(subprocess.run([gpuclean, "history", "--db", db, "--report", "--json", "--since", "1h"],
+                                capture_output=True, text=True, check=True).stdout)
+counter = sum(float(m.group(1)) for m in re.finditer(
+    r'^gpuclean_recorder_leftover_memory_byte_seconds_total\{[^}]*\} (\S+)$', open(textfile).read(), re.M))
+mine = [l for l in doc["leftovers"] if l["process"]["pid"] == worker]
+print(f"  counter {counter:.0f} byte-seconds, report {doc['byte_seconds']:.0f} ({doc['gib_hours']:.6f} GiB-hours)")
+for l in mine:
+    print(f"  worker {worker}: {l['class']} for {l['seconds']:.2f} s, {l['byte_seconds']:.0f} byte-seconds,"
+          f" peak {l['peak_bytes']}, ended: {l['end']['how']} by {l['end']['by_user']} ({l['end']['by_command']})")
+ok = (counter > 0 and abs(doc["byte_seconds"] - counter) <= 1e-6 * counter and len(mine) == 1
+      and mine[0]["end"]["how"] == "killed" and mine[0]["end"]["by_command"] == "kill"
+      and mine[0]["peak_bytes"] >= mib << 20 and mine[0]["byte_seconds"] > 0)
+sys.exit(0 if ok else 1)
+PYREP
 }
 
 # ---- run ----------------------------------------------------------------------------------------
