@@ -44,8 +44,10 @@ install(PROGRAMS contrib/slurm/prolog.sh contrib/slurm/epilog.sh contrib/slurm/h
 install(FILES contrib/slurm/common.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/slurm)
 install(FILES contrib/k8s/README.md contrib/k8s/daemonset.yaml contrib/k8s/networkpolicy.yaml
   contrib/k8s/servicemonitor.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/k8s)
-# The alert rules (and their promtool unit tests, which document what each rule means).
+# The alert and recording rules (and their promtool unit tests, which document what each rule
+# means).
 install(FILES contrib/prometheus/alerts.yml contrib/prometheus/alerts_test.yml
+  contrib/prometheus/recording.yml contrib/prometheus/recording_test.yml
   DESTINATION ${CMAKE_INSTALL_DATADIR}/gpuclean/prometheus)
 
 # systemd units: the metrics listener, the textfile writer with its timer, the flight recorder.

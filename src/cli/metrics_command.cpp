@@ -22,7 +22,9 @@
 #include "core/atomic_file.h"
 #include "core/diagnostics.h"
 #include "core/duration.h"
+#include "core/input_file.h"
 #include "core/unique_fd.h"
+#include "diagnose/leftover_gauge.h"
 #include "output/escape.h"
 #include "output/metrics_view.h"
 #include "serve/http_server.h"
@@ -54,6 +56,7 @@ Scan scan(const MetricsOptions& options, Gatherer& gatherer, const Io& io) {
   result.report.scan_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   result.report.scan_time = unix_now();
   result.report.status = std::move(prepared.report);
+  result.report.leftover_bytes = diagnose::leftover_gauge(result.report.status->diagnosis);
   return result;
 }
 
@@ -87,9 +90,16 @@ class ScrapeText {
   }
 
  private:
-  void remember(const output::MetricsReport& report) {
+  void remember(output::MetricsReport report) {
     ++scans_;
     scanned_at_ = Clock::now();
+    // The leftover counter's past is this server's: the last scan's gauge and time, kept here.
+    if (report.leftover_bytes) {
+      diagnose::LeftoverLook look{report.scan_time, *report.leftover_bytes};
+      totals_ = diagnose::add_leftover_look(totals_, last_look_, look);
+      last_look_ = std::move(look);
+      report.leftover_byte_seconds = totals_;
+    }
     auto families = output::metric_families(report);
     prometheus::MetricFamily count;
     count.name = "gpuclean_scans_total";
@@ -108,6 +118,8 @@ class ScrapeText {
   std::unique_ptr<Gatherer> gatherer_;
   std::uint64_t scans_ = 0;
   Clock::time_point scanned_at_;
+  std::optional<diagnose::LeftoverLook> last_look_;
+  diagnose::LeftoverSeries totals_;
   std::string text_;
 };
 
@@ -129,6 +141,42 @@ int serve(const MetricsOptions& options, std::unique_ptr<Gatherer> gatherer,
               << listener->port << "/metrics" << std::endl;
   if (auto served = serve::serve(*listener, route, stop.fd().get()); !served.ok()) {
     say(io.err, "metrics") << served.error().message() << '\n';
+    return kExitRuntime;
+  }
+  return kExitClean;
+}
+
+// The most of a previous textfile read back: gpuclean writes about 12 kB at its series cap.
+constexpr std::size_t kTextfileReadBack = std::size_t{1} << 20;
+
+// --textfile: the leftover counter goes on from the totals, gauge and scan time in the file the
+// last run wrote, or from 0 when that cannot be read back (the first run, a link, someone
+// else's file, a malformed line): never an error. read_input_file reads only a regular file,
+// never follows a link at the name, and never waits.
+void continue_leftover_counter(const std::string& path, output::MetricsReport& report) {
+  if (!report.leftover_bytes) return;
+  diagnose::LeftoverSeries totals;
+  std::optional<diagnose::LeftoverLook> previous;
+  if (auto text = read_input_file(path, kTextfileReadBack); text.ok()) {
+    if (auto record = diagnose::parse_leftover_record(*text)) {
+      totals = std::move(record->byte_seconds);
+      previous = std::move(record->look);
+    }
+  }
+  report.leftover_byte_seconds =
+      diagnose::add_leftover_look(totals, previous, {report.scan_time, *report.leftover_bytes});
+}
+
+int write_textfile(const std::string& path, output::MetricsReport& report, const Io& io) {
+  continue_leftover_counter(path, report);
+  std::ostringstream text;
+  output::render_metrics_text(text, report);
+  // Atomic for node_exporter's textfile collector, which must never read half a file: the
+  // temp file's name does not end in ".prom", so the collector ignores it meanwhile; and a
+  // link planted in a shared textfile directory is never followed (core/atomic_file.h).
+  if (auto written = write_file_atomically(path, text.str()); !written.ok()) {
+    say(io.err, "metrics") << "cannot write " << output::escape_terminal(path) << " ("
+                           << output::escape_terminal(written.error().message()) << ")\n";
     return kExitRuntime;
   }
   return kExitClean;
@@ -179,21 +227,9 @@ int run_metrics(const MetricsOptions& options, const Io& io) {
   Scan first = scan(options, *gatherer, io);
   if (!first.usable) return first.exit_code;
   if (address) return serve(options, std::move(gatherer), first.report, *address, io);
-
-  std::ostringstream text;
-  output::render_metrics_text(text, first.report);
-  if (options.textfile.empty()) {
-    io.out << text.str();
-    return kExitClean;
-  }
-  // Atomic for node_exporter's textfile collector, which must never read half a file: the
-  // temp file's name does not end in ".prom", so the collector ignores it meanwhile; and a
-  // link planted in a shared textfile directory is never followed (core/atomic_file.h).
-  if (auto written = write_file_atomically(options.textfile, text.str()); !written.ok()) {
-    say(io.err, "metrics") << "cannot write " << output::escape_terminal(options.textfile) << " ("
-                           << output::escape_terminal(written.error().message()) << ")\n";
-    return kExitRuntime;
-  }
+  if (!options.textfile.empty()) return write_textfile(options.textfile, first.report, io);
+  // One scan to stdout has no past: the gauge, not the counter.
+  output::render_metrics_text(io.out, first.report);
   return kExitClean;
 }
 

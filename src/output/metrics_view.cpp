@@ -351,6 +351,36 @@ void holder_memory_family(const Diagnosis& diagnosis, std::vector<MetricFamily>&
   holder_activity_family(diagnosis, named, families);
 }
 
+// Issue 52: leftover memory now (a gauge) and over time (a counter), by class and owner kind.
+void leftover_families(const MetricsReport& report, std::vector<MetricFamily>& families) {
+  if (!report.leftover_bytes) return;
+  auto gauge = gauge_family(
+      "gpuclean_leftover_memory_bytes",
+      "GPU memory held at the last scan by leftovers (class orphan, heir, zombie-leader; summed "
+      "over their GPUs), by class and by the kind of their owner (owner_kind: slurm-job, "
+      "container, pod, gpuclean-run, systemd-unit, cgroup, or none); class unattributed: used "
+      "memory no visible process accounts for, on GPUs where it is above 256 MiB");
+  for (const auto& [key, bytes] : *report.leftover_bytes)
+    add(gauge, bytes, {{"class", key.first}, {"owner_kind", key.second}});
+  families.push_back(std::move(gauge));
+  if (!report.leftover_byte_seconds) return;
+  MetricFamily counter;
+  counter.name = "gpuclean_leftover_memory_byte_seconds_total";
+  counter.help =
+      "gpuclean_leftover_memory_bytes integrated over time, in byte-seconds (/ 2^30 / 3600: "
+      "GiB-hours): the memory seen at one scan counts until the next. A gap over 10 minutes "
+      "between two scans, or a clock set back, adds nothing (what was held then is unknown). "
+      "From 0 when --listen starts, or when --textfile cannot read back the file it wrote last";
+  counter.type = MetricType::Counter;
+  for (const auto& [key, byte_seconds] : *report.leftover_byte_seconds) {
+    ClientMetric metric;
+    metric.label = {{"class", key.first}, {"owner_kind", key.second}};
+    metric.counter.value = byte_seconds;
+    counter.metric.push_back(std::move(metric));
+  }
+  families.push_back(std::move(counter));
+}
+
 }  // namespace
 
 std::vector<MetricFamily> metric_families(const MetricsReport& report) {
@@ -371,6 +401,7 @@ std::vector<MetricFamily> metric_families(const MetricsReport& report) {
   gpu_families(status.diagnosis, families);
   count_families(status.diagnosis, families);
   holder_memory_family(status.diagnosis, families);
+  leftover_families(report, families);
   scan_reach_families(status, families);
   return families;
 }

@@ -15,11 +15,18 @@
 // there are more, the largest kMaxHolderSeries - 1 are named and the rest summed into one series
 // {pid="other"}, so a node's series count is bounded whatever happens on it. Label values are
 // valid UTF-8 without control characters and at most kMaxLabelCodePoints long.
+//
+// `gpuclean_leftover_memory_bytes{class,owner_kind}` and its integral over time,
+// `gpuclean_leftover_memory_byte_seconds_total{class,owner_kind}` (issue 52): rendered from the
+// figures the caller hands in (MetricsReport::leftover_*), bounded labels only (no PID or user).
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <prometheus/metric_family.h>
@@ -35,6 +42,12 @@ struct MetricsReport {
   double scan_seconds = 0;  // wall time of gather + diagnosis
   double scan_time = 0;     // when the scan ended, seconds since the Unix epoch
   std::string version;      // gpuclean's version, for gpuclean_build_info
+  // Issue 52, by {class, owner_kind} (diagnose/leftover_gauge.h makes both): the GPU memory
+  // leftovers hold at this scan, gpuclean_leftover_memory_bytes (nullopt: not exported) ...
+  std::optional<std::map<std::pair<std::string, std::string>, double>> leftover_bytes;
+  // ... and that memory integrated over time, gpuclean_leftover_memory_byte_seconds_total
+  // (nullopt: not exported; a plain `metrics` to stdout has no past, so no counter).
+  std::optional<std::map<std::pair<std::string, std::string>, double>> leftover_byte_seconds;
 };
 
 inline constexpr std::size_t kMaxHolderSeries = 50;

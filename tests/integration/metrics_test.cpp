@@ -14,12 +14,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
 
+#include "fake_nvml_fixture.h"
 #include "holder_fixture.h"
 
 namespace gpuclean::testing {
@@ -362,6 +364,107 @@ TEST_F(MetricsTest, ExpositionPassesPromtool) {
   std::ofstream(bad) << "# HELP x_bytes x\n# TYPE x_bytes counter\nx_bytes 1\n";
   auto flagged = run_command({"/bin/sh", "-c", promtool + " check metrics < " + bad});
   EXPECT_NE(flagged.exit_code, 0) << flagged.out << flagged.err;
+}
+
+// Issue 52: `metrics --textfile` integrates leftover memory over time from one run to the next,
+// reading its totals, gauge and scan time back from the file it wrote. The shipping binary with
+// the fake libnvidia-ml.so.1 (whose scenario names the test's own orphan, 8 GiB on GPU 0, and
+// the driver's reserve apart from used memory, as the v2 query gives it), on the test's own
+// device file. Times are the files' own scan timestamps; the gap between two runs is also
+// measured around them.
+class LeftoverCounterTest : public FakeNvmlTest {
+ protected:
+  static constexpr const char* kOrphanTotal =
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="orphan",owner_kind="none"})";
+  static constexpr const char* kOrphanBytes =
+      R"(gpuclean_leftover_memory_bytes{class="orphan",owner_kind="none"})";
+  static constexpr const char* kUnattributedTotal =
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="unattributed",owner_kind="none"})";
+  static constexpr const char* kTime = "gpuclean_last_scan_timestamp_seconds";
+
+  // One textfile run with SCENARIO: exit 0 and nothing said, whatever the file held before.
+  // The file's text after it.
+  std::string textfile_run(const std::string& scenario_path) {
+    const auto result = run("r580", scenario_path, {"metrics", "--textfile", path_});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.err, "");
+    return slurp(path_);
+  }
+  // The file with its scan time replaced by `time` (as if the run before was then).
+  void set_file_time(double time) {
+    std::string text = slurp(path_);
+    const auto at = text.find(std::string("\n") + kTime + " ");
+    ASSERT_NE(at, std::string::npos) << text;
+    const auto end = text.find('\n', at + 1);
+    std::ostringstream line;
+    line << std::setprecision(17) << "\n" << kTime << " " << time;
+    text.replace(at, end - at, line.str());
+    std::ofstream(path_) << text;
+  }
+  std::string path_ = dir_.path() + "/gpuclean.prom";
+};
+
+TEST_F(LeftoverCounterTest, TextfileRunsAddTheOrphansMemoryTimesTheGap) {
+  const double held = 8.0 * kGiB;
+  const pid_t orphan = start("daemon", held_).at(0);
+  const std::string holding = scenario("used 0 " + std::to_string(8 * kGiB) +
+                                       "\nreserved 0 641728512\n" + pid_line(orphan, 8 * kGiB));
+  // The first run that sees it as an orphan (its launcher's exit reparents it): from there on
+  // the gauge is its 8 GiB.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point first_started;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] {
+    first_started = Clock::now();
+    first = textfile_run(holding);
+    return sample(first, kOrphanBytes) == held;
+  })) << first;
+  EXPECT_EQ(sample(first, kUnattributedTotal), 0) << "used memory is all the orphan's: " << first;
+
+  // A measured gap, then the next run: the counter grew by 8 GiB × the gap between the two
+  // scans, to the precision of the timestamps (µs) and of the 16 digits written.
+  constexpr double kSleep = 1.5;
+  std::this_thread::sleep_for(std::chrono::duration<double>(kSleep));
+  const std::string second = textfile_run(holding);
+  const double measured = std::chrono::duration<double>(Clock::now() - first_started).count();
+  const double gap = sample(second, kTime) - sample(first, kTime);
+  const double grew = sample(second, kOrphanTotal) - sample(first, kOrphanTotal);
+  EXPECT_NEAR(grew, held * gap, held * 2e-6) << first << second;
+  EXPECT_GE(grew / held, kSleep) << "at least the sleep between the runs";
+  EXPECT_LE(grew / held, measured) << "at most the time from the first run's start";
+  EXPECT_EQ(sample(second, kUnattributedTotal), 0);
+
+  // The run before more than 10 minutes ago: the gap adds nothing, the totals go on.
+  set_file_time(sample(second, kTime) - 700);
+  const std::string after_gap = textfile_run(holding);
+  EXPECT_EQ(sample(after_gap, kOrphanTotal), sample(second, kOrphanTotal)) << after_gap;
+  // A time going backwards (the file's scan in the future): nothing either.
+  set_file_time(sample(after_gap, kTime) + 1000);
+  const std::string after_back = textfile_run(holding);
+  EXPECT_EQ(sample(after_back, kOrphanTotal), sample(second, kOrphanTotal)) << after_back;
+  // Negative control: an ordinary gap counts again.
+  const std::string again = textfile_run(holding);
+  EXPECT_NEAR(sample(again, kOrphanTotal) - sample(after_back, kOrphanTotal),
+              held * (sample(again, kTime) - sample(after_back, kTime)), held * 2e-6);
+  EXPECT_GT(sample(again, kOrphanTotal), sample(after_back, kOrphanTotal));
+
+  // A file it cannot read back: from 0, exit 0, nothing said (textfile_run checks both).
+  std::ofstream(path_) << "gpuclean_leftover_memory_byte_seconds_total{class=\"orphan\" 9e99\n";
+  const std::string fresh = textfile_run(holding);
+  EXPECT_EQ(sample(fresh, kOrphanTotal), 0) << fresh;
+  EXPECT_EQ(sample(fresh, kOrphanBytes), held);
+
+  // The orphan killed (by PID: the test's own) and its memory back: the memory seen at the
+  // last look still counts until this one, then the counter stays.
+  ASSERT_EQ(::kill(orphan, SIGKILL), 0);
+  ASSERT_TRUE(wait_gone(orphan));
+  const std::string freed = scenario("used 0 0\nreserved 0 641728512\n");
+  const std::string gone = textfile_run(freed);
+  EXPECT_EQ(sample(gone, kOrphanBytes), 0) << gone;
+  EXPECT_NEAR(sample(gone, kOrphanTotal), held * (sample(gone, kTime) - sample(fresh, kTime)),
+              held * 2e-6);
+  const std::string later = textfile_run(freed);
+  EXPECT_EQ(sample(later, kOrphanTotal), sample(gone, kOrphanTotal)) << later;
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ for path in /usr/bin/gpuclean /usr/share/man/man1/gpuclean.1.gz \
   /usr/share/bash-completion/completions/gpuclean /usr/share/zsh/vendor-completions/_gpuclean \
   /usr/share/fish/vendor_completions.d/gpuclean.fish /usr/share/gpuclean/slurm/epilog.sh \
   /usr/share/gpuclean/slurm/common.sh /usr/share/gpuclean/k8s/daemonset.yaml \
-  /usr/share/gpuclean/prometheus/alerts.yml \
+  /usr/share/gpuclean/prometheus/alerts.yml /usr/share/gpuclean/prometheus/recording.yml \
   /usr/lib/systemd/system/gpuclean-metrics.service /usr/lib/systemd/system/gpuclean-textfile.timer \
   /usr/lib/systemd/system/gpuclean-recorder.service \
   /usr/share/doc/gpuclean/copyright /usr/share/doc/gpuclean/changelog.gz; do

@@ -19,7 +19,12 @@
 # while B's and C's go on firing.
 #
 # The rules are alerts.yml with every `for:` made 1s (sed, below; checked to change nothing
-# else): the same expressions, labels and annotations, without minutes of waiting.
+# else): the same expressions, labels and annotations, without minutes of waiting. Beside them
+# recording.yml (issue 52) with its group's `interval:` made 1s likewise: the GiB-hours each node
+# lost to leftovers over the last day, from gpuclean_leftover_memory_byte_seconds_total. B and D
+# record a positive figure, the clean A records 0 (negative control); the figures are printed.
+# Every machine's driver reports its reserve apart from used memory, as the H200's does through
+# nvmlDeviceGetMemoryInfo_v2 (docs/facts.md): an idle GPU is used 0, so A has nothing to count.
 # Negative controls: the healthy holder on B has no per-holder series while its in-use problem
 # is counted; a fifth target serving a label value that is not UTF-8 is refused by the same
 # Prometheus (the reason gpuclean cleans label values). Everything started is stopped by PID.
@@ -57,7 +62,7 @@ cleanup() {
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 GiB=$((1024 * 1024 * 1024))
-reserve=641728512 # the fake's default used memory: the driver's reserve on an H200
+reserve=641728512 # the driver's reserve on an H200: `reserved`, apart from used (docs/facts.md)
 
 # ---- the rules, with short `for:`
 sed -E 's/^( +)for: [0-9a-z]+$/\1for: 1s/' contrib/prometheus/alerts.yml >"$work/alerts.yml"
@@ -65,6 +70,10 @@ changed=$(diff contrib/prometheus/alerts.yml "$work/alerts.yml" | grep -c '^>')
 check "the test's rules differ from alerts.yml only in their $(grep -c '^ *for:' contrib/prometheus/alerts.yml) for: lines" \
   test "$changed" = "$(grep -c '^ *for:' contrib/prometheus/alerts.yml)" -a \
   "$(diff contrib/prometheus/alerts.yml "$work/alerts.yml" | grep '^>' | grep -vc 'for: 1s$')" = 0
+sed -E 's/^( +)interval: [0-9a-z]+$/\1interval: 1s/' contrib/prometheus/recording.yml >"$work/recording.yml"
+check "the test's recording rules differ from recording.yml only in their group's interval: 1s" \
+  test "$(diff contrib/prometheus/recording.yml "$work/recording.yml" | grep -c '^>')" = 1 -a \
+  "$(diff contrib/prometheus/recording.yml "$work/recording.yml" | grep '^>' | grep -c 'interval: 1s$')" = 1
 
 # ---- the nodes
 # exporter NAME PORT: gpuclean metrics --listen on 127.0.0.1:PORT with $work/NAME.conf as its
@@ -87,7 +96,7 @@ port_raw=$(free_port) port_prom=$(free_port)
 for node in a b c d; do touch "$work/$node.dev"; done
 
 # A: clean.
-echo "uuid 0 GPU-node-a" >"$work/a.conf"
+printf 'uuid 0 GPU-node-a\nused 0 0\nreserved 0 %s\n' "$reserve" >"$work/a.conf"
 exporter a "$port_a"
 
 # B: an orphan (its parent, the bash below, exits at once) and a healthy holder (this script's
@@ -121,7 +130,8 @@ else
 fi
 cat >"$work/b.conf" <<CONF
 uuid 0 GPU-node-b
-used 0 $((reserve + 10 * GiB))
+used 0 $((10 * GiB))
+reserved 0 $reserve
 process 0 compute $orphan $((8 * GiB))
 process 0 compute $active $((2 * GiB))
 CONF
@@ -145,7 +155,8 @@ d_conf() { # the scenario, written whole and renamed in (the next textfile run r
 }
 d_conf <<CONF
 uuid 0 GPU-node-d
-used 0 $((reserve + 4 * GiB))
+used 0 $((4 * GiB))
+reserved 0 $reserve
 process 0 compute $leader $((4 * GiB))
 CONF
 mkdir "$work/textfile"
@@ -187,7 +198,7 @@ global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
-rule_files: [$work/alerts.yml]
+rule_files: [$work/alerts.yml, $work/recording.yml]
 scrape_configs:
   - job_name: gpuclean
     static_configs: [{targets: ["127.0.0.1:$port_a", "127.0.0.1:$port_b", "127.0.0.1:$port_c"]}]
@@ -257,6 +268,41 @@ check "exactly B's and D's leftovers and C's NVML failure fire" until_ok 30 firi
 echo "  (firing $((SECONDS - prometheus_started)) s after Prometheus started)"
 [[ $(firing) == "$want" ]] || { echo "  firing now:"; firing | sed 's/^/    /'; }
 
+# ---- what leftovers cost: GiB-hours per node over the last day (recording.yml)
+per_node=instance:gpuclean_leftover_memory_gib_hours:increase1d
+per_class=instance_class:gpuclean_leftover_memory_gib_hours:increase1d
+positive() { [[ $(query "$1 > 0") == *" "* ]]; } # PROMQL: one series at least, above 0
+check "B's orphan: a positive GiB-hours figure for B" until_ok 20 positive "$per_node{instance=\"$B\"}"
+check "D's heir: a positive GiB-hours figure for D" until_ok 20 positive "$per_node{instance=\"$D\"}"
+check "by class: only B's orphans and D's heirs have lost anything" \
+  until_ok 10 value_is "count($per_class > 0)" 2
+check "  ... B's as class orphan, D's as class heir" value_is \
+  "count($per_class{instance=\"$B\",class=\"orphan\"} > 0 or $per_class{instance=\"$D\",class=\"heir\"} > 0)" 2
+figures=$(query "$per_node" instance)
+gauges=$(query 'sum by (instance) (gpuclean_leftover_memory_bytes)' instance)
+of() { grep -F "instance=$2 " <<<"$1" | sed 's/^.* //'; } # LINES INSTANCE: its value
+check "B's gauge: the orphan's 8 GiB, not the healthy holder's 2 GiB; D's: the heir's 4 GiB" \
+  test "$(of "$gauges" "$B")" = $((8 * GiB)) -a "$(of "$gauges" "$D")" = $((4 * GiB))
+check "negative control: the clean A records 0 GiB-hours (a series, at 0)" test "$(of "$figures" "$A")" = 0
+# The counter's growth over the scrapes Prometheus stored, per second of its node's scan times
+# (from the same scrapes): the gauge, 8 GiB for B and 4 GiB for D (the left Riemann sum; to the
+# timestamps' microseconds).
+grew_per_second() { # INSTANCE: bytes held, as Prometheus saw the counter grow
+  local counter="gpuclean_leftover_memory_byte_seconds_total{instance=\"$1\"}"
+  local scans="gpuclean_last_scan_timestamp_seconds{instance=\"$1\"}"
+  query "sum(max_over_time(${counter}[1d]) - min_over_time(${counter}[1d])) /
+         sum(max_over_time(${scans}[1d]) - min_over_time(${scans}[1d]))" | sed 's/^.* //'
+}
+near() { awk -v got="$1" -v want="$2" 'BEGIN { exit !(got != "" && (got / want - 1)^2 < 1e-10) }'; }
+grew_b=$(grew_per_second "$B") grew_d=$(grew_per_second "$D")
+check "B's counter grew by 8 GiB per second of its scans (got ${grew_b:-nothing} B)" near "$grew_b" $((8 * GiB))
+check "D's counter, read back from its textfile at each run, by 4 GiB per second (got ${grew_d:-nothing} B)" \
+  near "$grew_d" $((4 * GiB))
+echo "  GiB-hours lost to leftovers over the last day, per node, $((SECONDS - prometheus_started)) s after Prometheus started:"
+for node in A B C D; do
+  echo "    $node ${!node}: $(of "$figures" "${!node}") (gauge: $(of "$gauges" "${!node}") bytes)"
+done
+
 # ---- clean D
 # The real driver frees a killed holder's memory within ~0.15 s; here the test plays the driver,
 # so the kill and the new scenario happen between two textfile runs (under d.lock): no run sees
@@ -267,7 +313,8 @@ kill -KILL "$heir"
 check "D's heir is gone" until_ok 10 not holds "$heir" "$work/d.dev"
 d_conf <<CONF
 uuid 0 GPU-node-d
-used 0 $reserve
+used 0 0
+reserved 0 $reserve
 CONF
 flock -u 9
 exec 9>&-

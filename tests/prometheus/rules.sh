@@ -5,6 +5,10 @@
 # fail them, naming every rule: every `for:` made 0s (the not-yet-firing cases must fail), every
 # expression made one that never holds (the firing cases must fail), and every expression
 # widened to all series of its metric (the healthy series' not-firing cases must fail).
+# contrib/prometheus/recording.yml (issue 52: GiB-hours lost to leftovers) likewise: `promtool
+# check rules`, its unit tests (recording_test.yml: increases known by hand, a healthy node at 0,
+# a counter reset), and two broken copies that must fail them, naming every rule: GiB-hours
+# divided by 60 instead of 3600, and delta() in place of increase() (a reset not handled).
 #   tests/prometheus/rules.sh      (needs promtool: Debian's prometheus package)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -46,4 +50,36 @@ check "negative control: with expressions that never hold the tests fail, for ea
 out=$(mutant wide '/^ +expr:/{s/\{[^}]*\}//g; s/ (>|==) .*$/ >= 0/}')
 check "negative control: with every expression taking any series of its metric the tests fail, for each rule" \
   fails_for "$out" "$names"
+
+# ---- recording.yml
+recording=contrib/prometheus/recording.yml
+records=$(sed -n 's/^ *- record: //p' "$recording")
+check "promtool check rules: $(wc -l <<<"$records") recording rules" promtool check rules "$recording"
+check "promtool test rules recording_test.yml" promtool test rules contrib/prometheus/recording_test.yml
+# recording_mutant NAME SED: recording_test.yml run on a copy of recording.yml changed by SED
+# (checked to change every expression); prints promtool's output.
+recording_mutant() {
+  mkdir -p "$work/$1"
+  sed -E "$2" "$recording" >"$work/$1/recording.yml"
+  cp contrib/prometheus/recording_test.yml "$work/$1/"
+  if [[ $(diff "$recording" "$work/$1/recording.yml" | grep -c '^> *expr:') != "$(wc -l <<<"$records")" ]]; then
+    echo "the mutation $1 does not change every expression"
+    return
+  fi
+  (cd "$work/$1" && promtool test rules recording_test.yml 2>&1)
+}
+# records_fail OUTPUT NAMES: OUTPUT is a failing run with a failed case for every rule in NAMES.
+records_fail() {
+  local name
+  grep -q FAILED <<<"$1" || return 1
+  for name in $2; do
+    grep -qF "expr: \"$name" <<<"$1" || { echo "  not caught: $name"; return 1; }
+  done
+}
+out=$(recording_mutant per_minute '/^ +expr:/s|/ 3600$|/ 60|')
+check "negative control: GiB-minutes (/ 60 instead of / 3600) fail the tests, for each recording rule" \
+  records_fail "$out" "$records"
+out=$(recording_mutant delta '/^ +expr:/s/increase\(/delta(/')
+check "negative control: delta() in place of increase() (a counter reset not handled) fails the tests, for each recording rule" \
+  records_fail "$out" "$records"
 finish "rules test"

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/units.h"
 #include "diagnose/verdict.h"
@@ -381,6 +383,85 @@ TEST(HolderMemory, LabelValuesAreValidUtf8AndBounded) {
   // Negative control: valid text under the bound is kept as it is.
   orphan.process.user = "émilie";
   EXPECT_NE(text(m).find("user=\"émilie\""), std::string::npos);
+}
+
+// Issue 52: the leftover gauge and counter as the caller hands them in (diagnose/leftover_gauge.h
+// makes the figures; leftover_gauge_test.cpp tests them).
+MetricsReport report_with_leftover_figures() {
+  MetricsReport m = report_with_orphan();
+  m.leftover_bytes = {{{"heir", "none"}, 0},
+                      {{"orphan", "none"}, 0},
+                      {{"orphan", "slurm-job"}, 8.0 * kGiB},
+                      {{"unattributed", "none"}, 1.0 * kGiB},
+                      {{"zombie-leader", "none"}, 0}};
+  m.leftover_byte_seconds = {{{"heir", "none"}, 0},
+                             {{"orphan", "none"}, 1234.5},
+                             {{"orphan", "slurm-job"}, 257698037760.0},
+                             {{"unattributed", "none"}, 32212254720.0},
+                             {{"zombie-leader", "none"}, 0}};
+  return m;
+}
+
+// The exposition's lines of metric NAME (its samples, not its HELP and TYPE).
+std::vector<std::string> samples_of(const std::string& exposition, const std::string& name) {
+  std::vector<std::string> lines;
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "{", 0) == 0 || line.rfind(name + " ", 0) == 0) lines.push_back(line);
+  }
+  return lines;
+}
+
+TEST(LeftoverMemory, AGaugeAndACounterByClassAndOwnerKind) {
+  const std::string t = text(report_with_leftover_figures());
+  const std::vector<std::string> gauge = {
+      R"(gpuclean_leftover_memory_bytes{class="heir",owner_kind="none"} 0)",
+      R"(gpuclean_leftover_memory_bytes{class="orphan",owner_kind="none"} 0)",
+      R"(gpuclean_leftover_memory_bytes{class="orphan",owner_kind="slurm-job"} 8589934592)",
+      R"(gpuclean_leftover_memory_bytes{class="unattributed",owner_kind="none"} 1073741824)",
+      R"(gpuclean_leftover_memory_bytes{class="zombie-leader",owner_kind="none"} 0)"};
+  EXPECT_EQ(samples_of(t, "gpuclean_leftover_memory_bytes"), gauge) << t;
+  const std::vector<std::string> counter = {
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="heir",owner_kind="none"} 0)",
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="orphan",owner_kind="none"} 1234.5)",
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="orphan",owner_kind="slurm-job"} 257698037760)",
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="unattributed",owner_kind="none"} 32212254720)",
+      R"(gpuclean_leftover_memory_byte_seconds_total{class="zombie-leader",owner_kind="none"} 0)"};
+  EXPECT_EQ(samples_of(t, "gpuclean_leftover_memory_byte_seconds_total"), counter) << t;
+  EXPECT_TRUE(has_line(t, "# TYPE gpuclean_leftover_memory_bytes gauge")) << t;
+  EXPECT_TRUE(has_line(t, "# TYPE gpuclean_leftover_memory_byte_seconds_total counter")) << t;
+  // The HELP texts say what a person needs: the classes, the floor, the 10-minute rule.
+  EXPECT_NE(t.find("on GPUs where it is above 256 MiB"), std::string::npos) << t;
+  EXPECT_NE(t.find("A gap over 10 minutes"), std::string::npos) << t;
+  // Bounded labels: no PID, user or owner id on these series (the orphan of report_with_orphan
+  // has a PID; it is named by gpuclean_holder_memory_bytes only).
+  for (const std::string& line : samples_of(t, "gpuclean_leftover_memory_bytes")) {
+    EXPECT_EQ(line.find("pid="), std::string::npos) << line;
+    EXPECT_EQ(line.find("user="), std::string::npos) << line;
+  }
+}
+
+TEST(LeftoverMemory, OneScanToStdoutHasTheGaugeButNoCounter) {
+  MetricsReport m = report_with_leftover_figures();
+  m.leftover_byte_seconds.reset();  // what `gpuclean metrics` without --listen/--textfile passes
+  const std::string t = text(m);
+  EXPECT_EQ(samples_of(t, "gpuclean_leftover_memory_bytes").size(), 5U) << t;
+  EXPECT_EQ(t.find("gpuclean_leftover_memory_byte_seconds_total"), std::string::npos) << t;
+  // Without figures, neither (a caller that computed none exports none).
+  m.leftover_bytes.reset();
+  EXPECT_EQ(text(m).find("gpuclean_leftover_memory"), std::string::npos);
+  // Negative control: the figures are what makes them appear.
+  EXPECT_NE(
+      text(report_with_leftover_figures()).find("gpuclean_leftover_memory_byte_seconds_total{"),
+      std::string::npos);
+}
+
+TEST(LeftoverMemory, AFailedScanExportsNeither) {
+  MetricsReport m = report_with_leftover_figures();
+  m.status.reset();
+  const std::string t = text(m);
+  EXPECT_TRUE(has_line(t, "gpuclean_scan_success 0")) << t;
+  EXPECT_EQ(t.find("gpuclean_leftover_memory"), std::string::npos) << t;
 }
 
 }  // namespace
