@@ -24,6 +24,7 @@ Result<LeftoverCostReport> read_leftover_cost(const history::EventStore& store, 
   if (!first.ok()) return first.error();
   LeftoverCostReport report = meter.report(by, actions);
   if (!first->empty() && first->front().time > since) report.recording_began = first->front().time;
+  report.members_counted = store.indexes_parents();
   return report;
 }
 

@@ -70,8 +70,11 @@ struct LeftoverEpisode {
   double known_byte_seconds = 0;  // of them, while its activity was known (idle or busy)
   std::map<unsigned, double> gpu_byte_seconds;       // per GPU, within the window
   std::map<std::string, double> class_byte_seconds;  // per class it was in, within the window
-  Bytes peak_bytes = 0;                              // its most, all GPUs together
-  std::optional<double> memory_back_seconds;         // memory_returned: after it left
+  Bytes peak_bytes = 0;  // its most, all GPUs together, its job's members with it
+  // A dead job is a tree: the holders descending from it (its workers, through the parents
+  // recorded) whose memory counted with it, while it was a leftover.
+  std::vector<Pid> members;
+  std::optional<double> memory_back_seconds;  // memory_returned: after it left
 
   // From becoming a leftover to its end (or to `until`, still there).
   [[nodiscard]] double seconds(double until) const { return end.time.value_or(until) - since; }
@@ -119,6 +122,9 @@ struct LeftoverCostReport {
   double unwatched_seconds = 0;
   // The history's earliest event, when it is later than `since`: before it nothing is known.
   std::optional<double> recording_began;
+  // Dead jobs' workers were followed (LeftoverEpisode::members): false on a database that no
+  // recorder of this gpuclean has opened yet (history::EventStore::indexes_parents).
+  bool members_counted = true;
 };
 
 }  // namespace gpuclean

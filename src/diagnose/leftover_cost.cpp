@@ -12,6 +12,9 @@ namespace {
 // after its teardown and its look (bounded by --wait), the recorder sees the end at a look.
 constexpr double kActionSpan = 600;
 
+// A recorded parent chain longer than this is no job's (a cycle, if the rows had one).
+constexpr int kMaxJobDepth = 64;
+
 // The seconds a memory_returned event's detail gives; nullopt for anything else.
 std::optional<double> seconds_of(const std::string& detail) {
   double seconds = 0;
@@ -50,19 +53,44 @@ void LeftoverMeter::advance(double time) {
   counted_to_ = std::max(counted_to_, time);
 }
 
+const LeftoverMeter::Open* LeftoverMeter::leftover_root(const Open& open) const {
+  const Open* at = &open;
+  for (int depth = 0; depth < kMaxJobDepth; ++depth) {
+    if (at->episode) return at;
+    const RecordedProcess& p = at->process;
+    if (!p.parent_pid || !p.parent_start_ticks) return nullptr;
+    const auto parent = open_.find({p.boot_id, *p.parent_pid, *p.parent_start_ticks});
+    if (parent == open_.end()) return nullptr;
+    at = &parent->second;
+  }
+  return nullptr;
+}
+
 void LeftoverMeter::count(double seconds) {
+  std::map<std::size_t, Bytes> tree_bytes;  // episode → its tree's memory now
   for (auto& [key, open] : open_) {
-    if (!open.episode) continue;
-    LeftoverEpisode& episode = episodes_[*open.episode];
+    if (open.memory.empty()) continue;
+    const Open* root = leftover_root(open);
+    if (root == nullptr) continue;
+    const std::size_t index = *root->episode;
+    LeftoverEpisode& episode = episodes_[index];
+    if (keep_episodes_ && root != &open && open.member_of != index) {
+      episode.members.push_back(open.process.pid);
+      open.member_of = index;
+    }
     for (const auto& [gpu, bytes] : open.memory) {
       const double held = static_cast<double>(bytes) * seconds;
       episode.byte_seconds += held;
       episode.gpu_byte_seconds[gpu] += held;
-      episode.class_byte_seconds[open.klass] += held;
+      episode.class_byte_seconds[root->klass] += held;
       if (open.activity == Activity::kIdle) episode.idle_byte_seconds += held;
       if (open.activity != Activity::kUnknown) episode.known_byte_seconds += held;
-      totals_[{open.klass, open.owner_kind}] += held;
+      totals_[{root->klass, root->owner_kind}] += held;
+      tree_bytes[index] += bytes;
     }
+  }
+  for (const auto& [index, bytes] : tree_bytes) {
+    episodes_[index].peak_bytes = std::max(episodes_[index].peak_bytes, bytes);
   }
   for (const auto& [gpu, bytes] : unattributed_) {
     UnattributedCost& cost = unattributed_cost_[gpu];

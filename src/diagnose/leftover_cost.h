@@ -7,7 +7,10 @@
 //
 // The rule: a figure the history records holds until the next one (memory from its
 // memory_changed, a class from its appeared or class_changed, activity from its
-// activity_changed); a holder counts while its class is a leftover class and until it leaves;
+// activity_changed); a holder counts while its class is a leftover class and until it leaves,
+// and so does a holder descending from it through the parents recorded (a dead job is a tree:
+// its workers, whose own class is active while their parent lives, count with it, in its
+// episode, under its class and owner);
 // unattributed memory counts from unattributed_appeared (its bytes then) to
 // unattributed_cleared. Nothing counts between recorder_stopped and the next recorder_started.
 #pragma once
@@ -64,9 +67,12 @@ class LeftoverMeter {
     std::map<unsigned, Bytes> memory;
     Activity activity = Activity::kUnknown;
     std::optional<std::size_t> episode;  // index into episodes_ while a leftover
+    // The episode it was last counted in as a member of a dead job (episodes' members).
+    std::optional<std::size_t> member_of;
   };
 
   static Key key_of(const RecordedProcess& process);
+  [[nodiscard]] const Open* leftover_root(const Open& open) const;
   static Activity activity_of(std::string_view detail);
   Open& open_for(const RecordedProcess& process, const std::string& klass);
   void set_class(Open& open, const std::string& klass, double time);

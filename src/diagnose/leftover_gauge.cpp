@@ -1,5 +1,6 @@
 #include "diagnose/leftover_gauge.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -19,14 +20,26 @@ LeftoverSeries leftover_gauge(const Diagnosis& diagnosis, Bytes unattributed_flo
   // Only the selected GPUs (diagnosis.gpus): a holder's NVML figures may name others.
   std::set<unsigned> selected;
   for (const GpuReport& gpu : diagnosis.gpus) selected.insert(gpu.gpu.index);
-  for (const Holder& holder : diagnosis.holders) {
-    std::string klass = to_string(holder.klass);
-    if (!is_leftover_class(klass)) continue;
+  for (const Holder& member : diagnosis.holders) {
+    // A dead job is a tree: its workers (active: their parent, the job's root, lives) count
+    // with it, under the root's class and owner (the problem that names them, dead_job_root).
+    const Holder* root = &member;
+    if (!is_leftover_class(to_string(member.klass))) {
+      const auto root_pid = dead_job_root(diagnosis, member.process.pid);
+      const auto it = root_pid ? std::find_if(diagnosis.holders.begin(), diagnosis.holders.end(),
+                                              [&](const Holder& h) {
+                                                return h.process.pid == *root_pid;
+                                              })
+                               : diagnosis.holders.end();
+      if (it == diagnosis.holders.end() || !is_leftover_class(to_string(it->klass))) continue;
+      root = &*it;
+    }
+    std::string klass = to_string(root->klass);
     Bytes held = 0;
-    for (const auto& [gpu, bytes] : holder.gpu_memory) {
+    for (const auto& [gpu, bytes] : member.gpu_memory) {
       if (selected.count(gpu) > 0) held += bytes;
     }
-    const std::optional<Owner>& owner = holder.process.owner;
+    const std::optional<Owner>& owner = root->process.owner;
     std::string kind =
         owner_kind_of(owner ? std::string(to_string(owner->kind)) + ":" + owner->id : "");
     gauge[{std::move(klass), std::move(kind)}] += static_cast<double>(held);

@@ -32,8 +32,9 @@ inline constexpr std::string_view kNoOwnerKind = "none";
 // The gauge of one look, in bytes:
 // - per leftover class (is_leftover_class of the holder's class) and kind of the holder's owner
 //   (owner_kind_of "KIND:ID"; "none" without one): the memory NVML counts for those holders,
-//   summed over the diagnosis' (selected) GPUs. Any other class never counts (an active holder,
-//   a stuck or foreign one, a monitor);
+//   summed over the diagnosis' (selected) GPUs, and for the holders of each one's dead job
+//   (dead_job_root: its workers, active themselves) under its class and owner kind. Any other
+//   holder never counts (an active one of a live job, a stuck or foreign one, a monitor);
 // - {unattributed, none}: the sum over GPUs of each GPU's unattributed memory where it is above
 //   `unattributed_floor` (the flight recorder's floor; below it is the driver's own reserve).
 // The four classes with owner_kind "none" are always there (0 when none), so that a counter

@@ -57,6 +57,7 @@ CREATE TABLE processes (
 );
 CREATE INDEX processes_by_left ON processes(left);
 CREATE INDEX processes_by_pid ON processes(pid);
+CREATE INDEX processes_by_parent ON processes(parent_pid, parent_start_ticks);
 CREATE TABLE events (
   id INTEGER PRIMARY KEY,
   time REAL NOT NULL,
@@ -417,6 +418,16 @@ Result<EventStore> EventStore::open(const std::string& path, bool read_only) {
         !wal.ok()) {
       return wal.error();
     }
+    // Added after schema 1 was first written, for a dead job's tree (each_leftover_event): a
+    // database of an earlier gpuclean gets it when its recorder next opens it (readers of any
+    // version ignore it; without it the report reads the same, slower).
+    if (Status indexed = exec(impl->db,
+                              "CREATE INDEX IF NOT EXISTS processes_by_parent ON "
+                              "processes(parent_pid, parent_start_ticks)",
+                              "index the parents of " + path);
+        !indexed.ok()) {
+      return indexed.error();
+    }
   }
   return EventStore(std::move(impl));
 }
@@ -624,10 +635,18 @@ Status EventStore::each_event(const EventQuery& query,
   return each_event_row(db, select, each);
 }
 
+bool EventStore::indexes_parents() const {
+  Statement index(impl_->db,
+                  "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = "
+                  "'processes_by_parent'");
+  return index.ok() && index.step() == SQLITE_ROW;
+}
+
 Status EventStore::each_leftover_event(double until,
                                        const std::function<void(const HistoryEvent&)>& each) const {
   sqlite3* db = impl_->db;
-  // The processes recorded in a leftover class (kLeftoverClasses) before `until`, then all of
+  // The processes recorded in a leftover class (kLeftoverClasses) before `until` and those
+  // descending from them, then all of
   // their events and the node's own that the report counts. The leftovers are found by one
   // scan of the table (NOT INDEXED: SQLite's choice, a walk of events_by_process, took 137 ms
   // instead of 100 on the week-full bench database of 1.2 million events); then two selects,
@@ -636,10 +655,19 @@ Status EventStore::each_leftover_event(double until,
   for (std::string_view klass : kLeftoverClasses) {
     classes += std::string(classes.empty() ? "'" : ", '") + std::string(klass) + "'";
   }
+  // A dead job is a tree: the holders that descend from a leftover, through the parents
+  // recorded, are read with it, one lookup each in processes_by_parent. Without that index (a
+  // database no recorder has opened since it was added) each step of the recursion would scan
+  // every process (minutes on the week-full bench database): the leftovers alone are read.
+  const std::string descendants =
+      indexes_parents()
+          ? " UNION SELECT c.id FROM leftover l JOIN processes r ON r.id = l.id JOIN processes c "
+            "ON c.parent_pid = r.pid AND c.parent_start_ticks = r.start_ticks AND c.boot = r.boot"
+          : "";
   const std::string sql =
-      "WITH leftover(id) AS (SELECT DISTINCT process FROM events NOT INDEXED WHERE kind IN "
+      "WITH RECURSIVE leftover(id) AS (SELECT process FROM events NOT INDEXED WHERE kind IN "
       "('appeared', 'class_changed') AND class IN (" +
-      classes + ") AND time < ?1 AND process IS NOT NULL) " + event_select() +
+      classes + ") AND time < ?1 AND process IS NOT NULL" + descendants + ") " + event_select() +
       " WHERE e.time < ?1 AND e.process IN (SELECT id FROM leftover) UNION ALL " + event_select() +
       " WHERE e.time < ?1 AND e.process IS NULL AND e.kind IN ('unattributed_appeared', "
       "'unattributed_cleared', 'action', 'recorder_started', 'recorder_stopped') ORDER BY 1, 17";

@@ -5,7 +5,7 @@
 //   boots(id, boot_id UNIQUE)    commands(id, argv UNIQUE)
 //   processes(id, boot → boots, pid, start_ticks, user, argv → commands, owner, parent_pid,
 //             parent_start_ticks, parent_argv → commands, appeared, left)
-//             UNIQUE(boot, pid, start_ticks)
+//             UNIQUE(boot, pid, start_ticks); indexed by left, pid and parent (PID, start ticks)
 //   events(id, time, kind, process → processes.id, gpu, bytes, class, detail)
 //
 // A command line is a BLOB of the arguments joined by NUL (an argument cannot hold one), stored
@@ -82,11 +82,16 @@ class EventStore {
 
   // What a leftover cost report reads (diagnose/leftover_cost.h), in time order, all before
   // `until`: every event of each process recorded in a leftover class (appeared as one or
-  // changed to one) before then, from its first, and the events of no process about
+  // changed to one) before then, and of the processes descending from one (a dead job's
+  // workers, through the parents recorded), from its first; and the events of no process about
   // unattributed memory, gpuclean's actions and the recorder's starts and stops. Its cost
   // grows with the leftovers, not with the holders.
+  // (Their descendants only where indexes_parents().)
   Status each_leftover_event(double until,
                              const std::function<void(const HistoryEvent&)>& each) const;
+  // Whether the database has the index of processes by parent that each_leftover_event needs to
+  // follow a dead job's tree: a recorder of this gpuclean adds it when it opens the database.
+  [[nodiscard]] bool indexes_parents() const;
 
   // Who held a device at `time`: processes that had appeared and not yet left, with their class
   // and memory per GPU as last recorded by then.

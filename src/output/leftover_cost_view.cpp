@@ -91,6 +91,10 @@ void render_leftovers(std::ostream& out, const LeftoverCostReport& report) {
     if (e.memory_back_seconds) {
       what += fmt::format(", memory back {:.1f} s after", *e.memory_back_seconds);
     }
+    if (!e.members.empty()) {
+      what += fmt::format(", with {} more process{} of its job", e.members.size(),
+                          e.members.size() == 1 ? "" : "es");
+    }
     out << what << '\n';
   }
   for (const UnattributedCost& cost : report.unattributed) {
@@ -136,6 +140,10 @@ void render_leftover_cost_text(std::ostream& out, const LeftoverCostReport& repo
     out << "  the history begins at " << format_local_time(*report.recording_began)
         << ": nothing before it is known\n";
   }
+  if (!report.members_counted) {
+    out << "  dead jobs' workers are not counted: this database has no index of parents yet "
+           "(the recorder adds it when it next starts)\n";
+  }
   if (report.unwatched_seconds >= 1) {
     out << "  the recorder was stopped for " << format_age(report.unwatched_seconds)
         << " of it: not counted\n";
@@ -157,6 +165,7 @@ json leftover_cost_json(const LeftoverCostReport& report) {
               {"classes", report.class_byte_seconds},
               {"unwatched_seconds", report.unwatched_seconds},
               {"recording_began", or_null(report.recording_began)},
+              {"members_counted", report.members_counted},
               {"groups", json::array()},
               {"leftovers", json::array()},
               {"unattributed", json::array()}};
@@ -188,6 +197,7 @@ json leftover_cost_json(const LeftoverCostReport& report) {
                                 {"gpus", gpus},
                                 {"classes", e.class_byte_seconds},
                                 {"peak_bytes", e.peak_bytes},
+                                {"members", e.members},
                                 {"memory_back_seconds", or_null(e.memory_back_seconds)}});
   }
   for (const UnattributedCost& u : report.unattributed) {

@@ -507,6 +507,51 @@ TEST_F(RecorderTest, TheRecordersLeftoverCounterIsTheReportsFigure) {
   EXPECT_EQ(both.exit_code, 2) << "--report or --history, one of them";
 }
 
+// A dead job is a tree (issue 52 after issue 47): an orphaned server with two workers (active
+// themselves: their parent, the server, lives) on GPUs 0 and 1. The report counts the workers'
+// memory in the server's episode, and the recorder's counter the same; the kill of the server
+// ends the tree. The metrics gauge counts the tree too (metrics --textfile, the same look).
+TEST_F(RecorderTest, ADeadJobsWorkersCountWithItInTheReportAndTheCounter) {
+  constexpr unsigned long long kGiB = 1ULL << 30;
+  const std::string textfile = dir_.path() + "/recorder.prom";
+  const double began = static_cast<double>(::time(nullptr)) - 1;
+  const std::vector<pid_t> tree = start("orphan-tree", held_, {"2"});
+  ASSERT_EQ(tree.size(), 4u);
+  write_scenario("gpus 2\nrelease_exited 1\nused 0 " + std::to_string(8 * kGiB) + "\nused 1 " +
+                 std::to_string(4 * kGiB) + "\n" + pid_line(tree[0], 2 * kGiB) +
+                 pid_line(tree[1], 6 * kGiB) + "process 1 compute " + std::to_string(tree[2]) +
+                 " " + std::to_string(4 * kGiB) + "\n");
+  const std::vector<std::string> env = fake_env(variant_dir("r580"), scenario_path());
+  const CommandResult metrics =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "metrics", "--device-glob", held_}, env);
+  EXPECT_NE(metrics.out.find("gpuclean_leftover_memory_bytes{class=\"orphan\",owner_kind=\""),
+            std::string::npos)
+      << metrics.out;
+  start_recorder({"--textfile", textfile}, env);
+  ASSERT_TRUE(wait_until([&] { return has_event("memory_changed", tree[2]); })) << slurp(log_);
+  ASSERT_EQ(kill_holder(tree[0]).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return has_event("left", tree[2]) && has_event("action"); }));
+  EXPECT_EQ(stop_recorder(), 0) << slurp(log_);
+
+  const double counter = series_sum(
+      slurp(textfile), "gpuclean_recorder_leftover_memory_byte_seconds_total{class=\"orphan\"");
+  const CommandResult report =
+      run_command({GPUCLEAN_SHIPPING_BINARY, "history", "--db", db_, "--report", "--json",
+                   "--since", "@" + std::to_string(static_cast<long long>(began))});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const json doc = json::parse(report.out);
+  ASSERT_EQ(doc["leftovers"].size(), 1U) << "one dead job, one leftover: " << doc.dump(1);
+  const json& job = doc["leftovers"][0];
+  EXPECT_EQ(job["process"]["pid"], tree[0]);
+  EXPECT_EQ(job["members"], json::array({tree[1], tree[2]})) << job.dump(1);
+  EXPECT_EQ(job["peak_bytes"], 12 * kGiB) << "2 + 6 + 4 GiB";
+  EXPECT_EQ(job["end"]["how"], "killed");
+  EXPECT_TRUE(doc["members_counted"].get<bool>());
+  ASSERT_GT(counter, 0);
+  EXPECT_NEAR(doc["classes"]["orphan"].get<double>(), counter, 1e-9 * counter);
+  EXPECT_GT(job["gpus"]["1"].get<double>(), 0) << "the GPU 1 worker's memory is the job's";
+}
+
 // Issue 37: busy and idle are history too, and `status --db` reads idle_s from it.
 TEST_F(RecorderTest, ActivityChangesAreRecordedAndStatusReadsIdleSecondsFromThem) {
   const pid_t holder = start("hold", held_).at(0);

@@ -294,13 +294,17 @@ TEST_F(EventStoreTest, TheTimelineIsNarrowedByTimeAndGpu) {
 }
 
 // Issue 52: what history --report reads. An orphaned server's events from its first (its
-// appearance before the orphaning too), the node's unattributed memory, actions and the
+// appearance before the orphaning too) and its child's (a dead job is a tree), the node's
+// unattributed memory, actions and the
 // recorder's starts, in time order; an active holder's and an Xid's are not read (negative
 // control: they are in the database), nor anything from `until` on.
 TEST_F(EventStoreTest, TheLeftoverReportReadsTheLeftoversEventsAndTheNodesOwn) {
   EventStore store = writer();
   const RecordedProcess orphan = server(10, 1);
   const RecordedProcess active = server(20, 2);
+  RecordedProcess worker = server(30, 3);  // the orphan's child: of its dead job
+  worker.parent_pid = 10;
+  worker.parent_start_ticks = 1;
   HistoryEvent orphaned = holder_event(HistoryEventKind::kClassChanged, 150, orphan);
   orphaned.klass = "orphan";
   HistoryEvent appeared = holder_event(HistoryEventKind::kAppeared, 100, orphan);
@@ -314,17 +318,18 @@ TEST_F(EventStoreTest, TheLeftoverReportReadsTheLeftoversEventsAndTheNodesOwn) {
     event.gpu = 0;
     return event;
   };
-  ASSERT_TRUE(store
-                  .append({node_event(HistoryEventKind::kRecorderStarted, 90), appeared, other,
-                           memory_event(100, orphan, 0, 1 << 20), orphaned,
-                           memory_event(160, active, 0, 1 << 20),
-                           node_event(HistoryEventKind::kUnattributedAppeared, 170),
-                           node_event(HistoryEventKind::kXid, 180),
-                           node_event(HistoryEventKind::kAction, 190),
-                           holder_event(HistoryEventKind::kLeft, 200, orphan),
-                           node_event(HistoryEventKind::kUnattributedCleared, 300)})
-                  .ok());
-  ASSERT_EQ(store.events({})->size(), 11u);
+  ASSERT_TRUE(
+      store
+          .append({node_event(HistoryEventKind::kRecorderStarted, 90), appeared, other,
+                   memory_event(100, orphan, 0, 1 << 20), orphaned,
+                   memory_event(160, active, 0, 1 << 20), memory_event(165, worker, 1, 1 << 20),
+                   node_event(HistoryEventKind::kUnattributedAppeared, 170),
+                   node_event(HistoryEventKind::kXid, 180),
+                   node_event(HistoryEventKind::kAction, 190),
+                   holder_event(HistoryEventKind::kLeft, 200, orphan),
+                   node_event(HistoryEventKind::kUnattributedCleared, 300)})
+          .ok());
+  ASSERT_EQ(store.events({})->size(), 12u);
   std::vector<std::string> read;
   ASSERT_TRUE(store
                   .each_leftover_event(
@@ -335,10 +340,10 @@ TEST_F(EventStoreTest, TheLeftoverReportReadsTheLeftoversEventsAndTheNodesOwn) {
                                        (e.process ? " pid " + std::to_string(e.process->pid) : ""));
                       })
                   .ok());
-  EXPECT_EQ(read, (std::vector<std::string>{"recorder_started@90", "appeared@100 pid 10",
-                                            "memory_changed@100 pid 10", "class_changed@150 pid 10",
-                                            "unattributed_appeared@170", "action@190",
-                                            "left@200 pid 10"}));
+  EXPECT_EQ(read, (std::vector<std::string>{
+                      "recorder_started@90", "appeared@100 pid 10", "memory_changed@100 pid 10",
+                      "class_changed@150 pid 10", "memory_changed@165 pid 30",
+                      "unattributed_appeared@170", "action@190", "left@200 pid 10"}));
   // Orphaned at 150: up to 140 it was no leftover, so nothing of it is read.
   read.clear();
   ASSERT_TRUE(store

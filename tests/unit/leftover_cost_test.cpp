@@ -172,6 +172,39 @@ TEST(LeftoverCost, FiguresMatchTheHistoryComputedByHand) {
   EXPECT_DOUBLE_EQ(report.unattributed[0].seconds, 1800);
 }
 
+// A dead job is a tree: alice's server has a worker (its parent the server, active itself)
+// with 16 GiB on GPU 1 until both end at 2400 s; from 600 s, when the server is orphaned, the
+// worker counts with it: 16 × 1800 more GiB-seconds in the server's episode.
+TEST(LeftoverCost, ADeadJobsWorkersCountWithItInItsEpisode) {
+  RecordedProcess worker = bob_worker();
+  worker.pid = 300;
+  worker.start_ticks = 3000;
+  worker.user = "alice";
+  worker.parent_pid = alice_server().pid;
+  worker.parent_start_ticks = alice_server().start_ticks;
+  const auto with_worker = [&worker] {
+    return history({klass(HistoryEventKind::kAppeared, 0, worker, "active"),
+                    memory(0, worker, 1, 16),
+                    klass(HistoryEventKind::kLeft, 2400, worker, "active")});
+  };
+  const auto report = report_of(with_worker(), 0, 7200);
+  EXPECT_DOUBLE_EQ(gib_seconds(report.byte_seconds), 17400 + 16 * 1800);
+  const LeftoverEpisode& server = report.leftovers[0];
+  EXPECT_EQ(server.process.pid, 100);
+  EXPECT_DOUBLE_EQ(gib_seconds(server.byte_seconds), 12000 + 16 * 1800);
+  EXPECT_DOUBLE_EQ(gib_seconds(server.gpu_byte_seconds.at(1)), 16 * 1800);
+  EXPECT_EQ(server.members, std::vector<Pid>{300});
+  EXPECT_EQ(server.peak_bytes, Bytes{24} << 30);
+  EXPECT_EQ(report.leftovers.size(), 2U) << "the worker is in the server's episode, not its own";
+  LeftoverMeter counter(0, std::numeric_limits<double>::infinity(), false);
+  for (const HistoryEvent& e : with_worker()) counter.apply(e);
+  EXPECT_DOUBLE_EQ(gib_seconds(counter.totals().at({"orphan", "slurm-job"})), 12000 + 16 * 1800);
+  // Negative control: a process of that PID that is not the server's child (another start)
+  // is not of its job.
+  worker.parent_start_ticks = 999;
+  EXPECT_DOUBLE_EQ(gib_seconds(report_of(with_worker(), 0, 7200).byte_seconds), 17400);
+}
+
 TEST(LeftoverCost, OnlyTheWindowCounts) {
   // [1800, 3600): alice 4 GiB × 600 s, bob 2 GiB × 1200 s, unattributed 1 GiB × 600 s.
   const auto report = report_of(history(), 1800, 3600);

@@ -70,6 +70,25 @@ TEST(LeftoverGauge, LeftoversByClassAndOwnerKindAndUnattributedAboveTheFloor) {
   EXPECT_EQ(gauge, want);  // and nothing else: no active, stuck or foreign series
 }
 
+TEST(LeftoverGauge, ADeadJobsWorkersCountWithItUnderItsClass) {
+  // A dead job is a tree: the orphan's worker (active: its parent, the orphan, lives) with
+  // 16 GiB on GPU 0, named among the orphan problem's descendants, counts with it; the active
+  // holder of a live job (44) still does not.
+  Diagnosis d = gauge_diagnosis();
+  Holder worker = gauge_holder(46, HolderClass::kActive, {{0, 16 * kGiB}});
+  d.holders.push_back(worker);
+  Problem orphaned;
+  orphaned.kind = ProblemKind::kOrphan;
+  orphaned.pid = 42;
+  orphaned.descendants = {46};
+  d.problems.push_back(orphaned);
+  const LeftoverSeries gauge = leftover_gauge(d);
+  EXPECT_EQ(gauge.at({"orphan", "slurm-job"}), (10 + 16) * kGaugeGiB);  // the orphan's owner
+  // Negative control: without the problem naming it, the worker is a live job's holder.
+  d.problems.back().descendants.clear();
+  EXPECT_EQ(leftover_gauge(d).at({"orphan", "slurm-job"}), 10 * kGaugeGiB);
+}
+
 TEST(LeftoverGauge, AnActiveHolderNeverCounts) {
   // Negative control of the class rule: the same holders, the orphan made active, counts 0
   // where it counted 10 GiB.
