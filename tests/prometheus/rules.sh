@@ -7,8 +7,9 @@
 # widened to all series of its metric (the healthy series' not-firing cases must fail).
 # contrib/prometheus/recording.yml (issue 52: GiB-hours lost to leftovers) likewise: `promtool
 # check rules`, its unit tests (recording_test.yml: increases known by hand, a healthy node at 0,
-# a counter reset), and two broken copies that must fail them, naming every rule: GiB-hours
-# divided by 60 instead of 3600, and delta() in place of increase() (a reset not handled).
+# a counter reset, a node with the recorder's counter beside metrics'), and three broken copies
+# that must fail them, naming every rule: GiB-hours divided by 60 instead of 3600, delta() in
+# place of increase() (a reset not handled), and the recorder's counter ignored.
 #   tests/prometheus/rules.sh      (needs promtool: Debian's prometheus package)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -81,5 +82,8 @@ check "negative control: GiB-minutes (/ 60 instead of / 3600) fail the tests, fo
   records_fail "$out" "$records"
 out=$(recording_mutant delta '/^ +expr:/s/increase\(/delta(/')
 check "negative control: delta() in place of increase() (a counter reset not handled) fails the tests, for each recording rule" \
+  records_fail "$out" "$records"
+out=$(recording_mutant metrics_only '/^ +expr:/s/\(sum by \([a-z, ]+\) \(increase\(gpuclean_recorder_[a-z_]+\[1d\]\)\) or /(/')
+check "negative control: the recorder's counter ignored where a node has both fails the tests, for each recording rule" \
   records_fail "$out" "$records"
 finish "rules test"
