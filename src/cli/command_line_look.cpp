@@ -401,7 +401,6 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
       {{"gpuclean history --since 2h", "the last two hours"},
        {"gpuclean history --report --since 7d --by owner", "GiB-hours lost to leftovers, by job"},
        {"gpuclean history --at 03:12 --gpu 3", "what held GPU 3 at 03:12 today"},
-       {"gpuclean history --pid 114812 --json", "one PID's story, as JSON"},
        {"gpuclean history -f --kind appeared,left,action", "holders and actions as they come"}},
       {"0  shown (also when nothing matched)", "2  usage error",
        "3  the database cannot be read (none yet, not root's to read, damaged)"});
