@@ -26,11 +26,10 @@ LeftoverSeries leftover_gauge(const Diagnosis& diagnosis, Bytes unattributed_flo
     const Holder* root = &member;
     if (!is_leftover_class(to_string(member.klass))) {
       const auto root_pid = dead_job_root(diagnosis, member.process.pid);
-      const auto it = root_pid ? std::find_if(diagnosis.holders.begin(), diagnosis.holders.end(),
-                                              [&](const Holder& h) {
-                                                return h.process.pid == *root_pid;
-                                              })
-                               : diagnosis.holders.end();
+      const auto it =
+          root_pid ? std::find_if(diagnosis.holders.begin(), diagnosis.holders.end(),
+                                  [&](const Holder& h) { return h.process.pid == *root_pid; })
+                   : diagnosis.holders.end();
       if (it == diagnosis.holders.end() || !is_leftover_class(to_string(it->klass))) continue;
       root = &*it;
     }
