@@ -90,6 +90,7 @@ struct Commands {
   TopOptions top;
   RecorderOptions recorder;
   HistoryOptions history;
+  ResetCommandOptions reset;
   CompletionOptions completion;
   StatusOptions bare;   // the global options given before a command
   std::string version;  // the release, for gpuclean_build_info
@@ -112,6 +113,7 @@ struct Commands {
     add_top_command(app, top);
     add_recorder_command(app, recorder);
     add_history_command(app, history);
+    add_reset_command(app, reset);
     add_completion_command(app, completion);
     add_common_options(app, bare.common, HookScope::kInspect);
   }
@@ -133,6 +135,7 @@ struct Commands {
         {"top", &top.status.common},
         {"recorder", &recorder.common},
         {"history", &history.common},
+        {"reset", &reset.common},
 #ifdef GPUCLEAN_METRICS
         {"metrics", &metrics.status.common},
 #endif
@@ -147,6 +150,7 @@ struct Commands {
     if (app.got_subcommand("top")) return run_top(top, io);
     if (app.got_subcommand("recorder")) return run_recorder_command(recorder, io);
     if (app.got_subcommand("history")) return run_history(history, io);
+    if (app.got_subcommand("reset")) return run_reset(reset, io);
     if (app.got_subcommand("snapshot")) return run_snapshot(snapshot, io);
     if (app.got_subcommand("diff")) return run_diff(diff, io);
 #ifdef GPUCLEAN_METRICS

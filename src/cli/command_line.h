@@ -13,6 +13,7 @@
 #include "cli/metrics_command.h"
 #include "cli/plot_command.h"
 #include "cli/recorder_command.h"
+#include "cli/reset_command.h"
 #include "cli/run_command.h"
 #include "cli/snapshot_command.h"
 #include "cli/status_command.h"
@@ -71,6 +72,7 @@ void add_snapshot_command(CLI::App& app, SnapshotOptions& options);
 void add_diff_command(CLI::App& app, DiffCommandOptions& options);
 void add_plot_command(CLI::App& app, PlotOptions& options);
 void add_history_command(CLI::App& app, HistoryOptions& options);
+void add_reset_command(CLI::App& app, ResetCommandOptions& options);
 
 // The commands that act, serve or print scripts (command_line_act.cpp).
 void add_kill_command(CLI::App& app, KillOptions& options);

@@ -406,4 +406,22 @@ void add_history_command(CLI::App& app, HistoryOptions& o) {
        "3  the database cannot be read (none yet, not root's to read, damaged)"});
 }
 
+void add_reset_command(CLI::App& app, ResetCommandOptions& o) {
+  CLI::App* reset = app.add_subcommand(
+      "reset", "What stands between each GPU and a reset (nvidia-smi --gpu-reset), in order");
+  add_common_options(*reset, o.common, HookScope::kInspect);
+  add_host_root_hooks(*reset, o.roots);
+  reset->add_flag("--plan", o.plan,
+                  "The plan: every blocker with how it gets out of the way (the "
+                  "default, and for now the only mode: nothing is changed)");
+  reset->add_flag("--force", o.force,
+                  "Plan to end jobs at work too instead of refusing the reset for them");
+  set_help_footer(*reset,
+                  {{"gpuclean reset --gpus 3", "what blocks GPU 3's reset, and how to clear it"},
+                   {"gpuclean reset --gpus 0,1 --json", "the same as JSON"}},
+                  {"0  nothing refuses the reset",
+                   "1  something refuses it (a job at work, MIG, vfio, not root, ...)",
+                   "2  usage error", "3  NVML does not answer, or /proc unreadable"});
+}
+
 }  // namespace gpuclean::cli

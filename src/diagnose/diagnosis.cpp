@@ -139,8 +139,11 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
                   " is in uninterruptible sleep (D" +
                   (t != nullptr && !t->wchan.empty() ? ", in " + t->wchan : "") +
                   "); signals will not free it";
-      p.fix = gpu ? "only a GPU reset (nvidia-smi -r -i " + std::to_string(*gpu) +
-                        ", once nothing else uses that GPU) or a reboot frees this"
+      // A GPU reset needs the device closed, which this process does not do: gpuclean reset
+      // names it a blocker that only a reboot clears (issue 53).
+      p.fix = gpu ? "only a reboot frees this for sure: a GPU reset waits for it too (gpuclean "
+                    "reset --gpus " +
+                        std::to_string(*gpu) + " shows what stands in its way)"
                   : "only a GPU reset or a reboot frees this";
       return p;
     }
@@ -184,7 +187,10 @@ Problem holder_problem(const Holder& h, std::optional<unsigned> gpu, std::option
                     "device file (whatever holds the memory is not a process here)";
         p.fix =
             "look for a process that inherited its CUDA context (gpuclean explain) in "
-            "containers on this node; if none holds it, only a GPU reset or a reboot frees it";
+            "containers on this node; if none holds it, only a GPU reset or a reboot frees it" +
+            (gpu ? " (gpuclean reset --gpus " + std::to_string(*gpu) +
+                       " shows what stands in the reset's way)"
+                 : std::string());
         return p;
       }
       p.message = where + amount + "pid " + pid +
@@ -965,11 +971,12 @@ void unattributed_problems(const std::vector<GpuReport>& reports,
                 (hidden > 0 ? " beyond the " + format_bytes(hidden) + " named above" : "") +
                 " (a holder in another PID namespace or container, or memory the driver has not "
                 "released yet)";
-    const std::string reset =
-        report.gpu.source == Gpu::Source::kDrm
-            ? "a reset of the GPU by its driver (" + report.gpu.driver + ", " +
-                  report.gpu.pci_bus_id + ")"
-            : "a GPU reset (nvidia-smi -r -i " + std::to_string(report.gpu.index) + ")";
+    const std::string reset = report.gpu.source == Gpu::Source::kDrm
+                                  ? "a reset of the GPU by its driver (" + report.gpu.driver +
+                                        ", " + report.gpu.pci_bus_id + ")"
+                                  : "a GPU reset (gpuclean reset --gpus " +
+                                        std::to_string(report.gpu.index) +
+                                        " shows what stands in its way)";
     p.fix = "run gpuclean on the host (outside containers); if nothing holds it there, only " +
             reset + " or a reboot frees it";
     problems.push_back(std::move(p));

@@ -29,4 +29,8 @@ bool may_signal_every_process() {
   return has_effective(CAP_KILL);
 }
 
+bool may_administer_devices() {
+  return has_effective(CAP_SYS_ADMIN);
+}
+
 }  // namespace gpuclean::procfs

@@ -12,4 +12,7 @@ bool may_read_every_process();
 // Whether this process may signal other users' processes (CAP_KILL).
 bool may_signal_every_process();
 
+// Whether this process may administer devices (CAP_SYS_ADMIN): what resetting a GPU needs.
+bool may_administer_devices();
+
 }  // namespace gpuclean::procfs
