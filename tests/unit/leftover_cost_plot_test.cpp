@@ -508,7 +508,7 @@ LeftoverCostReport week() {
   LeftoverCostReport r;
   r.since = at(-6 * 24);
   r.until = at(24);
-  const double d = 24;  // hours in a day, for reading the times below
+  const int d = 24;  // hours in a day, for reading the times below
   r.leftovers.push_back(
       episode(process(48211, "alice",
                       {"python3", "-m", "vllm.entrypoints.openai.api_server", "--model",
