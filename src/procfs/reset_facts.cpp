@@ -16,7 +16,7 @@ namespace gpuclean::procfs {
 namespace {
 
 // A sysfs attribute's first line; empty when it cannot be read.
-std::string attribute(const std::string& path) {
+std::string sysfs_line(const std::string& path) {
   UniqueFd dir(::open(std::filesystem::path(path).parent_path().c_str(),
                       O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return "";
@@ -47,7 +47,7 @@ ResetFacts read_reset_facts(const std::string& sys_root,
   facts.root = may_administer_devices();
   std::error_code exists;
   facts.drm_loaded = std::filesystem::is_directory(sys_root + "/module/nvidia_drm", exists);
-  const std::string modeset = attribute(sys_root + "/module/nvidia_drm/parameters/modeset");
+  const std::string modeset = sysfs_line(sys_root + "/module/nvidia_drm/parameters/modeset");
   if (!modeset.empty()) facts.drm_modeset = modeset == "Y" || modeset == "1";
   std::error_code ec;
   for (const auto& entry :
