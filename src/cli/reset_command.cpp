@@ -9,6 +9,7 @@
 #include "collect/gather.h"
 #include "core/diagnostics.h"
 #include "diagnose/reset_plan.h"
+#include "output/escape.h"
 #include "output/json.h"
 #include "output/reset_view.h"
 #include "procfs/reset_facts.h"
@@ -35,8 +36,10 @@ int run_reset(const ResetCommandOptions& options, const Io& io) {
       prepare_status(status, std::move(std::get<collect::Gathered>(gathered)), io);
   if (!prepared.usable) return prepared.exit_code;
   if (prepared.report.nvml_state != NvmlState::kPresent) {
-    say(io.err, "reset") << "NVML is " << to_string(prepared.report.nvml_state)
-                         << ": a reset is planned for the GPUs NVML lists\n";
+    const std::string& why = prepared.report.nvml_message;
+    say(io.err, "reset") << "NVML " << to_string(prepared.report.nvml_state)
+                         << (why.empty() ? "" : " (" + output::escape_terminal(why) + ")")
+                         << ": a reset is planned for the GPUs NVML lists, and it lists none\n";
     return kExitRuntime;
   }
   const Diagnosis& diagnosis = prepared.report.diagnosis;
