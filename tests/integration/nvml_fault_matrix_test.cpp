@@ -562,7 +562,9 @@ TEST_P(NvmlFaultMatrixTest, EveryCommandIsBoundedTrueAndLeavesNothing) {
     [&] {
       return cell("wait", free_, {"wait", "--timeout", "1s"}, bound_);
     },
-    [&] { return cell("reset", free_, {"reset", "--json"}, bound_); },
+    [&] {
+      return cell("reset", free_, {"reset", "--json"}, bound_);
+    },
     [&] {
       Cell c = cell("snapshot", free_, {"snapshot", "-o", snapshot_path}, bound_);
       c.file = slurp(snapshot_path);
