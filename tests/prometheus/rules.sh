@@ -27,28 +27,38 @@ with_for=$(awk '/^ *- alert: /{name=$3} /^ *for: /{print name}' "$rules")
 check "promtool check rules: $(wc -l <<<"$names") rules" promtool check rules "$rules"
 check "promtool test rules alerts_test.yml" promtool test rules contrib/prometheus/alerts_test.yml
 
-# mutant NAME SED: the tests run on a copy of alerts.yml changed by SED; prints promtool's output.
+# mutant RULES TESTS NAME SED: the tests TESTS run on a copy of RULES changed by SED (every
+# expression of a recording rule's, or it says so); prints promtool's output.
 mutant() {
-  mkdir -p "$work/$1"
-  sed -E "$2" "$rules" >"$work/$1/alerts.yml"
-  cp contrib/prometheus/alerts_test.yml "$work/$1/"
-  (cd "$work/$1" && promtool test rules alerts_test.yml 2>&1)
+  local rules_file=$1 tests_file=$2 name=$3
+  mkdir -p "$work/$name"
+  sed -E "$4" "$rules_file" >"$work/$name/$(basename "$rules_file")"
+  cp "$tests_file" "$work/$name/"
+  if [[ $rules_file == *recording.yml ]] &&
+    [[ $(diff "$rules_file" "$work/$name/$(basename "$rules_file")" | grep -c '^> *expr:') != "$(sed -n 's/^ *- record: //p' "$rules_file" | wc -l)" ]]; then
+    echo "the mutation $name does not change every expression"
+    return
+  fi
+  (cd "$work/$name" && promtool test rules "$(basename "$tests_file")" 2>&1)
 }
-# fails_for OUTPUT NAMES: OUTPUT is a failing run that names every alert in NAMES.
-fails_for() {
+# caught OUTPUT BEFORE AFTER NAMES: OUTPUT is a failing run that names every rule in NAMES as
+# BEFORE NAME AFTER (alerts: "alertname: NAME,"; recording rules: 'expr: "NAME').
+caught() {
   local name
   grep -q FAILED <<<"$1" || return 1
-  for name in $2; do
-    grep -q "alertname: $name," <<<"$1" || { echo "  not caught: $name"; return 1; }
+  for name in $4; do
+    grep -qF "$2$name$3" <<<"$1" || { echo "  not caught: $name"; return 1; }
   done
 }
-out=$(mutant no_for 's/^( +)for: .*/\1for: 0s/')
+alerts_mutant() { mutant "$rules" contrib/prometheus/alerts_test.yml "$@"; }
+fails_for() { caught "$1" "alertname: " "," "$2"; }
+out=$(alerts_mutant no_for 's/^( +)for: .*/\1for: 0s/')
 check "negative control: with every for: 0s the tests fail, for each of the $(wc -l <<<"$with_for") rules with a for:" \
   fails_for "$out" "$with_for"
-out=$(mutant never 's/^( +)expr: .*/\1expr: vector(1) < 0/')
+out=$(alerts_mutant never 's/^( +)expr: .*/\1expr: vector(1) < 0/')
 check "negative control: with expressions that never hold the tests fail, for each rule" \
   fails_for "$out" "$names"
-out=$(mutant wide '/^ +expr:/{s/\{[^}]*\}//g; s/ (>|==) .*$/ >= 0/}')
+out=$(alerts_mutant wide '/^ +expr:/{s/\{[^}]*\}//g; s/ (>|==) .*$/ >= 0/}')
 check "negative control: with every expression taking any series of its metric the tests fail, for each rule" \
   fails_for "$out" "$names"
 
@@ -57,26 +67,8 @@ recording=contrib/prometheus/recording.yml
 records=$(sed -n 's/^ *- record: //p' "$recording")
 check "promtool check rules: $(wc -l <<<"$records") recording rules" promtool check rules "$recording"
 check "promtool test rules recording_test.yml" promtool test rules contrib/prometheus/recording_test.yml
-# recording_mutant NAME SED: recording_test.yml run on a copy of recording.yml changed by SED
-# (checked to change every expression); prints promtool's output.
-recording_mutant() {
-  mkdir -p "$work/$1"
-  sed -E "$2" "$recording" >"$work/$1/recording.yml"
-  cp contrib/prometheus/recording_test.yml "$work/$1/"
-  if [[ $(diff "$recording" "$work/$1/recording.yml" | grep -c '^> *expr:') != "$(wc -l <<<"$records")" ]]; then
-    echo "the mutation $1 does not change every expression"
-    return
-  fi
-  (cd "$work/$1" && promtool test rules recording_test.yml 2>&1)
-}
-# records_fail OUTPUT NAMES: OUTPUT is a failing run with a failed case for every rule in NAMES.
-records_fail() {
-  local name
-  grep -q FAILED <<<"$1" || return 1
-  for name in $2; do
-    grep -qF "expr: \"$name" <<<"$1" || { echo "  not caught: $name"; return 1; }
-  done
-}
+recording_mutant() { mutant "$recording" contrib/prometheus/recording_test.yml "$@"; }
+records_fail() { caught "$1" 'expr: "' "" "$2"; }
 out=$(recording_mutant per_minute '/^ +expr:/s|/ 3600$|/ 60|')
 check "negative control: GiB-minutes (/ 60 instead of / 3600) fail the tests, for each recording rule" \
   records_fail "$out" "$records"

@@ -13,9 +13,15 @@
 #include <vector>
 
 #include "core/units.h"
+#include "svg_reading.h"
 
 namespace gpuclean::output {
 namespace {
+
+using testing::all;
+using testing::count;
+using testing::tick_x;
+using testing::xml_error;
 
 constexpr double kDay = 1796428800;  // 2026-12-05 00:00:00 UTC
 
@@ -93,23 +99,6 @@ HistoryPlotInput night() {
   return in;
 }
 
-// Every match of `pattern`'s first group in `svg`.
-std::vector<std::string> all(const std::string& svg, const std::string& pattern) {
-  std::vector<std::string> found;
-  const std::regex re(pattern);
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
-       ++it) {
-    found.push_back((*it)[1].str());
-  }
-  return found;
-}
-
-std::size_t count(const std::string& svg, const std::string& text) {
-  std::size_t n = 0;
-  for (std::size_t at = svg.find(text); at != std::string::npos; at = svg.find(text, at + 1)) ++n;
-  return n;
-}
-
 // Time to x, read back from two of the picture's own tick labels.
 struct Scale {
   double x0 = 0;  // x of t0
@@ -119,42 +108,18 @@ struct Scale {
   [[nodiscard]] double t_of(double x) const { return t0 + (x - x0) / per_second; }
 };
 
-double tick_x(const std::string& svg, const std::string& label) {
-  const auto xs = all(svg, "<text class=\"tick\" x=\"([0-9.]+)\"[^>]*>" + label + "</text>");
-  EXPECT_EQ(xs.size(), 1u) << label;
-  return xs.empty() ? 0 : std::stod(xs[0]);
-}
-
 Scale scale_of(const std::string& svg) {
   const double x10 = tick_x(svg, "10:00");
   const double x1030 = tick_x(svg, "10:30");
   return {x10, at(10, 0), (x1030 - x10) / 1800};
 }
 
-class HistoryPlot : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* tz = std::getenv("TZ");
-    if (tz != nullptr) saved_tz_ = tz;
-    ::setenv("TZ", "UTC", 1);
-    ::tzset();
-  }
-  void TearDown() override {
-    if (saved_tz_) {
-      ::setenv("TZ", saved_tz_->c_str(), 1);
-    } else {
-      ::unsetenv("TZ");
-    }
-    ::tzset();
-  }
-
- private:
-  std::optional<std::string> saved_tz_;
-};
+class HistoryPlot : public testing::InUtc {};
 
 TEST_F(HistoryPlot, TheAxisIsClockTime) {
   const std::string svg = render_history_svg(night());
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_EQ(xml_error(svg), "") << "well-formed, as leftover_cost_plot_test checks its own";
   EXPECT_EQ(all(svg, "<text class=\"tick\"[^>]*>([^<]*)</text>"),
             (std::vector<std::string>{"09:50", "10:00", "10:10", "10:20", "10:30", "10:40", "10:50",
                                       "11:00"}));
