@@ -299,6 +299,28 @@ void report_still_dirty(const WaitOptions& options, const StatusReport& report,
 
 }  // namespace
 
+namespace {
+
+// Where `wait` stops on what it sees: clean (0), or clean as far as it can see with processes
+// it could not read (3: it cannot say clean, and waiting will not let it read them, as check).
+// nullopt: not yet.
+std::optional<int> wait_ended(const WaitOptions& options, const StatusReport& report,
+                              const std::string& elapsed, bool is_terminal, const Io& io) {
+  if (!report.diagnosis.clean) return std::nullopt;
+  if (report.verdict == Verdict::kUnknown) {
+    say(io.err, "wait") << report.unseen_message << '\n';
+    if (options.status.common.json) output::render_status_json(io.out, report);
+    return kExitRuntime;
+  }
+  // Clean with warnings is clean: a stray context does not end before its process does.
+  if (is_terminal) say(io.err) << "clean after " << elapsed << '\n';
+  // --json: the state it ended on, as status's document (verdict "clean").
+  if (options.status.common.json) output::render_status_json(io.out, report);
+  return kExitClean;
+}
+
+}  // namespace
+
 int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
   using Clock = std::chrono::steady_clock;
   // Often enough to notice a release promptly (the driver frees a killed process's memory in
@@ -333,12 +355,8 @@ int run_wait(const WaitOptions& options, const Io& io, bool is_terminal) {
     }
     const auto& problems = prepared.report.diagnosis.problems;
     if (is_terminal) io.err << "\r\x1b[2K";  // clear the progress line
-    // Clean with warnings is clean: a stray context does not end before its process does.
-    if (prepared.report.diagnosis.clean) {
-      if (is_terminal) say(io.err) << "clean after " << elapsed() << '\n';
-      // --json: the state it ended on, as status's document (verdict "clean").
-      if (options.status.common.json) output::render_status_json(io.out, prepared.report);
-      return kExitClean;
+    if (const auto ended = wait_ended(options, prepared.report, elapsed(), is_terminal, io)) {
+      return *ended;
     }
     if (deadline && Clock::now() >= *deadline) {
       report_still_dirty(options, prepared.report, elapsed(), io);

@@ -146,6 +146,11 @@ TEST_F(PrivilegeTest, UnreadableProcessesMakeAProcOnlyVerdictUnknownNotClean) {
   const auto who = as_user({"who", "--json", "--device-glob", held_});
   EXPECT_EQ(who.exit_code, 3) << who.err;
   EXPECT_EQ(json::parse(who.out)["verdict"], "unknown") << who.out;
+  // wait too: it cannot say clean, so it does not wait for it (exit 3 at once, as check). On
+  // 686f8b2 it said "clean" and exited 0 where status said unknown (issue 51's note).
+  const auto wait = as_user({"wait", "--no-nvml", "--timeout", "5s", "--device-glob", held_});
+  EXPECT_EQ(wait.exit_code, 3) << wait.out << wait.err;
+  EXPECT_NE(wait.err.find("could not be read"), std::string::npos) << wait.err;
 
   // Negative control: root reads every process (a refusal by the sandbox's PID 1 is said and
   // changes nothing) and finds the holder: dirty, exit 1.
