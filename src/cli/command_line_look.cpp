@@ -247,7 +247,7 @@ void add_wait_command(CLI::App& app, WaitOptions& options) {
       {{"gpuclean kill --leftovers -y && gpuclean wait --timeout 1m", "tear down, then wait"},
        {"gpuclean wait --gpus 0 --timeout 30s", "GPU 0 only; exit 1 after 30 s"}},
       {"0  clean", "1  timed out: the remaining problems are printed", "2  usage error",
-       "3  NVML failed"});
+       "3  NVML failed, or processes it could not read (it cannot say clean)"});
 }
 
 void add_who_command(CLI::App& app, WhoOptions& options) {
