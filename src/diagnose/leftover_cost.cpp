@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
+#include <string_view>
 
 namespace gpuclean::diagnose {
 
@@ -236,29 +238,53 @@ void LeftoverMeter::apply(const HistoryEvent& event) {
 
 namespace {
 
-// The gpuclean action that ended an episode that exited, if one did: a kill that names it (PID
-// and start ticks) gone, sent by root or its own user (no one else could have killed it: any
-// local user can send an action naming anything), or the run whose group owned it (the
-// kernel's sender PID is the group's name).
-std::optional<LeftoverEnd> killed_by(const LeftoverEpisode& episode,
-                                     const std::vector<RecordedAction>& actions) {
+// The kill and run actions by whom they can explain: a kill by each target it names gone (PID
+// and start ticks), a run by its sender's PID (its group's name). Any local user can send
+// actions, as many as the recorder takes: each episode looks up its own, never all of them.
+struct ActionIndex {
+  std::multimap<std::pair<Pid, std::uint64_t>, const RecordedAction*> kills;
+  std::multimap<Pid, const RecordedAction*> runs;
+
+  explicit ActionIndex(const std::vector<RecordedAction>& actions) {
+    for (const RecordedAction& action : actions) {
+      if (action.command == "kill") {
+        for (const auto& target : action.gone) kills.emplace(target, &action);
+      } else if (action.command == "run") {
+        runs.emplace(action.sender_pid, &action);
+      }
+    }
+  }
+};
+
+LeftoverEnd killed(const LeftoverEpisode& episode, const RecordedAction& action) {
+  return LeftoverEnd{.how = LeftoverEnd::How::kKilled,
+                     .time = episode.end.time,
+                     .by_user = action.user,
+                     .by_command = action.command};
+}
+
+// The gpuclean action that ended an episode that exited, if one did, within kActionSpan of its
+// end: a kill that names it gone, sent by root or its own user (no one else could have killed
+// it), or the run whose group owned it.
+std::optional<LeftoverEnd> killed_by(const LeftoverEpisode& episode, const ActionIndex& index) {
   const RecordedProcess& p = episode.process;
-  const std::pair<Pid, std::uint64_t> identity{p.pid, p.start_ticks};
-  for (const RecordedAction& action : actions) {
-    if (std::abs(action.time - *episode.end.time) > kActionSpan) continue;
-    bool ended = false;
-    if (action.command == "kill") {
-      ended = (action.uid == 0 || action.user == p.user) &&
-              std::find(action.gone.begin(), action.gone.end(), identity) != action.gone.end();
-    } else if (action.command == "run") {
-      ended = p.owner == "gpuclean-run:" + std::to_string(action.sender_pid);
-    }
-    if (ended) {
-      return LeftoverEnd{.how = LeftoverEnd::How::kKilled,
-                         .time = episode.end.time,
-                         .by_user = action.user,
-                         .by_command = action.command};
-    }
+  const auto near = [&episode](const RecordedAction& action) {
+    return std::abs(action.time - *episode.end.time) <= kActionSpan;
+  };
+  const auto [kill, kills_end] = index.kills.equal_range({p.pid, p.start_ticks});
+  for (auto it = kill; it != kills_end; ++it) {
+    const RecordedAction& action = *it->second;
+    if (near(action) && (action.uid == 0 || action.user == p.user)) return killed(episode, action);
+  }
+  constexpr std::string_view kRunOwner = "gpuclean-run:";
+  if (!p.owner.starts_with(kRunOwner)) return std::nullopt;
+  const std::string_view id = std::string_view(p.owner).substr(kRunOwner.size());
+  Pid run_pid = 0;
+  const auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), run_pid);
+  if (error != std::errc() || end != id.data() + id.size()) return std::nullopt;
+  const auto [run, runs_end] = index.runs.equal_range(run_pid);
+  for (auto it = run; it != runs_end; ++it) {
+    if (near(*it->second)) return killed(episode, *it->second);
   }
   return std::nullopt;
 }
@@ -330,11 +356,12 @@ LeftoverCostReport LeftoverMeter::report(CostGrouping by,
   report.until = until_;
   report.by = by;
   report.unwatched_seconds = unwatched_;
+  const ActionIndex index(actions);
   for (const LeftoverEpisode& episode : episodes_) {
     if (episode.since >= until_ || (episode.end.time && *episode.end.time < since_)) continue;
     LeftoverEpisode& kept = report.leftovers.emplace_back(episode);
     if (kept.end.how == LeftoverEnd::How::kExited) {
-      if (auto killed = killed_by(kept, actions)) kept.end = std::move(*killed);
+      if (auto ended = killed_by(kept, index)) kept.end = std::move(*ended);
     }
     report.byte_seconds += kept.byte_seconds;
     report.idle_byte_seconds += kept.idle_byte_seconds;

@@ -255,6 +255,17 @@ TEST(LeftoverCost, OnlyRootOrItsOwnUserKillsALeftover) {
   EXPECT_EQ(late.leftovers[1].end.how, LeftoverEnd::How::kExited);
 }
 
+TEST(LeftoverCost, AFloodOfForgedActionsHidesNoRealKill) {
+  // Any local user can send actions, as many as the recorder takes: 20,000 of mallory's naming
+  // bob's worker, and bob's own kill among them. The report looks its kills up by target.
+  std::vector<HistoryEvent> flood;
+  for (int i = 0; i < 20000; ++i) flood.push_back(kill_action(2990, 1001, "mallory", bob_worker()));
+  flood.push_back(kill_action(3001, 1002, "bob", bob_worker()));
+  const auto report = report_of(history(std::move(flood)), 0, 7200);
+  EXPECT_EQ(report.leftovers[1].end.how, LeftoverEnd::How::kKilled);
+  EXPECT_EQ(report.leftovers[1].end.by_user, "bob");
+}
+
 TEST(LeftoverCost, TheRunThatOwnedALeftoverEndedIt) {
   std::vector<HistoryEvent> events = history();
   for (HistoryEvent& e : events) {
