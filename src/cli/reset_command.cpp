@@ -43,6 +43,10 @@ int run_reset(const ResetCommandOptions& options, const Io& io) {
     return kExitRuntime;
   }
   const Diagnosis& diagnosis = prepared.report.diagnosis;
+  if (diagnosis.gpus.empty()) {
+    say(io.err, "reset") << "NVML lists no GPU: there is nothing to plan a reset for\n";
+    return kExitRuntime;
+  }
   for (unsigned asked : gpus->value_or(std::set<unsigned>{})) {
     const bool listed = std::any_of(diagnosis.gpus.begin(), diagnosis.gpus.end(),
                                     [asked](const GpuReport& g) { return g.gpu.index == asked; });

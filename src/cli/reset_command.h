@@ -14,8 +14,8 @@ struct ResetCommandOptions {
 };
 
 // Prints the plan: 0 nothing refuses the reset; 1 something does (a job at work without
-// --force, a holder out of reach, MIG, vfio, not root); 2 usage; 3 NVML does not answer (no
-// GPU to plan for) or /proc unreadable.
+// --force, a holder out of reach, MIG, vfio, not root); 2 usage; 3 NVML does not answer or
+// lists no GPU (nothing to plan for) or /proc unreadable.
 int run_reset(const ResetCommandOptions& options, const Io& io);
 
 }  // namespace gpuclean::cli

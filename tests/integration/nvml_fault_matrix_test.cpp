@@ -458,7 +458,11 @@ void expect_cell(const Cell& c, const Fault& f, pid_t watched, pid_t target) {
     // Issue 53: a plan needs NVML's GPUs: without an answer, exit 3 and no plan; with one, a
     // plan for each (nobody holds the free file: nothing refuses it but, for a test run as
     // another user than root, not-root).
-    if (f.answers) {
+    if (std::string_view(f.name) == "NoGpus") {
+      // NVML answers and lists none: nothing to plan for, said (exit 3, as without NVML).
+      EXPECT_EQ(c.result.exit_code, 3) << describe(c);
+      EXPECT_TRUE(contains(c.result.err, "lists no GPU")) << describe(c);
+    } else if (f.answers) {
       EXPECT_LE(c.result.exit_code, 1) << describe(c);
       const json doc = json::parse(out, nullptr, false);
       ASSERT_FALSE(doc.is_discarded()) << "not JSON\n" << describe(c);
