@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -354,6 +355,29 @@ TEST_F(EventStoreTest, TheLeftoverReportReadsTheLeftoversEventsAndTheNodesOwn) {
                                        })
                   .ok());
   EXPECT_TRUE(read.empty());
+
+  // A database written before the index of parents (dropped here, by hand): the leftovers
+  // alone are read, and the store says so (history --report tells its reader); a recorder of
+  // this gpuclean makes the index again when it opens the file.
+  EXPECT_TRUE(store.indexes_parents());
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "DROP INDEX processes_by_parent", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  auto reader = EventStore::open(path_, true);
+  ASSERT_TRUE(reader.ok()) << reader.error().message();
+  EXPECT_FALSE(reader->indexes_parents());
+  std::vector<Pid> pids;
+  ASSERT_TRUE(reader
+                  ->each_leftover_event(300,
+                                        [&pids](const HistoryEvent& e) {
+                                          if (e.process) pids.push_back(e.process->pid);
+                                        })
+                  .ok());
+  EXPECT_EQ(std::count(pids.begin(), pids.end(), 30), 0) << "the worker is not followed";
+  EXPECT_GT(std::count(pids.begin(), pids.end(), 10), 0) << "the orphan still is";
+  EXPECT_TRUE(writer().indexes_parents()) << "the writer makes it again";
 }
 
 TEST_F(EventStoreTest, WhoHeldAGpuAtAMomentAndWhatIsStillOpenAfterARestart) {
