@@ -308,7 +308,10 @@ std::optional<int> wait_ended(const WaitOptions& options, const StatusReport& re
                               const std::string& elapsed, bool is_terminal, const Io& io) {
   if (!report.diagnosis.clean) return std::nullopt;
   if (report.verdict == Verdict::kUnknown) {
-    say(io.err, "wait") << report.unseen_message << '\n';
+    say(io.err, "wait") << (report.unseen_message.empty()
+                                ? std::string("the verdict is unknown: it cannot say clean")
+                                : report.unseen_message)
+                        << '\n';
     if (options.status.common.json) output::render_status_json(io.out, report);
     return kExitRuntime;
   }

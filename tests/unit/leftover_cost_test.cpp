@@ -205,6 +205,18 @@ TEST(LeftoverCost, ADeadJobsWorkersCountWithItInItsEpisode) {
   EXPECT_DOUBLE_EQ(gib_seconds(report_of(with_worker(), 0, 7200).byte_seconds), 17400);
 }
 
+TEST(LeftoverCost, AProcessRecordedAsAppearingAgainIsTheSameLeftover) {
+  // A recorder that could not read what it had open records alice's server appearing again at
+  // 1000 s: the same process, one episode, its memory kept. Before, a second episode began with
+  // no memory and the first stayed "still there": 6,400 GiB-seconds short.
+  const auto report = report_of(
+      history({klass(HistoryEventKind::kAppeared, 1000, alice_server(), "orphan")}), 0, 7200);
+  EXPECT_DOUBLE_EQ(gib_seconds(report.byte_seconds), 17400);
+  ASSERT_EQ(report.leftovers.size(), 2U);
+  EXPECT_EQ(report.leftovers[0].end.how, LeftoverEnd::How::kExited) << "it left at 2,400 s";
+  EXPECT_DOUBLE_EQ(report.leftovers[0].since, kT0 + 600);
+}
+
 TEST(LeftoverCost, OnlyTheWindowCounts) {
   // [1800, 3600): alice 4 GiB × 600 s, bob 2 GiB × 1200 s, unattributed 1 GiB × 600 s.
   const auto report = report_of(history(), 1800, 3600);
