@@ -196,11 +196,9 @@ void LeftoverMeter::apply(const HistoryEvent& event) {
   if (!event.process) return;
   const Key key = key_of(*event.process);
   switch (event.kind) {
+    // A process recorded as appearing again (a recorder that could not read what it had open)
+    // is the same process: its episode goes on, under the class recorded now, as for a change.
     case HistoryEventKind::kAppeared:
-      // A process recorded as appearing again (a recorder that could not read what it had
-      // open) is the same process: its episode goes on, under the class recorded now.
-      set_class(open_for(*event.process, event.klass), event.klass, event.time);
-      return;
     case HistoryEventKind::kClassChanged:
       set_class(open_for(*event.process, event.klass), event.klass, event.time);
       return;
